@@ -1,0 +1,407 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Component is a node of the dependency graph. It builds images, deploys a
+// Helm chart or a set of manifests (not both), or only builds images that
+// others use (a second image pushed under a revision tag, say).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.images) || has(self.helm) || has(self.manifests)",message="a component needs at least one of images, helm or manifests"
+// +kubebuilder:validation:XValidation:rule="!(has(self.helm) && has(self.manifests))",message="set helm or manifests, not both: split them into two components"
+// +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !self.dependsOn.exists(d, d == self.name)",messageExpression="'component ' + self.name + ' depends on itself'",fieldPath=".dependsOn"
+type Component struct {
+	// Name identifies the component; dependsOn and the status refer to it.
+	// Unique across components and tests. A DNS-1123 label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// DependsOn names components that must be Ready before this one is built
+	// or deployed — on every change, not only the first: a dependency being
+	// rolled out again blocks this component until it is Ready again.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// Labels group components, e.g. for `kubectl devloop status -l core`.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Labels []string `json:"labels,omitempty"`
+
+	// Images built by this component and pushed to the registry. At most 16
+	// images across the environment.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Images []ImageSpec `json:"images,omitempty"`
+
+	// Helm deploys a chart as one release.
+	// +optional
+	Helm *HelmSpec `json:"helm,omitempty"`
+
+	// Manifests applies plain YAML or kustomize directories with server-side
+	// apply; objects that leave the set are pruned.
+	// +optional
+	Manifests *ManifestsSpec `json:"manifests,omitempty"`
+}
+
+// ImageSpec is an image assembled with go-containerregistry, without a
+// Docker daemon: a base image, one layer per mapping taken from the source
+// (after an optional build step), and the image config. Its repository is
+// <registry.prefix>/<name>.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.layers) || has(self.source)",message="layers are taken from a source: set source",fieldPath=".source"
+// +kubebuilder:validation:XValidation:rule="!has(self.run) || has(self.source)",message="a run step builds from a source: set source",fieldPath=".source"
+type ImageSpec struct {
+	// Name of the image; the repository is <registry.prefix>/<name>. Unique
+	// across the environment. Lowercase, may contain '/', '.', '_' and '-'.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`
+	Name string `json:"name"`
+
+	// Source the layers (and the run step's workspace) come from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Source string `json:"source,omitempty"`
+
+	// Base image the layers are appended to, e.g.
+	// gcr.io/distroless/static:nonroot. Resolved to a digest and cached.
+	// Empty means an empty (scratch) base.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Base string `json:"base,omitempty"`
+
+	// Run is an optional compile step in a builder pod in the cluster; its
+	// output in /workspace is what layers take files from.
+	// +optional
+	Run *BuildRun `json:"run,omitempty"`
+
+	// Layers map files from the source (or the run step's output) into the
+	// image, one layer each, so a change to one file uploads one layer.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Layers []LayerMapping `json:"layers,omitempty"`
+
+	// Entrypoint of the image config.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Entrypoint []string `json:"entrypoint,omitempty"`
+
+	// Cmd of the image config (the default arguments).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Cmd []string `json:"cmd,omitempty"`
+
+	// Env of the image config.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Env []EnvVar `json:"env,omitempty"`
+
+	// WorkingDir of the image config.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	WorkingDir string `json:"workingDir,omitempty"`
+
+	// User of the image config, e.g. "65532:65532".
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	User string `json:"user,omitempty"`
+
+	// Platforms to build, as os/arch[/variant]. More than one produces an
+	// image index. Default: linux/amd64.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+/[a-z0-9]+(/[a-z0-9]+)?$`
+	// +kubebuilder:validation:items:MaxLength=32
+	Platforms []string `json:"platforms,omitempty"`
+
+	// Tags pushed for every build, all naming the same digest. Each is a
+	// literal tag or a template over {{ .ContentHash }}, {{ .Revision }},
+	// {{ .ShortRevision }}, {{ .Source }}, {{ .Image }} and {{ .Component }}.
+	// The content tag is always pushed too; the Deployment uses it, while a
+	// revision tag serves pods the software under development creates itself.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:Pattern=`^([a-zA-Z0-9_.-]|\{\{ ?\.(ContentHash|Revision|ShortRevision|Source|Image|Component) ?\}\})+$`
+	Tags []string `json:"tags,omitempty"`
+}
+
+// BuildRun is a compile step run in a builder pod: the source is fetched into
+// /workspace, then the builder image runs the command there.
+type BuildRun struct {
+	// Image of the builder, e.g. golang:1.25.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// Command run in /workspace.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Command []string `json:"command"`
+
+	// Env of the builder container.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Env []EnvVar `json:"env,omitempty"`
+
+	// Cache is a persistent volume kept between builds (Go module and build
+	// caches, say).
+	// +optional
+	Cache *BuildCache `json:"cache,omitempty"`
+
+	// Timeout of the build step.
+	// +optional
+	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// BuildCache is a PersistentVolumeClaim mounted into the builder.
+type BuildCache struct {
+	// Size of the claim.
+	// +optional
+	// +kubebuilder:default="5Gi"
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// Paths where the cache is mounted in the builder container. Default:
+	// /root/.cache and /go/pkg/mod.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^/`
+	Paths []string `json:"paths,omitempty"`
+}
+
+// LayerMapping copies a file or directory into the image as one layer.
+type LayerMapping struct {
+	// From is a path relative to the source root (or the run step's
+	// /workspace). It may not leave the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="from must be a relative path inside the source, without '..'"
+	From string `json:"from"`
+
+	// To is the absolute path in the image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/`
+	To string `json:"to"`
+
+	// Mode of the copied files as an octal string, e.g. "0755". Default:
+	// the mode in the source.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^0?[0-7]{3}$`
+	Mode string `json:"mode,omitempty"`
+}
+
+// EnvVar is a name and a value.
+type EnvVar struct {
+	// Name of the variable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	Name string `json:"name"`
+
+	// Value of the variable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Value string `json:"value,omitempty"`
+}
+
+// HelmSpec deploys one Helm release.
+type HelmSpec struct {
+	// Chart to install.
+	// +required
+	Chart ChartRef `json:"chart"`
+
+	// ReleaseName of the Helm release; the component name when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ReleaseName string `json:"releaseName,omitempty"`
+
+	// Namespace the release is installed in; this namespace when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+
+	// CreateNamespace creates the release namespace when it is missing.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
+
+	// Values override the chart's defaults. Layering, last wins: chart
+	// defaults, values, valuesFrom (in order), imageValues.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesFrom reads values from ConfigMap or Secret keys in this
+	// namespace, applied in order after values.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// ImageValues writes a built image's reference, or part of it, into a
+	// values path — for image fields Helm cannot see as images, such as a tag
+	// in a custom resource that the operator under development reads.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	ImageValues []ImageValue `json:"imageValues,omitempty"`
+
+	// Timeout of each Helm action.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// ChartRef locates a chart: a path in a source, an OCI reference with a
+// version, or a chart in an HTTP repository. Exactly one of source, oci and
+// repo is set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.source), has(self.oci), has(self.repo)].filter(x, x).size() == 1",message="exactly one of source, oci or repo must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || has(self.path)",message="a chart from a source needs path",fieldPath=".path"
+// +kubebuilder:validation:XValidation:rule="!has(self.repo) || has(self.name)",message="a chart from a repository needs name",fieldPath=".name"
+type ChartRef struct {
+	// Source holding the chart; path is relative to its root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Source string `json:"source,omitempty"`
+
+	// Path of the chart directory inside source.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="path must be relative to the source root, without '..'"
+	Path string `json:"path,omitempty"`
+
+	// OCI is a chart reference of the form oci://host/repo/chart.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^oci://.+`
+	OCI string `json:"oci,omitempty"`
+
+	// Repo is an HTTP(S) chart repository URL (with index.yaml).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://.+`
+	Repo string `json:"repo,omitempty"`
+
+	// Name of the chart in repo.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// Version (or semver range) of an oci or repo chart; the latest when
+	// empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+}
+
+// ValuesReference is a key of a ConfigMap or Secret holding Helm values.
+type ValuesReference struct {
+	// Kind of the object.
+	// +required
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+
+	// Name of the object in this namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key holding a YAML values document.
+	// +optional
+	// +kubebuilder:default="values.yaml"
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+
+	// Optional skips a missing object or key instead of failing.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// ImageValue writes part of a built image's reference into a values path.
+type ImageValue struct {
+	// Image is the name of an image built by a component of this
+	// environment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Image string `json:"image"`
+
+	// Path in the values, dot separated, e.g. validator.version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	Path string `json:"path"`
+
+	// From is the part written: Reference (repository@digest, the default),
+	// Repository, Tag (the content tag), Digest, or Revision (the tag made
+	// from the source revision; the build pushes it before deploy).
+	// +optional
+	// +kubebuilder:default=Reference
+	// +kubebuilder:validation:Enum=Reference;Repository;Tag;Digest;Revision
+	From string `json:"from,omitempty"`
+}
+
+// ManifestsSpec applies Kubernetes objects from a source with server-side
+// apply under devloop's field manager.
+type ManifestsSpec struct {
+	// Source holding the manifests.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Source string `json:"source"`
+
+	// Paths of YAML files, directories of them, or kustomize directories,
+	// relative to the source root. The root when empty.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="paths must be relative to the source root, without '..'"
+	Paths []string `json:"paths,omitempty"`
+
+	// Namespace for namespaced objects that name none; this namespace when
+	// empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}

@@ -1,0 +1,47 @@
+package v1alpha1
+
+// Condition types, following kstatus: Ready is always present and is the
+// summary; Reconciling is True while work is under way; Stalled is True when
+// work cannot go on without a change to the spec or the cluster. Reconciling
+// and Stalled are never True together.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Condition reasons.
+const (
+	ReasonSucceeded          = "Succeeded"
+	ReasonProgressing        = "Progressing"
+	ReasonSuspended          = "Suspended"
+	ReasonDependencyCycle    = "DependencyCycle"
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonWaiting            = "Waiting"
+	ReasonReconcileError     = "ReconcileError"
+	ReasonDeletionInProgress = "DeletionInProgress"
+)
+
+// Finalizer keeps a DevEnvironment until what it deployed is removed.
+const Finalizer = "devloop.dev/finalizer"
+
+// Annotations read by the operator.
+const (
+	// TriggerAnnotation starts test suites: a name, a comma list, "all",
+	// "label:<label>", or a token form "<suites>@<token>".
+	TriggerAnnotation = "trigger"
+	// TriggerAnnotationPrefixed is the same, for tools that want a prefixed
+	// key.
+	TriggerAnnotationPrefixed = "devloop.dev/trigger"
+	// ReconcileRequestAnnotation asks for an immediate reconcile (what
+	// `kubectl devloop push` sets); any new value does.
+	ReconcileRequestAnnotation = "devloop.dev/reconcile-requested-at"
+)
+
+// HistoryLimitOrDefault is the number of test runs kept per suite.
+func (s *DevEnvironmentSpec) HistoryLimitOrDefault() int {
+	if s.HistoryLimit == nil || *s.HistoryLimit < 1 {
+		return 5
+	}
+	return int(*s.HistoryLimit)
+}

@@ -1,0 +1,162 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DevEnvironmentKind is the kind of the DevEnvironment resource.
+const DevEnvironmentKind = "DevEnvironment"
+
+// DevEnvironmentSpec declares a development loop: where images go, the
+// sources they come from, the components to build and deploy in dependency
+// order, and the test suites that can be run against them.
+//
+// Cross-field rules live here because only the spec sees every list at once.
+// Lists are bounded so that validation cost is bounded and the spec, apart
+// from free-form Helm values, stays well under the object size limit.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || !has(self.tests) || self.tests.all(t, !self.components.exists(c, c.name == t.name))",messageExpression="'names must be unique across components and tests; used by both: ' + self.tests.filter(t, self.components.exists(c, c.name == t.name)).map(t, t.name).join(', ')",fieldPath=".tests",reason="FieldValueDuplicate"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.dependsOn) || c.dependsOn.all(d, self.components.exists(o, o.name == d)))",messageExpression="'dependsOn must name components of this environment; unknown: ' + self.components.filter(c, has(c.dependsOn) && c.dependsOn.exists(d, !self.components.exists(o, o.name == d))).map(c, c.name + ' -> ' + c.dependsOn.filter(d, !self.components.exists(o, o.name == d)).join(', ')).join('; ')",fieldPath=".components",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.tests) || self.tests.all(t, !has(t.dependsOn) || t.dependsOn.all(d, self.tests.exists(o, o.name == d) || (has(self.components) && self.components.exists(o, o.name == d))))",messageExpression="'dependsOn must name components or test suites of this environment; unknown: ' + self.tests.filter(t, has(t.dependsOn) && t.dependsOn.exists(d, !self.tests.exists(o, o.name == d) && !(has(self.components) && self.components.exists(o, o.name == d)))).map(t, t.name + ' -> ' + t.dependsOn.filter(d, !self.tests.exists(o, o.name == d) && !(has(self.components) && self.components.exists(o, o.name == d))).join(', ')).join('; ')",fieldPath=".tests",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.images) || c.images.all(i, !has(i.source) || (has(self.sources) && self.sources.exists(s, s.name == i.source))))",messageExpression="'images[].source must name a source of this environment; unknown: ' + self.components.filter(c, has(c.images) && c.images.exists(i, has(i.source) && !(has(self.sources) && self.sources.exists(s, s.name == i.source)))).map(c, c.name + ' -> ' + c.images.filter(i, has(i.source) && !(has(self.sources) && self.sources.exists(s, s.name == i.source))).map(i, i.name + ' uses ' + i.source).join(', ')).join('; ')",fieldPath=".components",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, (!has(c.helm) || !has(c.helm.chart.source) || (has(self.sources) && self.sources.exists(s, s.name == c.helm.chart.source))) && (!has(c.manifests) || (has(self.sources) && self.sources.exists(s, s.name == c.manifests.source))))",messageExpression="'helm.chart.source and manifests.source must name a source of this environment; bad in component(s): ' + self.components.filter(c, !((!has(c.helm) || !has(c.helm.chart.source) || (has(self.sources) && self.sources.exists(s, s.name == c.helm.chart.source))) && (!has(c.manifests) || (has(self.sources) && self.sources.exists(s, s.name == c.manifests.source))))).map(c, c.name).join(', ')",fieldPath=".components",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.tests) || self.tests.all(t, !has(t.source) || (has(self.sources) && self.sources.exists(s, s.name == t.source)))",messageExpression="'tests[].source must name a source of this environment; unknown: ' + self.tests.filter(t, has(t.source) && !(has(self.sources) && self.sources.exists(s, s.name == t.source))).map(t, t.name + ' uses ' + t.source).join('; ')",fieldPath=".tests",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.tests) || self.tests.all(t, !has(t.image.built) || (has(self.components) && self.components.exists(c, has(c.images) && c.images.exists(i, i.name == t.image.built))))",messageExpression="'tests[].image.built must name an image built by a component; unknown: ' + self.tests.filter(t, has(t.image.built) && !(has(self.components) && self.components.exists(c, has(c.images) && c.images.exists(i, i.name == t.image.built)))).map(t, t.name + ' uses ' + t.image.built).join('; ')",fieldPath=".tests",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.helm) || !has(c.helm.imageValues) || c.helm.imageValues.all(v, self.components.exists(o, has(o.images) && o.images.exists(i, i.name == v.image))))",messageExpression="'helm.imageValues[].image must name an image built by a component; bad in component(s): ' + self.components.filter(c, has(c.helm) && has(c.helm.imageValues) && c.helm.imageValues.exists(v, !self.components.exists(o, has(o.images) && o.images.exists(i, i.name == v.image)))).map(c, c.name).join(', ')",fieldPath=".components",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.images) || c.images.all(i, self.components.filter(o, has(o.images) && o.images.exists(j, j.name == i.name)).size() == 1))",message="image names must be unique across components: each names the repository <registry.prefix>/<name>",fieldPath=".components",reason="FieldValueDuplicate"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.images) ? size(c.images) : 0).sum() <= 16",message="at most 16 images in one environment",fieldPath=".components",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="has(self.registry) || !has(self.components) || !self.components.exists(c, has(c.images))",message="registry is required when a component builds images",fieldPath=".registry",reason="FieldValueRequired"
+type DevEnvironmentSpec struct {
+	// Suspend stops reconciliation: nothing is built, deployed or run and
+	// what is deployed stays as it is. Resuming picks up every change made in
+	// the meantime.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount, in this namespace, that every
+	// write of this environment is impersonated as (Helm releases, manifests,
+	// builder and test Jobs). A user who may create a DevEnvironment gains no
+	// rights through it. Empty means the operator's --default-service-account.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Registry is where built images are pushed. Required when any component
+	// builds images.
+	// +optional
+	Registry *RegistrySpec `json:"registry,omitempty"`
+
+	// Sources are the named inputs images, charts, manifests and tests are
+	// made from. The resolved revision and digest of each is recorded in
+	// status.sources.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Sources []Source `json:"sources,omitempty"`
+
+	// Components are the nodes of the dependency graph: each builds images
+	// and deploys a Helm chart or manifests once every component it depends
+	// on is Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Components []Component `json:"components,omitempty"`
+
+	// Tests are suites run as Jobs on request (the `trigger` annotation) or
+	// after each rollout of the components they depend on.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Tests []TestSuite `json:"tests,omitempty"`
+
+	// HistoryLimit is how many runs per test suite are kept in status (and
+	// their Jobs in the cluster). Older runs are garbage-collected.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+}
+
+// RegistrySpec says where built images are pushed and how nodes pull them.
+type RegistrySpec struct {
+	// Prefix is prepended to every image name: image "controller" with prefix
+	// "localhost:5000/team-a" is pushed to "localhost:5000/team-a/controller".
+	// A host with optional port and path; no scheme, no tag.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`
+	Prefix string `json:"prefix"`
+
+	// Insecure allows plain HTTP to the registry. Without it devloop uses
+	// HTTPS only, also for localhost and private addresses: it never falls
+	// back to HTTP silently.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// PullPrefix is how nodes name the same registry when it differs from how
+	// the operator reaches it (kind's local-registry pattern). Deployed image
+	// references use it; pushes use Prefix.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`
+	PullPrefix string `json:"pullPrefix,omitempty"`
+
+	// CredentialsRef names a Secret of type kubernetes.io/dockerconfigjson in
+	// this namespace used to push and pull. It is read by reference only,
+	// never copied into status or events.
+	// +optional
+	CredentialsRef *LocalObjectReference `json:"credentialsRef,omitempty"`
+}
+
+// LocalObjectReference names an object in the DevEnvironment's namespace.
+type LocalObjectReference struct {
+	// Name of the referenced object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// DevEnvironment is a team's inner development loop, reconciled in the
+// cluster: sources are fetched, images built and pushed, components deployed
+// in dependency order and test suites run as Jobs on request.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=devenv;devenvs,categories=devloop
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
+// +kubebuilder:printcolumn:name="Components",type="string",JSONPath=".status.componentsReady"
+// +kubebuilder:printcolumn:name="Last-Test",type="string",JSONPath=".status.lastTestResult"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type DevEnvironment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec declares the environment.
+	// +optional
+	Spec DevEnvironmentSpec `json:"spec,omitempty"`
+
+	// Status is what the operator observed and did.
+	// +optional
+	Status DevEnvironmentStatus `json:"status,omitempty"`
+}
+
+// DevEnvironmentList is a list of DevEnvironments.
+//
+// +kubebuilder:object:root=true
+type DevEnvironmentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DevEnvironment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&DevEnvironment{}, &DevEnvironmentList{})
+}

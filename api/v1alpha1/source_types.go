@@ -1,0 +1,135 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Source is a named input: a git repository, an OCI artifact (what
+// `kubectl devloop push` writes) or an artifact of a Flux source object.
+// Exactly one of git, oci and sourceRef is set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.git), has(self.oci), has(self.sourceRef)].filter(x, x).size() == 1",message="exactly one of git, oci or sourceRef must be set"
+type Source struct {
+	// Name identifies the source within the environment; images, charts,
+	// manifests and tests refer to it by this name. A DNS-1123 label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Git fetches a repository at a branch, tag or commit.
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+
+	// OCI fetches an OCI artifact (a tarball layer) by tag or digest.
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+
+	// SourceRef uses the artifact of a Flux source-controller object; its
+	// digest is verified after download.
+	// +optional
+	SourceRef *FluxSourceReference `json:"sourceRef,omitempty"`
+
+	// Interval is how often a moving reference (a branch, an OCI tag) is
+	// resolved again. A reconcile request resolves it at once regardless.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// GitSource is a git repository.
+type GitSource struct {
+	// URL of the repository, HTTPS or SSH.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(https?|ssh)://.+|^[a-zA-Z0-9._-]+@[a-zA-Z0-9._-]+:.+`
+	URL string `json:"url"`
+
+	// Ref selects what to check out; the default branch when empty.
+	// +optional
+	Ref *GitRef `json:"ref,omitempty"`
+
+	// SecretRef names a Secret with HTTPS (username, password) or SSH
+	// (identity, known_hosts) credentials.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// GitRef selects a branch, a tag or a commit; at most one.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.commit)].filter(x, x).size() <= 1",message="at most one of branch, tag or commit may be set"
+type GitRef struct {
+	// Branch to follow.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Branch string `json:"branch,omitempty"`
+
+	// Tag to check out.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Tag string `json:"tag,omitempty"`
+
+	// Commit SHA to check out.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{7,64}$`
+	Commit string `json:"commit,omitempty"`
+}
+
+// OCISource is an OCI artifact in a registry.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.tag) && has(self.digest))",message="set tag or digest, not both"
+type OCISource struct {
+	// Repository of the artifact, without tag or digest,
+	// e.g. localhost:5000/team-a/src/app.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+$`
+	Repository string `json:"repository"`
+
+	// Tag to follow; resolved to a digest every interval. "latest" when
+	// neither tag nor digest is set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$`
+	Tag string `json:"tag,omitempty"`
+
+	// Digest pins the artifact, e.g. sha256:...
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest,omitempty"`
+
+	// Insecure allows plain HTTP to this registry.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// SecretRef names a kubernetes.io/dockerconfigjson Secret for pulling.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// FluxSourceReference names a Flux source-controller object whose artifact
+// is used as the source.
+type FluxSourceReference struct {
+	// Kind of the Flux source.
+	// +required
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket
+	Kind string `json:"kind"`
+
+	// Name of the Flux source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the Flux source; this namespace when empty. Refused when
+	// the operator runs with --no-cross-namespace-refs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}

@@ -1,0 +1,198 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DevEnvironmentStatus is what the operator observed and did. It follows
+// kstatus: Ready is always present; Reconciling and Stalled say whether work
+// is under way or cannot go on; observedGeneration says which spec they are
+// about.
+type DevEnvironmentStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Sources: the resolved revision and digest of each source.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Sources []SourceStatus `json:"sources,omitempty"`
+
+	// Components: phase, images and release of each component.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Components []ComponentStatus `json:"components,omitempty"`
+
+	// Tests: the recent runs of each suite.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Tests []TestStatus `json:"tests,omitempty"`
+
+	// ComponentsReady is "<ready>/<total>", for `kubectl get`.
+	// +optional
+	ComponentsReady string `json:"componentsReady,omitempty"`
+
+	// LastTestResult is "<suite>: <result>" of the latest finished run, for
+	// `kubectl get`.
+	// +optional
+	LastTestResult string `json:"lastTestResult,omitempty"`
+
+	// LastHandledTrigger is the last trigger annotation value acted upon;
+	// token triggers (suite@token) are handled once per token.
+	// +optional
+	LastHandledTrigger string `json:"lastHandledTrigger,omitempty"`
+}
+
+// SourceStatus is the resolved state of a source.
+type SourceStatus struct {
+	// Name of the source.
+	Name string `json:"name"`
+	// Revision resolved, e.g. main@sha1:<commit> or <tag>@sha256:<digest>.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Digest of the fetched content.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// LastFetchTime is when the content was last fetched.
+	// +optional
+	LastFetchTime *metav1.Time `json:"lastFetchTime,omitempty"`
+}
+
+// ComponentPhase is where a component is in its lifecycle.
+// +kubebuilder:validation:Enum=Pending;Blocked;Building;Deploying;Ready;Failed
+type ComponentPhase string
+
+// Component phases.
+const (
+	PhasePending   ComponentPhase = "Pending"
+	PhaseBlocked   ComponentPhase = "Blocked"
+	PhaseBuilding  ComponentPhase = "Building"
+	PhaseDeploying ComponentPhase = "Deploying"
+	PhaseReady     ComponentPhase = "Ready"
+	PhaseFailed    ComponentPhase = "Failed"
+)
+
+// ComponentStatus is the observed state of a component.
+type ComponentStatus struct {
+	// Name of the component.
+	Name string `json:"name"`
+	// Phase of the component.
+	// +optional
+	Phase ComponentPhase `json:"phase,omitempty"`
+	// Message says why the component is in its phase, e.g. what it waits for.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// WaitingFor lists the dependencies that are not Ready yet.
+	// +optional
+	WaitingFor []string `json:"waitingFor,omitempty"`
+	// Images built for the component.
+	// +optional
+	Images []ImageStatus `json:"images,omitempty"`
+	// Release is the Helm release of the component.
+	// +optional
+	Release *ReleaseStatus `json:"release,omitempty"`
+}
+
+// ImageStatus is the last image built and pushed.
+type ImageStatus struct {
+	// Name of the image in the spec.
+	Name string `json:"name"`
+	// Repository the image was pushed to.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// Digest of the image (or index).
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// ContentHash of the image's inputs; unchanged inputs build nothing.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+	// Tags pushed, all naming Digest.
+	// +optional
+	Tags []string `json:"tags,omitempty"`
+}
+
+// ReleaseStatus is the state of a Helm release.
+type ReleaseStatus struct {
+	// Name of the release.
+	Name string `json:"name"`
+	// Namespace of the release.
+	Namespace string `json:"namespace"`
+	// Revision of the release.
+	// +optional
+	Revision int `json:"revision,omitempty"`
+	// Status of the release as Helm reports it.
+	// +optional
+	Status string `json:"status,omitempty"`
+}
+
+// TestResult is the outcome of a test run.
+// +kubebuilder:validation:Enum=Pending;Running;Passed;Failed;TimedOut;Cancelled;Error
+type TestResult string
+
+// Test results.
+const (
+	ResultPending   TestResult = "Pending"
+	ResultRunning   TestResult = "Running"
+	ResultPassed    TestResult = "Passed"
+	ResultFailed    TestResult = "Failed"
+	ResultTimedOut  TestResult = "TimedOut"
+	ResultCancelled TestResult = "Cancelled"
+	ResultError     TestResult = "Error"
+)
+
+// TestStatus is the state of a test suite.
+type TestStatus struct {
+	// Name of the suite.
+	Name string `json:"name"`
+	// Message says why the suite waits, if it does.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Runs are the most recent runs, newest first, at most historyLimit.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Runs []TestRun `json:"runs,omitempty"`
+}
+
+// TestRun is one run of a test suite.
+type TestRun struct {
+	// Number of the run, counting from 1 per suite.
+	Number int64 `json:"number"`
+	// Trigger that started the run (the annotation value, or OnChange).
+	// +optional
+	Trigger string `json:"trigger,omitempty"`
+	// Result of the run.
+	// +optional
+	Result TestResult `json:"result,omitempty"`
+	// StartTime of the run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime of the run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// ExitCode of the test container.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// JobName of the run's Job.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+	// Images under test, name to digest.
+	// +optional
+	Images map[string]string `json:"images,omitempty"`
+	// LogTail is the end of the test container's log, at most 4 KiB.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	LogTail string `json:"logTail,omitempty"`
+}

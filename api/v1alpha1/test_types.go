@@ -1,0 +1,99 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestTrigger says when a suite runs.
+// +kubebuilder:validation:Enum=Manual;OnChange
+type TestTrigger string
+
+const (
+	// TriggerManual runs the suite only when asked through the trigger
+	// annotation.
+	TriggerManual TestTrigger = "Manual"
+	// TriggerOnChange also runs the suite after each rollout of the
+	// components it depends on, once per distinct set of image digests.
+	TriggerOnChange TestTrigger = "OnChange"
+)
+
+// TestSuite is a test run as a Job: `kubectl annotate devenv X
+// trigger=<name>` starts it once.
+type TestSuite struct {
+	// Name identifies the suite in triggers and status. Unique across
+	// components and tests. A DNS-1123 label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Labels group suites: `trigger=label:e2e` runs every suite labelled e2e.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Labels []string `json:"labels,omitempty"`
+
+	// Image the suite runs in.
+	// +required
+	Image TestImage `json:"image"`
+
+	// Source mounted at /workspace, fetched by an init container.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Source string `json:"source,omitempty"`
+
+	// Command run in /workspace.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Command []string `json:"command"`
+
+	// Env of the test container, e.g. E2E_FOCUS.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Env []EnvVar `json:"env,omitempty"`
+
+	// DependsOn names components that must be Ready, and suites that must
+	// have passed, before this suite runs; until then it is Pending with the
+	// reason.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// Timeout of one run; the Job's activeDeadlineSeconds.
+	// +optional
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Trigger is Manual (only on request) or OnChange (also after each
+	// rollout of its dependencies).
+	// +optional
+	// +kubebuilder:default=Manual
+	Trigger TestTrigger `json:"trigger,omitempty"`
+}
+
+// TestImage is an external image or one the environment builds; exactly
+// one of ref and built.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.ref) != has(self.built)",message="exactly one of ref or built must be set"
+type TestImage struct {
+	// Ref is an image reference, e.g. golang:1.25.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Ref string `json:"ref,omitempty"`
+
+	// Built names an image built by a component; the run uses its digest.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Built string `json:"built,omitempty"`
+}

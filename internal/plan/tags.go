@@ -1,0 +1,59 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+// TagValues are the variables a tag template may use.
+type TagValues struct {
+	// ContentHash is the hex hash of the image's inputs.
+	ContentHash string
+	// Revision is the source revision: a git commit SHA, or the digest hex of
+	// an OCI or Flux artifact.
+	Revision string
+	// ShortRevision is the first 12 characters of Revision.
+	ShortRevision string
+	// Source, Image and Component are the names in the spec; '/' in an
+	// image name becomes '-' in a tag.
+	Source, Image, Component string
+}
+
+// validTag is the tag grammar of the OCI distribution spec.
+var validTag = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+
+// RenderTag renders one tag template and checks the result is a valid tag.
+func RenderTag(tmpl string, v TagValues) (string, error) {
+	t, err := template.New("tag").Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("tag template %q: %w", tmpl, err)
+	}
+	v.Image = strings.ReplaceAll(v.Image, "/", "-")
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, v); err != nil {
+		return "", fmt.Errorf("tag template %q: %w", tmpl, err)
+	}
+	tag := buf.String()
+	if !validTag.MatchString(tag) {
+		return "", fmt.Errorf("tag template %q renders %q, which is not a valid tag: tags are 1-128 characters of letters, digits, '_', '.' and '-', not starting with '.' or '-'", tmpl, tag)
+	}
+	return tag, nil
+}
+
+// CheckTagTemplate renders tmpl with example values of the longest length
+// each variable can have, so a template that passes here renders a valid tag
+// for every real build.
+func CheckTagTemplate(tmpl string) error {
+	_, err := RenderTag(tmpl, TagValues{
+		ContentHash:   strings.Repeat("a", 64),
+		Revision:      strings.Repeat("b", 64),
+		ShortRevision: strings.Repeat("c", 12),
+		Source:        strings.Repeat("s", 63),
+		Image:         strings.Repeat("i", 63),
+		Component:     strings.Repeat("o", 63),
+	})
+	return err
+}
