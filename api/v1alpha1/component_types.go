@@ -179,6 +179,7 @@ type BuildRun struct {
 	// +optional
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
@@ -206,7 +207,7 @@ type LayerMapping struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="from must be a relative path inside the source, without '..'"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="from must be a relative path inside the source, without '..'"
 	From string `json:"from"`
 
 	// To is the absolute path in the image.
@@ -219,6 +220,7 @@ type LayerMapping struct {
 	// Mode of the copied files as an octal string, e.g. "0755". Default:
 	// the mode in the source.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:Pattern=`^0?[0-7]{3}$`
 	Mode string `json:"mode,omitempty"`
 }
@@ -285,6 +287,7 @@ type HelmSpec struct {
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
@@ -305,7 +308,7 @@ type ChartRef struct {
 	// Path of the chart directory inside source.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="path must be relative to the source root, without '..'"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="path must be relative to the source root, without '..'"
 	Path string `json:"path,omitempty"`
 
 	// OCI is a chart reference of the form oci://host/repo/chart.
@@ -395,7 +398,7 @@ type ManifestsSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=256
-	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="paths must be relative to the source root, without '..'"
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="paths must be relative to the source root, without '..'"
 	Paths []string `json:"paths,omitempty"`
 
 	// Namespace for namespaced objects that name none; this namespace when

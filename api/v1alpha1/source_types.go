@@ -36,6 +36,7 @@ type Source struct {
 	// +optional
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
@@ -75,6 +76,7 @@ type GitRef struct {
 
 	// Commit SHA to check out.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{7,64}$`
 	Commit string `json:"commit,omitempty"`
 }
@@ -100,6 +102,7 @@ type OCISource struct {
 
 	// Digest pins the artifact, e.g. sha256:...
 	// +optional
+	// +kubebuilder:validation:MaxLength=71
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	Digest string `json:"digest,omitempty"`
 

@@ -72,6 +72,7 @@ type TestSuite struct {
 	// +optional
 	// +kubebuilder:default="30m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 

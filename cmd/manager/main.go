@@ -1,0 +1,129 @@
+// Command manager is the devloop operator.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/devloop-dev/devloop/controllers"
+)
+
+func main() {
+	err := run(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devloop:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	opts, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(opts.logLevel, opts.logFormat)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
+	setupLog := logger.WithName("setup")
+
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 newScheme(),
+		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress: opts.probeAddr,
+		LeaderElection:         opts.leaderElect,
+		LeaderElectionID:       "devloop-manager.devloop.dev",
+		// Leaving the lease on shutdown lets a replacement take over at
+		// once instead of waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	r := &controllers.DevEnvironmentReconciler{
+		Client:                mgr.GetClient(),
+		Recorder:              mgr.GetEventRecorder("devloop"),
+		DefaultServiceAccount: opts.defaultServiceAccount,
+		NoCrossNamespaceRefs:  opts.noCrossNamespaceRefs,
+	}
+	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
+		return fmt.Errorf("setting up controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the informer caches have synced: before that the
+	// operator cannot act on anything.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
+		"defaultServiceAccount", opts.defaultServiceAccount, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+type options struct {
+	metricsAddr           string
+	probeAddr             string
+	leaderElect           bool
+	concurrent            int
+	defaultServiceAccount string
+	noCrossNamespaceRefs  bool
+	logLevel              string
+	logFormat             string
+	kubeconfig            string
+}
+
+// restConfig loads the given kubeconfig, or the in-cluster config,
+// $KUBECONFIG or ~/.kube/config when none is given.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
+	fs.IntVar(&o.concurrent, "concurrent", 4, "how many DevEnvironments are reconciled at once")
+	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount impersonated for environments that set no spec.serviceAccountName")
+	fs.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config, $KUBECONFIG or ~/.kube/config when empty")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.concurrent < 1 {
+		return o, fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)
+	}
+	return o, nil
+}

@@ -1,0 +1,168 @@
+// Package controllers holds the DevEnvironment reconciler: a fixed list of
+// steps over a shared scope, typed errors mapped to results in one place,
+// and status summarized in one place.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/plan"
+)
+
+// DevEnvironmentReconciler reconciles DevEnvironment objects.
+type DevEnvironmentReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+
+	// Engine builds and deploys components; IdleEngine when nil.
+	Engine ComponentEngine
+	// DefaultServiceAccount is impersonated for environments that name no
+	// spec.serviceAccountName.
+	DefaultServiceAccount string
+	// NoCrossNamespaceRefs refuses references to other namespaces.
+	NoCrossNamespaceRefs bool
+}
+
+// +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the reconciler. Status writes do not trigger a
+// reconcile; spec changes and annotation changes (trigger, reconcile
+// requests) do.
+func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent int) error {
+	if r.Engine == nil {
+		r.Engine = IdleEngine{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.DevEnvironment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
+		Complete(r)
+}
+
+// Reconcile runs the steps for one environment and writes its status.
+func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	logger := log.FromContext(ctx)
+	env := &v1alpha1.DevEnvironment{}
+	if err := r.Get(ctx, req.NamespacedName, env); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	if !env.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, env)
+	}
+	if !controllerutil.ContainsFinalizer(env, v1alpha1.Finalizer) {
+		// The finalizer goes on before anything is deployed, so nothing
+		// can be orphaned by a deletion that races the first rollout.
+		patch := client.MergeFrom(env.DeepCopy())
+		controllerutil.AddFinalizer(env, v1alpha1.Finalizer)
+		if err := r.Patch(ctx, env, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	s := &scope{env: env, log: logger, serviceAccount: env.Spec.ServiceAccountName}
+	if s.serviceAccount == "" {
+		s.serviceAccount = r.DefaultServiceAccount
+	}
+	before := env.DeepCopy()
+
+	var outcome error
+	defer func() {
+		summarize(env, outcome)
+		r.recordTransition(before, env, outcome)
+		if err := r.Status().Patch(ctx, env, client.MergeFrom(before)); err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("patching status: %w", err))
+			return
+		}
+		result, retErr = resultFor(outcome)
+	}()
+
+	if env.Spec.Suspend {
+		logger.V(1).Info("reconciliation suspended")
+		return ctrl.Result{}, nil
+	}
+	for _, st := range r.steps() {
+		logger.V(1).Info("running step", "step", st.name)
+		if outcome = st.run(ctx, s); outcome != nil {
+			logger.V(1).Info("step ended the reconcile", "step", st.name, "outcome", outcome.Error())
+			break
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// finalize removes what the environment deployed, in reverse dependency
+// order, then lets the object go.
+func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.DevEnvironment) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(env, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	for _, c := range teardownOrder(env) {
+		if err := r.Engine.FinalizeComponent(ctx, env, c); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing component %s: %w", c.Name, err)
+		}
+	}
+	patch := client.MergeFrom(env.DeepCopy())
+	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))
+}
+
+// teardownOrder is the reverse DAG order, or reverse declaration order
+// when the spec does not plan (a cycle must not wedge a deletion).
+func teardownOrder(env *v1alpha1.DevEnvironment) []*v1alpha1.Component {
+	var out []*v1alpha1.Component
+	if p, err := plan.Build(&env.Spec); err == nil {
+		order := p.ComponentOrder()
+		for i := len(order) - 1; i >= 0; i-- {
+			out = append(out, p.Components[order[i]])
+		}
+		return out
+	}
+	for i := len(env.Spec.Components) - 1; i >= 0; i-- {
+		out = append(out, &env.Spec.Components[i])
+	}
+	return out
+}
+
+// recordTransition emits an event when Ready changes status or message:
+// Warning when the environment stalls or fails, Normal when it becomes Ready.
+// Repeating the same state emits nothing, so events stay readable.
+func (r *DevEnvironmentReconciler) recordTransition(before, after *v1alpha1.DevEnvironment, outcome error) {
+	if r.Recorder == nil {
+		return
+	}
+	old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady)
+	now := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionReady)
+	if now == nil || (old != nil && old.Status == now.Status && old.Message == now.Message) {
+		return
+	}
+	var stalling *StallingError
+	var waiting *WaitingError
+	switch {
+	case errors.As(outcome, &stalling):
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, stalling.Reason, "Reconcile", "%s", now.Message)
+	case errors.As(outcome, &waiting):
+		// Progress is not news; the condition carries it.
+	case outcome != nil:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1alpha1.ReasonReconcileError, "Reconcile", "%s", now.Message)
+	case now.Status == "True" && (old == nil || old.Status != now.Status):
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, now.Reason, "Reconcile", "%s", now.Message)
+	}
+}

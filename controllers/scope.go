@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"github.com/go-logr/logr"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/plan"
+)
+
+// scope is what one reconcile of one environment observed and decided,
+// shared by the steps. Steps write status through it; only summarize sets
+// the conditions.
+type scope struct {
+	env *v1alpha1.DevEnvironment
+	log logr.Logger
+
+	// serviceAccount is the ServiceAccount every write is impersonated as:
+	// spec.serviceAccountName or the operator's default.
+	serviceAccount string
+
+	// plan is the checked dependency graph, set by the plan step.
+	plan *plan.Plan
+}
+
+// componentStatus returns the status entry of a component, adding it when
+// missing.
+func (s *scope) componentStatus(name string) *v1alpha1.ComponentStatus {
+	st := &s.env.Status
+	for i := range st.Components {
+		if st.Components[i].Name == name {
+			return &st.Components[i]
+		}
+	}
+	st.Components = append(st.Components, v1alpha1.ComponentStatus{Name: name, Phase: v1alpha1.PhasePending})
+	return &st.Components[len(st.Components)-1]
+}
+
+// isReady reports whether a component is Ready, or a test suite has passed
+// its latest run.
+func (s *scope) isReady(name string) bool {
+	for _, c := range s.env.Status.Components {
+		if c.Name == name {
+			return c.Phase == v1alpha1.PhaseReady
+		}
+	}
+	for _, t := range s.env.Status.Tests {
+		if t.Name == name {
+			return len(t.Runs) > 0 && t.Runs[0].Result == v1alpha1.ResultPassed
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/plan"
+)
+
+// step is one stage of a reconcile. Steps run in order; the first error
+// ends the reconcile and is mapped by resultFor and summarize.
+type step struct {
+	name string
+	run  func(ctx context.Context, s *scope) error
+}
+
+// steps is the reconcile, in order: check the spec and plan the DAG, resolve
+// sources, bring components up in DAG order, run due tests.
+func (r *DevEnvironmentReconciler) steps() []step {
+	return []step{
+		{"plan", r.planEnvironment},
+		{"sources", r.resolveSources},
+		{"components", r.reconcileComponents},
+		{"tests", r.runTests},
+	}
+}
+
+// planEnvironment checks what CEL cannot (cycles, templates, references as
+// the libraries parse them, operator policy) and builds the DAG.
+func (r *DevEnvironmentReconciler) planEnvironment(_ context.Context, s *scope) error {
+	if err := r.checkPolicy(s.env); err != nil {
+		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
+	}
+	p, err := plan.Build(&s.env.Spec)
+	var cycle *plan.CycleError
+	switch {
+	case errors.As(err, &cycle):
+		return &StallingError{Reason: v1alpha1.ReasonDependencyCycle, Err: err}
+	case err != nil:
+		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
+	}
+	s.plan = p
+	pruneStatus(s.env, p)
+	return nil
+}
+
+// checkPolicy applies the operator's flags to the spec.
+func (r *DevEnvironmentReconciler) checkPolicy(env *v1alpha1.DevEnvironment) error {
+	if !r.NoCrossNamespaceRefs {
+		return nil
+	}
+	for i, src := range env.Spec.Sources {
+		if src.SourceRef != nil && src.SourceRef.Namespace != "" && src.SourceRef.Namespace != env.Namespace {
+			return fmt.Errorf("spec.sources[%d].sourceRef.namespace: %q is another namespace, and this operator refuses cross-namespace references (--no-cross-namespace-refs)", i, src.SourceRef.Namespace)
+		}
+	}
+	return nil
+}
+
+// pruneStatus drops status entries of components and tests no longer in
+// the spec, so status never describes something that is gone.
+func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
+	st := &env.Status
+	kept := st.Components[:0]
+	for _, c := range st.Components {
+		if _, ok := p.Components[c.Name]; ok {
+			kept = append(kept, c)
+		}
+	}
+	st.Components = kept
+	keptTests := st.Tests[:0]
+	for _, t := range st.Tests {
+		if _, ok := p.Tests[t.Name]; ok {
+			keptTests = append(keptTests, t)
+		}
+	}
+	st.Tests = keptTests
+}
+
+// resolveSources fetches sources and records their revisions. The source
+// engine arrives with the build engine; until then sources are not fetched.
+func (r *DevEnvironmentReconciler) resolveSources(context.Context, *scope) error {
+	return nil
+}
+
+// reconcileComponents walks the components in DAG order. A component whose
+// dependencies are not all Ready is Blocked and names them; one whose
+// dependencies are Ready is handed to the engine. Gating is re-evaluated on
+// every reconcile, so a dependency rolling out again blocks its dependents
+// until it is Ready again.
+func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
+	var pending []string
+	for _, name := range s.plan.ComponentOrder() {
+		c := s.plan.Components[name]
+		st := s.componentStatus(name)
+		if waiting := s.plan.Graph.WaitingFor(name, s.isReady); len(waiting) > 0 {
+			st.Phase = v1alpha1.PhaseBlocked
+			st.WaitingFor = waiting
+			st.Message = "waiting for " + strings.Join(waiting, ", ") + " to be Ready"
+			pending = append(pending, name)
+			continue
+		}
+		st.WaitingFor = nil
+		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st)
+		if err != nil {
+			st.Phase = v1alpha1.PhaseFailed
+			st.Message = err.Error()
+			return fmt.Errorf("component %s: %w", name, err)
+		}
+		st.Phase, st.Message = res.Phase, res.Message
+		if res.Phase != v1alpha1.PhaseReady {
+			pending = append(pending, name)
+		}
+	}
+	if len(pending) > 0 {
+		return &WaitingError{
+			Reason: v1alpha1.ReasonProgressing,
+			Err:    fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
+		}
+	}
+	return nil
+}
+
+// runTests starts due test suites. The test engine arrives in its own
+// change; until then suites are listed in status and never started.
+func (r *DevEnvironmentReconciler) runTests(_ context.Context, s *scope) error {
+	for _, name := range s.plan.Order {
+		if _, ok := s.plan.Tests[name]; !ok {
+			continue
+		}
+		found := false
+		for _, t := range s.env.Status.Tests {
+			found = found || t.Name == name
+		}
+		if !found {
+			s.env.Status.Tests = append(s.env.Status.Tests, v1alpha1.TestStatus{Name: name})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+// Package testenv starts a real kube-apiserver and etcd for tests (envtest)
+// with devloop's CRDs installed, using the binaries `make test` builds from
+// Go modules into bin/k8s/<versions>/.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// DefaultAssets is the asset directory hack/test-binaries.sh fills with the
+// default versions.
+const DefaultAssets = "bin/k8s/v1.36.3-etcd3.6.8"
+
+// RepoRoot is the root of the devloop module.
+func RepoRoot() string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// AssetsDir is $KUBEBUILDER_ASSETS, or the default directory under bin/.
+// It fails with what to run when the binaries are missing.
+func AssetsDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), DefaultAssets)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return "", errors.New("no kube-apiserver in " + dir + ": run `make test` (or hack/test-binaries.sh) to build the test binaries")
+	}
+	return dir, nil
+}
+
+// Scheme holds the built-in types and devloop's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// Start starts etcd and kube-apiserver with the CRDs of config/crd/bases
+// installed. Stop the returned environment when done.
+func Start() (*envtest.Environment, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                Scheme(),
+	}
+	if _, err := env.Start(); err != nil {
+		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
+	}
+	return env, nil
+}
