@@ -93,26 +93,26 @@ type ImageSpec struct {
 	// Layers map files from the source (or the run step's output) into the
 	// image, one layer each, so a change to one file uploads one layer.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	Layers []LayerMapping `json:"layers,omitempty"`
 
 	// Entrypoint of the image config.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=256
 	Entrypoint []string `json:"entrypoint,omitempty"`
 
 	// Cmd of the image config (the default arguments).
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=256
 	Cmd []string `json:"cmd,omitempty"`
 
 	// Env of the image config.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	Env []EnvVar `json:"env,omitempty"`
 
 	// WorkingDir of the image config.
@@ -159,15 +159,15 @@ type BuildRun struct {
 	// Command run in /workspace.
 	// +required
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=512
 	Command []string `json:"command"`
 
 	// Env of the builder container.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	Env []EnvVar `json:"env,omitempty"`
 
 	// Cache is a persistent volume kept between builds (Go module and build
@@ -194,7 +194,7 @@ type BuildCache struct {
 	// Paths where the cache is mounted in the builder container. Default:
 	// /root/.cache and /go/pkg/mod.
 	// +optional
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MaxLength=256
 	// +kubebuilder:validation:items:Pattern=`^/`
 	Paths []string `json:"paths,omitempty"`
@@ -236,7 +236,7 @@ type EnvVar struct {
 
 	// Value of the variable.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MaxLength=512
 	Value string `json:"value,omitempty"`
 }
 
@@ -273,14 +273,14 @@ type HelmSpec struct {
 	// ValuesFrom reads values from ConfigMap or Secret keys in this
 	// namespace, applied in order after values.
 	// +optional
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=4
 	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
 
 	// ImageValues writes a built image's reference, or part of it, into a
 	// values path — for image fields Helm cannot see as images, such as a tag
 	// in a custom resource that the operator under development reads.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	ImageValues []ImageValue `json:"imageValues,omitempty"`
 
 	// Timeout of each Helm action.
@@ -396,7 +396,7 @@ type ManifestsSpec struct {
 	// Paths of YAML files, directories of them, or kustomize directories,
 	// relative to the source root. The root when empty.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=256
 	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="paths must be relative to the source root, without '..'"
 	Paths []string `json:"paths,omitempty"`

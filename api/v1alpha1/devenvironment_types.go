@@ -53,7 +53,7 @@ type DevEnvironmentSpec struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	Sources []Source `json:"sources,omitempty"`
 
 	// Components are the nodes of the dependency graph: each builds images

@@ -24,7 +24,7 @@ type DevEnvironmentStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	Sources []SourceStatus `json:"sources,omitempty"`
 
 	// Components: phase, images and release of each component.

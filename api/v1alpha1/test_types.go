@@ -48,15 +48,15 @@ type TestSuite struct {
 	// Command run in /workspace.
 	// +required
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=512
 	Command []string `json:"command"`
 
 	// Env of the test container, e.g. E2E_FOCUS.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	Env []EnvVar `json:"env,omitempty"`
 
 	// DependsOn names components that must be Ready, and suites that must
