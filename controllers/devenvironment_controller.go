@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +36,9 @@ type DevEnvironmentReconciler struct {
 	DefaultServiceAccount string
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
+	// WaitInterval is how soon an environment waiting on a rollout or a
+	// dependency is looked at again; 5s when zero.
+	WaitInterval time.Duration
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch

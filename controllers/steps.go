@@ -117,8 +117,9 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 	}
 	if len(pending) > 0 {
 		return &WaitingError{
-			Reason: v1alpha1.ReasonProgressing,
-			Err:    fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
+			Reason:       v1alpha1.ReasonProgressing,
+			RequeueAfter: r.WaitInterval,
+			Err:          fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
 		}
 	}
 	return nil

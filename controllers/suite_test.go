@@ -1,0 +1,154 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// k8s talks to the envtest API server; engine is the component engine the
+// running reconciler uses, scripted per test.
+var (
+	k8s    client.Client
+	engine = newScriptedEngine()
+)
+
+func TestMain(m *testing.M) {
+	env, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	r := &DevEnvironmentReconciler{
+		Client:               mgr.GetClient(),
+		Recorder:             mgr.GetEventRecorder("devloop"),
+		Engine:               engine,
+		NoCrossNamespaceRefs: true,
+		WaitInterval:         200 * time.Millisecond,
+	}
+	if err := r.SetupWithManager(mgr, 2); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	k8s = mgr.GetClient()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Fprintln(os.Stderr, "cache did not sync")
+		os.Exit(1)
+	}
+
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+// zapLevel is quiet unless DEVLOOP_TEST_VERBOSE is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("DEVLOOP_TEST_VERBOSE") != "" {
+		return -1
+	}
+	return 2
+}
+
+// newNamespace gives each test a namespace of its own.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "devenv-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// scriptedEngine stands in for the build and deploy engines: each
+// component reports the phase a test sets (Ready by default) or an error,
+// and every call is recorded.
+type scriptedEngine struct {
+	mu         sync.Mutex
+	phases     map[string]v1alpha1.ComponentPhase // namespace/component -> phase
+	errs       map[string]error
+	reconciled map[string]int
+	finalized  map[string][]string // namespace -> components, in call order
+}
+
+func newScriptedEngine() *scriptedEngine {
+	return &scriptedEngine{
+		phases:     map[string]v1alpha1.ComponentPhase{},
+		errs:       map[string]error{},
+		reconciled: map[string]int{},
+		finalized:  map[string][]string{},
+	}
+}
+
+func (e *scriptedEngine) set(ns, component string, phase v1alpha1.ComponentPhase, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.phases[ns+"/"+component] = phase
+	e.errs[ns+"/"+component] = err
+}
+
+func (e *scriptedEngine) calls(ns, component string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.reconciled[ns+"/"+component]
+}
+
+func (e *scriptedEngine) finalizedIn(ns string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.finalized[ns]...)
+}
+
+func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus) (ComponentResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key := env.Namespace + "/" + c.Name
+	e.reconciled[key]++
+	if err := e.errs[key]; err != nil {
+		return ComponentResult{}, err
+	}
+	phase, ok := e.phases[key]
+	if !ok {
+		phase = v1alpha1.PhaseReady
+	}
+	return ComponentResult{Phase: phase, Message: "scripted " + string(phase)}, nil
+}
+
+func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.finalized[env.Namespace] = append(e.finalized[env.Namespace], c.Name)
+	return nil
+}
