@@ -1,0 +1,198 @@
+// Command localrun is the newcomer's main-job command until the full local
+// cluster lands: it starts a real etcd and kube-apiserver (the binaries
+// `make test` builds), installs the CRD, runs the operator binary against
+// them, applies the samples and waits until every environment is Ready.
+//
+//	go run ./hack/localrun [--exit-when-ready]
+//
+// Without --exit-when-ready it keeps everything running until interrupted,
+// so `kubectl --kubeconfig bin/local/kubeconfig get devenv` can look.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+func main() {
+	exitWhenReady := flag.Bool("exit-when-ready", false, "stop everything once the samples are Ready (a smoke test)")
+	manager := flag.String("manager", "bin/manager", "operator binary to run")
+	samples := flag.String("samples", "config/samples", "directory of DevEnvironment samples to apply")
+	flag.Parse()
+	if err := run(*manager, *samples, *exitWhenReady); err != nil {
+		fmt.Fprintln(os.Stderr, "localrun:", err)
+		os.Exit(1)
+	}
+}
+
+func run(managerBin, samplesDir string, exitWhenReady bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+
+	step("starting etcd and kube-apiserver")
+	env, err := testenv.Start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the control plane")
+		_ = env.Stop()
+	}()
+	kubeconfig, err := writeKubeconfig(env)
+	if err != nil {
+		return err
+	}
+
+	step("starting the operator: " + managerBin)
+	mgr := exec.CommandContext(ctx, managerBin, "--kubeconfig", kubeconfig, "--log-format", "console",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:18081")
+	logFile, err := os.Create(filepath.Join(filepath.Dir(kubeconfig), "manager.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	mgr.Stdout, mgr.Stderr = logFile, logFile
+	mgr.Cancel = func() error { return mgr.Process.Signal(syscall.SIGTERM) }
+	if err := mgr.Start(); err != nil {
+		return fmt.Errorf("starting %s (run `make build` first): %w", managerBin, err)
+	}
+	defer func() { _ = mgr.Cancel(); _ = mgr.Wait() }()
+
+	k8s, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		return err
+	}
+	names, err := applySamples(ctx, k8s, samplesDir)
+	if err != nil {
+		return err
+	}
+	step(fmt.Sprintf("applied %d samples; waiting until they are Ready", len(names)))
+	if err := waitReady(ctx, k8s, names); err != nil {
+		return fmt.Errorf("%w (operator log: %s)", err, logFile.Name())
+	}
+	step(fmt.Sprintf("all samples Ready in %.1fs", time.Since(start).Seconds()))
+	printEnvironments(kubeconfig)
+	fmt.Printf(`
+Look around:
+  kubectl --kubeconfig %[1]s get devenv
+  kubectl --kubeconfig %[1]s get devenv volcano -o yaml
+  kubectl --kubeconfig %[1]s explain devenv.spec.components.images
+  tail -f %[2]s
+
+This control plane has no nodes yet: the build, deploy and test engines and
+the full local cluster arrive in later releases, so components report that
+nothing was built or deployed.
+`, kubeconfig, logFile.Name())
+	if exitWhenReady {
+		return nil
+	}
+	fmt.Println("Press Ctrl-C to stop.")
+	<-ctx.Done()
+	return nil
+}
+
+// printEnvironments shows `kubectl get devenv` with the kubectl that
+// `make test` builds, when it is there.
+func printEnvironments(kubeconfig string) {
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		return
+	}
+	out, err := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", kubeconfig, "get", "devenv", "-A").CombinedOutput()
+	if err == nil {
+		fmt.Printf("\n$ kubectl get devenv -A\n%s", out)
+	}
+}
+
+func step(msg string) { fmt.Printf("==> %s\n", msg) }
+
+// writeKubeconfig writes an admin kubeconfig under bin/local/.
+func writeKubeconfig(env *envtest.Environment) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(testenv.RepoRoot(), "bin", "local")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+func applySamples(ctx context.Context, k8s client.Client, dir string) ([]client.ObjectKey, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var keys []client.ObjectKey
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		env := &v1alpha1.DevEnvironment{}
+		if err := yaml.UnmarshalStrict(data, env); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		env.Namespace = "default"
+		if err := k8s.Create(ctx, env); err != nil {
+			return nil, fmt.Errorf("applying %s: %w", f, err)
+		}
+		fmt.Printf("    devenvironment/%s created\n", env.Name)
+		keys = append(keys, client.ObjectKeyFromObject(env))
+	}
+	return keys, nil
+}
+
+func waitReady(ctx context.Context, k8s client.Client, keys []client.ObjectKey) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, key := range keys {
+		for {
+			env := &v1alpha1.DevEnvironment{}
+			if err := k8s.Get(ctx, key, env); err != nil {
+				return err
+			}
+			ready := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReady)
+			if ready != nil && ready.Status == "True" && env.Status.ObservedGeneration == env.Generation {
+				fmt.Printf("    %s Ready: %s (components %s)\n", key.Name, ready.Message, env.Status.ComponentsReady)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				msg := "no status yet"
+				if ready != nil {
+					msg = ready.Message
+				}
+				return errors.New(key.Name + " did not become Ready: " + msg)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
