@@ -3,8 +3,8 @@ package crd
 import (
 	"fmt"
 	"io"
-	"time"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
