@@ -147,7 +147,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 		g.Expect(condition(env, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 	}
 	env = eventually(t, key, blocked)
-	g.Expect(findComponent(env, "crds").Phase).To(Equal(v1alpha1.PhaseReady))
+	g.Expect(phaseOf(env, "crds")).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(env.Status.ComponentsReady).To(Equal("1/3"))
 	g.Expect(engine.calls(ns, "app")).To(BeZero(), "a blocked component is never handed to the engine")
 	expectKstatus(t, env, status.InProgressStatus)
@@ -155,7 +155,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 	engine.set(ns, "db", v1alpha1.PhaseReady, nil)
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
-		g.Expect(findComponent(env, "app").Phase).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(phaseOf(env, "app")).To(Equal(v1alpha1.PhaseReady))
 	})
 	expectKstatus(t, env, status.CurrentStatus)
 
@@ -181,7 +181,7 @@ func TestEngineErrorIsRetried(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(findComponent(env, "api").Phase).To(Equal(v1alpha1.PhaseFailed))
+		g.Expect(phaseOf(env, "api")).To(Equal(v1alpha1.PhaseFailed))
 		ready := condition(env, v1alpha1.ConditionReady)
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonReconcileError))
 		g.Expect(ready.Message).To(Equal("component api: registry unreachable"))
@@ -253,6 +253,14 @@ func TestCrossNamespaceSourceRefused(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("--no-cross-namespace-refs"))
 	})
 	expectKstatus(t, env, status.FailedStatus)
+}
+
+// phaseOf is the component's phase, or "" before it has a status entry.
+func phaseOf(env *v1alpha1.DevEnvironment, name string) v1alpha1.ComponentPhase {
+	if c := findComponent(env, name); c != nil {
+		return c.Phase
+	}
+	return ""
 }
 
 func findComponent(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
