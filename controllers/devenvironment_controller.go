@@ -32,7 +32,8 @@ type DevEnvironmentReconciler struct {
 	// Engine builds and deploys components; IdleEngine when nil.
 	Engine ComponentEngine
 	// DefaultServiceAccount is impersonated for environments that name no
-	// spec.serviceAccountName.
+	// spec.serviceAccountName. Nothing writes on an environment's behalf
+	// until the deploy engine lands; it reads this.
 	DefaultServiceAccount string
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
@@ -81,10 +82,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 
-	s := &scope{env: env, log: logger, serviceAccount: env.Spec.ServiceAccountName}
-	if s.serviceAccount == "" {
-		s.serviceAccount = r.DefaultServiceAccount
-	}
+	s := &scope{env: env, log: logger}
 	before := env.DeepCopy()
 
 	var outcome error

@@ -14,10 +14,6 @@ type scope struct {
 	env *v1alpha1.DevEnvironment
 	log logr.Logger
 
-	// serviceAccount is the ServiceAccount every write is impersonated as:
-	// spec.serviceAccountName or the operator's default.
-	serviceAccount string
-
 	// plan is the checked dependency graph, set by the plan step.
 	plan *plan.Plan
 }
