@@ -82,7 +82,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 
-	s := &scope{env: env, log: logger}
+	s := &scope{env: env}
 	before := env.DeepCopy()
 
 	var outcome error

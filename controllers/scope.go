@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"github.com/go-logr/logr"
-
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/plan"
 )
@@ -12,7 +10,6 @@ import (
 // the conditions.
 type scope struct {
 	env *v1alpha1.DevEnvironment
-	log logr.Logger
 
 	// plan is the checked dependency graph, set by the plan step.
 	plan *plan.Plan
