@@ -63,6 +63,9 @@ func Start() (*envtest.Environment, error) {
 		Scheme:                Scheme(),
 	}
 	if _, err := env.Start(); err != nil {
+		// Start may fail after etcd and the apiserver are up (a CRD the
+		// server refuses, say); stop them so no process outlives the test.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
 	}
 	return env, nil
