@@ -226,9 +226,12 @@ func TestDeletionFinalizesInReverseOrder(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	env := newEnv(ns, "doomed", component("operator", "crds"), component("tests-tooling", "operator"), component("crds"))
+	env.Spec.Tests = []v1alpha1.TestSuite{{Name: "smoke", Image: v1alpha1.TestImage{Ref: "busybox"}, Command: []string{"true"}, DependsOn: []string{"operator"}}}
 	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = eventually(t, key, readyCurrent)
+	g.Expect(env.Status.Tests).To(HaveLen(1), "every suite is listed in status")
+	g.Expect(env.Status.Tests[0].Name).To(Equal("smoke"))
 	expectKstatus(t, env, status.CurrentStatus)
 
 	g.Expect(k8s.Delete(context.Background(), env)).To(Succeed())

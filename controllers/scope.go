@@ -28,6 +28,19 @@ func (s *scope) componentStatus(name string) *v1alpha1.ComponentStatus {
 	return &st.Components[len(st.Components)-1]
 }
 
+// testStatus returns the status entry of a test suite, adding it when
+// missing.
+func (s *scope) testStatus(name string) *v1alpha1.TestStatus {
+	st := &s.env.Status
+	for i := range st.Tests {
+		if st.Tests[i].Name == name {
+			return &st.Tests[i]
+		}
+	}
+	st.Tests = append(st.Tests, v1alpha1.TestStatus{Name: name})
+	return &st.Tests[len(st.Tests)-1]
+}
+
 // isReady reports whether a component is Ready, or a test suite has passed
 // its latest run.
 func (s *scope) isReady(name string) bool {

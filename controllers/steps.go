@@ -129,15 +129,8 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 // change; until then suites are listed in status and never started.
 func (r *DevEnvironmentReconciler) runTests(_ context.Context, s *scope) error {
 	for _, name := range s.plan.Order {
-		if _, ok := s.plan.Tests[name]; !ok {
-			continue
-		}
-		found := false
-		for _, t := range s.env.Status.Tests {
-			found = found || t.Name == name
-		}
-		if !found {
-			s.env.Status.Tests = append(s.env.Status.Tests, v1alpha1.TestStatus{Name: name})
+		if _, ok := s.plan.Tests[name]; ok {
+			s.testStatus(name)
 		}
 	}
 	return nil
