@@ -69,6 +69,10 @@ type SourceStatus struct {
 	// LastFetchTime is when the content was last fetched.
 	// +optional
 	LastFetchTime *metav1.Time `json:"lastFetchTime,omitempty"`
+	// LastResolveTime is when the reference (branch, tag) was last resolved;
+	// it is resolved again after the source's interval.
+	// +optional
+	LastResolveTime *metav1.Time `json:"lastResolveTime,omitempty"`
 }
 
 // ComponentPhase is where a component is in its lifecycle.
@@ -121,7 +125,53 @@ type ImageStatus struct {
 	ContentHash string `json:"contentHash,omitempty"`
 	// Tags pushed, all naming Digest.
 	// +optional
+	// +kubebuilder:validation:MaxItems=9
+	// +kubebuilder:validation:items:MaxLength=128
 	Tags []string `json:"tags,omitempty"`
+	// Inputs is the hash of what Digest was built from: the source's
+	// content, the base image's digest, the run step, the layers and the
+	// config. The same inputs build and push nothing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	Inputs string `json:"inputs,omitempty"`
+	// Revision of the source the image was built from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=300
+	Revision string `json:"revision,omitempty"`
+	// Build is the last builder Job of an image with a run step.
+	// +optional
+	Build *BuildStatus `json:"build,omitempty"`
+}
+
+// BuildResult is the outcome of a builder Job.
+type BuildResult string
+
+const (
+	BuildRunning   BuildResult = "Running"
+	BuildSucceeded BuildResult = "Succeeded"
+	BuildFailed    BuildResult = "Failed"
+)
+
+// BuildStatus is the last builder Job of an image: which inputs it ran for
+// and how it ended. Its logs stay readable with `kubectl logs job/<job>`
+// until the next build of the image replaces the Job.
+type BuildStatus struct {
+	// Job is the builder Job's name, in the environment's namespace.
+	Job string `json:"job"`
+	// Result of the Job.
+	Result BuildResult `json:"result"`
+	// ExitCode of the builder command when it failed.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// LogTail is the end of a failed build's log.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	LogTail string `json:"logTail,omitempty"`
+	// StartTime and CompletionTime of the Job.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
 // ReleaseStatus is the state of a Helm release.

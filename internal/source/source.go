@@ -1,0 +1,128 @@
+// Package source resolves and fetches the inputs of a DevEnvironment: git
+// repositories, OCI artifacts and Flux source-controller artifacts.
+//
+// Resolving is cheap and turns a moving reference (a branch, a tag) into an
+// immutable Ref; fetching downloads the content a Ref names into a local
+// directory, once per content: a Ref already fetched is served from the
+// store without network. The same code runs in the operator and in the
+// init container of builder and test pods (`devloop helper fetch`), which
+// receives the Ref as JSON so it fetches exactly what the operator resolved.
+package source
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// Kind is the kind of a source.
+type Kind string
+
+const (
+	KindGit Kind = "git"
+	KindOCI Kind = "oci"
+	// KindArtifact is a tarball served over HTTP with a known digest: a
+	// Flux source-controller artifact.
+	KindArtifact Kind = "artifact"
+)
+
+// Ref is a resolved, immutable reference to a source's content. It is JSON
+// so it can be handed to a helper container.
+type Ref struct {
+	// Source is the source's name in the spec.
+	Source string `json:"source"`
+	Kind   Kind   `json:"kind"`
+	// URL is the git URL, the OCI repository, or the artifact's URL. It
+	// becomes the org.opencontainers.image.source label of built images.
+	URL string `json:"url"`
+	// Revision is what status shows: "main@sha1:<commit>",
+	// "dev@sha256:<hex>", or a Flux artifact's revision.
+	Revision string `json:"revision"`
+	// ID is what tag templates render as {{ .Revision }}: the commit SHA for
+	// git (also for a Flux GitRepository artifact), the digest hex
+	// otherwise.
+	ID string `json:"id"`
+	// Digest is "sha256:<hex>": for OCI the manifest digest, for a Flux
+	// artifact the artifact's digest, for git the digest of the fetched tree
+	// (known only after Fetch; empty from Resolve).
+	Digest string `json:"digest,omitempty"`
+	// Commit is the git commit to check out (git only).
+	Commit string `json:"commit,omitempty"`
+	// Insecure allows plain HTTP to an OCI registry (OCI only).
+	Insecure bool `json:"insecure,omitempty"`
+}
+
+// Key identifies the content a Ref names, for caching: the commit for git,
+// the digest otherwise.
+func (r Ref) Key() string {
+	if r.Kind == KindGit {
+		return "git-" + r.Commit
+	}
+	return r.Digest
+}
+
+// Artifact is fetched content on local disk.
+type Artifact struct {
+	Ref
+	// Dir holds the extracted content. Consumers must not modify it: it is
+	// shared by every build that uses the same content.
+	Dir string
+}
+
+// Credentials authenticate to a git server or an OCI registry. They are
+// never logged and never leave the process except into the helper pod's
+// mounted Secret.
+type Credentials struct {
+	// Username and Password for HTTPS git or registry basic auth.
+	Username, Password string
+	// SSHIdentity is a private key for SSH git; KnownHosts checks the
+	// server.
+	SSHIdentity, KnownHosts []byte
+	// DockerConfigJSON is a .dockerconfigjson document for OCI sources.
+	DockerConfigJSON []byte
+}
+
+// Fetcher resolves and fetches sources.
+type Fetcher struct {
+	// Reader reads Secrets and Flux source objects. Nil in helper pods.
+	Reader client.Reader
+	// Root is the directory of the content store.
+	Root string
+	// HTTP is the client for artifact downloads and OCI registries.
+	HTTP *http.Client
+	// Timeout bounds one resolve or fetch.
+	Timeout time.Duration
+	// MaxSize bounds the extracted size of one source, in bytes.
+	MaxSize int64
+}
+
+// Resolve turns a source of the spec into an immutable Ref: it asks the git
+// server which commit a branch or tag names, the registry which digest a
+// tag names, or reads a Flux object's status.artifact. Nothing is
+// downloaded. Secrets are read from namespace.
+func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.Source) (Ref, error) {
+	panic("not implemented")
+}
+
+// Fetch makes the content of ref available on disk, downloading it only
+// when the store does not hold it yet, and verifies its digest. creds may
+// be nil.
+func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Artifact, error) {
+	panic("not implemented")
+}
+
+// LoadCredentials reads the Secret a source refers to (nil when it refers
+// to none).
+func LoadCredentials(ctx context.Context, r client.Reader, namespace string, src v1alpha1.Source) (*Credentials, error) {
+	panic("not implemented")
+}
+
+// CredentialsFromDir reads credentials from a mounted Secret volume, as the
+// helper container sees them.
+func CredentialsFromDir(dir string) (*Credentials, error) {
+	panic("not implemented")
+}
