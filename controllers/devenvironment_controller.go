@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // DevEnvironmentReconciler reconciles DevEnvironment objects.
@@ -40,12 +42,31 @@ type DevEnvironmentReconciler struct {
 	// WaitInterval is how soon an environment waiting on a rollout or a
 	// dependency is looked at again; 5s when zero.
 	WaitInterval time.Duration
+
+	// APIReader reads Secrets, Flux objects and pods straight from the API
+	// server: caching them would watch every Secret and pod in the cluster.
+	APIReader client.Reader
+	// Sources resolves and fetches sources; nil disables the sources step
+	// (and with it every image that needs a source).
+	Sources *source.Fetcher
+	// Images configures image builds.
+	Images ImageOptions
+	// Logs reads builder and test pod logs; nil when unavailable.
+	Logs LogReader
+
+	resolved resolutions
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
 // reconcile; spec changes and annotation changes (trigger, reconcile
@@ -54,9 +75,15 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 	if r.Engine == nil {
 		r.Engine = IdleEngine{}
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	// Builder Jobs are owned by their environment, so a finished build
+	// reconciles it at once instead of at the next poll.
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.DevEnvironment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&batchv1.Job{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
 		Complete(r)
 }
@@ -94,6 +121,11 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return
 		}
 		result, retErr = resultFor(outcome)
+		if retErr == nil && result.RequeueAfter == 0 && s.requeueAfter > 0 {
+			// Even a Ready or Stalled environment looks again when a
+			// moving reference (a branch, a tag) is due to be resolved.
+			result.RequeueAfter = s.requeueAfter
+		}
 	}()
 
 	if env.Spec.Suspend {
@@ -121,6 +153,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 			return ctrl.Result{}, fmt.Errorf("removing component %s: %w", c.Name, err)
 		}
 	}
+	r.resolved.forget(env.UID)
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))

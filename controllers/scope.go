@@ -1,8 +1,12 @@
 package controllers
 
 import (
+	"time"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // scope is what one reconcile of one environment observed and decided,
@@ -13,6 +17,27 @@ type scope struct {
 
 	// plan is the checked dependency graph, set by the plan step.
 	plan *plan.Plan
+
+	// refs are the resolved sources by name, set by the sources step.
+	refs map[string]source.Ref
+	// artifacts are the sources fetched during this reconcile.
+	artifacts map[string]*source.Artifact
+	// builder pushes to the environment's registry; made on first use.
+	builder *build.Builder
+
+	// requeueAfter is the soonest time something must be looked at again
+	// even if nothing changes (a branch to resolve again); zero is never.
+	requeueAfter time.Duration
+}
+
+// requeueWithin asks for a reconcile no later than d from now.
+func (s *scope) requeueWithin(d time.Duration) {
+	if d < time.Second {
+		d = time.Second
+	}
+	if s.requeueAfter == 0 || d < s.requeueAfter {
+		s.requeueAfter = d
+	}
 }
 
 // componentStatus returns the status entry of a component, adding it when

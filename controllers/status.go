@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // summarize derives the conditions and the printer-column fields from the
@@ -50,6 +51,13 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 	case errors.As(outcome, &waiting):
 		setReady(env, metav1.ConditionFalse, waiting.Reason, outcome.Error())
 		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, waiting.Reason, outcome.Error())
+		removeCondition(env, v1alpha1.ConditionStalled)
+	case fault.IsUnavailable(outcome):
+		// Something the environment needs (a registry, a git server) is
+		// down: retried with backoff, and it heals by itself when it
+		// comes back.
+		setReady(env, metav1.ConditionFalse, v1alpha1.ReasonWaiting, outcome.Error())
+		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonWaiting, "retrying with backoff: "+outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
 	default:
 		// A transient failure: it will be retried with backoff, so the

@@ -18,7 +18,8 @@ type step struct {
 }
 
 // steps is the reconcile, in order: check the spec and plan the DAG, resolve
-// sources, bring components up in DAG order, run due tests.
+// sources, bring components up in DAG order (build their images, then
+// deploy), run due tests.
 func (r *DevEnvironmentReconciler) steps() []step {
 	return []step{
 		{"plan", r.planEnvironment},
@@ -80,12 +81,6 @@ func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 	st.Tests = keptTests
 }
 
-// resolveSources fetches sources and records their revisions. The source
-// engine arrives with the build engine; until then sources are not fetched.
-func (r *DevEnvironmentReconciler) resolveSources(context.Context, *scope) error {
-	return nil
-}
-
 // reconcileComponents walks the components in DAG order. A component whose
 // dependencies are not all Ready is Blocked and names them; one whose
 // dependencies are Ready is handed to the engine. Gating is re-evaluated on
@@ -104,6 +99,19 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 			continue
 		}
 		st.WaitingFor = nil
+		if len(c.Images) > 0 {
+			built, msg, err := r.buildImages(ctx, s, c, st)
+			if err != nil {
+				st.Phase = v1alpha1.PhaseFailed
+				st.Message = err.Error()
+				return fmt.Errorf("component %s: %w", name, err)
+			}
+			if !built {
+				st.Phase, st.Message = v1alpha1.PhaseBuilding, msg
+				pending = append(pending, name)
+				continue
+			}
+		}
 		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st)
 		if err != nil {
 			st.Phase = v1alpha1.PhaseFailed

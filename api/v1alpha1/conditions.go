@@ -20,6 +20,14 @@ const (
 	ReasonWaiting            = "Waiting"
 	ReasonReconcileError     = "ReconcileError"
 	ReasonDeletionInProgress = "DeletionInProgress"
+	// ReasonSourceFailed: a source cannot be resolved or fetched as the spec
+	// says (unknown branch, denied, digest mismatch, unsafe archive).
+	ReasonSourceFailed = "SourceFailed"
+	// ReasonBuildFailed: an image cannot be built as the spec says (unknown
+	// base, denied push, missing layer path, failed build command).
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonBuilding: a builder Job is running.
+	ReasonBuilding = "Building"
 )
 
 // Finalizer keeps a DevEnvironment until what it deployed is removed.
@@ -44,4 +52,14 @@ func (s *DevEnvironmentSpec) HistoryLimitOrDefault() int {
 		return 5
 	}
 	return int(*s.HistoryLimit)
+}
+
+// PathsOrDefault is where the build cache is mounted: the spec's paths, or
+// Go's build and module caches in a golang image. Nil-safe, so a build
+// without a cache mounts the same paths as emptyDirs.
+func (c *BuildCache) PathsOrDefault() []string {
+	if c == nil || len(c.Paths) == 0 {
+		return []string{"/root/.cache", "/go/pkg/mod"}
+	}
+	return c.Paths
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,10 +17,16 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/controllers"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 func main() {
-	err := run(os.Args[1:])
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "helper" {
+		err = runHelper(os.Args[2:])
+	} else {
+		err = run(os.Args[1:])
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -58,11 +66,26 @@ func run(args []string) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	r := &controllers.DevEnvironmentReconciler{
 		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
 		Recorder:              mgr.GetEventRecorder("devloop"),
 		DefaultServiceAccount: opts.defaultServiceAccount,
 		NoCrossNamespaceRefs:  opts.noCrossNamespaceRefs,
+		Sources: &source.Fetcher{
+			Reader:  mgr.GetAPIReader(),
+			Root:    filepath.Join(opts.workDir, "sources"),
+			MaxSize: opts.maxSourceSize,
+		},
+		Images: controllers.ImageOptions{
+			HelperImage:  opts.helperImage,
+			BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
+		},
+		Logs: controllers.PodLogs{Clientset: clientset},
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
@@ -82,7 +105,8 @@ func run(args []string) error {
 	}
 
 	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
-		"defaultServiceAccount", opts.defaultServiceAccount, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs)
+		"defaultServiceAccount", opts.defaultServiceAccount, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
+		"helperImage", opts.helperImage, "workDir", opts.workDir)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -96,6 +120,9 @@ type options struct {
 	logLevel              string
 	logFormat             string
 	kubeconfig            string
+	helperImage           string
+	workDir               string
+	maxSourceSize         int64
 }
 
 // restConfig loads the given kubeconfig, or the in-cluster config,
@@ -119,6 +146,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config, $KUBECONFIG or ~/.kube/config when empty")
+	fs.StringVar(&o.helperImage, "helper-image", os.Getenv("DEVLOOP_HELPER_IMAGE"), "the operator's own image, run by builder pods to fetch sources and push images ($DEVLOOP_HELPER_IMAGE)")
+	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
+	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

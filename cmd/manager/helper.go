@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// terminationLog is where the kubelet reads a container's termination
+// message; the assemble container reports its digest there.
+const terminationLog = "/dev/termination-log"
+
+// runHelper is `manager helper <fetch|assemble>`: the steps of a builder
+// pod that run the operator's own code, so a pod fetches and pushes exactly
+// as the operator would in-process.
+func runHelper(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: manager helper fetch|assemble [flags]")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "fetch":
+		return helperFetch(ctx, args[1:])
+	case "assemble":
+		return helperAssemble(ctx, args[1:])
+	default:
+		return fmt.Errorf("unknown helper %q: want fetch or assemble", args[0])
+	}
+}
+
+// helperFetch downloads a resolved source into the workspace.
+func helperFetch(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("helper fetch", flag.ContinueOnError)
+	refJSON := fs.String("ref", "", "the resolved source reference, as JSON")
+	dest := fs.String("dest", build.WorkspaceDir, "directory to fill")
+	credsDir := fs.String("credentials", "", "directory of a mounted credentials Secret")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ref source.Ref
+	if err := json.Unmarshal([]byte(*refJSON), &ref); err != nil {
+		return fmt.Errorf("--ref: %w", err)
+	}
+	var creds *source.Credentials
+	if *credsDir != "" {
+		c, err := source.CredentialsFromDir(*credsDir)
+		if err != nil {
+			return err
+		}
+		creds = c
+	}
+	// The store lives inside the destination's volume, so its content can
+	// be moved into place with renames: no copy, symlinks kept as they are.
+	store := *dest + "/.devloop-store"
+	f := &source.Fetcher{Root: store}
+	a, err := f.Fetch(ctx, ref, creds)
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(a.Dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Rename(a.Dir+"/"+e.Name(), *dest+"/"+e.Name()); err != nil {
+			return fmt.Errorf("moving source %s into %s: %w", ref.Source, *dest, err)
+		}
+	}
+	if err := os.RemoveAll(store); err != nil {
+		return err
+	}
+	fmt.Printf("fetched source %s at %s (%s) into %s\n", ref.Source, ref.Revision, a.Digest, *dest)
+	return nil
+}
+
+// helperAssemble layers the workspace onto the base for one platform,
+// pushes the image by digest (no tag: the operator tags once every
+// platform is pushed) and reports the digest in the termination message.
+func helperAssemble(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("helper assemble", flag.ContinueOnError)
+	imageJSON := fs.String("image", "", "the image to assemble, as JSON")
+	platform := fs.String("platform", "linux/amd64", "os/arch of the image")
+	dir := fs.String("dir", build.WorkspaceDir, "directory the layers take files from")
+	registryJSON := fs.String("registry", "", "the registry, as JSON")
+	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")
+	report := fs.String("termination-log", terminationLog, "where to write the report")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var img build.Image
+	if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
+		return fmt.Errorf("--image: %w", err)
+	}
+	var regCfg build.RegistryConfig
+	if err := json.Unmarshal([]byte(*registryJSON), &regCfg); err != nil {
+		return fmt.Errorf("--registry: %w", err)
+	}
+	reg := build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure}
+	if *dockerConfig != "" {
+		data, err := os.ReadFile(*dockerConfig)
+		if err != nil {
+			return err
+		}
+		if reg.Keychain, err = build.KeychainFromDockerConfig(data); err != nil {
+			return fmt.Errorf("%s: %w", *dockerConfig, err)
+		}
+	}
+	b, err := build.NewBuilder(reg)
+	if err != nil {
+		return err
+	}
+	image, err := b.Assemble(ctx, img, *platform, *dir)
+	if err != nil {
+		return err
+	}
+	digest, uploaded, err := b.PushImage(ctx, img.Name, image)
+	if err != nil {
+		return err
+	}
+	out, err := json.Marshal(build.AssembleReport{Digest: digest.String(), Uploaded: uploaded})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pushed %s@%s (%d blobs uploaded)\n", b.Repository(img.Name), digest, uploaded)
+	return os.WriteFile(*report, out, 0o644)
+}

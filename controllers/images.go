@@ -1,0 +1,301 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// ImageOptions configures how the operator builds images.
+type ImageOptions struct {
+	// HelperImage is the operator's own image, run by builder pods for
+	// fetching sources and pushing images. Images with a run step need it.
+	HelperImage string
+	// BaseCacheDir caches base image layers on disk; empty disables it.
+	BaseCacheDir string
+	// Transport is the HTTP transport to registries; tests count requests
+	// with it. Nil is the default transport.
+	Transport http.RoundTripper
+	// BaseInterval is how often a base image tag is resolved again; one
+	// minute when zero.
+	BaseInterval time.Duration
+}
+
+// buildImages brings every image of a component to its inputs: unchanged
+// inputs do nothing, images without a run step are built in-process, images
+// with one by builder Jobs. It returns a message and false while a builder
+// Job runs.
+func (r *DevEnvironmentReconciler) buildImages(ctx context.Context, s *scope, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
+	done := true
+	var message string
+	for i := range c.Images {
+		img := &c.Images[i]
+		ist := imageStatus(st, img.Name)
+		ok, msg, err := r.buildImage(ctx, s, c, img, ist)
+		if err != nil {
+			return false, "", err
+		}
+		if !ok {
+			done, message = false, msg
+		}
+	}
+	pruneImageStatus(st, c)
+	return done, message, nil
+}
+
+// buildImage builds one image if its inputs changed since its digest was
+// pushed.
+func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, string, error) {
+	var ref source.Ref
+	if img.Source != "" {
+		var ok bool
+		if ref, ok = s.refs[img.Source]; !ok {
+			return false, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
+				Err: fmt.Errorf("image %s: source %q is not resolved (no source engine in this operator)", img.Name, img.Source)}
+		}
+	}
+	b, err := r.builder(ctx, s)
+	if err != nil {
+		return false, "", err
+	}
+	baseDigest, err := r.resolveBase(ctx, s, b, img.Base)
+	if err != nil {
+		return false, "", buildError(img.Name, err)
+	}
+	inputs := hashJSON(struct {
+		Component, Source, Base string
+		Image                   *v1alpha1.ImageSpec
+		Registry                *v1alpha1.RegistrySpec
+	}{c.Name, ref.Key(), baseDigest, img, s.env.Spec.Registry})
+	if ist.Inputs == inputs && ist.Digest != "" {
+		return true, "", nil
+	}
+
+	spec := buildSpec(img, ref, baseDigest)
+	render := tagRenderer(img, c, ref)
+	var res *build.Result
+	if img.Run == nil {
+		dir := ""
+		if img.Source != "" {
+			a, err := r.artifact(ctx, s, img.Source)
+			if err != nil {
+				return false, "", err
+			}
+			dir = a.Dir
+		}
+		log.FromContext(ctx).Info("building image in-process", "image", img.Name, "revision", ref.Revision)
+		if res, err = b.Build(ctx, spec, dir, render); err != nil {
+			return false, "", buildError(img.Name, err)
+		}
+	} else {
+		var msg string
+		res, msg, err = r.buildWithJobs(ctx, s, img, ist, spec, ref, inputs, render)
+		if err != nil || res == nil {
+			return false, msg, err
+		}
+	}
+	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
+	ist.Inputs, ist.Revision = inputs, ref.Revision
+	if res.Pushed && r.Recorder != nil {
+		r.Recorder.Eventf(s.env, nil, corev1.EventTypeNormal, "ImagePushed", "Build",
+			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
+	}
+	return true, "", nil
+}
+
+// buildSpec is the image to build, with its base pinned to the digest the
+// inputs were computed from, so the build uses exactly that base.
+func buildSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) build.Image {
+	base := img.Base
+	if base != "" && baseDigest != "" {
+		base = pinDigest(base, baseDigest)
+	}
+	return build.Image{
+		Name: img.Name, Base: base, Platforms: img.Platforms, Layers: img.Layers,
+		Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env,
+		WorkingDir: img.WorkingDir, User: img.User,
+		SourceURL: ref.URL, Revision: ref.ID,
+	}
+}
+
+// tagRenderer renders the spec's tag templates once the content hash is
+// known.
+func tagRenderer(img *v1alpha1.ImageSpec, c *v1alpha1.Component, ref source.Ref) func(string) ([]string, error) {
+	return func(contentHash string) ([]string, error) {
+		v := plan.TagValues{ContentHash: contentHash, Revision: ref.ID, Source: img.Source, Image: img.Name, Component: c.Name}
+		v.ShortRevision = ref.ID
+		if len(v.ShortRevision) > 12 {
+			v.ShortRevision = v.ShortRevision[:12]
+		}
+		var tags []string
+		for i, t := range img.Tags {
+			tag, err := plan.RenderTag(t, v)
+			if err != nil {
+				return nil, fault.Permanentf("tags[%d]: %w", i, err)
+			}
+			tags = append(tags, tag)
+		}
+		return tags, nil
+	}
+}
+
+// builder is the environment's registry client, made once per reconcile
+// with the credentials of spec.registry.credentialsRef.
+func (r *DevEnvironmentReconciler) builder(ctx context.Context, s *scope) (*build.Builder, error) {
+	if s.builder != nil {
+		return s.builder, nil
+	}
+	reg := s.env.Spec.Registry
+	if reg == nil {
+		return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: errors.New("spec.registry: images need a registry to push to")}
+	}
+	var keychain authn.Keychain
+	if reg.CredentialsRef != nil {
+		data, err := r.dockerConfig(ctx, s.env.Namespace, reg.CredentialsRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if keychain, err = build.KeychainFromDockerConfig(data); err != nil {
+			return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec,
+				Err: fmt.Errorf("spec.registry.credentialsRef: Secret %s: %w", reg.CredentialsRef.Name, err)}
+		}
+	}
+	var opts []build.Option
+	if r.Images.BaseCacheDir != "" {
+		opts = append(opts, build.WithCacheDir(r.Images.BaseCacheDir))
+	}
+	if r.Images.Transport != nil {
+		opts = append(opts, build.WithTransport(r.Images.Transport))
+	}
+	b, err := build.NewBuilder(build.Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain}, opts...)
+	if err != nil {
+		return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: fmt.Errorf("spec.registry: %w", err)}
+	}
+	s.builder = b
+	return b, nil
+}
+
+// dockerConfig reads a kubernetes.io/dockerconfigjson Secret's document.
+func (r *DevEnvironmentReconciler) dockerConfig(ctx context.Context, namespace, name string) ([]byte, error) {
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, secret); err != nil {
+		return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec,
+			Err: fmt.Errorf("spec.registry.credentialsRef: reading Secret %s: %w", name, err)}
+	}
+	data, ok := secret.Data[corev1.DockerConfigJsonKey]
+	if secret.Type != corev1.SecretTypeDockerConfigJson || !ok {
+		return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec,
+			Err: fmt.Errorf("spec.registry.credentialsRef: Secret %s is of type %q; want %s with key %s", name, secret.Type, corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey)}
+	}
+	return data, nil
+}
+
+// resolveBase returns the digest a base reference names, asking the
+// registry at most once per interval (or per reconcile request).
+func (r *DevEnvironmentReconciler) resolveBase(ctx context.Context, s *scope, b *build.Builder, base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	if d := digestOf(base); d != "" {
+		return d, nil
+	}
+	interval := r.Images.BaseInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	key := string(s.env.UID) + "/base/" + base
+	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	if last, ok := r.resolved.get(key); ok && last.request == request && time.Since(last.at) < interval {
+		s.requeueWithin(time.Until(last.at.Add(interval)))
+		return last.ref.Digest, nil
+	}
+	d, err := b.ResolveBase(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	r.resolved.put(key, resolution{request: request, ref: source.Ref{Digest: d}, at: time.Now()})
+	s.requeueWithin(interval)
+	return d, nil
+}
+
+// digestOf returns the digest of a reference pinned by digest, else "".
+func digestOf(ref string) string {
+	if d, err := name.NewDigest(ref); err == nil {
+		return d.DigestStr()
+	}
+	return ""
+}
+
+// pinDigest names the same repository as ref, by digest: "busybox:1.36"
+// becomes "index.docker.io/library/busybox@sha256:...".
+func pinDigest(ref, digest string) string {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		// ResolveBase already parsed it; keep the reference as written.
+		return ref
+	}
+	return r.Context().Digest(digest).Name()
+}
+
+// imageStatus returns the status entry of an image, adding it when
+// missing.
+func imageStatus(st *v1alpha1.ComponentStatus, name string) *v1alpha1.ImageStatus {
+	for i := range st.Images {
+		if st.Images[i].Name == name {
+			return &st.Images[i]
+		}
+	}
+	st.Images = append(st.Images, v1alpha1.ImageStatus{Name: name})
+	return &st.Images[len(st.Images)-1]
+}
+
+// pruneImageStatus drops images no longer in the component's spec.
+func pruneImageStatus(st *v1alpha1.ComponentStatus, c *v1alpha1.Component) {
+	kept := st.Images[:0]
+	for _, is := range st.Images {
+		for _, img := range c.Images {
+			if img.Name == is.Name {
+				kept = append(kept, is)
+				break
+			}
+		}
+	}
+	st.Images = kept
+}
+
+// buildError maps a build failure to what the environment shows: a
+// permanent one stalls it naming the image, a registry being down leaves it
+// Waiting with backoff, anything else is retried.
+func buildError(image string, err error) error {
+	var stalling *StallingError
+	if errors.As(err, &stalling) {
+		return err
+	}
+	err = fmt.Errorf("image %s: %w", image, err)
+	if fault.IsPermanent(err) {
+		return &StallingError{Reason: v1alpha1.ReasonBuildFailed, Err: err}
+	}
+	return err
+}
+
+// sourceError maps a source failure like buildError does.
+func sourceError(name string, err error) error {
+	if fault.IsPermanent(err) {
+		return &StallingError{Reason: v1alpha1.ReasonSourceFailed, Err: err}
+	}
+	return err
+}

@@ -1,0 +1,180 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// defaultSourceInterval is how often a moving reference is resolved again
+// when the spec says nothing; the CRD defaults it to the same value.
+const defaultSourceInterval = time.Minute
+
+// resolution is a source's last resolved reference, kept in memory so a
+// branch or tag is asked about once per interval and not on every
+// reconcile. An operator restart resolves again, which costs one request
+// per source.
+type resolution struct {
+	// spec is a hash of the source's spec: an edited source resolves at once.
+	spec string
+	// request is the reconcile-request annotation seen at resolution: a new
+	// value (what `kubectl devloop push` writes) resolves at once.
+	request string
+	ref     source.Ref
+	at      time.Time
+}
+
+// resolutions is the reconciler's memory of resolved references.
+type resolutions struct {
+	mu sync.Mutex
+	m  map[string]resolution
+}
+
+func (c *resolutions) get(key string) (resolution, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[key]
+	return r, ok
+}
+
+func (c *resolutions) put(key string, r resolution) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]resolution{}
+	}
+	c.m[key] = r
+}
+
+// forget drops an environment's entries when it is deleted.
+func (c *resolutions) forget(env types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prefix := string(env) + "/"
+	for k := range c.m {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			delete(c.m, k)
+		}
+	}
+}
+
+// resolveSources turns every source into an immutable reference: a branch
+// into a commit, a tag into a digest. A reference resolved less than an
+// interval ago is reused, unless the source's spec changed or a reconcile
+// was requested since. Nothing is downloaded here; content is fetched when a
+// build needs it.
+func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope) error {
+	if r.Sources == nil {
+		return nil
+	}
+	now := time.Now()
+	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	s.refs = map[string]source.Ref{}
+	var kept []v1alpha1.SourceStatus
+	for i := range s.env.Spec.Sources {
+		src := s.env.Spec.Sources[i]
+		interval := defaultSourceInterval
+		if src.Interval != nil && src.Interval.Duration > 0 {
+			interval = src.Interval.Duration
+		}
+		key := string(s.env.UID) + "/" + src.Name
+		specHash := hashJSON(src)
+		last, ok := r.resolved.get(key)
+		st := sourceStatus(s.env, src.Name)
+		if !ok || last.spec != specHash || last.request != request || now.Sub(last.at) >= interval {
+			log.FromContext(ctx).V(1).Info("resolving source", "source", src.Name)
+			ref, err := r.Sources.Resolve(ctx, s.env.Namespace, src)
+			if err != nil {
+				kept = append(kept, st)
+				s.env.Status.Sources = kept
+				return sourceError(src.Name, err)
+			}
+			if last.ref.Key() != ref.Key() || st.Revision == "" {
+				// New content: its digest is known once fetched (git) or
+				// already (OCI, Flux).
+				st.Digest = ref.Digest
+			}
+			last = resolution{spec: specHash, request: request, ref: ref, at: now}
+			r.resolved.put(key, last)
+			st.LastResolveTime = &metav1.Time{Time: now}
+		}
+		st.Revision = last.ref.Revision
+		s.refs[src.Name] = last.ref
+		s.requeueWithin(last.at.Add(interval).Sub(now))
+		kept = append(kept, st)
+	}
+	s.env.Status.Sources = kept
+	return nil
+}
+
+// artifact fetches the content of a source for an in-process build, once
+// per reconcile and once per content (the fetcher's store keeps it), and
+// records its digest in status.
+func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name string) (*source.Artifact, error) {
+	if a, ok := s.artifacts[name]; ok {
+		return a, nil
+	}
+	ref, ok := s.refs[name]
+	if !ok {
+		return nil, fmt.Errorf("source %q is not resolved", name)
+	}
+	var src v1alpha1.Source
+	for _, x := range s.env.Spec.Sources {
+		if x.Name == name {
+			src = x
+		}
+	}
+	creds, err := source.LoadCredentials(ctx, r.APIReader, s.env.Namespace, src)
+	if err != nil {
+		return nil, sourceError(name, err)
+	}
+	a, err := r.Sources.Fetch(ctx, ref, creds)
+	if err != nil {
+		return nil, sourceError(name, err)
+	}
+	if s.artifacts == nil {
+		s.artifacts = map[string]*source.Artifact{}
+	}
+	s.artifacts[name] = a
+	for i := range s.env.Status.Sources {
+		st := &s.env.Status.Sources[i]
+		if st.Name == name && st.Digest != a.Digest {
+			st.Digest = a.Digest
+			st.LastFetchTime = &metav1.Time{Time: time.Now()}
+		}
+	}
+	return a, nil
+}
+
+// sourceStatus returns a copy of a source's status entry, or a new one.
+func sourceStatus(env *v1alpha1.DevEnvironment, name string) v1alpha1.SourceStatus {
+	for _, st := range env.Status.Sources {
+		if st.Name == name {
+			return st
+		}
+	}
+	return v1alpha1.SourceStatus{Name: name}
+}
+
+// hashJSON is a short stable hash of a value's JSON form.
+func hashJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Spec types always marshal; a failure here is a programming error
+		// and must not silently collide with another hash.
+		panic(fmt.Sprintf("hashing %T: %v", v, err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,303 @@
+package build
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// Paths and names inside a builder pod.
+const (
+	WorkspaceDir = "/workspace"
+	// HelperBinary is the operator binary in its own image; the helper
+	// containers run its `helper` subcommand.
+	HelperBinary = "/manager"
+
+	sourceCredentialsDir   = "/var/run/devloop/source-credentials"
+	registryCredentialsDir = "/var/run/devloop/registry-credentials"
+
+	// ContainerFetch, ContainerBuild and ContainerAssemble are the builder
+	// pod's containers, in the order they run.
+	ContainerFetch    = "fetch"
+	ContainerBuild    = "build"
+	ContainerAssemble = "assemble"
+
+	// builderUID runs every container: the restricted Pod Security profile
+	// refuses root, and a fixed UID keeps cache volumes' owners stable.
+	builderUID = 65532
+)
+
+// JobRequest is everything a builder Job for one image and one platform
+// needs.
+type JobRequest struct {
+	Name, Namespace string
+	Labels          map[string]string
+	Owner           metav1.OwnerReference
+	// HelperImage is the operator's own image.
+	HelperImage string
+	// Source is what the fetch container downloads into the workspace;
+	// SourceSecret holds its credentials (optional).
+	Source       source.Ref
+	SourceSecret string
+	// Image is assembled and pushed by the assemble container.
+	Image    Image
+	Platform string
+	Run      v1alpha1.BuildRun
+	// Registry is where the image is pushed; RegistrySecret is a
+	// kubernetes.io/dockerconfigjson Secret (optional).
+	Registry       Registry
+	RegistrySecret string
+	// CacheClaim is a PersistentVolumeClaim mounted at the cache paths;
+	// without one the paths are emptyDirs, so a non-root build can write
+	// them.
+	CacheClaim string
+}
+
+// AssembleReport is what the assemble container writes to its termination
+// message: the platform image it pushed by digest.
+type AssembleReport struct {
+	Digest   string `json:"digest"`
+	Uploaded int    `json:"uploaded"`
+}
+
+// RegistryConfig is the registry as the assemble container receives it;
+// credentials come from the mounted Secret, never from arguments.
+type RegistryConfig struct {
+	Prefix   string `json:"prefix"`
+	Insecure bool   `json:"insecure,omitempty"`
+}
+
+// BuilderJob returns the Job that fetches the source, runs the build
+// command and assembles and pushes the image for one platform. It never
+// retries: a failed build fails the same way for the same inputs, and the
+// next source change makes a new Job.
+func BuilderJob(req JobRequest) (*batchv1.Job, error) {
+	refJSON, err := json.Marshal(req.Source)
+	if err != nil {
+		return nil, err
+	}
+	imageJSON, err := json.Marshal(req.Image)
+	if err != nil {
+		return nil, err
+	}
+	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure})
+	if err != nil {
+		return nil, err
+	}
+	goos, goarch, goarm := splitPlatform(req.Platform)
+
+	workspace := corev1.VolumeMount{Name: "workspace", MountPath: WorkspaceDir}
+	tmp := corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"}
+	volumes := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+
+	fetchArgs := []string{"helper", "fetch", "--ref", string(refJSON), "--dest", WorkspaceDir}
+	fetchMounts := []corev1.VolumeMount{workspace, tmp}
+	if req.SourceSecret != "" {
+		volumes = append(volumes, secretVolume("source-credentials", req.SourceSecret))
+		fetchMounts = append(fetchMounts, corev1.VolumeMount{Name: "source-credentials", MountPath: sourceCredentialsDir, ReadOnly: true})
+		fetchArgs = append(fetchArgs, "--credentials", sourceCredentialsDir)
+	}
+
+	cachePaths := req.Run.Cache.PathsOrDefault()
+	buildMounts := []corev1.VolumeMount{workspace, tmp}
+	if req.CacheClaim != "" {
+		volumes = append(volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: req.CacheClaim}}})
+	} else {
+		volumes = append(volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	for i, p := range cachePaths {
+		// One claim serves every path through a subPath per path.
+		buildMounts = append(buildMounts, corev1.VolumeMount{Name: "cache", MountPath: p, SubPath: "p" + strconv.Itoa(i)})
+	}
+	env := []corev1.EnvVar{
+		// A non-root user has no home in most builder images; /root is
+		// where their tools look, and its caches are mounted writable.
+		{Name: "HOME", Value: "/root"},
+		{Name: "GOOS", Value: goos}, {Name: "GOARCH", Value: goarch},
+		{Name: "TARGETPLATFORM", Value: req.Platform}, {Name: "TARGETOS", Value: goos}, {Name: "TARGETARCH", Value: goarch},
+	}
+	if goarm != "" {
+		env = append(env, corev1.EnvVar{Name: "GOARM", Value: goarm})
+	}
+	for _, e := range req.Run.Env {
+		// Later entries win in a container's env, so the spec overrides
+		// the defaults above.
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+
+	assembleArgs := []string{"helper", "assemble",
+		"--image", string(imageJSON), "--platform", req.Platform,
+		"--dir", WorkspaceDir, "--registry", string(registryJSON)}
+	assembleMounts := []corev1.VolumeMount{{Name: "workspace", MountPath: WorkspaceDir, ReadOnly: true}, tmp}
+	if req.RegistrySecret != "" {
+		volumes = append(volumes, secretVolume("registry-credentials", req.RegistrySecret))
+		assembleMounts = append(assembleMounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})
+		assembleArgs = append(assembleArgs, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
+	}
+
+	timeout := 15 * time.Minute
+	if req.Run.Timeout != nil && req.Run.Timeout.Duration > 0 {
+		timeout = req.Run.Timeout.Duration
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: req.Namespace, Labels: req.Labels,
+			OwnerReferences: []metav1.OwnerReference{req.Owner},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(int64(timeout.Seconds())),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: req.Labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					EnableServiceLinks:           ptr.To(false),
+					SecurityContext:              restrictedPod(),
+					Volumes:                      volumes,
+					InitContainers: []corev1.Container{
+						helperContainer(ContainerFetch, req.HelperImage, fetchArgs, fetchMounts),
+						{
+							Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
+							WorkingDir: WorkspaceDir, Env: env, VolumeMounts: buildMounts,
+							SecurityContext:          restrictedContainer(),
+							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						},
+					},
+					Containers: []corev1.Container{
+						helperContainer(ContainerAssemble, req.HelperImage, assembleArgs, assembleMounts),
+					},
+				},
+			},
+		},
+	}
+	return job, nil
+}
+
+func helperContainer(name, image string, args []string, mounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: image, Command: []string{HelperBinary}, Args: args,
+		VolumeMounts: mounts, SecurityContext: restrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Env:                      []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
+	}
+}
+
+func secretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o400)}}}
+}
+
+// restrictedPod and restrictedContainer satisfy the restricted Pod Security
+// profile.
+func restrictedPod() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](builderUID),
+		RunAsGroup:     ptr.To[int64](builderUID),
+		FSGroup:        ptr.To[int64](builderUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// splitPlatform turns "linux/arm/v7" into GOOS, GOARCH and GOARM.
+func splitPlatform(p string) (goos, goarch, goarm string) {
+	parts := strings.SplitN(p, "/", 3)
+	goos, goarch = parts[0], "amd64"
+	if len(parts) > 1 {
+		goarch = parts[1]
+	}
+	if len(parts) > 2 && goarch == "arm" {
+		goarm = strings.TrimPrefix(parts[2], "v")
+	}
+	return goos, goarch, goarm
+}
+
+// JobOutcome is what a builder Job's pod says about the build.
+type JobOutcome struct {
+	// Finished is true once the Job completed or failed.
+	Finished bool
+	// Succeeded builds report the pushed platform image.
+	Succeeded bool
+	Report    AssembleReport
+	// Failed builds name the container that failed and its exit code;
+	// Reason is the Job's or the container's reason (DeadlineExceeded,
+	// OOMKilled, Error).
+	FailedContainer string
+	ExitCode        *int32
+	Reason          string
+	// Pod is the pod that ran, for reading logs.
+	Pod string
+}
+
+// ReadJob interprets a builder Job and its pods.
+func ReadJob(job *batchv1.Job, pods []corev1.Pod) (JobOutcome, error) {
+	var out JobOutcome
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			out.Finished, out.Succeeded = true, true
+		case batchv1.JobFailed:
+			out.Finished, out.Reason = true, c.Reason
+		}
+	}
+	if !out.Finished {
+		return out, nil
+	}
+	for i := range pods {
+		pod := &pods[i]
+		out.Pod = pod.Name
+		if out.Succeeded {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name == ContainerAssemble && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+					if err := json.Unmarshal([]byte(cs.State.Terminated.Message), &out.Report); err != nil {
+						return out, fmt.Errorf("builder job %s: reading the assemble container's report %q: %w", job.Name, cs.State.Terminated.Message, err)
+					}
+					if out.Report.Digest == "" {
+						return out, fmt.Errorf("builder job %s: the assemble container reported no digest", job.Name)
+					}
+					return out, nil
+				}
+			}
+			continue
+		}
+		statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+		for _, cs := range statuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				out.FailedContainer, out.ExitCode = cs.Name, ptr.To(t.ExitCode)
+				if t.Reason != "" && out.Reason == "" {
+					out.Reason = t.Reason
+				}
+				return out, nil
+			}
+		}
+	}
+	if out.Succeeded {
+		return out, fmt.Errorf("builder job %s completed but no pod reports a digest", job.Name)
+	}
+	return out, nil
+}
