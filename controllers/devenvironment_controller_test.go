@@ -29,7 +29,7 @@ func newEnv(ns, name string, components ...v1alpha1.Component) *v1alpha1.DevEnvi
 	return &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.DevEnvironmentSpec{
-			Sources:    []v1alpha1.Source{{Name: "src", OCI: &v1alpha1.OCISource{Repository: "localhost:5000/team/src"}}},
+			Sources:    []v1alpha1.Source{{Name: "src", OCI: &v1alpha1.OCISource{Repository: reg.host + "/team/src", Tag: "latest", Insecure: true}}},
 			Components: components,
 		},
 	}

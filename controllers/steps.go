@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/plan"
 )
 
@@ -102,7 +103,12 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		if len(c.Images) > 0 {
 			built, msg, err := r.buildImages(ctx, s, c, st)
 			if err != nil {
+				// A registry that is down is waited for, not a failure of
+				// the component.
 				st.Phase = v1alpha1.PhaseFailed
+				if fault.IsUnavailable(err) {
+					st.Phase = v1alpha1.PhaseBuilding
+				}
 				st.Message = err.Error()
 				return fmt.Errorf("component %s: %w", name, err)
 			}

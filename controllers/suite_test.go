@@ -17,15 +17,22 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // k8s talks to the envtest API server; engine is the component engine the
-// running reconciler uses, scripted per test.
+// running reconciler uses, scripted per test; reg is the registry sources
+// and images go to; logs stands in for the kubelet's container logs.
 var (
 	k8s    client.Client
 	engine = newScriptedEngine()
+	reg    *testRegistry
+	logs   = &fakeLogs{}
 )
+
+// helperImage is what builder pods would run; no pod runs in envtest.
+const helperImage = "registry.test/devloop/manager:test"
 
 func TestMain(m *testing.M) {
 	env, err := testenv.Start()
@@ -43,12 +50,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	reg = newTestRegistry()
+	if _, err := reg.push("team/src", "latest", map[string]string{"README": "source of the DAG tests"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	workDir, err := os.MkdirTemp("", "devloop-controllers-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	r := &DevEnvironmentReconciler{
 		Client:               mgr.GetClient(),
 		Recorder:             mgr.GetEventRecorder("devloop"),
 		Engine:               engine,
 		NoCrossNamespaceRefs: true,
 		WaitInterval:         200 * time.Millisecond,
+		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources"},
+		Images:               ImageOptions{HelperImage: helperImage, BaseCacheDir: workDir + "/base"},
+		Logs:                 logs,
 	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -71,6 +91,8 @@ func TestMain(m *testing.M) {
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
+	reg.Close()
+	os.RemoveAll(workDir)
 	os.Exit(code)
 }
 
@@ -151,4 +173,30 @@ func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevE
 	defer e.mu.Unlock()
 	e.finalized[env.Namespace] = append(e.finalized[env.Namespace], c.Name)
 	return nil
+}
+
+// fakeLogs serves container logs the way the kubelet would, from what a
+// test sets.
+type fakeLogs struct {
+	mu   sync.Mutex
+	logs map[string]string // namespace/pod/container -> log
+}
+
+func (f *fakeLogs) set(ns, pod, container, log string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logs == nil {
+		f.logs = map[string]string{}
+	}
+	f.logs[ns+"/"+pod+"/"+container] = log
+}
+
+func (f *fakeLogs) TailLog(_ context.Context, ns, pod, container string, _ int64) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.logs[ns+"/"+pod+"/"+container]
+	if !ok {
+		return "", fmt.Errorf("no log for %s/%s/%s", ns, pod, container)
+	}
+	return l, nil
 }

@@ -1,0 +1,216 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// webEnv is an environment with one in-process image built from an OCI
+// source: a binary and a static directory, two layers, a content tag and a
+// revision tag.
+func webEnv(ns string) *v1alpha1.DevEnvironment {
+	return &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{
+				Name: "web",
+				Images: []v1alpha1.ImageSpec{{
+					Name: "web", Source: "app",
+					Layers: []v1alpha1.LayerMapping{
+						{From: "bin/web", To: "/web", Mode: "0755"},
+						{From: "static", To: "/srv/static"},
+					},
+					Entrypoint: []string{"/web"},
+					Tags:       []string{"{{ .ContentHash }}", "rev-{{ .ShortRevision }}"},
+				}},
+				Manifests: &v1alpha1.ManifestsSpec{Source: "app"},
+			}},
+		},
+	}
+}
+
+func webSource(binary string) map[string]string {
+	return map[string]string{"bin/web": binary, "static/index.html": "<h1>hello</h1>"}
+}
+
+// requestReconcile sets the reconcile-request annotation, as `kubectl
+// devloop push` does, and returns its value.
+func requestReconcile(t *testing.T, env *v1alpha1.DevEnvironment) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(env), cur); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[v1alpha1.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
+		return k8s.Patch(context.Background(), cur, patch)
+	}, timeout).Should(Succeed())
+}
+
+func imageOf(env *v1alpha1.DevEnvironment, component, image string) *v1alpha1.ImageStatus {
+	for i := range env.Status.Components {
+		if env.Status.Components[i].Name != component {
+			continue
+		}
+		for j := range env.Status.Components[i].Images {
+			if env.Status.Components[i].Images[j].Name == image {
+				return &env.Status.Components[i].Images[j]
+			}
+		}
+	}
+	return nil
+}
+
+func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srcDigest := reg.pushSource(t, ns+"/src", "dev", webSource("binary v1"))
+	env := webEnv(ns)
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "web")).NotTo(BeNil())
+	})
+	img := *imageOf(env, "web", "web")
+	g.Expect(env.Status.Sources).To(HaveLen(1))
+	g.Expect(env.Status.Sources[0].Digest).To(Equal(srcDigest.String()))
+	g.Expect(env.Status.Sources[0].Revision).To(Equal("dev@" + srcDigest.String()))
+	g.Expect(img.Repository).To(Equal(reg.host + "/" + ns + "/web"))
+	g.Expect(img.Digest).To(Equal("sha256:" + img.ContentHash))
+	// The content tag once (the template repeating it adds nothing), then
+	// the revision tag; both name the pushed digest.
+	g.Expect(img.Tags).To(Equal([]string{img.ContentHash, "rev-" + srcDigest.Hex[:12]}))
+	for _, tag := range img.Tags {
+		g.Expect(reg.tagDigest(t, ns+"/web", tag)).To(Equal(img.Digest), "tag %s", tag)
+	}
+	g.Expect(img.Revision).To(Equal(env.Status.Sources[0].Revision))
+	expectKstatus(t, env, status.Current)
+
+	// A reconcile with nothing changed writes nothing to the registry.
+	uploads, writes := reg.counts()
+	resolvedAt := env.Status.Sources[0].LastResolveTime
+	requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Sources[0].LastResolveTime.After(resolvedAt.Time)).To(BeTrue(), "source resolved again")
+		readyCurrent(g, env)
+	})
+	u, w := reg.counts()
+	g.Expect(u-uploads).To(BeZero(), "blob uploads on a no-op reconcile")
+	g.Expect(w-writes).To(BeZero(), "registry writes on a no-op reconcile")
+	g.Expect(*imageOf(env, "web", "web")).To(Equal(img))
+
+	// One changed file: one layer and the config are uploaded; the static
+	// layer is already there.
+	newSrc := reg.pushSource(t, ns+"/src", "dev", webSource("binary v2"))
+	uploads, _ = reg.counts()
+	requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "web").Digest).NotTo(Equal(img.Digest))
+	})
+	u, _ = reg.counts()
+	// Pushing the new source itself happened before `uploads` was read.
+	g.Expect(u-uploads).To(Equal(2), "uploads for a one-file change: its layer and the config")
+	changed := imageOf(env, "web", "web")
+	g.Expect(changed.Tags).To(Equal([]string{changed.ContentHash, "rev-" + newSrc.Hex[:12]}))
+	g.Expect(reg.tagDigest(t, ns+"/web", changed.Tags[1])).To(Equal(changed.Digest))
+	expectKstatus(t, env, status.Current)
+}
+
+func TestRegistryDownWaitsThenHeals(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", webSource("binary"))
+	// Writes to this namespace's repositories fail as an overloaded
+	// registry does; reads (the source) still work.
+	down := func(r *http.Request) int {
+		if strings.HasPrefix(r.URL.Path, "/v2/"+ns+"/web/") && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}
+	reg.setFault(down)
+	defer reg.setFault(nil)
+	env := webEnv(ns)
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		ready := condition(env, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonWaiting), ready.Message)
+		g.Expect(ready.Message).To(ContainSubstring("image web"))
+		g.Expect(condition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil())
+		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+	})
+	g.Expect(imageOf(env, "web", "web").Tags).To(BeEmpty(), "no tag while the registry is down")
+	expectKstatus(t, env, status.InProgress)
+
+	// The registry comes back: the environment heals without help.
+	reg.setFault(nil)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "web").Tags).To(HaveLen(2))
+	})
+	expectKstatus(t, env, status.Current)
+}
+
+func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", webSource("binary"))
+	reg.setFault(func(r *http.Request) int {
+		if strings.HasPrefix(r.URL.Path, "/v2/"+ns+"/web/") && (r.Method == http.MethodPost || r.Method == http.MethodPut) {
+			return http.StatusForbidden
+		}
+		return 0
+	})
+	defer reg.setFault(nil)
+	env := webEnv(ns)
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("push access denied to " + reg.host + "/" + ns + "/web: check credentialsRef"))
+		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
+	})
+	g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.Failed)
+
+	// Fixing the cause and touching the spec heals it.
+	reg.setFault(nil)
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(context.Background(), key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Components[0].Images[0].Env = []v1alpha1.EnvVar{{Name: "RETRY", Value: "1"}}
+		return k8s.Update(context.Background(), cur)
+	}, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	expectKstatus(t, env, status.Current)
+}

@@ -1,0 +1,238 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// apiEnv has one image compiled by a run step for two platforms.
+func apiEnv(ns string) *v1alpha1.DevEnvironment {
+	size := resource.MustParse("1Gi")
+	return &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{
+				Name: "api",
+				Images: []v1alpha1.ImageSpec{{
+					Name: "api", Source: "app", Base: "",
+					Run: &v1alpha1.BuildRun{
+						Image:   "golang:1.25",
+						Command: []string{"go", "build", "-o", "out/api", "./cmd/api"},
+						Env:     []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}},
+						Cache:   &v1alpha1.BuildCache{Size: &size},
+					},
+					Layers:     []v1alpha1.LayerMapping{{From: "out/api", To: "/api", Mode: "0755"}},
+					Entrypoint: []string{"/api"},
+					Platforms:  []string{"linux/amd64", "linux/arm64"},
+					Tags:       []string{"{{ .Revision }}"},
+				}},
+				Manifests: &v1alpha1.ManifestsSpec{Source: "app"},
+			}},
+		},
+	}
+}
+
+// builderJobs lists the environment's builder Jobs by platform label.
+func builderJobs(g Gomega, ns string) map[string]batchv1.Job {
+	jobs := &batchv1.JobList{}
+	g.Expect(k8s.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{LabelRole: "build"})).To(Succeed())
+	out := map[string]batchv1.Job{}
+	for _, j := range jobs.Items {
+		if j.DeletionTimestamp == nil {
+			out[j.Labels[LabelPlatform]] = j
+		}
+	}
+	return out
+}
+
+// finishJob plays the Job controller and kubelet: a pod of the Job whose
+// containers ended as given, then the Job's terminal condition.
+func finishJob(t *testing.T, job *batchv1.Job, initStatuses, statuses []corev1.ContainerStatus, succeeded bool) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-x1",
+			Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Spec: job.Spec.Template.Spec,
+	}
+	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodSucceeded
+	if !succeeded {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = initStatuses, statuses
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+
+	now := metav1.Now()
+	start := metav1.NewTime(now.Add(-time.Second))
+	job.Status.StartTime = &start
+	if succeeded {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+		}
+	}
+	g.Expect(k8s.Status().Update(ctx, job)).To(Succeed())
+	return pod.Name
+}
+
+func terminated(name string, code int32, message string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message, Reason: map[bool]string{true: "Completed", false: "Error"}[code == 0]}}}
+}
+
+func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	srcDigest := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	env := apiEnv(ns)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	// One Job per platform, while the component says it is building.
+	var jobs map[string]batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs = builderJobs(g, ns)
+		g.Expect(jobs).To(HaveLen(2))
+	}, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components).To(HaveLen(1))
+		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
+		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("building image api in job"))
+		g.Expect(imageOf(env, "api", "api").Build).NotTo(BeNil())
+		g.Expect(imageOf(env, "api", "api").Build.Result).To(Equal(v1alpha1.BuildRunning))
+	})
+	expectKstatus(t, env, status.InProgress)
+
+	arm := jobs["linux-arm64"]
+	spec := arm.Spec.Template.Spec
+	g.Expect(*arm.Spec.BackoffLimit).To(BeZero(), "a failed build is not retried with the same inputs")
+	g.Expect(arm.OwnerReferences).To(HaveLen(1))
+	g.Expect(arm.OwnerReferences[0].UID).To(Equal(env.UID))
+	g.Expect(*spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	g.Expect(*spec.AutomountServiceAccountToken).To(BeFalse())
+	g.Expect(spec.InitContainers).To(HaveLen(2))
+	fetch, builder, assemble := spec.InitContainers[0], spec.InitContainers[1], spec.Containers[0]
+	for _, c := range []corev1.Container{fetch, builder, assemble} {
+		g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse(), c.Name)
+		g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")), c.Name)
+	}
+	g.Expect(fetch.Image).To(Equal(helperImage))
+	g.Expect(strings.Join(fetch.Args, " ")).To(ContainSubstring(srcDigest.String()), "the fetch container gets the resolved digest")
+	g.Expect(builder.Image).To(Equal("golang:1.25"))
+	g.Expect(builder.Command).To(Equal([]string{"go", "build", "-o", "out/api", "./cmd/api"}))
+	g.Expect(builder.Env).To(ContainElements(
+		corev1.EnvVar{Name: "GOOS", Value: "linux"}, corev1.EnvVar{Name: "GOARCH", Value: "arm64"},
+		corev1.EnvVar{Name: "CGO_ENABLED", Value: "0"}))
+	g.Expect(builder.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "cache", MountPath: "/go/pkg/mod", SubPath: "p1"}))
+	g.Expect(assemble.Image).To(Equal(helperImage))
+	g.Expect(assemble.Args).To(ContainElements("assemble", "--platform", "linux/arm64"))
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api-api-cache"}, pvc)).To(Succeed())
+	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+
+	// Each Job's assemble container pushed its platform image by digest.
+	for platform, job := range jobs {
+		img, err := random.Image(512, 1)
+		g.Expect(err).NotTo(HaveOccurred())
+		d, err := img.Digest()
+		g.Expect(err).NotTo(HaveOccurred())
+		ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(remote.Write(ref, img)).To(Succeed(), platform)
+		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2})
+		finishJob(t, &job,
+			[]corev1.ContainerStatus{terminated(build.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
+			[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, string(report))}, true)
+	}
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	img := imageOf(env, "api", "api")
+	g.Expect(img.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
+	g.Expect(img.Tags).To(Equal([]string{img.ContentHash, srcDigest.Hex}))
+	for _, tag := range img.Tags {
+		g.Expect(reg.tagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
+	}
+	idxRef, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, img.Digest), name.Insecure)
+	g.Expect(err).NotTo(HaveOccurred())
+	idx, err := remote.Index(idxRef)
+	g.Expect(err).NotTo(HaveOccurred(), "two platforms make an index")
+	manifest, err := idx.IndexManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	var platforms []string
+	for _, m := range manifest.Manifests {
+		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+	}
+	g.Expect(platforms).To(ConsistOf("linux/amd64", "linux/arm64"))
+	expectKstatus(t, env, status.Current)
+
+	// A build command that fails: new Jobs replace the old ones, and the
+	// failure's exit code and log tail reach status.
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Components[0].Images[0].Run.Command = []string{"go", "build", "-o", "out/api", "./cmd/broken"}
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		next := builderJobs(g, ns)
+		g.Expect(next).To(HaveLen(2))
+		g.Expect(next["linux-arm64"].Name).NotTo(Equal(arm.Name))
+		jobs = next
+	}, timeout).Should(Succeed())
+	failed := jobs["linux-arm64"]
+	logs.set(ns, failed.Name+"-x1", build.ContainerBuild, "go: downloading nothing\ncmd/broken/main.go:3:2: undefined: handler\n")
+	finishJob(t, &failed,
+		[]corev1.ContainerStatus{terminated(build.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 2, "")},
+		nil, false)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("container build ended with exit code 2: cmd/broken/main.go:3:2: undefined: handler"))
+		g.Expect(stalled.Message).To(ContainSubstring("kubectl logs job/" + failed.Name + " -c build"))
+	})
+	b := imageOf(env, "api", "api").Build
+	g.Expect(b.Result).To(Equal(v1alpha1.BuildFailed))
+	g.Expect(b.Job).To(Equal(failed.Name))
+	g.Expect(*b.ExitCode).To(Equal(int32(2)))
+	g.Expect(b.LogTail).To(ContainSubstring("undefined: handler"))
+	g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.Failed)
+}

@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// testRegistry is go-containerregistry's in-memory registry behind a
+// counting, fault-injecting handler: tests read how many blobs were
+// uploaded and make it answer 503 or 403.
+type testRegistry struct {
+	*httptest.Server
+	host string
+
+	mu      sync.Mutex
+	uploads int // blob upload sessions started (POST .../blobs/uploads/)
+	writes  int // every write: blob uploads, manifest and tag PUTs
+	fault   func(r *http.Request) int
+}
+
+func newTestRegistry() *testRegistry {
+	tr := &testRegistry{}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr.mu.Lock()
+		fault := tr.fault
+		tr.mu.Unlock()
+		if fault != nil {
+			if code := fault(r); code != 0 {
+				w.WriteHeader(code)
+				return
+			}
+		}
+		tr.mu.Lock()
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/blobs/uploads/") {
+			tr.uploads++
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+			tr.writes++
+		}
+		tr.mu.Unlock()
+		inner.ServeHTTP(w, r)
+	}))
+	tr.host = strings.TrimPrefix(tr.URL, "http://")
+	return tr
+}
+
+// counts returns blob uploads and all writes so far.
+func (tr *testRegistry) counts() (uploads, writes int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.uploads, tr.writes
+}
+
+// setFault makes the registry answer with the status f returns (0 passes).
+func (tr *testRegistry) setFault(f func(r *http.Request) int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.fault = f
+}
+
+// pushSource pushes files as a one-layer OCI artifact to repo:tag, as
+// `kubectl devloop push` would, and returns its digest.
+func (tr *testRegistry) pushSource(t testing.TB, repo, tag string, files map[string]string) v1.Hash {
+	t.Helper()
+	d, err := tr.push(repo, tag, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (tr *testRegistry) push(repo, tag string, files map[string]string) (v1.Hash, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		content := files[path]
+		if err := tw.WriteHeader(&tar.Header{Name: path, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+			return v1.Hash{}, err
+		}
+		if _, err := tw.Write([]byte(content)); err != nil {
+			return v1.Hash{}, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return v1.Hash{}, err
+	}
+	data := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	ref, err := name.ParseReference(fmt.Sprintf("%s/%s:%s", tr.host, repo, tag), name.Insecure)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := remote.Write(ref, img, remote.WithContext(context.Background())); err != nil {
+		return v1.Hash{}, err
+	}
+	return img.Digest()
+}
+
+// tagDigest returns the digest a tag names in the registry.
+func (tr *testRegistry) tagDigest(t testing.TB, repo, tag string) string {
+	t.Helper()
+	ref, err := name.ParseReference(fmt.Sprintf("%s/%s:%s", tr.host, repo, tag), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Head(ref)
+	if err != nil {
+		t.Fatalf("%s: %v", ref, err)
+	}
+	return desc.Digest.String()
+}
