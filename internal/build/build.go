@@ -20,11 +20,16 @@ package build
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/cache"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // Registry is where images are pushed.
@@ -87,7 +92,26 @@ type Result struct {
 // Builder builds and pushes images to one registry. Its remote options are
 // built once; it is safe for concurrent use.
 type Builder struct {
-	// filled by NewBuilder
+	reg Registry
+	// prefix is reg.Prefix without a trailing slash.
+	prefix string
+	// registryHost is the host[:port] of prefix, the one host allowed plain
+	// HTTP when reg.Insecure.
+	registryHost string
+	insecure     bool
+	// nameOpts parse references to the environment's registry.
+	nameOpts []name.Option
+	// remoteOpts are the go-containerregistry options of every request:
+	// transport (scheme guard, upload counter), keychain, retries.
+	remoteOpts []remote.Option
+	// puller is kept for the life of the Builder, so the registry's auth
+	// handshake is done once per repository; it holds no state that could
+	// go stale, unlike a pusher (see newPusher).
+	puller *remote.Puller
+	// cache holds base image layers on disk; nil without WithCacheDir.
+	cache cache.Cache
+	// compressed remembers layer blob digests by diff ID.
+	compressed compressedDigests
 }
 
 // Option configures a Builder.
@@ -96,6 +120,9 @@ type Option func(*options)
 type options struct {
 	transport http.RoundTripper
 	cacheDir  string
+	// retryBackoff replaces go-containerregistry's retries (1s, 3s);
+	// tests of failing registries set a fast one.
+	retryBackoff *remote.Backoff
 }
 
 // WithTransport sets the HTTP transport under go-containerregistry's own
@@ -108,24 +135,95 @@ func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = di
 
 // NewBuilder returns a Builder for reg.
 func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
-	panic("not implemented")
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	prefix := strings.TrimSuffix(reg.Prefix, "/")
+	if prefix == "" {
+		return nil, fault.Permanentf("registry prefix is empty")
+	}
+	var nameOpts []name.Option
+	if reg.Insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	// A repository under the prefix shows whether the prefix is valid and
+	// which registry host it names.
+	probe, err := name.NewRepository(prefix+"/image", nameOpts...)
+	if err != nil {
+		return nil, fault.Permanentf("registry prefix %q is not a valid repository prefix: %v", reg.Prefix, err)
+	}
+
+	b := &Builder{
+		reg:          reg,
+		prefix:       prefix,
+		registryHost: probe.RegistryStr(),
+		insecure:     reg.Insecure,
+		nameOpts:     nameOpts,
+	}
+	base := o.transport
+	if base == nil {
+		base = newDefaultTransport()
+	}
+	guard := &schemeGuard{next: &uploadCounter{next: base}}
+	if reg.Insecure {
+		guard.plainHTTPHost = b.registryHost
+	}
+	b.remoteOpts = []remote.Option{remote.WithTransport(guard), remote.WithUserAgent("devloop")}
+	if reg.Keychain != nil {
+		b.remoteOpts = append(b.remoteOpts, remote.WithAuthFromKeychain(reg.Keychain))
+	}
+	if o.retryBackoff != nil {
+		b.remoteOpts = append(b.remoteOpts, remote.WithRetryBackoff(*o.retryBackoff))
+	}
+	if b.puller, err = remote.NewPuller(b.remoteOpts...); err != nil {
+		return nil, err
+	}
+	if o.cacheDir != "" {
+		b.cache = cache.NewFilesystemCache(o.cacheDir)
+	}
+	return b, nil
 }
 
 // Repository is where image name is pushed: Prefix/name.
 func (b *Builder) Repository(name string) string {
-	panic("not implemented")
+	return b.prefix + "/" + name
 }
 
 // PullReference is how nodes pull a pushed digest: PullPrefix (or Prefix)
 // /name@digest.
 func (b *Builder) PullReference(name, digest string) string {
-	panic("not implemented")
+	prefix := strings.TrimSuffix(b.reg.PullPrefix, "/")
+	if prefix == "" {
+		prefix = b.prefix
+	}
+	return prefix + "/" + name + "@" + digest
+}
+
+// repository parses the repository of image name.
+func (b *Builder) repository(image string) (name.Repository, error) {
+	repo, err := name.NewRepository(b.Repository(image), b.nameOpts...)
+	if err != nil {
+		return name.Repository{}, fault.Permanentf("image %s: %q is not a valid repository: %v", image, b.Repository(image), err)
+	}
+	return repo, nil
 }
 
 // ResolveBase asks the registry which digest the base reference names now
 // (one HEAD request, no download). Empty base is scratch and resolves to "".
 func (b *Builder) ResolveBase(ctx context.Context, base string) (string, error) {
-	panic("not implemented")
+	if base == "" {
+		return "", nil
+	}
+	ref, err := b.parseReference(base)
+	if err != nil {
+		return "", fault.Permanentf("base image %q is not a valid reference: %v", base, err)
+	}
+	desc, err := b.puller.Head(ctx, ref)
+	if err != nil {
+		return "", baseError(err, "", base)
+	}
+	return desc.Digest.String(), nil
 }
 
 // Build assembles img from the source content in dir for every platform,
@@ -134,7 +232,57 @@ func (b *Builder) ResolveBase(ctx context.Context, base string) (string, error) 
 // manifest(s), the index, then the tags. dir may be empty when img has no
 // layers.
 func (b *Builder) Build(ctx context.Context, img Image, dir string, render func(contentHash string) ([]string, error)) (*Result, error) {
-	panic("not implemented")
+	repo, err := b.repository(img.Name)
+	if err != nil {
+		return nil, err
+	}
+	platforms, err := parsePlatforms(img.Name, img.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := b.sourceLayers(img, dir)
+	if err != nil {
+		return nil, err
+	}
+	base, err := b.fetchBase(ctx, img.Name, img.Base)
+	if err != nil {
+		return nil, err
+	}
+	images, err := assembleAll(base, img, layers, platforms)
+	if err != nil {
+		return nil, err
+	}
+	var top pushable = images[0].image
+	if len(images) > 1 {
+		if top, err = newIndex(images); err != nil {
+			return nil, err
+		}
+	}
+	return b.finish(ctx, img.Name, repo, top, render)
+}
+
+// finish computes the content hash of top, renders the tags and publishes.
+func (b *Builder) finish(ctx context.Context, image string, repo name.Repository, top pushable, render func(string) ([]string, error)) (*Result, error) {
+	digest, err := top.Digest()
+	if err != nil {
+		return nil, err
+	}
+	tags, err := b.tagsFor(image, repo, digest.Hex, render)
+	if err != nil {
+		return nil, err
+	}
+	uploaded, pushed, err := b.publish(ctx, repo, top, tags)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		Repository:  b.Repository(image),
+		Digest:      digest.String(),
+		ContentHash: digest.Hex,
+		Tags:        tags,
+		Uploaded:    uploaded,
+		Pushed:      pushed,
+	}, nil
 }
 
 // Assemble builds img for one platform from dir, without pushing: the base
@@ -142,13 +290,37 @@ func (b *Builder) Build(ctx context.Context, img Image, dir string, render func(
 // entries, numeric owners 0:0 unless the mapping says otherwise), and the
 // config. The builder Job's helper calls it on the workspace.
 func (b *Builder) Assemble(ctx context.Context, img Image, platform string, dir string) (v1.Image, error) {
-	panic("not implemented")
+	var list []string
+	if platform != "" {
+		list = []string{platform}
+	}
+	platforms, err := parsePlatforms(img.Name, list)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := b.sourceLayers(img, dir)
+	if err != nil {
+		return nil, err
+	}
+	base, err := b.fetchBase(ctx, img.Name, img.Base)
+	if err != nil {
+		return nil, err
+	}
+	images, err := assembleAll(base, img, layers, platforms)
+	if err != nil {
+		return nil, err
+	}
+	return images[0].image, nil
 }
 
 // PushImage pushes one image by digest (blobs, then the manifest) without
 // tagging it, and returns its digest and the number of blobs uploaded.
 func (b *Builder) PushImage(ctx context.Context, name string, image v1.Image) (v1.Hash, int, error) {
-	panic("not implemented")
+	repo, err := b.repository(name)
+	if err != nil {
+		return v1.Hash{}, 0, err
+	}
+	return b.pushByDigest(ctx, repo, image)
 }
 
 // Publish finishes a build whose platform images are already pushed by
@@ -156,11 +328,13 @@ func (b *Builder) PushImage(ctx context.Context, name string, image v1.Image) (v
 // them, then it moves the content tag and the rendered tags to the result.
 // platforms maps "os/arch" to the pushed manifest digest.
 func (b *Builder) Publish(ctx context.Context, name string, platforms map[string]v1.Hash, render func(contentHash string) ([]string, error)) (*Result, error) {
-	panic("not implemented")
-}
-
-// KeychainFromDockerConfig returns a keychain of the auths in a
-// .dockerconfigjson document (a kubernetes.io/dockerconfigjson Secret).
-func KeychainFromDockerConfig(data []byte) (authn.Keychain, error) {
-	panic("not implemented")
+	repo, err := b.repository(name)
+	if err != nil {
+		return nil, err
+	}
+	top, err := b.pushedIndex(ctx, name, repo, platforms)
+	if err != nil {
+		return nil, err
+	}
+	return b.finish(ctx, name, repo, top, render)
 }

@@ -1,0 +1,66 @@
+package build
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/devloop-dev/devloop/internal/fault"
+)
+
+// sourceLayers makes one layer per mapping of img from the source in dir.
+// The layers do not depend on the platform and are shared by all of them.
+func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
+	if len(img.Layers) == 0 {
+		return nil, nil
+	}
+	if dir == "" {
+		return nil, fault.Permanentf("image %s: has layers but no source directory", img.Name)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fault.Permanentf("image %s: source directory %s does not exist", img.Name, dir)
+		}
+		return nil, err
+	}
+	defer root.Close()
+
+	layers := make([]v1.Layer, len(img.Layers))
+	for i, m := range img.Layers {
+		entries, err := planLayer(root, img.Name, m)
+		if err != nil {
+			return nil, err
+		}
+		writeTar := func(w io.Writer) error { return writeLayerTar(w, dir, entries) }
+		if layers[i], err = newSourceLayer(writeTar, &b.compressed); err != nil {
+			return nil, explain(err, "image %s: layer from %q: %v", img.Name, m.From, err)
+		}
+	}
+	return layers, nil
+}
+
+// assembleAll builds img for every platform on base from the shared layers.
+func assembleAll(base *baseImage, img Image, layers []v1.Layer, platforms []v1.Platform) ([]platformImage, error) {
+	out := make([]platformImage, len(platforms))
+	for i, p := range platforms {
+		baseImg, err := base.forPlatform(p)
+		if err != nil {
+			return nil, err
+		}
+		image, err := withLayersAndConfig(baseImg, img, layers, p)
+		if err == nil {
+			// The digest needs the base's config, fetched here: an error is
+			// the base registry's.
+			_, err = image.Digest()
+		}
+		if err != nil {
+			return nil, baseError(err, img.Name, base.ref)
+		}
+		out[i] = platformImage{platform: p, image: image}
+	}
+	return out, nil
+}

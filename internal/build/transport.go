@@ -1,0 +1,98 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// newDefaultTransport is the HTTP transport when none is given: the one
+// go-containerregistry uses, plus a bound on how long a registry may take
+// to start answering, so a hung registry is reported as unavailable instead
+// of holding a reconcile until its context ends.
+func newDefaultTransport() http.RoundTripper {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   50,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+	}
+}
+
+// PlainHTTPError is the error of a plain-HTTP request to a registry that is
+// not marked insecure. go-containerregistry falls back to plain HTTP on its
+// own for localhost, loopback and private addresses when HTTPS fails; the
+// scheme guard turns that fallback into this error, so credentials and
+// images never travel unencrypted unless the spec says so.
+type PlainHTTPError struct {
+	// Host the request went to.
+	Host string
+}
+
+func (e *PlainHTTPError) Error() string {
+	return fmt.Sprintf("refusing plain HTTP to registry %s: HTTPS failed and the registry is not marked insecure (set spec.registry.insecure: true to allow plain HTTP)", e.Host)
+}
+
+// schemeGuard fails every http:// request unless it goes to the one
+// registry host that is allowed plain HTTP (Registry.Insecure). Base images
+// on other registries stay HTTPS-only even then.
+type schemeGuard struct {
+	next http.RoundTripper
+	// plainHTTPHost is the host:port allowed plain HTTP; empty allows none.
+	plainHTTPHost string
+}
+
+func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && (g.plainHTTPHost == "" || !strings.EqualFold(req.URL.Host, g.plainHTTPHost)) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &PlainHTTPError{Host: req.URL.Host}
+	}
+	return g.next.RoundTrip(req)
+}
+
+// uploadCounterKey holds the *atomic.Int64 that counts the blob uploads of
+// one call in its context; a Builder is shared by concurrent builds, so the
+// count cannot live in the Builder.
+type uploadCounterKey struct{}
+
+// withUploadCounter returns ctx carrying a fresh upload counter.
+func withUploadCounter(ctx context.Context) (context.Context, *atomic.Int64) {
+	n := new(atomic.Int64)
+	return context.WithValue(ctx, uploadCounterKey{}, n), n
+}
+
+// uploadCounter counts completed blob uploads: the final PUT of an upload
+// session (/v2/<repo>/blobs/uploads/<id>?digest=...) that the registry
+// accepted. Blobs the registry already had are skipped by
+// go-containerregistry after a HEAD and never reach that PUT, and a
+// cross-repository mount completes with the POST, so neither is counted.
+type uploadCounter struct {
+	next http.RoundTripper
+}
+
+func (c *uploadCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPut || !strings.Contains(req.URL.Path, "/blobs/uploads/") || req.URL.Query().Get("digest") == "" {
+		return resp, err
+	}
+	if resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusNoContent {
+		if n, ok := req.Context().Value(uploadCounterKey{}).(*atomic.Int64); ok {
+			n.Add(1)
+		}
+	}
+	return resp, err
+}
