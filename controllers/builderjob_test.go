@@ -132,7 +132,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		g.Expect(imageOf(env, "api", "api").Build).NotTo(BeNil())
 		g.Expect(imageOf(env, "api", "api").Build.Result).To(Equal(v1alpha1.BuildRunning))
 	})
-	expectKstatus(t, env, status.InProgress)
+	expectKstatus(t, env, status.InProgressStatus)
 
 	arm := jobs["linux-arm64"]
 	spec := arm.Spec.Template.Spec
@@ -197,7 +197,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
 	}
 	g.Expect(platforms).To(ConsistOf("linux/amd64", "linux/arm64"))
-	expectKstatus(t, env, status.Current)
+	expectKstatus(t, env, status.CurrentStatus)
 
 	// A build command that fails: new Jobs replace the old ones, and the
 	// failure's exit code and log tail reach status.
@@ -234,5 +234,5 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g.Expect(*b.ExitCode).To(Equal(int32(2)))
 	g.Expect(b.LogTail).To(ContainSubstring("undefined: handler"))
 	g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseFailed))
-	expectKstatus(t, env, status.Failed)
+	expectKstatus(t, env, status.FailedStatus)
 }

@@ -114,6 +114,9 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	var outcome error
 	defer func() {
+		if !env.Spec.Suspend {
+			env.Status.LastHandledReconcileAt = env.Annotations[v1alpha1.ReconcileRequestAnnotation]
+		}
 		summarize(env, outcome)
 		r.recordTransition(before, env, outcome)
 		if err := r.Status().Patch(ctx, env, client.MergeFrom(before)); err != nil {

@@ -54,6 +54,13 @@ type DevEnvironmentStatus struct {
 	// token triggers (suite@token) are handled once per token.
 	// +optional
 	LastHandledTrigger string `json:"lastHandledTrigger,omitempty"`
+
+	// LastHandledReconcileAt is the value of the devloop.dev/reconcile-requested-at
+	// annotation the last reconcile acted on: a tool that sets the annotation
+	// (`kubectl devloop push`) waits for it to come back here.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // SourceStatus is the resolved state of a source.
