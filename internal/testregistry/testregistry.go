@@ -49,36 +49,77 @@ http:
 // test is skipped.
 func Start(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath(Binary)
-	if err != nil {
+	if _, err := exec.LookPath(Binary); err != nil {
 		t.Skipf("%s not found (%v): install it with `%s`", Binary, err, InstallHint)
 	}
-
-	dir := t.TempDir()
-	host, err := freeLoopbackAddr()
+	p, err := Run(t.TempDir())
 	if err != nil {
 		t.Fatalf("testregistry: %v", err)
+	}
+	t.Cleanup(func() {
+		if p.Stop() {
+			t.Logf("testregistry: %s (pid %d) ignored SIGTERM and was killed", Binary, p.cmd.Process.Pid)
+		}
+	})
+	return p.Host
+}
+
+// Process is a running registry.
+type Process struct {
+	// Host is "127.0.0.1:port", plain HTTP.
+	Host   string
+	cmd *exec.Cmd
+	// exited is closed when the process has exited.
+	exited chan struct{}
+	out    *syncBuffer
+}
+
+// Run starts a registry on a free loopback port with its configuration and
+// storage under dir, and waits until it answers. Outside tests (`make
+// run-local`) the caller stops it with Stop.
+func Run(dir string) (*Process, error) {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return nil, fmt.Errorf("%s not found (%v): install it with `%s`", Binary, err, InstallHint)
+	}
+	host, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
 	}
 	cfg := filepath.Join(dir, "config.yml")
 	storage := filepath.Join(dir, "storage")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, storage, host)), 0o600); err != nil {
-		t.Fatalf("testregistry: %v", err)
+		return nil, err
 	}
+	p := &Process{Host: host, out: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, "serve", cfg)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	if err := waitReady(host, p.exited); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("%w\n%s output:\n%s", err, Binary, p.out.String())
+	}
+	return p, nil
+}
 
-	out := &syncBuffer{}
-	cmd := exec.Command(bin, "serve", cfg)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("testregistry: start %s: %v", bin, err)
+// Stop ends the registry by its PID: SIGTERM, then SIGKILL if it has not
+// exited after a few seconds. It reports whether it had to kill.
+func (p *Process) Stop() (killed bool) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return false
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return true
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { stop(t, cmd.Process, exited) })
-
-	if err := waitReady(host, exited); err != nil {
-		t.Fatalf("testregistry: %v\n%s output:\n%s", err, Binary, out.String())
-	}
-	return host
 }
 
 // freeLoopbackAddr returns a loopback address whose port was free a moment
@@ -95,13 +136,13 @@ func freeLoopbackAddr() (string, error) {
 
 // waitReady polls http://host/v2/ until it answers 200, the process exits
 // or startTimeout passes.
-func waitReady(host string, exited <-chan error) error {
+func waitReady(host string, exited <-chan struct{}) error {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("%s exited before answering: %v", Binary, err)
+		case <-exited:
+			return fmt.Errorf("%s exited before answering", Binary)
 		default:
 		}
 		resp, err := client.Get("http://" + host + "/v2/")
@@ -114,19 +155,6 @@ func waitReady(host string, exited <-chan error) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("%s did not answer on %s within %s", Binary, host, startTimeout)
-}
-
-// stop ends the registry process by its PID: SIGTERM, then SIGKILL if it
-// has not exited after a few seconds.
-func stop(t testing.TB, p *os.Process, exited <-chan error) {
-	_ = p.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		_ = p.Kill()
-		<-exited
-		t.Logf("testregistry: %s (pid %d) ignored SIGTERM and was killed", Binary, p.Pid)
-	}
 }
 
 // syncBuffer collects the registry's output from its two streams.
