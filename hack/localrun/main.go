@@ -1,7 +1,9 @@
 // Command localrun is the newcomer's main-job command until the full local
 // cluster lands: it starts a real etcd and kube-apiserver (the binaries
-// `make test` builds), installs the CRD, runs the operator binary against
-// them, applies the samples and waits until every environment is Ready.
+// `make test` builds) and a real distribution registry, installs the CRD,
+// runs the operator binary against them, pushes the sample's source to the
+// registry, applies the samples and waits until every environment is Ready:
+// its image built in the operator and pushed under two tags.
 //
 //	go run ./hack/localrun [--exit-when-ready]
 //
@@ -10,6 +12,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -18,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,13 +31,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 func main() {
 	exitWhenReady := flag.Bool("exit-when-ready", false, "stop everything once the samples are Ready (a smoke test)")
 	manager := flag.String("manager", "bin/manager", "operator binary to run")
-	samples := flag.String("samples", "config/samples", "directory of DevEnvironment samples to apply")
+	samples := flag.String("samples", "config/samples/local", "directory of DevEnvironment samples to apply; each <name>-src/ beside them is pushed as the OCI source localhost:5000/samples/<name>-src:dev")
 	flag.Parse()
 	if err := run(*manager, *samples, *exitWhenReady); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
@@ -59,6 +65,25 @@ func run(managerBin, samplesDir string, exitWhenReady bool) error {
 	if err != nil {
 		return err
 	}
+	localDir := filepath.Dir(kubeconfig)
+
+	step("starting the distribution registry")
+	regDir := filepath.Join(localDir, "registry")
+	if err := os.RemoveAll(regDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(regDir, 0o755); err != nil {
+		return err
+	}
+	registry, err := testregistry.Run(regDir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the registry")
+		registry.Stop()
+	}()
+	fmt.Printf("    registry at %s (plain HTTP, loopback only)\n", registry.Host)
 
 	step("starting the operator: " + managerBin)
 	mgr := exec.CommandContext(ctx, managerBin, "--kubeconfig", kubeconfig, "--log-format", "console",
@@ -79,7 +104,7 @@ func run(managerBin, samplesDir string, exitWhenReady bool) error {
 	if err != nil {
 		return err
 	}
-	names, err := applySamples(ctx, k8s, samplesDir)
+	names, err := applySamples(ctx, k8s, samplesDir, registry.Host)
 	if err != nil {
 		return err
 	}
@@ -88,18 +113,24 @@ func run(managerBin, samplesDir string, exitWhenReady bool) error {
 		return fmt.Errorf("%w (operator log: %s)", err, logFile.Name())
 	}
 	step(fmt.Sprintf("all samples Ready in %.1fs", time.Since(start).Seconds()))
+	printImages(ctx, k8s, names)
 	printEnvironments(kubeconfig)
 	fmt.Printf(`
 Look around:
   kubectl --kubeconfig %[1]s get devenv
-  kubectl --kubeconfig %[1]s get devenv volcano -o yaml
+  kubectl --kubeconfig %[1]s get devenv hello -o yaml
   kubectl --kubeconfig %[1]s explain devenv.spec.components.images
+  go tool crane ls --insecure %[3]s/samples/hello
   tail -f %[2]s
 
-This control plane has no nodes yet: the build, deploy and test engines and
-the full local cluster arrive in later releases, so components report that
-nothing was built or deployed.
-`, kubeconfig, logFile.Name())
+Edit config/samples/local/hello-src and push it again to rebuild:
+  go run ./hack/localrun/push config/samples/local/hello-src %[3]s/samples/hello-src:dev
+  kubectl --kubeconfig %[1]s annotate devenv hello --overwrite devloop.dev/reconcile-requested-at="$(date +%%s)"
+
+This control plane has no nodes: images are built and pushed for real, but
+nothing is deployed yet (the deploy engine and the full local cluster
+arrive in later releases), so components say so.
+`, kubeconfig, logFile.Name(), registry.Host)
 	if exitWhenReady {
 		return nil
 	}
@@ -141,7 +172,10 @@ func writeKubeconfig(env *envtest.Environment) (string, error) {
 	return path, os.WriteFile(path, data, 0o600)
 }
 
-func applySamples(ctx context.Context, k8s client.Client, dir string) ([]client.ObjectKey, error) {
+// applySamples pushes each sample's source directory (<name>-src/) to the
+// registry and applies the samples, with localhost:5000 replaced by the
+// registry's address.
+func applySamples(ctx context.Context, k8s client.Client, dir, registryHost string) ([]client.ObjectKey, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
@@ -155,9 +189,19 @@ func applySamples(ctx context.Context, k8s client.Client, dir string) ([]client.
 		if err != nil {
 			return nil, err
 		}
+		data = bytes.ReplaceAll(data, []byte("localhost:5000"), []byte(registryHost))
 		env := &v1alpha1.DevEnvironment{}
 		if err := yaml.UnmarshalStrict(data, env); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		srcDir := filepath.Join(dir, env.Name+"-src")
+		if _, err := os.Stat(srcDir); err == nil {
+			ref := fmt.Sprintf("%s/samples/%s-src:dev", registryHost, env.Name)
+			d, err := source.PushDir(ctx, srcDir, ref, true)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Printf("    pushed %s as %s@%s\n", srcDir, ref, d)
 		}
 		env.Namespace = "default"
 		if err := k8s.Create(ctx, env); err != nil {
@@ -167,6 +211,21 @@ func applySamples(ctx context.Context, k8s client.Client, dir string) ([]client.
 		keys = append(keys, client.ObjectKeyFromObject(env))
 	}
 	return keys, nil
+}
+
+// printImages shows what was built: every image's digest and tags.
+func printImages(ctx context.Context, k8s client.Client, keys []client.ObjectKey) {
+	for _, key := range keys {
+		env := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, env); err != nil {
+			continue
+		}
+		for _, c := range env.Status.Components {
+			for _, img := range c.Images {
+				fmt.Printf("    built %s@%s\n      tags: %s\n", img.Repository, img.Digest, strings.Join(img.Tags, ", "))
+			}
+		}
+	}
 }
 
 func waitReady(ctx context.Context, k8s client.Client, keys []client.ObjectKey) error {

@@ -59,6 +59,9 @@ func TestSamplesAccepted(t *testing.T) {
 	g := NewWithT(t)
 	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
+	local, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "local", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	files = append(files, local...)
 	n := 0
 	for _, f := range files {
 		if filepath.Base(f) == "kustomization.yaml" {
@@ -72,7 +75,7 @@ func TestSamplesAccepted(t *testing.T) {
 		g.Expect(create(env)).To(Succeed(), "sample %s", filepath.Base(f))
 		n++
 	}
-	g.Expect(n).To(BeNumerically(">=", 2))
+	g.Expect(n).To(BeNumerically(">=", 3))
 }
 
 func TestBadSpecsRejected(t *testing.T) {
