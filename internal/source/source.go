@@ -12,11 +12,13 @@ package source
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // Kind is the kind of a source.
@@ -105,24 +107,95 @@ type Fetcher struct {
 // tag names, or reads a Flux object's status.artifact. Nothing is
 // downloaded. Secrets are read from namespace.
 func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.Source) (Ref, error) {
-	panic("not implemented")
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	switch {
+	case src.Git != nil:
+		return f.resolveGit(ctx, namespace, src)
+	case src.OCI != nil:
+		return f.resolveOCI(ctx, namespace, src)
+	case src.SourceRef != nil:
+		return f.resolveFlux(ctx, namespace, src)
+	}
+	return Ref{}, fault.Permanentf("source %q: none of git, oci or sourceRef is set", src.Name)
 }
 
 // Fetch makes the content of ref available on disk, downloading it only
 // when the store does not hold it yet, and verifies its digest. creds may
 // be nil.
 func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Artifact, error) {
-	panic("not implemented")
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	var (
+		s    subject
+		fill filler
+	)
+	switch ref.Kind {
+	case KindGit:
+		s = subject{ref.Source, "git", redactURL(ref.URL)}
+		ref.Commit = strings.ToLower(ref.Commit)
+		if !commitPattern.MatchString(ref.Commit) {
+			return nil, s.permanent("invalid commit %q", ref.Commit)
+		}
+		fill = f.fetchGit(s, ref, creds)
+	case KindOCI:
+		s = subject{ref.Source, "oci", ref.URL}
+		if !strings.HasPrefix(ref.Digest, "sha256:") {
+			return nil, s.permanent("invalid manifest digest %q", ref.Digest)
+		}
+		fill = f.fetchOCI(s, ref, creds)
+	case KindArtifact:
+		s = subject{ref.Source, "artifact", ref.URL}
+		fill = f.fetchArtifact(s, ref)
+	default:
+		return nil, fault.Permanentf("source %q: unknown kind %q", ref.Source, ref.Kind)
+	}
+	return f.stored(ctx, s, ref, fill)
 }
 
 // LoadCredentials reads the Secret a source refers to (nil when it refers
 // to none).
+//
+// A Secret that is missing, or lacks the keys its source needs (username
+// and password, or identity and known_hosts, for git; .dockerconfigjson for
+// OCI), is a fault.Permanent error that names the Secret and the key,
+// never a value.
 func LoadCredentials(ctx context.Context, r client.Reader, namespace string, src v1alpha1.Source) (*Credentials, error) {
-	panic("not implemented")
+	return loadCredentials(ctx, r, namespace, src)
 }
 
 // CredentialsFromDir reads credentials from a mounted Secret volume, as the
 // helper container sees them.
+//
+// The files are named after the Secret's keys; absent keys are simply
+// absent files.
 func CredentialsFromDir(dir string) (*Credentials, error) {
-	panic("not implemented")
+	return credentialsFromDir(dir)
+}
+
+// Defaults for a zero Fetcher field.
+const (
+	DefaultTimeout = 2 * time.Minute
+	DefaultMaxSize = 1 << 30
+)
+
+func (f *Fetcher) timeout() time.Duration {
+	if f.Timeout > 0 {
+		return f.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (f *Fetcher) maxSize() int64 {
+	if f.MaxSize > 0 {
+		return f.MaxSize
+	}
+	return DefaultMaxSize
+}
+
+func (f *Fetcher) httpClient() *http.Client {
+	if f.HTTP != nil {
+		return f.HTTP
+	}
+	return &http.Client{Timeout: f.timeout()}
 }

@@ -1,0 +1,93 @@
+package source
+
+import (
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/devloop-dev/devloop/internal/fault"
+)
+
+const testNamespace = "team-a"
+
+func TestMain(m *testing.M) {
+	// Test repositories live on local disk; the operator never allows that.
+	allowFileURLs = true
+	os.Exit(m.Run())
+}
+
+// newFetcher is a Fetcher with its own store, reading the given objects.
+func newFetcher(t *testing.T, objs ...client.Object) *Fetcher {
+	t.Helper()
+	return &Fetcher{
+		Reader:  fake.NewClientBuilder().WithObjects(objs...).Build(),
+		Root:    t.TempDir(),
+		Timeout: time.Minute,
+	}
+}
+
+func secret(name string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+// counting wraps a handler and counts the requests it serves, to show that
+// a stored source is served without network.
+type counting struct {
+	h http.Handler
+	n atomic.Int64
+}
+
+func (c *counting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.n.Add(1)
+	c.h.ServeHTTP(w, r)
+}
+
+type errorClass int
+
+const (
+	anyError errorClass = iota
+	permanent
+	unavailable
+)
+
+func (c errorClass) String() string {
+	return [...]string{"any", "permanent", "unavailable"}[c]
+}
+
+// expectError checks that err is of class c and its message holds every
+// part of want, and none of the secret values.
+func expectError(t *testing.T, err error, c errorClass, want []string, secrets ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want a %v error saying %q", c, want)
+	}
+	t.Logf("error: %v", err)
+	switch {
+	case c == permanent && !fault.IsPermanent(err):
+		t.Errorf("error %q is not permanent", err)
+	case c == unavailable && !fault.IsUnavailable(err):
+		t.Errorf("error %q is not unavailable", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	for _, s := range secrets {
+		if s != "" && strings.Contains(err.Error(), s) {
+			t.Errorf("error %q leaks a secret value", err)
+		}
+	}
+}

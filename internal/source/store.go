@@ -1,0 +1,232 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The store keeps one entry per content key under Fetcher.Root:
+//
+//	<root>/<key>/meta.json   what was learned while fetching (the git tree digest)
+//	<root>/<key>/content/    the extracted tree, Artifact.Dir
+//	<root>/.tmp/             entries being written
+//
+// An entry is assembled under .tmp and renamed into place in one step, so
+// an entry that exists is complete: a process killed mid-fetch leaves only
+// litter under .tmp, which later fetches sweep.
+const (
+	metaFile   = "meta.json"
+	contentDir = "content"
+	tmpDir     = ".tmp"
+)
+
+// entryMeta is what Fetch learned that the Ref may not say: for git the
+// tree digest exists only once the tree is on disk.
+type entryMeta struct {
+	Digest string `json:"digest"`
+}
+
+// validKey guards the store against a Ref that arrived as JSON naming a
+// path ("../x"): keys become directory names.
+var validKey = regexp.MustCompile(`^(git-[0-9a-f]{7,64}|sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`)
+
+// entryName maps a content key to a directory name; colons are kept out of
+// paths because tools splitting PATH-like lists trip over them.
+func entryName(key string) (string, error) {
+	if !validKey.MatchString(key) {
+		return "", fmt.Errorf("invalid content key %q", key)
+	}
+	return strings.ReplaceAll(key, ":", "-"), nil
+}
+
+// filler writes the content of a Ref into content, using scratch for
+// anything that must not end up in the store (a git object database, a
+// downloaded archive).
+type filler func(ctx context.Context, content, scratch string) (entryMeta, error)
+
+// stored serves ref from the store, filling the entry first when it is
+// missing. Concurrent calls for the same key in this process wait for one
+// another; across processes the atomic rename decides and the loser's copy
+// is dropped.
+func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler) (*Artifact, error) {
+	if f.Root == "" {
+		return nil, errors.New("source: Fetcher.Root is not set")
+	}
+	name, err := entryName(ref.Key())
+	if err != nil {
+		return nil, s.permanent("%v", err)
+	}
+	entry := filepath.Join(f.Root, name)
+
+	if a, ok := f.load(s, entry, ref); ok {
+		return checked(s, ref, a)
+	}
+	unlock, err := lockKey(ctx, entry)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer unlock()
+	if a, ok := f.load(s, entry, ref); ok {
+		return checked(s, ref, a)
+	}
+	// An entry that exists but cannot be read was damaged from outside the
+	// store (rename makes partial entries impossible); it is replaced.
+	if err := os.RemoveAll(entry); err != nil {
+		return nil, fmt.Errorf("%s: clearing damaged store entry: %w", s, err)
+	}
+
+	tmpRoot := filepath.Join(f.Root, tmpDir)
+	if err := os.MkdirAll(tmpRoot, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: creating store: %w", s, err)
+	}
+	f.sweep(tmpRoot)
+	tmp, err := os.MkdirTemp(tmpRoot, name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	scratch, err := os.MkdirTemp(tmpRoot, name+"-scratch-")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+	defer func() { _ = os.RemoveAll(scratch) }()
+	content := filepath.Join(tmp, contentDir)
+	if err := os.Mkdir(content, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+
+	meta, err := fill(ctx, content, scratch)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checked(s, ref, artifact(ref, meta, entry)); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, metaFile), b, 0o644); err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+	// Without a flush, a power loss after the rename could leave an entry
+	// that looks complete with empty files in it; rename alone only orders
+	// what the process sees.
+	syncFS(tmp)
+	if err := os.Rename(tmp, entry); err != nil {
+		if a, ok := f.load(s, entry, ref); ok {
+			return checked(s, ref, a) // another process filled it first
+		}
+		return nil, fmt.Errorf("%s: storing: %w", s, err)
+	}
+	return artifact(ref, meta, entry), nil
+}
+
+// load returns the stored entry for ref, if complete.
+func (f *Fetcher) load(s subject, entry string, ref Ref) (*Artifact, bool) {
+	b, err := os.ReadFile(filepath.Join(entry, metaFile))
+	if err != nil {
+		return nil, false
+	}
+	var meta entryMeta
+	if err := json.Unmarshal(b, &meta); err != nil || meta.Digest == "" {
+		return nil, false
+	}
+	if fi, err := os.Stat(filepath.Join(entry, contentDir)); err != nil || !fi.IsDir() {
+		return nil, false
+	}
+	return artifact(ref, meta, entry), true
+}
+
+// checked refuses content whose digest differs from the one the Ref
+// carries: a helper pod must build exactly what the operator resolved, and
+// a git tree digest is only known from an earlier fetch.
+func checked(s subject, ref Ref, a *Artifact) (*Artifact, error) {
+	if ref.Digest != "" && a.Digest != ref.Digest {
+		return nil, s.permanent("digest mismatch: expected %s, fetched content has %s", ref.Digest, a.Digest)
+	}
+	return a, nil
+}
+
+func artifact(ref Ref, meta entryMeta, entry string) *Artifact {
+	ref.Digest = meta.Digest
+	return &Artifact{Ref: ref, Dir: filepath.Join(entry, contentDir)}
+}
+
+// sweep removes what crashed fetches left under .tmp. A fetch is bounded by
+// the timeout, so anything much older than that has no owner any more.
+func (f *Fetcher) sweep(tmpRoot string) {
+	staleAfter := max(2*f.timeout(), time.Hour)
+	entries, err := os.ReadDir(tmpRoot)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < staleAfter {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(tmpRoot, e.Name()))
+	}
+}
+
+// syncFS flushes the file system holding dir. Best effort: a failure only
+// weakens crash safety, it does not make the content wrong.
+func syncFS(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer func() { _ = d.Close() }()
+	_ = unix.Syncfs(int(d.Fd()))
+}
+
+// keyLocks serialises fetches of one store entry within the process, so two
+// reconciles needing the same commit download it once.
+var keyLocks = struct {
+	sync.Mutex
+	m map[string]*keyLock
+}{m: map[string]*keyLock{}}
+
+type keyLock struct {
+	ch    chan struct{}
+	users int
+}
+
+// lockKey waits for the entry's lock or for ctx, whichever comes first.
+func lockKey(ctx context.Context, key string) (func(), error) {
+	keyLocks.Lock()
+	l := keyLocks.m[key]
+	if l == nil {
+		l = &keyLock{ch: make(chan struct{}, 1)}
+		keyLocks.m[key] = l
+	}
+	l.users++
+	keyLocks.Unlock()
+
+	release := func() {
+		keyLocks.Lock()
+		l.users--
+		if l.users == 0 {
+			delete(keyLocks.m, key)
+		}
+		keyLocks.Unlock()
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("waiting for a concurrent fetch of the same content: %w", ctx.Err())
+	}
+}
