@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"hash"
 	"io"
 	"sync"
 
@@ -31,8 +33,9 @@ type blobInfo struct {
 // compressedDigests remembers the blob digest of every layer tar (by its
 // diff ID) this process compressed. Compression is deterministic (the same
 // gzip code and level, no header timestamp), so the blob digest is a
-// function of the tar: a layer whose tar did not change is hashed, not
-// compressed again, and an unchanged image costs one read of its sources.
+// function of the tar: once a layer's tar is hashed and found known, its
+// compression (started alongside) is abandoned, and an unchanged image
+// costs little more than one read of its sources.
 type compressedDigests struct {
 	mu sync.Mutex
 	m  map[v1.Hash]blobInfo
@@ -69,33 +72,83 @@ type sourceLayer struct {
 	blob      blobInfo
 	// compressed is the blob when it was compressed by this build and is
 	// smaller than keepCompressedBelow; nil otherwise.
-	compressed []byte
+	compressed [][]byte
 }
 
-// newSourceLayer hashes the tar writeTar writes and, unless known already,
-// compresses it once to learn the blob digest.
+// newSourceLayer hashes the tar writeTar writes to get the layer's diff ID
+// and, unless that tar was compressed before, compresses it to get the blob
+// digest. Both run at once, each on its own core: a build usually has a
+// changed layer (the binary of the inner loop), and compressing it after
+// hashing would double its wait. When the diff ID turns out to be known,
+// the compression is abandoned.
 func newSourceLayer(writeTar func(io.Writer) error, known *compressedDigests) (*sourceLayer, error) {
 	l := &sourceLayer{writeTar: writeTar, mediaType: types.OCILayer}
-	h := sha256.New()
-	if err := writeTar(h); err != nil {
-		return nil, err
-	}
-	l.diffID = hashOf(h.Sum(nil))
 
-	if info, ok := known.get(l.diffID); ok {
-		l.blob = info
+	abandon := make(chan struct{})
+	compressed := make(chan compressResult, 1)
+	go func() { compressed <- compress(writeTar, abandon) }()
+
+	h := sha256.New()
+	err := writeTar(h)
+	var wasKnown bool
+	if err == nil {
+		l.diffID = hashOf(h.Sum(nil))
+		l.blob, wasKnown = known.get(l.diffID)
+	}
+	if err != nil || wasKnown {
+		close(abandon)
+		<-compressed
+		if err != nil {
+			return nil, err
+		}
 		return l, nil
 	}
-	digest := sha256.New()
-	counter := &countingWriter{}
-	keep := &boundedBuffer{limit: keepCompressedBelow}
-	if err := writeCompressed(io.MultiWriter(digest, counter, keep), writeTar); err != nil {
-		return nil, err
+
+	r := <-compressed
+	if r.err != nil {
+		return nil, r.err
 	}
-	l.blob = blobInfo{digest: hashOf(digest.Sum(nil)), size: counter.n}
-	l.compressed = keep.bytes()
+	l.blob, l.compressed = r.blob, r.chunks
 	known.put(l.diffID, l.blob)
 	return l, nil
+}
+
+// compressResult is the outcome of compress.
+type compressResult struct {
+	blob   blobInfo
+	chunks [][]byte
+	err    error
+}
+
+// compress compresses the tar writeTar writes, hashing the blob on another
+// core meanwhile and keeping it if small; it stops when abandon closes.
+func compress(writeTar func(io.Writer) error, abandon <-chan struct{}) compressResult {
+	digest := newAsyncHash()
+	keep := &chunkBuffer{limit: keepCompressedBelow}
+	err := writeCompressed(&abandonableWriter{w: io.MultiWriter(digest, keep), abandon: abandon}, writeTar)
+	sum, size := digest.finish()
+	if err != nil {
+		return compressResult{err: err}
+	}
+	return compressResult{blob: blobInfo{digest: hashOf(sum), size: size}, chunks: keep.content()}
+}
+
+// errAbandoned stops a compression nobody waits for.
+var errAbandoned = errors.New("compression abandoned")
+
+// abandonableWriter fails its writes once abandon is closed.
+type abandonableWriter struct {
+	w       io.Writer
+	abandon <-chan struct{}
+}
+
+func (a *abandonableWriter) Write(p []byte) (int, error) {
+	select {
+	case <-a.abandon:
+		return 0, errAbandoned
+	default:
+		return a.w.Write(p)
+	}
 }
 
 // writeCompressed writes the gzip of the tar writeTar writes to w.
@@ -126,7 +179,11 @@ func (l *sourceLayer) MediaType() (types.MediaType, error) { return l.mediaType,
 // Compressed returns the gzip blob, kept or compressed again.
 func (l *sourceLayer) Compressed() (io.ReadCloser, error) {
 	if l.compressed != nil {
-		return io.NopCloser(bytes.NewReader(l.compressed)), nil
+		readers := make([]io.Reader, len(l.compressed))
+		for i, c := range l.compressed {
+			readers[i] = bytes.NewReader(c)
+		}
+		return io.NopCloser(io.MultiReader(readers...)), nil
 	}
 	return pipe(func(w io.Writer) error { return writeCompressed(w, l.writeTar) }), nil
 }
@@ -148,38 +205,78 @@ func hashOf(sum []byte) v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum)}
 }
 
-// countingWriter counts the bytes written to it.
-type countingWriter struct{ n int64 }
+// asyncHash is a sha256 writer that hashes in its own goroutine, so the
+// writer (a compressor) goes on meanwhile.
+type asyncHash struct {
+	chunks chan []byte
+	done   chan struct{}
+	h      hash.Hash
+	n      int64
+}
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
+func newAsyncHash() *asyncHash {
+	a := &asyncHash{chunks: make(chan []byte, 16), done: make(chan struct{}), h: sha256.New()}
+	go func() {
+		defer close(a.done)
+		for c := range a.chunks {
+			a.h.Write(c)
+		}
+	}()
+	return a
+}
+
+// Write queues a copy of p: the caller may reuse p at once.
+func (a *asyncHash) Write(p []byte) (int, error) {
+	a.n += int64(len(p))
+	a.chunks <- bytes.Clone(p)
 	return len(p), nil
 }
 
-// boundedBuffer keeps what is written to it until it grows past limit, then
-// drops it all and keeps nothing.
-type boundedBuffer struct {
+// finish waits for the hashing and returns the sum and the bytes written.
+func (a *asyncHash) finish() ([]byte, int64) {
+	close(a.chunks)
+	<-a.done
+	return a.h.Sum(nil), a.n
+}
+
+// chunkSize is the allocation unit of chunkBuffer: growing by whole chunks
+// never copies what is already kept.
+const chunkSize = 1 << 20
+
+// chunkBuffer keeps what is written to it, in chunks, until it grows past
+// limit; then it drops it all and keeps nothing.
+type chunkBuffer struct {
 	limit    int
-	buf      bytes.Buffer
+	n        int
+	chunks   [][]byte
 	overflow bool
 }
 
-func (b *boundedBuffer) Write(p []byte) (int, error) {
+func (b *chunkBuffer) Write(p []byte) (int, error) {
 	if b.overflow {
 		return len(p), nil
 	}
-	if b.buf.Len()+len(p) > b.limit {
-		b.overflow = true
-		b.buf = bytes.Buffer{}
+	if b.n+len(p) > b.limit {
+		b.overflow, b.chunks = true, nil
 		return len(p), nil
 	}
-	return b.buf.Write(p)
+	b.n += len(p)
+	for rest := p; len(rest) > 0; {
+		if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == chunkSize {
+			b.chunks = append(b.chunks, make([]byte, 0, chunkSize))
+		}
+		last := &b.chunks[len(b.chunks)-1]
+		k := min(chunkSize-len(*last), len(rest))
+		*last = append(*last, rest[:k]...)
+		rest = rest[k:]
+	}
+	return len(p), nil
 }
 
-// bytes returns the content, or nil if it grew past the limit.
-func (b *boundedBuffer) bytes() []byte {
+// content returns the chunks, or nil if the content grew past the limit.
+func (b *chunkBuffer) content() [][]byte {
 	if b.overflow {
 		return nil
 	}
-	return b.buf.Bytes()
+	return b.chunks
 }

@@ -34,8 +34,11 @@ type layerEntry struct {
 	// typeflag is tar.TypeDir, tar.TypeReg or tar.TypeSymlink.
 	typeflag byte
 	mode     int64
-	// size of a regular file, checked again when its content is copied.
-	size int64
+	// size and modTime of a regular file when planned, checked again when
+	// its content is copied: the layer is read more than once (hashed,
+	// compressed, maybe uploaded) and every read must see the same bytes.
+	size    int64
+	modTime time.Time
 	// source is the path of a regular file relative to the source root.
 	source string
 	// linkname is a symlink's target, copied as is.
@@ -94,7 +97,7 @@ func planLayer(root *os.Root, image string, m v1alpha1.LayerMapping) ([]layerEnt
 		if to == "" {
 			return nil, fault.Permanentf("image %s: layer from %q: a file cannot be copied to /", image, m.From)
 		}
-		return append(entries, layerEntry{name: to, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), source: from}), nil
+		return append(entries, layerEntry{name: to, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), modTime: info.ModTime(), source: from}), nil
 	case info.IsDir():
 		if to != "" {
 			entries = append(entries, layerEntry{name: to + "/", typeflag: tar.TypeDir, mode: dirMode})
@@ -130,7 +133,7 @@ func walkSourceDir(root *os.Root, image, from, to string, modeOf func(fs.FileInf
 		}
 		switch {
 		case info.Mode().IsRegular():
-			entries = append(entries, layerEntry{name: name, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), source: source})
+			entries = append(entries, layerEntry{name: name, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), modTime: info.ModTime(), source: source})
 		case info.IsDir():
 			entries = append(entries, layerEntry{name: name + "/", typeflag: tar.TypeDir, mode: dirMode})
 			if entries, err = walkSourceDir(root, image, source, name, modeOf, entries); err != nil {
@@ -208,7 +211,10 @@ func writeLayerTar(w io.Writer, dir string, entries []layerEntry) error {
 	return tw.Close()
 }
 
-// copyFile copies one planned file's content into the tar.
+// copyFile copies one planned file's content into the tar, and fails if
+// the file is not as planned: a build racing a writer (a compiler still
+// writing the binary) must fail, not push a layer whose blob and diff ID
+// were read from different content.
 func copyFile(tw *tar.Writer, root *os.Root, e layerEntry) error {
 	f, err := root.Open(e.source)
 	if err != nil {
@@ -217,7 +223,14 @@ func copyFile(tw *tar.Writer, root *os.Root, e layerEntry) error {
 	defer f.Close()
 	n, err := io.Copy(tw, f)
 	if err != nil || n != e.size {
-		return fmt.Errorf("source file %s changed while the layer was written (size %d, planned %d): %v", e.source, n, e.size, err)
+		return fmt.Errorf("source file %s changed while the layer was written (%d bytes, planned %d): %v", e.source, n, e.size, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.ModTime().Equal(e.modTime) || info.Size() != e.size {
+		return fmt.Errorf("source file %s changed while the layer was written", e.source)
 	}
 	return nil
 }

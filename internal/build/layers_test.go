@@ -251,3 +251,27 @@ func TestKnownLayerIsRecompressedIdentically(t *testing.T) {
 		g.Expect(n).To(Equal(l.blob.size))
 	}
 }
+
+// TestLayerSourceChangedAfterPlanning: a file rewritten between planning
+// and reading (a compiler still writing) fails the layer instead of giving
+// a blob and a diff ID of different content.
+func TestLayerSourceChangedAfterPlanning(t *testing.T) {
+	g := NewWithT(t)
+	dir := writeTree(t, map[string]string{"app": "v1"})
+	root, err := os.OpenRoot(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer root.Close()
+	entries, err := planLayer(root, "app", v1alpha1.LayerMapping{From: "app", To: "/app"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(writeLayerTar(io.Discard, dir, entries)).To(Succeed())
+
+	later := time.Now().Add(time.Hour)
+	g.Expect(os.WriteFile(filepath.Join(dir, "app"), []byte("v2"), 0o644)).To(Succeed())
+	g.Expect(os.Chtimes(filepath.Join(dir, "app"), later, later)).To(Succeed())
+	err = writeLayerTar(io.Discard, dir, entries)
+	g.Expect(err).To(MatchError(ContainSubstring("changed while the layer was written")))
+
+	g.Expect(os.WriteFile(filepath.Join(dir, "app"), []byte("v2 longer"), 0o644)).To(Succeed())
+	err = writeLayerTar(io.Discard, dir, entries)
+	g.Expect(err).To(MatchError(ContainSubstring("changed while the layer was written")))
+}
