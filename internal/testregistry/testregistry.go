@@ -67,8 +67,8 @@ func Start(t testing.TB) string {
 // Process is a running registry.
 type Process struct {
 	// Host is "127.0.0.1:port", plain HTTP.
-	Host   string
-	cmd *exec.Cmd
+	Host string
+	cmd  *exec.Cmd
 	// exited is closed when the process has exited.
 	exited chan struct{}
 	out    *syncBuffer
