@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +48,13 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src v1alpha1
 	s := subject{src.Name, "git", redactURL(g.URL)}
 	if err := checkGitURL(g.URL); err != nil {
 		return Ref{}, s.permanent("%v", err)
+	}
+	if u, err := url.Parse(g.URL); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			// The URL becomes an image label and reaches builder pods as
+			// an argument; a password in it would leak through both.
+			return Ref{}, s.permanent("a password in the URL is refused: put the credentials in a Secret named by secretRef")
+		}
 	}
 	ref := Ref{Source: src.Name, Kind: KindGit, URL: g.URL}
 	var want v1alpha1.GitRef

@@ -436,10 +436,12 @@ func TestGitServerTrouble(t *testing.T) {
 	}
 }
 
-func TestGitURLPasswordIsRedacted(t *testing.T) {
+// A password in a git URL would reach image labels and builder pod
+// arguments: it is refused, and the refusal does not repeat it.
+func TestGitURLPasswordIsRefusedAndRedacted(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
 	url := strings.Replace(closed.URL, "http://", "http://dev:hunter2-token@", 1) + "/x.git"
 	_, err := newFetcher(t).Resolve(context.Background(), testNamespace, gitSource(url, nil))
-	expectError(t, err, unavailable, []string{"dev:xxxxx@"}, "hunter2-token")
+	expectError(t, err, permanent, []string{"dev:xxxxx@", "a password in the URL is refused"}, "hunter2-token")
 }
