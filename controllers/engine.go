@@ -28,15 +28,15 @@ type ComponentEngine interface {
 	FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component) error
 }
 
-// IdleEngine is the engine of an operator built without build and deploy
-// engines: it builds and deploys nothing, so every component has nothing
-// left to do and is Ready. Its message says so, so nobody mistakes it for a
+// IdleEngine is the deploy engine of an operator built without one: it
+// deploys nothing, so a component whose images are built has nothing left
+// to do and is Ready. Its message says so, so nobody mistakes it for a
 // deployment.
 type IdleEngine struct{}
 
 // ReconcileComponent reports the component Ready with nothing done.
 func (IdleEngine) ReconcileComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component, *v1alpha1.ComponentStatus) (ComponentResult, error) {
-	return ComponentResult{Phase: v1alpha1.PhaseReady, Message: "nothing built or deployed: no build or deploy engine in this operator"}, nil
+	return ComponentResult{Phase: v1alpha1.PhaseReady, Message: "images built; nothing deployed: no deploy engine in this operator"}, nil
 }
 
 // FinalizeComponent has nothing to remove.
