@@ -33,6 +33,7 @@ type dockerConfigKeychain struct {
 	byHost map[string]authn.AuthConfig
 }
 
+// Resolve returns the credentials for target's registry host, or anonymous.
 func (k *dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
 	if cfg, ok := k.byHost[normalizeRegistryHost(target.RegistryStr())]; ok {
 		return authn.FromConfig(cfg), nil

@@ -142,6 +142,7 @@ type abandonableWriter struct {
 	abandon <-chan struct{}
 }
 
+// Write writes p unless the compression was abandoned.
 func (a *abandonableWriter) Write(p []byte) (int, error) {
 	select {
 	case <-a.abandon:
@@ -252,6 +253,7 @@ type chunkBuffer struct {
 	overflow bool
 }
 
+// Write keeps a copy of p while the content stays under the limit.
 func (b *chunkBuffer) Write(p []byte) (int, error) {
 	if b.overflow {
 		return len(p), nil

@@ -113,7 +113,10 @@ type explainedError struct {
 	err error
 }
 
+// Error is the message for the user.
 func (e *explainedError) Error() string { return e.msg }
+
+// Unwrap is the registry's error.
 func (e *explainedError) Unwrap() error { return e.err }
 
 func explain(err error, format string, args ...any) error {

@@ -41,6 +41,7 @@ type PlainHTTPError struct {
 	Host string
 }
 
+// Error says which registry was refused and how to allow it.
 func (e *PlainHTTPError) Error() string {
 	return fmt.Sprintf("refusing plain HTTP to registry %s: HTTPS failed and the registry is not marked insecure (set spec.registry.insecure: true to allow plain HTTP)", e.Host)
 }
@@ -54,6 +55,7 @@ type schemeGuard struct {
 	plainHTTPHost string
 }
 
+// RoundTrip refuses plain HTTP to any host but the allowed one.
 func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme == "http" && (g.plainHTTPHost == "" || !strings.EqualFold(req.URL.Host, g.plainHTTPHost)) {
 		if req.Body != nil {
@@ -84,6 +86,7 @@ type uploadCounter struct {
 	next http.RoundTripper
 }
 
+// RoundTrip passes req on and counts it if it completed a blob upload.
 func (c *uploadCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || req.Method != http.MethodPut || !strings.Contains(req.URL.Path, "/blobs/uploads/") || req.URL.Query().Get("digest") == "" {

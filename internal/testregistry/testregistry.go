@@ -163,12 +163,14 @@ type syncBuffer struct {
 	buf bytes.Buffer
 }
 
+// Write appends p.
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
+// String is everything written so far.
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
