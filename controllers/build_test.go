@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -213,5 +216,66 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 		return k8s.Update(context.Background(), cur)
 	}, timeout).Should(Succeed())
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", webSource("binary"))
+	const user, password = "dev", "s3cret-token"
+	// The registry asks for basic auth everywhere while this test runs: the
+	// source and the push both need the Secret's credentials.
+	reg.setFault(func(r *http.Request) int {
+		if u, p, ok := r.BasicAuth(); ok && u == user && p == password {
+			return 0
+		}
+		return http.StatusUnauthorized
+	})
+	defer reg.setFault(nil)
+
+	config := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.host, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "regcred"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(config)},
+	}
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	opaque := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "opaque"},
+		StringData: map[string]string{"password": password},
+	}
+	g.Expect(k8s.Create(ctx, opaque)).To(Succeed())
+
+	// A Secret of the wrong type is named in the condition.
+	env := webEnv(ns)
+	env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "opaque"}
+	env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("spec.registry.credentialsRef: Secret opaque is of type \"Opaque\""))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Registry.CredentialsRef.Name = "regcred"
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	img := imageOf(env, "web", "web")
+	g.Expect(img.Tags).To(HaveLen(2))
+	for _, c := range env.Status.Conditions {
+		g.Expect(c.Message).NotTo(ContainSubstring(password))
+	}
 	expectKstatus(t, env, status.CurrentStatus)
 }
