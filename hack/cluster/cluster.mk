@@ -1,0 +1,34 @@
+# Local single-node cluster (hack/cluster/cluster.sh): registry, etcd,
+# kube-apiserver, controller-manager, scheduler, containerd, kubelet,
+# kube-proxy and CoreDNS as host processes. Root only. Include from the
+# Makefile:  include hack/cluster/cluster.mk
+#
+#   make cluster-up       build what is missing (cached under bin/k8s), start, wait for Ready
+#   make cluster-status   what runs; the node
+#   make cluster-check    end to end: pod, DNS, Service IP, kubectl logs/exec
+#   make cluster-down     stop everything (state kept in bin/cluster)
+#   make cluster-clean    down and remove bin/cluster
+#
+# Then: export KUBECONFIG=$(CURDIR)/bin/cluster/kubeconfig (printed by cluster-up).
+
+CLUSTER_SH := hack/cluster/cluster.sh
+
+.PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries
+
+cluster-binaries: ## Build the local cluster's binaries from Go modules (cached under bin/k8s).
+	hack/cluster/binaries.sh >/dev/null
+
+cluster-up: ## Start the local single-node cluster (root); KUBECONFIG=bin/cluster/kubeconfig.
+	$(CLUSTER_SH) up
+
+cluster-down: ## Stop the local cluster by PID; keeps its state.
+	$(CLUSTER_SH) down
+
+cluster-clean: ## Stop the local cluster and remove its state (bin/cluster).
+	$(CLUSTER_SH) clean
+
+cluster-status: ## Show which local cluster processes run.
+	@$(CLUSTER_SH) status
+
+cluster-check: ## End-to-end check of the running local cluster (pod, DNS, Service IP, logs, exec).
+	$(CLUSTER_SH) check
