@@ -32,3 +32,7 @@ cluster-status: ## Show which local cluster processes run.
 
 cluster-check: ## End-to-end check of the running local cluster (pod, DNS, Service IP, logs, exec).
 	$(CLUSTER_SH) check
+
+# For targets built on top of the cluster (e.g. a dev-up that deploys the operator).
+CLUSTER_KUBECONFIG := $(CURDIR)/bin/cluster/kubeconfig
+CLUSTER_REGISTRY   := 10.250.0.1:5000

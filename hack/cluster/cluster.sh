@@ -50,9 +50,10 @@ SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridg
 export GOTOOLCHAIN=local GONOSUMDB=${GONOSUMDB:-k8s.io}
 
 log() { echo "cluster: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+die() { log "error: $*"; [ ! -d "$STATE/logs" ] || log "logs: $STATE/logs; '$0 down' stops what runs"; exit 1; }
 
 PKI=$STATE/pki
+PKI_VERSION=2
 KCFG=$STATE/kubeconfigs
 SOCK=$STATE/run/containerd.sock
 ADMIN_KUBECONFIG=$STATE/kubeconfig
@@ -193,9 +194,16 @@ sysctls() {
   sysctl -q -w net.bridge.bridge-nf-call-iptables=1 2>/dev/null || log "warning: no br_netfilter (Service IPs between pods may not answer)"
 }
 
-# cert NAME CN O EKU [SANS]: a key and a certificate signed by the cluster CA.
+# ca NAME CN: a self-signed CA.
+ca() {
+  openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$PKI/$1.key" -subj "/CN=$2" -days 3650 -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+    -out "$PKI/$1.crt" 2>/dev/null
+}
+
+# cert NAME CN O EKU [SANS] [CA]: a key and a certificate signed by CA (default: the cluster CA).
 cert() {
-  local name=$1 cn=$2 o=$3 eku=$4 sans=${5:-} subj
+  local name=$1 cn=$2 o=$3 eku=$4 sans=${5:-} ca=${6:-ca} subj
   subj="/CN=$cn"
   [ -z "$o" ] || subj="/O=$o$subj"
   openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
@@ -205,7 +213,7 @@ cert() {
     echo "extendedKeyUsage=$eku"
     [ -z "$sans" ] || echo "subjectAltName=$sans"
   } >"$PKI/$name.ext"
-  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial \
     -days 3650 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
   rm -f "$PKI/$name.csr" "$PKI/$name.ext"
 }
@@ -236,14 +244,20 @@ EOF
 }
 
 pki() {
-  [ -f "$PKI/.complete" ] && return 0
+  # Bump PKI_VERSION when the set of certificates changes: an older state's PKI is made anew.
+  [ -f "$PKI/.complete-v$PKI_VERSION" ] && return 0
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    running "$c" && die "$PKI is missing or from an older version of this script while $c runs: run '$0 down' first"
+  done
   log "creating the cluster CA and certificates in $PKI"
   rm -rf "$PKI" "$KCFG"
   mkdir -p "$PKI" "$KCFG"
   chmod 700 "$PKI"
-  openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$PKI/ca.key" -subj "/CN=devloop-cluster-ca" -days 3650 -sha256 \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
-    -out "$PKI/ca.crt" 2>/dev/null
+  ca ca devloop-cluster-ca
+  # The aggregation layer's CA and client (kube-apiserver --requestheader-*, --proxy-client-*).
+  ca front-proxy-ca devloop-front-proxy-ca
+  cert front-proxy-client front-proxy-client "" clientAuth "" front-proxy-ca
   cert kube-apiserver kube-apiserver "" serverAuth \
     "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP,IP:$SERVICE_IP"
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters clientAuth
@@ -261,10 +275,14 @@ pki() {
     kubeconfig "$KCFG/$n.kubeconfig" "$n"
   done
   kubeconfig "$ADMIN_KUBECONFIG" admin
-  touch "$PKI/.complete"
+  touch "$PKI/.complete-v$PKI_VERSION"
 }
 
 configs() {
+  # Pods with dnsPolicy Default, and CoreDNS's forward, use the host's
+  # resolvers; systemd-resolved's stub (127.0.0.53) is useless inside a pod.
+  HOST_RESOLV_CONF=/etc/resolv.conf
+  [ ! -f /run/systemd/resolve/resolv.conf ] || HOST_RESOLV_CONF=/run/systemd/resolve/resolv.conf
   mkdir -p "$STATE/config" "$STATE/registry" "$STATE/containerd/certs.d/$REGISTRY" "$STATE/cni/net.d" "$STATE/run" "$STATE/pod-logs"
 
   cat >"$STATE/config/registry.yml" <<EOF
@@ -367,7 +385,7 @@ authorization:
   mode: Webhook
 clusterDomain: cluster.local
 clusterDNS: [$NODE_IP]
-resolvConf: /etc/resolv.conf
+resolvConf: $HOST_RESOLV_CONF
 podLogsDir: $STATE/pod-logs
 serializeImagePulls: false
 # A shared dev machine: do not evict for a fuller disk than the defaults allow.
@@ -399,6 +417,8 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 iptables:
   localhostNodePorts: false
+# NodePorts on the node address (10.250.0.1) only, not on every local address.
+nodePortAddresses: [primary]
 EOF
 
   cat >"$STATE/config/Corefile" <<EOF
@@ -412,7 +432,7 @@ EOF
         fallthrough in-addr.arpa ip6.arpa
         ttl 30
     }
-    forward . /etc/resolv.conf
+    forward . $HOST_RESOLV_CONF
     cache 30
 }
 EOF
@@ -474,7 +494,12 @@ start_kube_apiserver() {
     --allow-privileged=true \
     --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "$PKI/ca.crt" \
-    --kubelet-preferred-address-types InternalIP
+    --kubelet-preferred-address-types InternalIP \
+    --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
+    --enable-aggregator-routing=true
   wait_for kube-apiserver 120 kubectl_ get --raw /readyz
   kubectl_ apply -f "$STATE/config/rbac.yaml" >/dev/null
 }
@@ -528,7 +553,7 @@ images() {
   local out
   out=$("$STATE/tools/imagepack" -registry "$REGISTRY" -insecure \
     -pause "$STATE/tools/pause" -pause-ref "${PAUSE_IMAGE#"$REGISTRY"/}" \
-    -busybox "$(command -v busybox)" -busybox-ref "${BUSYBOX_IMAGE#"$REGISTRY"/},busybox:latest")
+    -busybox /bin/busybox -busybox-ref "${BUSYBOX_IMAGE#"$REGISTRY"/},busybox:latest")
   log "images: $(echo "$out" | tr '\n' ' ')"
 }
 
@@ -560,7 +585,7 @@ smoke() {
 
 cmd_up() {
   need_root
-  local t0=$SECONDS all=1 c
+  local t0=$SECONDS all=1 c t_kubelet=$SECONDS
   mkdir -p "$STATE"
   "$HERE/deps.sh"
   binaries
@@ -580,15 +605,16 @@ cmd_up() {
     if running "$c"; then
       log "$c already running (pid $(pid_of "$c"))"
     else
+      [ "$c" != kubelet ] || t_kubelet=$SECONDS
       "start_${c//-/_}"
+      log "$c ready at +$((SECONDS - t0))s"
     fi
     # The images go to the registry before containerd needs the pause image
     # (pushing unchanged images uploads nothing).
     [ "$c" != registry ] || images
   done
-  local t1=$SECONDS
   wait_for "node $NODE_NAME Ready" 120 node_ready
-  log "node $NODE_NAME Ready $((SECONDS - t1))s after the components started ($((SECONDS - t0))s since up began)"
+  log "node $NODE_NAME Ready at +$((SECONDS - t0))s ($((SECONDS - t_kubelet))s after the kubelet started)"
   [ "${SMOKE:-1}" = 0 ] || smoke
   log "cluster up in $((SECONDS - t0))s"
   print_env
@@ -633,10 +659,13 @@ kill_pods() {
   log "killing $(echo "$ids" | wc -l) container task(s)"
   local t0=$SECONDS
   for id in $ids; do ctr_ -n k8s.io tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+  # containerd's CRI plugin deletes a task once it sees it exit; delete what
+  # is left (--force: also a task that has not reported its exit yet).
   for id in $ids; do
-    # --force: deletes a task that has not reported its exit yet.
-    ctr_ -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || log "warning: could not delete task $id"
+    ctr_ -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
   done
+  ids=$(ctr_ -n k8s.io tasks ls -q 2>/dev/null || true)
+  [ -z "$ids" ] || log "warning: container tasks left: $ids"
   log "killed the container tasks in $((SECONDS - t0))s"
 }
 

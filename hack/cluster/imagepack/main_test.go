@@ -1,0 +1,92 @@
+package main
+
+import (
+	"archive/tar"
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+func TestImageIsReproducible(t *testing.T) {
+	entries := func() []entry {
+		return []entry{{name: "pause", mode: 0o755, data: []byte("binary")}, {name: "etc", dir: true, mode: 0o755}}
+	}
+	a, err := image(entries(), v1.Config{Entrypoint: []string{"/pause"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := image(entries(), v1.Config{Entrypoint: []string{"/pause"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da != db {
+		t.Fatalf("same inputs, different digests: %s %s", da, db)
+	}
+	cf, err := a.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != "amd64" || cf.Config.Entrypoint[0] != "/pause" {
+		t.Fatalf("config: %+v", cf)
+	}
+}
+
+// TestPushBusybox packs the machine's static busybox, pushes it to an
+// in-memory registry over plain HTTP and reads the layer back.
+func TestPushBusybox(t *testing.T) {
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("no /bin/busybox (Debian package busybox-static)")
+	}
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	if err := run(host, true, "", "", "/bin/busybox", "busybox:test"); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host+"/busybox:test", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %v %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	links := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			links[h.Name] = h.Linkname
+		}
+	}
+	for _, p := range []string{"bin/sh", "usr/bin/nslookup", "usr/bin/wget", "usr/bin/nc"} {
+		if links[p] != "/bin/busybox" {
+			t.Errorf("%s -> %q, want /bin/busybox", p, links[p])
+		}
+	}
+}
