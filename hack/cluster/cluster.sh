@@ -697,17 +697,20 @@ cleanup_network() {
     id=${f#/var/lib/cni/results/cni-loopback-}; id=${id%-lo}
     [ ! -d "$STATE/containerd/root/io.containerd.grpc.v1.cri/sandboxes/$id" ] || rm -f "$f"
   done
-  # Empty directories and cgroups that containerd, runc and the CNI plugins
-  # made outside the state directory (non-empty ones stay).
-  rmdir /sys/fs/cgroup/*/k8s.io/* /sys/fs/cgroup/*/k8s.io 2>/dev/null || true
-  rmdir /var/lib/cni/results /var/lib/cni /run/containerd/s /run/containerd/runc/k8s.io /run/containerd/runc \
-    /run/containerd /var/log/containers 2>/dev/null || true
   # kubelet's /var/log/containers links into podLogsDir.
   local l
   for l in /var/log/containers/*.log; do
     [ -L "$l" ] || continue
     case $(readlink "$l") in "$STATE"/*) rm -f "$l" ;; esac
   done
+  # Empty directories and cgroups that containerd, runc, the CNI plugins and kubelet
+  # made outside the state directory (non-empty ones stay).
+  rmdir /sys/fs/cgroup/*/k8s.io/* /sys/fs/cgroup/*/k8s.io 2>/dev/null || true
+  # The device plugin socket's directory is fixed in the kubelet, whatever --root-dir says.
+  [ ! -S /var/lib/kubelet/device-plugins/kubelet.sock ] || rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+  rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || true
+  rmdir /var/lib/cni/results /var/lib/cni /run/containerd/s /run/containerd/runc/k8s.io /run/containerd/runc \
+    /run/containerd /var/log/containers /run/netns 2>/dev/null || true
   return 0
 }
 
