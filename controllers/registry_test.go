@@ -1,15 +1,14 @@
 package controllers
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"sort"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // testRegistry is go-containerregistry's in-memory registry behind a
@@ -89,42 +87,21 @@ func (tr *testRegistry) pushSource(t testing.TB, repo, tag string, files map[str
 }
 
 func (tr *testRegistry) push(repo, tag string, files map[string]string) (v1.Hash, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
+	dir, err := os.MkdirTemp("", "devloop-source-")
+	if err != nil {
+		return v1.Hash{}, err
 	}
-	sort.Strings(paths)
-	for _, path := range paths {
-		content := files[path]
-		if err := tw.WriteHeader(&tar.Header{Name: path, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+	defer os.RemoveAll(dir)
+	for path, content := range files {
+		full := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return v1.Hash{}, err
 		}
-		if _, err := tw.Write([]byte(content)); err != nil {
+		if err := os.WriteFile(full, []byte(content), 0o755); err != nil {
 			return v1.Hash{}, err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return v1.Hash{}, err
-	}
-	data := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	ref, err := name.ParseReference(fmt.Sprintf("%s/%s:%s", tr.host, repo, tag), name.Insecure)
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	if err := remote.Write(ref, img, remote.WithContext(context.Background())); err != nil {
-		return v1.Hash{}, err
-	}
-	return img.Digest()
+	return source.PushDir(context.Background(), dir, fmt.Sprintf("%s/%s:%s", tr.host, repo, tag), true)
 }
 
 // tagDigest returns the digest a tag names in the registry.

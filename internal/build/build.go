@@ -236,19 +236,7 @@ func (b *Builder) Build(ctx context.Context, img Image, dir string, render func(
 	if err != nil {
 		return nil, err
 	}
-	platforms, err := parsePlatforms(img.Name, img.Platforms)
-	if err != nil {
-		return nil, err
-	}
-	layers, err := b.sourceLayers(img, dir)
-	if err != nil {
-		return nil, err
-	}
-	base, err := b.fetchBase(ctx, img.Name, img.Base)
-	if err != nil {
-		return nil, err
-	}
-	images, err := assembleAll(base, img, layers, platforms)
+	images, err := b.assemblePlatforms(ctx, img, img.Platforms, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +282,16 @@ func (b *Builder) Assemble(ctx context.Context, img Image, platform string, dir 
 	if platform != "" {
 		list = []string{platform}
 	}
+	images, err := b.assemblePlatforms(ctx, img, list, dir)
+	if err != nil {
+		return nil, err
+	}
+	return images[0].image, nil
+}
+
+// assemblePlatforms builds img for each platform (linux/amd64 when none)
+// from the layers in dir on the fetched base.
+func (b *Builder) assemblePlatforms(ctx context.Context, img Image, list []string, dir string) ([]platformImage, error) {
 	platforms, err := parsePlatforms(img.Name, list)
 	if err != nil {
 		return nil, err
@@ -306,11 +304,7 @@ func (b *Builder) Assemble(ctx context.Context, img Image, platform string, dir 
 	if err != nil {
 		return nil, err
 	}
-	images, err := assembleAll(base, img, layers, platforms)
-	if err != nil {
-		return nil, err
-	}
-	return images[0].image, nil
+	return assembleAll(base, img, layers, platforms)
 }
 
 // PushImage pushes one image by digest (blobs, then the manifest) without
