@@ -68,6 +68,10 @@ fuzz: ## Short fuzz runs of the DAG and spec checks (FUZZTIME=10s).
 run-local: build test-binaries ## Control plane + operator + samples; Ctrl-C stops all.
 	go run ./hack/localrun $(ARGS)
 
+##@ Local cluster
+
+include hack/cluster/cluster.mk
+
 .PHONY: clean
 clean: ## Remove build output (keeps the cached test binaries).
 	rm -rf bin/manager bin/local
