@@ -430,7 +430,6 @@ EOF
         kubeconfig $KCFG/coredns.kubeconfig devloop
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
-        ttl 30
     }
     forward . $HOST_RESOLV_CONF
     cache 30
@@ -629,7 +628,7 @@ print_env() {
 # cleanup_iptables: deletes every KUBE-* and CNI-* chain and the rules that
 # jump to them, in every table, IPv4 and IPv6. Other rules stay.
 cleanup_iptables() {
-  local save restore tbl line chain
+  local save tbl line chain
   for save in iptables-save ip6tables-save; do
     command -v "$save" >/dev/null || continue
     local ipt=${save%-save}
@@ -773,42 +772,47 @@ cmd_status() {
   return $rc
 }
 
-# check: what a user of the cluster relies on, end to end.
+# check: what a user of the cluster relies on, end to end: a pod behind a
+# Service, DNS (cluster names and the search list), Service IPs, the apiserver
+# through its Service, the registry from inside a pod, kubectl logs and exec.
 cmd_check() {
   local t0=$SECONDS out ip
+  # Fresh names every run: a recreated Service gets a new IP, which DNS caches may not know yet.
+  local web=devloop-check-web-$$ client=devloop-check-client-$$
   node_ready || die "node $NODE_NAME is not Ready"
-  kubectl_ -n default delete pod,service devloop-check-web devloop-check-client --ignore-not-found --wait=true >/dev/null
+  kubectl_ -n default delete pod,service -l devloop-check --ignore-not-found --grace-period 1 --wait=true >/dev/null
   # A web server pod behind a Service.
-  kubectl_ -n default run devloop-check-web --image "$BUSYBOX_IMAGE" --port 8080 --labels app=devloop-check-web \
+  kubectl_ -n default run "$web" --image "$BUSYBOX_IMAGE" --port 8080 --labels "app=$web,devloop-check=1" \
     --command -- sh -c 'mkdir -p /www && echo hello-from-web >/www/index.html && echo web-started && exec httpd -f -p 8080 -h /www' >/dev/null
-  kubectl_ -n default expose pod devloop-check-web --name devloop-check-web --port 80 --target-port 8080 >/dev/null
-  kubectl_ -n default wait pod/devloop-check-web --for condition=Ready --timeout 120s >/dev/null
+  kubectl_ -n default expose pod "$web" --name "$web" --port 80 --target-port 8080 >/dev/null
+  kubectl_ -n default wait "pod/$web" --for condition=Ready --timeout 120s >/dev/null
   log "web pod Ready in $((SECONDS - t0))s"
-  ip=$(kubectl_ -n default get service devloop-check-web -o jsonpath='{.spec.clusterIP}')
+  ip=$(kubectl_ -n default get service "$web" -o jsonpath='{.spec.clusterIP}')
   # A client pod: DNS for a Service and for kubernetes.default, the web
   # Service by name and by IP, and the apiserver through its Service IP.
-  kubectl_ -n default run devloop-check-client --image "$BUSYBOX_IMAGE" --restart Never --command -- sh -c "
+  kubectl_ -n default run "$client" --image "$BUSYBOX_IMAGE" --restart Never --labels devloop-check=1 --command -- sh -c "
     set -e
     nslookup kubernetes.default.svc.cluster.local | grep -q '$SERVICE_IP' && echo dns-kubernetes-ok
-    nslookup devloop-check-web.default.svc.cluster.local | grep -q '$ip' && echo dns-service-ok
-    timeout 10 wget -q -O - http://devloop-check-web/ | grep -q hello-from-web && echo service-by-name-ok
+    nslookup $web.default.svc.cluster.local | grep -q '$ip' && echo dns-service-ok
+    timeout 10 wget -q -O - http://$web/ | grep -q hello-from-web && echo service-by-name-ok
     timeout 10 wget -q -O - http://$ip/ | grep -q hello-from-web && echo service-ip-ok
     nc -w 5 kubernetes.default 443 </dev/null && echo apiserver-service-ok
+    timeout 10 wget -q -O - http://$REGISTRY/v2/_catalog | grep -q busybox && echo registry-from-pod-ok
   " >/dev/null
-  if ! kubectl_ -n default wait pod/devloop-check-client --for=jsonpath='{.status.phase}'=Succeeded --timeout 120s >/dev/null; then
-    kubectl_ -n default logs devloop-check-client >&2 || true
+  if ! kubectl_ -n default wait "pod/$client" --for=jsonpath='{.status.phase}'=Succeeded --timeout 120s >/dev/null; then
+    kubectl_ -n default logs "$client" >&2 || true
     die "check pod failed"
   fi
-  out=$(kubectl_ -n default logs devloop-check-client)
+  out=$(kubectl_ -n default logs "$client")
   echo "$out"
-  for want in dns-kubernetes-ok dns-service-ok service-by-name-ok service-ip-ok apiserver-service-ok; do
+  for want in dns-kubernetes-ok dns-service-ok service-by-name-ok service-ip-ok apiserver-service-ok registry-from-pod-ok; do
     echo "$out" | grep -qx "$want" || die "check: missing $want"
   done
-  kubectl_ -n default logs devloop-check-web | grep -q web-started || die "kubectl logs of the web pod"
+  kubectl_ -n default logs "$web" | grep -q web-started || die "kubectl logs of the web pod"
   echo "kubectl-logs-ok"
-  kubectl_ -n default exec devloop-check-web -- cat /www/index.html | grep -q hello-from-web || die "kubectl exec"
+  kubectl_ -n default exec "$web" -- cat /www/index.html | grep -q hello-from-web || die "kubectl exec"
   echo "kubectl-exec-ok"
-  kubectl_ -n default delete pod,service devloop-check-web devloop-check-client --ignore-not-found --wait=false >/dev/null
+  kubectl_ -n default delete pod,service -l devloop-check --ignore-not-found --grace-period 1 --wait=false >/dev/null
   log "check passed in $((SECONDS - t0))s"
 }
 
