@@ -28,7 +28,7 @@ cluster-clean: ## Stop the local cluster and remove its state (bin/cluster).
 	$(CLUSTER_SH) clean
 
 cluster-status: ## Show which local cluster processes run.
-	@$(CLUSTER_SH) status
+	@$(CLUSTER_SH) status || true   # the script exits 3 when something is stopped
 
 cluster-check: ## End-to-end check of the running local cluster (pod, DNS, Service IP, logs, exec).
 	$(CLUSTER_SH) check
