@@ -163,7 +163,9 @@ type BuildRun struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	Command []string `json:"command"`
 
-	// Env of the builder container.
+	// Env of the builder container. The build runs as UID 65532 (restricted
+	// Pod Security) with HOME=/home/devloop, GOOS, GOARCH and TARGETPLATFORM
+	// set for the platform being built; these entries come after and win.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -192,7 +194,9 @@ type BuildCache struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// Paths where the cache is mounted in the builder container. Default:
-	// /root/.cache and /go/pkg/mod.
+	// /home/devloop/.cache (Go's build cache under the builder's HOME) and
+	// /go/pkg/mod. The build runs as UID 65532 with HOME=/home/devloop, so
+	// paths under /root (mode 0700 in most images) are not reachable.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MaxLength=256

@@ -55,11 +55,16 @@ func (s *DevEnvironmentSpec) HistoryLimitOrDefault() int {
 }
 
 // PathsOrDefault is where the build cache is mounted: the spec's paths, or
-// Go's build and module caches in a golang image. Nil-safe, so a build
+// Go's build cache under the builder's HOME and the module cache of a
+// golang image. Nil-safe, so a build
 // without a cache mounts the same paths as emptyDirs.
 func (c *BuildCache) PathsOrDefault() []string {
 	if c == nil || len(c.Paths) == 0 {
-		return []string{"/root/.cache", "/go/pkg/mod"}
+		return []string{BuilderHome + "/.cache", "/go/pkg/mod"}
 	}
 	return c.Paths
 }
+
+// BuilderHome is HOME in builder containers. Not /root: the build runs as
+// a non-root user, and /root is mode 0700 in most images.
+const BuilderHome = "/home/devloop"

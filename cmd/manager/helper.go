@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/devloop-dev/devloop/internal/build"
@@ -43,7 +45,12 @@ func helperFetch(ctx context.Context, args []string) error {
 	refJSON := fs.String("ref", "", "the resolved source reference, as JSON")
 	dest := fs.String("dest", build.WorkspaceDir, "directory to fill")
 	credsDir := fs.String("credentials", "", "directory of a mounted credentials Secret")
+	cacheRoot := fs.String("cache-root", "", "mounted build cache volume")
+	cacheDirs := fs.String("cache-dirs", "", "comma-separated directories to create in the cache volume")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := makeCacheDirs(*cacheRoot, *cacheDirs); err != nil {
 		return err
 	}
 	var ref source.Ref
@@ -132,4 +139,21 @@ func helperAssemble(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("pushed %s@%s (%d blobs uploaded)\n", b.Repository(img.Name), digest, uploaded)
 	return os.WriteFile(*report, out, 0o644)
+}
+
+// makeCacheDirs creates the build cache's subPath directories as this
+// (the build's) user, so the build container can write them.
+func makeCacheDirs(root, dirs string) error {
+	if root == "" || dirs == "" {
+		return nil
+	}
+	for _, d := range strings.Split(dirs, ",") {
+		if d == "" || strings.ContainsAny(d, "/\\") || d == "." || d == ".." {
+			return fmt.Errorf("--cache-dirs: %q is not a plain directory name", d)
+		}
+		if err := os.MkdirAll(filepath.Join(root, d), 0o775); err != nil {
+			return fmt.Errorf("creating build cache directory: %w", err)
+		}
+	}
+	return nil
 }

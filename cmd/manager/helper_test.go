@@ -58,9 +58,18 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 		t.Fatal(err)
 	}
 	workspace := t.TempDir()
+	cache := t.TempDir()
 	fetchArgs := withFlag(job.Spec.Template.Spec.InitContainers[0].Args, "--dest", workspace)
+	fetchArgs = withFlag(fetchArgs, "--cache-root", cache)
 	if err := runHelper(fetchArgs[1:]); err != nil {
 		t.Fatalf("helper fetch: %v", err)
+	}
+	// The cache's subPath directories exist before the build container
+	// mounts them, made by the build's user rather than by the kubelet.
+	for _, d := range []string{"p0", "p1"} {
+		if st, err := os.Stat(filepath.Join(cache, d)); err != nil || !st.IsDir() {
+			t.Errorf("cache directory %s: %v", d, err)
+		}
 	}
 	if got, err := os.ReadFile(filepath.Join(workspace, "cmd", "main.go")); err != nil || string(got) != "package main\n" {
 		t.Fatalf("workspace after fetch: %q, %v", got, err)

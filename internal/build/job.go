@@ -24,6 +24,7 @@ const (
 	HelperBinary = "/manager"
 
 	sourceCredentialsDir   = "/var/run/devloop/source-credentials"
+	cacheDir               = "/var/run/devloop/cache"
 	registryCredentialsDir = "/var/run/devloop/registry-credentials"
 
 	// ContainerFetch, ContainerBuild and ContainerAssemble are the builder
@@ -119,14 +120,22 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	} else {
 		volumes = append(volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
+	var subPaths []string
 	for i, p := range cachePaths {
-		// One claim serves every path through a subPath per path.
-		buildMounts = append(buildMounts, corev1.VolumeMount{Name: "cache", MountPath: p, SubPath: "p" + strconv.Itoa(i)})
+		// One volume serves every path through a subPath per path.
+		sub := "p" + strconv.Itoa(i)
+		subPaths = append(subPaths, sub)
+		buildMounts = append(buildMounts, corev1.VolumeMount{Name: "cache", MountPath: p, SubPath: sub})
 	}
+	// The kubelet would create missing subPath directories as root, which
+	// the non-root build user could not write; the fetch container, as that
+	// user, creates them first.
+	fetchMounts = append(fetchMounts, corev1.VolumeMount{Name: "cache", MountPath: cacheDir})
+	fetchArgs = append(fetchArgs, "--cache-root", cacheDir, "--cache-dirs", strings.Join(subPaths, ","))
 	env := []corev1.EnvVar{
-		// A non-root user has no home in most builder images; /root is
-		// where their tools look, and its caches are mounted writable.
-		{Name: "HOME", Value: "/root"},
+		// A non-root user has no home in most builder images; this one
+		// holds the mounted caches (Go's build cache is $HOME/.cache).
+		{Name: "HOME", Value: v1alpha1.BuilderHome},
 		{Name: "GOOS", Value: goos}, {Name: "GOARCH", Value: goarch},
 		{Name: "TARGETPLATFORM", Value: req.Platform}, {Name: "TARGETOS", Value: goos}, {Name: "TARGETARCH", Value: goarch},
 	}
