@@ -90,10 +90,11 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	return NewInventory(applied), nil
 }
 
-// applyOne labels and applies one object. A Namespace that exists without
+// applyOne labels and applies one object; extra options (a dry run) are
+// added to the apply. A Namespace that exists without
 // this environment's label belongs to someone else: it is applied without
 // devloop's labels so that Prune never deletes it.
-func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured, opts ApplyOptions) error {
+func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured, opts ApplyOptions, extra ...client.ApplyOption) error {
 	own := true
 	if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
 		existing := &unstructured.Unstructured{}
@@ -121,13 +122,14 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 	unstructured.RemoveNestedField(o.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(o.Object, "status")
 	ref := RefOf(o)
-	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
+	applyOpts := append([]client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}, extra...)
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
 	// A kind whose CRD was just established may not be in the client's
 	// discovery cache yet; the dynamic RESTMapper refreshes on a miss, so
 	// one retry after a short pause is enough.
 	if meta.IsNoMatchError(err) {
 		time.Sleep(500 * time.Millisecond)
-		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
+		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
 	}
 	return classify(c, err, "patch", ref)
 }
