@@ -56,4 +56,3 @@ func isUnavailable(err error) bool {
 		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &netErr)
 }
-
