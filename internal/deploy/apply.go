@@ -1,0 +1,234 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/internal/fault"
+)
+
+// FieldManager is the server-side apply field manager of every write.
+const FieldManager = "devloop"
+
+// Labels set on every applied object. Prune deletes only objects that
+// carry the environment's label, so a Namespace (or anything else) that
+// existed before devloop applied it is never deleted.
+const (
+	LabelEnvironment = "devloop.dev/environment"
+	LabelComponent   = "devloop.dev/component"
+)
+
+// DefaultEstablishTimeout bounds the wait for applied CRDs to be served.
+const DefaultEstablishTimeout = 30 * time.Second
+
+// ApplyOptions say who applies.
+type ApplyOptions struct {
+	// Environment is the value of LabelEnvironment: a label value that
+	// identifies the DevEnvironment (the engine's choice, e.g. its name).
+	Environment string
+	// Component is the value of LabelComponent.
+	Component string
+	// EstablishTimeout bounds the wait for CRDs; DefaultEstablishTimeout
+	// when zero.
+	EstablishTimeout time.Duration
+}
+
+// Apply server-side applies objs with c (which may impersonate the
+// environment's ServiceAccount) under FieldManager, forcing ownership of
+// conflicting fields: Namespaces first, then CRDs, waiting until they are
+// Established so their custom resources can be applied, then the rest in a
+// dependency-friendly kind order (RBAC and config before workloads,
+// webhooks last). objs are not modified. It returns the inventory of what
+// was applied. Re-applying unchanged objects writes nothing.
+//
+// To never lose track of an object when Apply fails half-way, record
+// Union(old, NewInventory(objs)) before calling it.
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, opts ApplyOptions) (Inventory, error) {
+	for _, v := range []string{opts.Environment, opts.Component} {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 || v == "" {
+			return Inventory{}, fault.Permanentf("label value %q: %s", v, strings.Join(errs, "; "))
+		}
+	}
+	applied := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		applied = append(applied, o.DeepCopy())
+	}
+	slices.SortStableFunc(applied, func(a, b *unstructured.Unstructured) int { return applyRank(a) - applyRank(b) })
+
+	var crds []*unstructured.Unstructured // applied, not yet known Established
+	for _, o := range applied {
+		if applyRank(o) > rankCRD && len(crds) > 0 {
+			if err := waitEstablished(ctx, c, crds, opts.establishTimeout()); err != nil {
+				return Inventory{}, err
+			}
+			crds = nil
+		}
+		if err := applyOne(ctx, c, o, opts); err != nil {
+			return Inventory{}, err
+		}
+		if isCRD(o) {
+			crds = append(crds, o)
+		}
+	}
+	if len(crds) > 0 {
+		if err := waitEstablished(ctx, c, crds, opts.establishTimeout()); err != nil {
+			return Inventory{}, err
+		}
+	}
+	return NewInventory(applied), nil
+}
+
+// applyOne labels and applies one object; extra options (a dry run) are
+// added to the apply. A Namespace that exists without
+// this environment's label belongs to someone else: it is applied without
+// devloop's labels so that Prune never deletes it.
+func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured, opts ApplyOptions, extra ...client.ApplyOption) error {
+	own := true
+	if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(o.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKey{Name: o.GetName()}, existing)
+		switch {
+		case err == nil:
+			own = existing.GetLabels()[LabelEnvironment] == opts.Environment
+		case !apierrors.IsNotFound(err):
+			return classify(c, err, "get", RefOf(o))
+		}
+	}
+	if own {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelEnvironment] = opts.Environment
+		labels[LabelComponent] = opts.Component
+		o.SetLabels(labels)
+	}
+	// Apply sends the whole object: server-managed fields must go.
+	unstructured.RemoveNestedField(o.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(o.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(o.Object, "status")
+	ref := RefOf(o)
+	applyOpts := append([]client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}, extra...)
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
+	// A kind whose CRD was just established may not be in the client's
+	// discovery cache yet; the dynamic RESTMapper refreshes on a miss, so
+	// one retry after a short pause is enough.
+	if meta.IsNoMatchError(err) {
+		time.Sleep(500 * time.Millisecond)
+		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
+	}
+	return classify(c, err, "patch", ref)
+}
+
+func (o ApplyOptions) establishTimeout() time.Duration {
+	if o.EstablishTimeout > 0 {
+		return o.EstablishTimeout
+	}
+	return DefaultEstablishTimeout
+}
+
+// waitEstablished polls until every CRD is Established. NamesAccepted
+// false (a name clash with another CRD) will not resolve by waiting.
+func waitEstablished(ctx context.Context, c client.Client, crds []*unstructured.Unstructured, timeout time.Duration) error {
+	var pending string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, o := range crds {
+			// Read as unstructured: the client's scheme need not know CRDs.
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+			if err := c.Get(ctx, client.ObjectKey{Name: o.GetName()}, u); err != nil {
+				return false, classify(c, err, "get", RefOf(o))
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+				return false, err
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse {
+					return false, fault.Permanentf("CustomResourceDefinition %s: names not accepted: %s", o.GetName(), cond.Message)
+				}
+			}
+			if !crdEstablished(crd) {
+				pending = o.GetName()
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fault.Unavailablef("CustomResourceDefinition %s not Established after %s", pending, timeout)
+	}
+	return err
+}
+
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established {
+			return cond.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Ranks of applyRank.
+const (
+	rankNamespace = iota
+	rankCRD
+	rankSetup    // what workloads refer to
+	rankDefault  // workloads, custom resources, everything else
+	rankWebhooks // admission and API services, once their backends exist
+)
+
+// applyRank orders kinds so that what others refer to exists first, in the
+// spirit of Helm's install order.
+func applyRank(o *unstructured.Unstructured) int {
+	switch o.GetKind() {
+	case "Namespace":
+		return rankNamespace
+	case "CustomResourceDefinition":
+		return rankCRD
+	case "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "PriorityClass", "ResourceQuota", "LimitRange",
+		"NetworkPolicy", "Service":
+		return rankSetup
+	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+		"ValidatingAdmissionPolicyBinding", "APIService":
+		return rankWebhooks
+	}
+	return rankDefault
+}
+
+// resourceName is the plural resource of ref as kubectl and RBAC name it,
+// e.g. deployments.apps; the lowercased kind when discovery does not know it.
+// c is any client; those with a RESTMapper (client.Client) give plurals.
+func resourceName(c any, ref ObjRef) string {
+	res := strings.ToLower(ref.Kind)
+	if mc, ok := c.(interface{ RESTMapper() meta.RESTMapper }); ok && mc.RESTMapper() != nil {
+		if m, err := mc.RESTMapper().RESTMapping(ref.GroupVersionKind().GroupKind(), ref.Version); err == nil {
+			res = m.Resource.Resource
+		}
+	}
+	if ref.Group != "" {
+		res += "." + ref.Group
+	}
+	return res
+}
+
+// describe is "deployments.apps/web" for messages.
+func describe(c any, ref ObjRef) string {
+	return fmt.Sprintf("%s/%s", resourceName(c, ref), ref.Name)
+}

@@ -1,0 +1,58 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/devloop-dev/devloop/internal/fault"
+)
+
+// forbiddenUser picks the user and verb out of the API server's Forbidden
+// message: `User "system:serviceaccount:a:b" cannot patch resource ...`.
+var forbiddenUser = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource`)
+
+// classify maps an API error of verb on ref to a fault class, with a
+// message that names the object:
+//   - Forbidden: Permanent, naming the verb, resource, namespace and user,
+//     since only an RBAC change (which does not touch the spec) fixes it —
+//     the next spec or RBAC change is picked up by the periodic resync.
+//   - Invalid, BadRequest, unknown kinds, missing namespaces: Permanent.
+//   - unreachable, overloaded or timing-out server: Unavailable.
+func classify(c any, err error, verb string, ref ObjRef) error {
+	if err == nil {
+		return nil
+	}
+	what := describe(c, ref)
+	switch {
+	case apierrors.IsForbidden(err):
+		user := ""
+		if m := forbiddenUser.FindStringSubmatch(err.Error()); m != nil {
+			user, verb = " as "+m[1], m[2]
+		}
+		ns := ""
+		if ref.Namespace != "" {
+			ns = " in namespace " + ref.Namespace
+		}
+		return fault.Permanent(fmt.Errorf("forbidden: cannot %s %s%s%s (%s): %w", verb, resourceName(c, ref), ns, user, ref.Name, err))
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), meta.IsNoMatchError(err),
+		apierrors.IsNotFound(err) && verb == "patch": // the namespace is missing
+		return fault.Permanent(fmt.Errorf("%s %s: %w", verb, what, err))
+	case isUnavailable(err):
+		return fault.Unavailable(fmt.Errorf("%s %s: %w", verb, what, err))
+	}
+	return fmt.Errorf("%s %s: %w", verb, what, err)
+}
+
+// isUnavailable reports the API server being unreachable or overloaded.
+func isUnavailable(err error) bool {
+	var netErr net.Error
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &netErr)
+}

@@ -1,0 +1,164 @@
+package deploy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/devloop-dev/devloop/internal/fault"
+)
+
+// BuiltImage is an image the environment built, as deployed objects should
+// run it.
+type BuiltImage struct {
+	// Name of the image in the spec (images[].name).
+	Name string
+	// Repositories are the names under which charts and manifests may refer
+	// to the image: the push repository, the pull repository and the bare
+	// image name. A reference matches when its repository, normalized or as
+	// written, equals one of them.
+	Repositories []string
+	// Reference is the digest-pinned pull reference that replaces a match,
+	// e.g. host:5000/team/api@sha256:....
+	Reference string
+}
+
+// podSpecPaths are where each workload kind keeps its pod spec. Kinds are
+// matched on kind alone: apps/v1 and extensions/v1beta1 Deployments, and
+// batch/v1 and v1beta1 CronJobs, nest the same way.
+var podSpecPaths = map[string][]string{
+	"Pod":                   {"spec"},
+	"Deployment":            {"spec", "template", "spec"},
+	"StatefulSet":           {"spec", "template", "spec"},
+	"DaemonSet":             {"spec", "template", "spec"},
+	"ReplicaSet":            {"spec", "template", "spec"},
+	"ReplicationController": {"spec", "template", "spec"},
+	"Job":                   {"spec", "template", "spec"},
+	"CronJob":               {"spec", "jobTemplate", "spec", "template", "spec"},
+}
+
+var containerFields = []string{"initContainers", "containers", "ephemeralContainers"}
+
+// RewriteImages replaces, in place, every container image of the workloads
+// in objs whose repository is one of a built image's Repositories with that
+// image's digest-pinned Reference, so that what runs is exactly what was
+// built (a tag may move; a digest cannot). It returns how many container
+// images were rewritten. Images that match nothing are left as written.
+func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int, error) {
+	index, err := repositoryIndex(images)
+	if err != nil {
+		return 0, err
+	}
+	rewritten := 0
+	for _, obj := range objs {
+		path, ok := podSpecPaths[obj.GetKind()]
+		if !ok {
+			continue
+		}
+		spec, found, err := unstructured.NestedMap(obj.Object, path...)
+		if err != nil {
+			return rewritten, fault.Permanentf("%s %s: %s is not an object: %v", obj.GetKind(), obj.GetName(), strings.Join(path, "."), err)
+		}
+		if !found {
+			continue
+		}
+		n, err := rewriteContainers(spec, index)
+		if err != nil {
+			return rewritten, fault.Permanentf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		if n == 0 {
+			continue
+		}
+		if err := unstructured.SetNestedMap(obj.Object, spec, path...); err != nil {
+			return rewritten, err
+		}
+		rewritten += n
+	}
+	return rewritten, nil
+}
+
+// rewriteContainers rewrites the images of one pod spec.
+func rewriteContainers(spec map[string]any, index map[string]string) (int, error) {
+	n := 0
+	for _, field := range containerFields {
+		list, ok := spec[field]
+		if !ok || list == nil {
+			continue
+		}
+		containers, ok := list.([]any)
+		if !ok {
+			return n, fmt.Errorf("%s is not a list", field)
+		}
+		for _, item := range containers {
+			c, ok := item.(map[string]any)
+			if !ok {
+				return n, fmt.Errorf("%s holds a non-object", field)
+			}
+			image, _ := c["image"].(string)
+			if ref, ok := lookupImage(index, image); ok && ref != image {
+				c["image"] = ref
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// repositoryIndex maps every spelling of every built image's repositories
+// to its reference.
+func repositoryIndex(images []BuiltImage) (map[string]string, error) {
+	index := map[string]string{}
+	for _, img := range images {
+		if _, err := name.NewDigest(img.Reference, name.WeakValidation); err != nil {
+			return nil, fault.Permanentf("image %s: reference %q is not digest-pinned: %v", img.Name, img.Reference, err)
+		}
+		for _, repo := range img.Repositories {
+			for _, key := range repositoryKeys(repo) {
+				index[key] = img.Reference
+			}
+		}
+	}
+	return index, nil
+}
+
+// lookupImage finds the reference for an image as written in a manifest.
+func lookupImage(index map[string]string, image string) (string, bool) {
+	if image == "" {
+		return "", false
+	}
+	for _, key := range repositoryKeys(image) {
+		if ref, ok := index[key]; ok {
+			return ref, true
+		}
+	}
+	return "", false
+}
+
+// repositoryKeys are the spellings a reference is compared on: the
+// repository as written without tag or digest, and its normalized name
+// (nginx -> index.docker.io/library/nginx). An unparsable reference, such
+// as a template placeholder, is compared as written only.
+func repositoryKeys(s string) []string {
+	bare := stripTagAndDigest(s)
+	keys := []string{bare}
+	if ref, err := name.ParseReference(s, name.WeakValidation); err == nil {
+		if n := ref.Context().Name(); n != bare {
+			keys = append(keys, n)
+		}
+	}
+	return keys
+}
+
+// stripTagAndDigest drops "@digest" and a ":tag" after the last slash (a
+// colon before it is a registry port).
+func stripTagAndDigest(s string) string {
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.LastIndexByte(s, ':'); i > strings.LastIndexByte(s, '/') {
+		s = s[:i]
+	}
+	return s
+}

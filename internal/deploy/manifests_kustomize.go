@@ -1,0 +1,135 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/devloop-dev/devloop/internal/fault"
+)
+
+// kustomizationFile is the name of dir's kustomization file, or "".
+func kustomizationFile(dir string) string {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && !info.IsDir() {
+			return name
+		}
+	}
+	return ""
+}
+
+// buildKustomization runs `kustomize build dir` in-process. Before krusty
+// sees the tree, every kustomization it would load is checked for remote
+// references (krusty clones git URLs and downloads HTTP files before any
+// filesystem check could refuse them) and for paths leaving root; the
+// filesystem krusty reads then refuses anything outside root as well, which
+// catches symlinks and fields the check does not know.
+func buildKustomization(root, dir string) ([]*unstructured.Unstructured, error) {
+	rel, _ := filepath.Rel(root, dir)
+	if err := checkKustomization(root, dir, map[string]bool{}); err != nil {
+		return nil, fault.Permanent(err)
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
+	opts.PluginConfig = types.DisabledPluginConfig()
+	resMap, err := krusty.MakeKustomizer(opts).Run(newRootedFS(root), dir)
+	if err != nil {
+		return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
+	}
+	out := make([]*unstructured.Unstructured, 0, resMap.Size())
+	for _, r := range resMap.Resources() {
+		// Through JSON, so numbers are int64 as unstructured expects
+		// (DeepCopy panics on kyaml's int).
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// checkKustomization walks the kustomizations reachable from dir through
+// resources, components and bases.
+func checkKustomization(root, dir string, visited map[string]bool) error {
+	if visited[dir] {
+		return nil
+	}
+	visited[dir] = true
+	name := kustomizationFile(dir)
+	relFile, _ := filepath.Rel(root, filepath.Join(dir, name))
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return fmt.Errorf("%s: %w", relFile, err)
+	}
+	var k types.Kustomization
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return fmt.Errorf("%s: %w", relFile, err)
+	}
+	// Entries that may name another kustomization (or a git URL).
+	for _, entry := range concat(k.Resources, k.Components, k.Bases) {
+		if isRemote(entry) {
+			return fmt.Errorf("%s: remote resource %q is not allowed: vendor it into the source", relFile, entry)
+		}
+		target, err := insideRoot(root, filepath.Join(dir, entry))
+		if err != nil {
+			return fmt.Errorf("%s: resource %q %v", relFile, entry, err)
+		}
+		if info, err := os.Stat(target); err == nil && info.IsDir() && kustomizationFile(target) != "" {
+			if err := checkKustomization(root, target, visited); err != nil {
+				return err
+			}
+		}
+	}
+	// Entries that name files; krusty fetches those that are URLs.
+	files := concat(k.Crds, k.Configurations, k.Generators, k.Transformers, k.Validators)
+	for _, p := range k.Patches {
+		files = append(files, p.Path)
+	}
+	for _, r := range k.Replacements {
+		files = append(files, r.Path)
+	}
+	for _, g := range k.ConfigMapGenerator {
+		files = append(append(files, g.FileSources...), append(g.EnvSources, g.EnvSource)...)
+	}
+	for _, g := range k.SecretGenerator {
+		files = append(append(files, g.FileSources...), append(g.EnvSources, g.EnvSource)...)
+	}
+	for _, f := range files {
+		if isRemote(f) {
+			return fmt.Errorf("%s: remote file %q is not allowed: vendor it into the source", relFile, f)
+		}
+	}
+	return nil
+}
+
+// isRemote reports whether krusty would fetch entry over the network: a URL
+// (git or HTTP), scp-style git, or kustomize's repo//path and ?ref= forms.
+// Generator file sources may be written key=path.
+func isRemote(entry string) bool {
+	if _, after, ok := strings.Cut(entry, "="); ok && !strings.Contains(entry, "?") {
+		entry = after
+	}
+	return strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") ||
+		strings.Contains(entry, "?ref=") || strings.Contains(entry, "?version=") ||
+		strings.Contains(strings.TrimPrefix(entry, "./"), "//")
+}
+
+func concat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+package deploy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestReadyDeploymentOnceAvailable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNamespace(t, "ready-deploy")
+	objs, err := Render(testdata, []string{"kustomize/base"}, "ready-deploy", k8s.RESTMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+	inv, err := Apply(ctx, k8s, objs, ApplyOptions{Environment: "ready-env", Component: "api"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	notReady, err := Ready(ctx, k8s, inv.Entries)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(ConsistOf(HavePrefix("deployments.apps/api: ")))
+
+	// What the deployment controller and kubelet would report.
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ready-deploy", Name: "api"}, d)).To(Succeed())
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+		},
+	}
+	g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+
+	notReady, err = Ready(ctx, k8s, inv.Entries)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(BeEmpty())
+	g.Expect(kstatusOf(g, inv.Entries[0])).To(Equal(status.CurrentStatus))
+}
+
+func TestReadyJobOnlyWhenComplete(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNamespace(t, "ready-job")
+	job := fromYAML(t, `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: admission-init, namespace: ready-job}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: init, image: busybox}]`)
+	inv, err := Apply(ctx, k8s, []*unstructured.Unstructured{job}, ApplyOptions{Environment: "ready-env", Component: "init"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	notReady, err := Ready(ctx, k8s, inv.Entries)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(ConsistOf("jobs.batch/admission-init: Job not started"))
+
+	// Running: kstatus calls it Current, devloop still waits.
+	j := &batchv1.Job{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ready-job", Name: "admission-init"}, j)).To(Succeed())
+	start := metav1.NewTime(time.Now().Add(-time.Minute))
+	j.Status = batchv1.JobStatus{StartTime: &start, Active: 1, Ready: ptr(int32(0))}
+	g.Expect(k8s.Status().Update(ctx, j)).To(Succeed())
+	g.Expect(kstatusOf(g, inv.Entries[0])).To(Equal(status.CurrentStatus))
+	notReady, err = Ready(ctx, k8s, inv.Entries)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(ConsistOf(ContainSubstring("Job in progress")))
+
+	// Complete, as the job controller reports it.
+	now := metav1.Now()
+	j.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: 1, Ready: ptr(int32(0)),
+		Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}}
+	g.Expect(k8s.Status().Update(ctx, j)).To(Succeed())
+	notReady, err = Ready(ctx, k8s, inv.Entries)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(BeEmpty())
+	g.Expect(kstatusOf(g, inv.Entries[0])).To(Equal(status.CurrentStatus))
+}
+
+func TestReadyCustomResourceCondition(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// TestApplyPlainDirectory may run in any order: apply the set here too.
+	objs := renderPlain(t, testdata+"/plain")
+	_, err := Apply(ctx, k8s, objs, shopOpts)
+	g.Expect(err).NotTo(HaveOccurred())
+	widget := ObjRef{Group: "example.dev", Version: "v1", Kind: "Widget", Namespace: "shop", Name: "big"}
+	missing := ObjRef{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "missing"}
+
+	setReady := func(s, msg string) {
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(widget.GroupVersionKind())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "big"}, w)).To(Succeed())
+		g.Expect(unstructured.SetNestedSlice(w.Object, []any{map[string]any{"type": "Ready", "status": s, "reason": "Test", "message": msg}}, "status", "conditions")).To(Succeed())
+		g.Expect(k8s.Status().Update(ctx, w)).To(Succeed())
+	}
+	setReady("False", "waiting for gears")
+	notReady, err := Ready(ctx, k8s, []ObjRef{widget, missing})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(ConsistOf("widgets.example.dev/big: waiting for gears", "configmaps/missing: not found"))
+	g.Expect(kstatusOf(g, widget)).To(Equal(status.InProgressStatus))
+
+	setReady("True", "")
+	notReady, err = Ready(ctx, k8s, []ObjRef{widget})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReady).To(BeEmpty())
+	g.Expect(kstatusOf(g, widget)).To(Equal(status.CurrentStatus))
+}
