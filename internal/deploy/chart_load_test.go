@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"io"
+	"log"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -127,7 +129,7 @@ func TestLoadRepo(t *testing.T) {
 
 func TestLoadOCI(t *testing.T) {
 	g := NewWithT(t)
-	srv := httptest.NewServer(ggcrregistry.New())
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
