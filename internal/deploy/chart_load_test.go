@@ -2,10 +2,10 @@ package deploy
 
 import (
 	"context"
-	"io"
-	"log"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
