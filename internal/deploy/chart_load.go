@@ -1,0 +1,351 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/repo"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"sigs.k8s.io/yaml"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// Defaults for zero ChartLoader fields.
+const (
+	DefaultChartTimeout = time.Minute
+	DefaultMaxIndexSize = 16 << 20
+	DefaultMaxChartSize = 32 << 20
+)
+
+// ChartLoader loads charts from a fetched source, an OCI registry or an
+// HTTP chart repository. Downloaded archives are cached in CacheDir by URL
+// and digest, so a chart version is downloaded once. Repository and
+// registry URLs are tenant input: every download has a timeout and a size
+// cap, and no credentials of the operator's environment are used.
+type ChartLoader struct {
+	// CacheDir holds downloaded chart archives; required for oci and repo.
+	CacheDir string
+	// HTTP is the client for chart repositories and registries.
+	HTTP *http.Client
+	// Timeout bounds each download; MaxIndexSize and MaxChartSize cap a
+	// repository index and a chart archive, in bytes.
+	Timeout      time.Duration
+	MaxIndexSize int64
+	MaxChartSize int64
+}
+
+// Load loads the chart ref names. art is the fetched source of a source
+// chart (nil otherwise); plainHTTP allows plain HTTP to an OCI registry.
+func (l *ChartLoader) Load(ctx context.Context, ref v1alpha1.ChartRef, art *source.Artifact, plainHTTP bool) (*chart.Chart, error) {
+	switch {
+	case ref.Source != "":
+		if art == nil {
+			return nil, fmt.Errorf("chart: source %q has not been fetched", ref.Source)
+		}
+		return LoadChartDir(art.Dir, ref.Path)
+	case ref.OCI != "":
+		return l.LoadOCI(ctx, ref.OCI, ref.Version, plainHTTP)
+	case ref.Repo != "":
+		return l.LoadRepo(ctx, ref.Repo, ref.Name, ref.Version)
+	}
+	return nil, fault.Permanentf("chart: none of source, oci or repo is set")
+}
+
+// LoadChartDir loads the chart at path inside a fetched source directory.
+// Dependencies must be shipped in the chart's charts/ directory: devloop
+// never downloads them, so a missing one is a permanent error naming it.
+func LoadChartDir(root, path string) (*chart.Chart, error) {
+	dir := filepath.Join(root, filepath.FromSlash(path))
+	if rel, err := filepath.Rel(root, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, fault.Permanentf("chart path %q leaves the source", path)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fault.Permanentf("chart path %q: not found in the source", path)
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, fault.Permanentf("chart %q: %w", path, err)
+	}
+	return ch, checkDependencies(ch)
+}
+
+// checkDependencies checks, for the chart and each subchart, that every
+// dependency Chart.yaml declares is present.
+func checkDependencies(ch *chart.Chart) error {
+	var missing []string
+	var walk func(c *chart.Chart, at string)
+	walk = func(c *chart.Chart, at string) {
+	next:
+		for _, req := range c.Metadata.Dependencies {
+			for _, d := range c.Dependencies() {
+				if d.Name() == req.Name {
+					continue next
+				}
+			}
+			missing = append(missing, at+req.Name)
+		}
+		for _, d := range c.Dependencies() {
+			walk(d, at+d.Name()+"/")
+		}
+	}
+	walk(ch, "")
+	if len(missing) > 0 {
+		return fault.Permanentf("chart %s: dependencies missing from charts/: %s (devloop does not download dependencies: vendor them with `helm dependency build`)",
+			ch.Name(), strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// LoadOCI pulls oci://host/repo/chart at version, an exact tag or a semver
+// constraint (the highest version when empty).
+func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plainHTTP bool) (*chart.Chart, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout())
+	defer cancel()
+	rc, err := l.registryClient(plainHTTP)
+	if err != nil {
+		return nil, err
+	}
+	ref := strings.TrimPrefix(ociRef, "oci://")
+	tag := version
+	if tag == "" || !isExactVersion(tag) {
+		tags, err := withContext(ctx, func() ([]string, error) { return rc.Tags(ref) })
+		if err != nil {
+			return nil, classifyFetch(fmt.Errorf("chart %s: listing tags: %w", ociRef, err))
+		}
+		if tag, err = registry.GetTagMatchingVersionOrConstraint(tags, version); err != nil {
+			return nil, fault.Permanentf("chart %s: %w", ociRef, err)
+		}
+	}
+	// OCI tags cannot hold '+'; Helm pushes semver build metadata as '_'.
+	full := ref + ":" + strings.ReplaceAll(tag, "+", "_")
+	desc, err := withContext(ctx, func() (struct{ d string }, error) {
+		d, err := rc.Resolve(full)
+		return struct{ d string }{d.Digest.String()}, err
+	})
+	if err != nil {
+		return nil, classifyFetch(fmt.Errorf("chart %s: resolving %s: %w", ociRef, tag, err))
+	}
+	return l.cached(ociRef, desc.d, func() ([]byte, error) {
+		res, err := withContext(ctx, func() (*registry.PullResult, error) { return rc.Pull(full) })
+		if err != nil {
+			return nil, classifyFetch(fmt.Errorf("chart %s: pulling %s: %w", ociRef, tag, err))
+		}
+		if int64(len(res.Chart.Data)) > l.maxChart() {
+			return nil, fault.Permanentf("chart %s: archive larger than %d bytes", ociRef, l.maxChart())
+		}
+		return res.Chart.Data, nil
+	})
+}
+
+// registryClient never reads the operator's Helm or Docker credentials:
+// the authorizer has none, and the credentials file lives in the cache.
+func (l *ChartLoader) registryClient(plainHTTP bool) (*registry.Client, error) {
+	hc := l.httpClient()
+	opts := []registry.ClientOption{
+		registry.ClientOptHTTPClient(hc),
+		registry.ClientOptAuthorizer(auth.Client{Client: hc, Cache: auth.NewCache()}),
+		registry.ClientOptCredentialsFile(filepath.Join(l.CacheDir, "registry-credentials.json")),
+		registry.ClientOptWriter(io.Discard),
+	}
+	if plainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	return registry.NewClient(opts...)
+}
+
+// LoadRepo loads chart name at version (exact or a semver constraint, the
+// highest when empty) from the HTTP chart repository at repoURL. The
+// archive's digest is verified against the index when the index has one.
+func (l *ChartLoader) LoadRepo(ctx context.Context, repoURL, name, version string) (*chart.Chart, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout())
+	defer cancel()
+	base, err := url.Parse(strings.TrimSuffix(repoURL, "/") + "/")
+	if err != nil {
+		return nil, fault.Permanentf("chart repository %q: %w", repoURL, err)
+	}
+	data, err := l.download(ctx, base.JoinPath("index.yaml").String(), l.maxIndex())
+	if err != nil {
+		return nil, fmt.Errorf("chart repository %s: index: %w", repoURL, err)
+	}
+	idx := repo.NewIndexFile()
+	if err := yaml.Unmarshal(data, idx); err != nil {
+		return nil, fault.Permanentf("chart repository %s: index.yaml: %w", repoURL, err)
+	}
+	idx.SortEntries()
+	cv, err := idx.Get(name, version)
+	if err != nil {
+		return nil, fault.Permanentf("chart repository %s: chart %s version %q: %w", repoURL, name, orDefault(version, "latest"), err)
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fault.Permanentf("chart repository %s: chart %s %s has no URL", repoURL, name, cv.Version)
+	}
+	u, err := base.Parse(cv.URLs[0])
+	if err != nil {
+		return nil, fault.Permanentf("chart repository %s: chart %s %s: %w", repoURL, name, cv.Version, err)
+	}
+	want := strings.TrimPrefix(cv.Digest, "sha256:")
+	return l.cached(u.String(), want, func() ([]byte, error) {
+		data, err := l.download(ctx, u.String(), l.maxChart())
+		if err != nil {
+			return nil, fmt.Errorf("chart %s %s: %w", name, cv.Version, err)
+		}
+		if got := sha256.Sum256(data); want != "" && hex.EncodeToString(got[:]) != want {
+			return nil, fault.Permanentf("chart %s %s from %s: digest sha256:%x does not match the index's sha256:%s", name, cv.Version, u, got, want)
+		}
+		return data, nil
+	})
+}
+
+// cached loads the archive stored under url+digest, or fetches and stores
+// it. Without a digest nothing identifies the content, so it is fetched
+// every time.
+func (l *ChartLoader) cached(url, digest string, fetch func() ([]byte, error)) (*chart.Chart, error) {
+	var file string
+	if digest != "" && l.CacheDir != "" {
+		key := sha256.Sum256([]byte(url + "\x00" + digest))
+		file = filepath.Join(l.CacheDir, hex.EncodeToString(key[:])+".tgz")
+		if data, err := os.ReadFile(file); err == nil {
+			return loadArchive(url, data)
+		}
+	}
+	data, err := fetch()
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loadArchive(url, data)
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		// Write then rename: a reader never sees half an archive.
+		if err := os.MkdirAll(l.CacheDir, 0o755); err == nil {
+			tmp, err := os.CreateTemp(l.CacheDir, ".chart-*")
+			if err == nil {
+				_, werr := tmp.Write(data)
+				if cerr := tmp.Close(); werr == nil && cerr == nil {
+					_ = os.Rename(tmp.Name(), file)
+				}
+				_ = os.Remove(tmp.Name())
+			}
+		}
+	}
+	return ch, nil
+}
+
+func loadArchive(from string, data []byte) (*chart.Chart, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, fault.Permanentf("chart from %s: %w", from, err)
+	}
+	return ch, checkDependencies(ch)
+}
+
+// download GETs u, failing when the body exceeds max bytes.
+func (l *ChartLoader) download(ctx context.Context, u string, max int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fault.Permanent(err)
+	}
+	resp, err := l.httpClient().Do(req)
+	if err != nil {
+		return nil, classifyFetch(err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return nil, fault.Unavailablef("GET %s: %s", u, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fault.Permanentf("GET %s: %s", u, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, classifyFetch(fmt.Errorf("GET %s: %w", u, err))
+	}
+	if int64(len(data)) > max {
+		return nil, fault.Permanentf("GET %s: larger than %d bytes", u, max)
+	}
+	return data, nil
+}
+
+// classifyFetch marks network failures Unavailable; other errors are left
+// to the caller's backoff.
+func classifyFetch(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
+		return fault.Unavailable(err)
+	}
+	return err
+}
+
+// withContext runs f, which cannot be cancelled (Helm's registry client
+// takes no context), and stops waiting for it when ctx ends.
+func withContext[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// isExactVersion reports whether v is a plain version rather than a
+// constraint: it then names a tag directly.
+func isExactVersion(v string) bool {
+	return !strings.ContainsAny(v, "<>=~^*|, xX")
+}
+
+func (l *ChartLoader) timeout() time.Duration {
+	if l.Timeout > 0 {
+		return l.Timeout
+	}
+	return DefaultChartTimeout
+}
+
+func (l *ChartLoader) maxIndex() int64 {
+	if l.MaxIndexSize > 0 {
+		return l.MaxIndexSize
+	}
+	return DefaultMaxIndexSize
+}
+
+func (l *ChartLoader) maxChart() int64 {
+	if l.MaxChartSize > 0 {
+		return l.MaxChartSize
+	}
+	return DefaultMaxChartSize
+}
+
+func (l *ChartLoader) httpClient() *http.Client {
+	if l.HTTP != nil {
+		return l.HTTP
+	}
+	return &http.Client{Timeout: l.timeout()}
+}

@@ -1,0 +1,290 @@
+package deploy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+)
+
+// Action is one Helm step ReconcileRelease may take.
+type Action string
+
+const (
+	ActionInstall   Action = "install"
+	ActionUpgrade   Action = "upgrade"
+	ActionRollback  Action = "rollback"
+	ActionUninstall Action = "uninstall"
+	// ActionUnlock marks a release left pending-* (by a process that died
+	// mid-action) failed, so Helm accepts the next action.
+	ActionUnlock Action = "unlock"
+)
+
+// Defaults for zero ReleaseRequest fields.
+const (
+	DefaultMaxHistory = 5
+	DefaultMaxActions = 5
+)
+
+// ReleaseRequest is the desired state of one release.
+type ReleaseRequest struct {
+	// Configs builds the Helm configuration (identity, storage).
+	Configs     ConfigFactory
+	ReleaseName string
+	Namespace   string
+	Chart       *chart.Chart
+	// Values are the composed values (see ComposeValues).
+	Values          map[string]any
+	Timeout         time.Duration
+	CreateNamespace bool
+	// Mutate, when set, edits rendered objects before they are applied.
+	Mutate Mutator
+	// RenderKey is anything else that changes the rendered release, such
+	// as the image mapping Mutate applies; it is part of the digest.
+	RenderKey string
+	// MaxHistory caps stored revisions; MaxActions caps the actions of
+	// one call.
+	MaxHistory int
+	MaxActions int
+}
+
+// Outcome is what ReconcileRelease did.
+type Outcome struct {
+	// Actions taken, in order; empty when the release was up to date.
+	Actions []Action
+	// Release is the latest revision after the call (zero when none).
+	Release ReleaseInfo
+	// Observed lists every revision written during the call.
+	Observed []ReleaseInfo
+	// Digest of chart, values and render key: "sha256:<hex>".
+	Digest string
+	// Failure and FailedAction say which action failed last and how;
+	// FailureNone when the call ended with the release deployed and up
+	// to date.
+	Failure      Failure
+	FailedAction Action
+}
+
+// Changed reports whether the call wrote anything.
+func (o Outcome) Changed() bool { return len(o.Actions) > 0 }
+
+// state is what the stored history says about a release.
+type state int
+
+const (
+	stateAbsent       state = iota // nothing stored: install
+	stateInSync                    // deployed with the desired digest: nothing
+	stateOutOfSync                 // deployed, other digest: upgrade
+	stateLocked                    // pending-*: unlock
+	stateFailedNoGood              // failed with no good revision to go back to: uninstall
+	stateFailed                    // failed with a good revision: roll back to it
+)
+
+var nextAction = map[state]Action{
+	stateAbsent:       ActionInstall,
+	stateOutOfSync:    ActionUpgrade,
+	stateLocked:       ActionUnlock,
+	stateFailedNoGood: ActionUninstall,
+	stateFailed:       ActionRollback,
+}
+
+// ReconcileRelease brings the release to the desired chart and values as
+// a state machine: determine the state from storage, pick one action, run
+// it, and repeat, at most MaxActions times and never the same action twice
+// in one call, so a failed upgrade is rolled back once and not retried in
+// a loop. Retrying across calls is the caller's decision: it counts the
+// Outcome's failures (a failing hook becomes permanent once it gives up).
+//
+// The error is fault.Permanent for a Forbidden from the API server (the
+// verb and resource named), fault.Unavailable when the API server cannot
+// be reached, and a plain error for other failures of the last action.
+func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) {
+	cfg, err := req.Configs(req.Namespace)
+	if err != nil {
+		return Outcome{Digest: releaseDigest(req)}, err
+	}
+	obs := NewObserver(cfg.Releases.Driver)
+	cfg.Releases.Driver = obs
+	out, err := reconcileRelease(ctx, cfg, req)
+	out.Observed = obs.Observed()
+	return out, err
+}
+
+func reconcileRelease(ctx context.Context, cfg *action.Configuration, req ReleaseRequest) (Outcome, error) {
+	out := Outcome{Digest: releaseDigest(req)}
+
+	opts := ActionOptions{
+		ReleaseName:     req.ReleaseName,
+		Namespace:       req.Namespace,
+		Timeout:         req.Timeout,
+		CreateNamespace: req.CreateNamespace,
+		MaxHistory:      orDefaultInt(req.MaxHistory, DefaultMaxHistory),
+		Labels:          map[string]string{DigestLabel: digestLabel(out.Digest)},
+	}
+	if req.Mutate != nil {
+		opts.PostRenderer = MutatorPostRenderer{Mutate: req.Mutate}
+	}
+	done := map[Action]bool{}
+	var lastErr error
+	for range orDefaultInt(req.MaxActions, DefaultMaxActions) {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		st, last, good, err := determineState(cfg, req.ReleaseName, digestLabel(out.Digest))
+		out.Release = infoOf(last)
+		if err != nil {
+			out.Failure, err = classifyHelm("reading release history", err)
+			return out, err
+		}
+		act, ok := nextAction[st]
+		if !ok { // in sync
+			return out, lastErr
+		}
+		if done[act] {
+			// The action that would come next already ran in this call:
+			// stop and leave the retry to the caller.
+			if lastErr == nil {
+				lastErr = fmt.Errorf("release %s/%s: %s needed again in one reconcile", req.Namespace, req.ReleaseName, act)
+			}
+			return out, lastErr
+		}
+		done[act] = true
+		out.Actions = append(out.Actions, act)
+		err = runAction(ctx, cfg, act, req, opts, last, good)
+		if err == nil {
+			continue
+		}
+		out.FailedAction = act
+		out.Failure, lastErr = classifyHelm(act, err)
+		if out.Failure == FailureForbidden || out.Failure == FailureUnavailable {
+			// Remediation cannot help: it would fail the same way.
+			if last, err := LastRelease(cfg, req.ReleaseName); err == nil {
+				out.Release = infoOf(last)
+			}
+			return out, lastErr
+		}
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("release %s/%s: not converged after %v", req.Namespace, req.ReleaseName, out.Actions)
+	}
+	return out, lastErr
+}
+
+// runAction runs one action; last is the latest stored revision and good
+// the revision to roll back to.
+func runAction(ctx context.Context, cfg *action.Configuration, act Action, req ReleaseRequest, opts ActionOptions, last *release.Release, good int) error {
+	switch act {
+	case ActionInstall:
+		_, err := Install(ctx, cfg, req.Chart, req.Values, opts)
+		return err
+	case ActionUpgrade:
+		_, err := Upgrade(ctx, cfg, req.Chart, req.Values, opts)
+		return err
+	case ActionRollback:
+		return Rollback(cfg, good, opts)
+	case ActionUninstall:
+		_, err := Uninstall(cfg, opts)
+		return err
+	case ActionUnlock:
+		// As Flux does: the process that held the lock is gone, so the
+		// pending revision is recorded as failed and remediated like one.
+		last.SetStatus(release.StatusFailed, fmt.Sprintf("Release unlocked from stale state %s", last.Info.Status))
+		return cfg.Releases.Update(last)
+	}
+	return fmt.Errorf("unknown action %q", act)
+}
+
+// determineState reads the release history. good is the revision a
+// rollback goes to: the latest deployed one, else the latest superseded.
+func determineState(cfg *action.Configuration, name, digest string) (state, *release.Release, int, error) {
+	last, err := LastRelease(cfg, name)
+	if err != nil || last == nil {
+		return stateAbsent, nil, 0, err
+	}
+	switch last.Info.Status {
+	case release.StatusDeployed:
+		if last.Labels[DigestLabel] == digest {
+			return stateInSync, last, last.Version, nil
+		}
+		return stateOutOfSync, last, last.Version, nil
+	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
+		return stateLocked, last, 0, nil
+	case release.StatusUninstalling, release.StatusUninstalled:
+		// Finish (or purge) the uninstall; install follows.
+		return stateFailedNoGood, last, 0, nil
+	}
+	// failed, superseded, unknown: go back to a good revision if any.
+	hist, err := cfg.Releases.History(name)
+	if err != nil {
+		return stateAbsent, last, 0, err
+	}
+	good := goodRevision(hist)
+	if good == 0 {
+		return stateFailedNoGood, last, 0, nil
+	}
+	return stateFailed, last, good, nil
+}
+
+func goodRevision(hist []*release.Release) int {
+	best := map[release.Status]int{}
+	for _, r := range hist {
+		if s := r.Info.Status; (s == release.StatusDeployed || s == release.StatusSuperseded) && r.Version > best[s] {
+			best[s] = r.Version
+		}
+	}
+	if v := best[release.StatusDeployed]; v > 0 {
+		return v
+	}
+	return best[release.StatusSuperseded]
+}
+
+// releaseDigest hashes what the release is made from: every chart in the
+// tree (metadata, templates, files, default values, schema), the values
+// and the render key. Equal digests render equal releases.
+func releaseDigest(req ReleaseRequest) string {
+	h := sha256.New()
+	var walk func(c *chart.Chart)
+	walk = func(c *chart.Chart) {
+		b, _ := json.Marshal(struct {
+			M *chart.Metadata
+			T []*chart.File
+			F []*chart.File
+			V map[string]any
+			S []byte
+		}{c.Metadata, c.Templates, c.Files, c.Values, c.Schema})
+		h.Write(b)
+		deps := append([]*chart.Chart(nil), c.Dependencies()...)
+		sort.Slice(deps, func(i, j int) bool { return deps[i].Name() < deps[j].Name() })
+		for _, d := range deps {
+			walk(d)
+		}
+	}
+	if req.Chart != nil {
+		walk(req.Chart)
+	}
+	vals, _ := json.Marshal(req.Values)
+	h.Write(vals)
+	h.Write([]byte("\x00" + req.RenderKey))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// digestLabel shortens a digest to fit a label value (63 characters).
+func digestLabel(digest string) string {
+	const n = 48 // hex characters: 192 bits
+	hexPart := digest[len("sha256:"):]
+	return hexPart[:n]
+}
+
+func orDefaultInt(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
