@@ -72,6 +72,11 @@ run-local: build test-binaries ## Control plane + operator + samples; Ctrl-C sto
 
 include hack/cluster/cluster.mk
 
+.PHONY: e2e
+e2e: test-binaries cluster-binaries ## End-to-end tests on a real local cluster (root): up, test, down.
+	$(CLUSTER_SH) up
+	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 20m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+
 .PHONY: clean
 clean: ## Remove build output (keeps the cached test binaries).
 	rm -rf bin/manager bin/local
