@@ -279,3 +279,21 @@ func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	}
 	expectKstatus(t, env, status.CurrentStatus)
 }
+
+func TestUnknownSourceTagStallsNamingTheSource(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	env := webEnv(ns)
+	env.Spec.Sources[0].OCI.Tag = "missing"
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))
+		g.Expect(stalled.Message).To(ContainSubstring(`source "app"`))
+		g.Expect(stalled.Message).To(ContainSubstring("missing"))
+	})
+	g.Expect(env.Status.Sources).To(ConsistOf(HaveField("Name", "app")))
+	expectKstatus(t, env, status.FailedStatus)
+}

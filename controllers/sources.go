@@ -96,7 +96,10 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 			log.FromContext(ctx).V(1).Info("resolving source", "source", src.Name)
 			ref, err := r.Sources.Resolve(ctx, s.env.Namespace, src)
 			if err != nil {
-				kept = append(kept, st)
+				// What the other sources last resolved stays in status.
+				for _, rest := range s.env.Spec.Sources[i:] {
+					kept = append(kept, sourceStatus(s.env, rest.Name))
+				}
 				s.env.Status.Sources = kept
 				return sourceError(src.Name, err)
 			}
