@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,4 +298,45 @@ func TestUnknownSourceTagStallsNamingTheSource(t *testing.T) {
 	})
 	g.Expect(env.Status.Sources).To(ConsistOf(HaveField("Name", "app")))
 	expectKstatus(t, env, status.FailedStatus)
+}
+
+func TestWipedRegistryIsPushedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", webSource("binary"))
+	env := webEnv(ns)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "web")).NotTo(BeNil())
+	})
+	img := *imageOf(env, "web", "web")
+
+	// The registry loses the image (a registry restarted without storage,
+	// a garbage collection): its manifest is gone.
+	req, err := http.NewRequest(http.MethodDelete, reg.URL+"/v2/"+ns+"/web/manifests/"+img.Digest, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
+
+	request := requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
+		readyCurrent(g, env)
+	})
+	// The same inputs make the same image: pushed again under the same
+	// digest, and every tag names it.
+	g.Expect(imageOf(env, "web", "web").Digest).To(Equal(img.Digest))
+	byDigest, err := name.NewDigest(reg.host+"/"+ns+"/web@"+img.Digest, name.Insecure)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = remote.Head(byDigest)
+	g.Expect(err).NotTo(HaveOccurred(), "the manifest is back in the registry")
+	for _, tag := range img.Tags {
+		g.Expect(reg.tagDigest(t, ns+"/web", tag)).To(Equal(img.Digest), "tag %s", tag)
+	}
+	expectKstatus(t, env, status.CurrentStatus)
 }

@@ -9,8 +9,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -33,6 +36,9 @@ type ImageOptions struct {
 	// BaseInterval is how often a base image tag is resolved again; one
 	// minute when zero.
 	BaseInterval time.Duration
+	// VerifyInterval is how often an image built from unchanged inputs is
+	// checked to still be in the registry; five minutes when zero.
+	VerifyInterval time.Duration
 }
 
 // buildImages brings every image of a component to its inputs: unchanged
@@ -82,7 +88,24 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 		Registry                *v1alpha1.RegistrySpec
 	}{c.Name, ref.Key(), baseDigest, img, s.env.Spec.Registry})
 	if ist.Inputs == inputs && ist.Digest != "" {
-		return true, "", nil
+		held, err := r.stillPushed(ctx, s, b, img, ist)
+		if err != nil {
+			return false, "", buildError(img.Name, err)
+		}
+		if held {
+			return true, "", nil
+		}
+		// The registry lost the image (wiped, garbage-collected): build
+		// and push it again, builder Jobs included.
+		log.FromContext(ctx).Info("image missing from the registry; pushing it again", "image", img.Name, "digest", ist.Digest)
+		if img.Run != nil {
+			if err := r.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace),
+				client.MatchingLabels{LabelEnvironment: s.env.Name, LabelImage: img.Name, LabelRole: "build"},
+				client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				return false, "", err
+			}
+			return false, "image " + img.Name + " is missing from the registry: building it again", nil
+		}
 	}
 
 	spec := buildSpec(img, ref, baseDigest)
@@ -115,6 +138,27 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
 	}
 	return true, "", nil
+}
+
+// stillPushed checks, at most once per verify interval, that the registry
+// still holds an image built from unchanged inputs and its tags, so a wiped
+// registry heals instead of leaving ImagePullBackOff behind.
+func (r *DevEnvironmentReconciler) stillPushed(ctx context.Context, s *scope, b *build.Builder, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
+	interval := r.Images.VerifyInterval
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	key := string(s.env.UID) + "/verified/" + img.Name
+	if last, ok := r.resolved.get(key); ok && last.ref.Digest == ist.Digest && time.Since(last.at) < interval {
+		return true, nil
+	}
+	held, err := b.Holds(ctx, img.Name, ist.Digest, ist.Tags)
+	if err != nil || !held {
+		return false, err
+	}
+	r.resolved.put(key, resolution{ref: source.Ref{Digest: ist.Digest}, at: time.Now()})
+	s.requeueWithin(interval)
+	return true, nil
 }
 
 // buildSpec is the image to build, with its base pinned to the digest the

@@ -67,8 +67,9 @@ func TestMain(m *testing.M) {
 		NoCrossNamespaceRefs: true,
 		WaitInterval:         200 * time.Millisecond,
 		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources"},
-		Images:               ImageOptions{HelperImage: helperImage, BaseCacheDir: workDir + "/base"},
-		Logs:                 logs,
+		// Every reconcile checks that unchanged images are still pushed.
+		Images: ImageOptions{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
+		Logs:   logs,
 	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -151,3 +151,23 @@ func (b *Builder) tagsFor(image string, repo name.Repository, contentHash string
 	}
 	return out, nil
 }
+
+// Holds reports whether the registry still has the image name@digest and
+// every tag naming it (HEAD requests only): a registry that was wiped or
+// garbage-collected since the push answers false, and the caller pushes
+// again.
+func (b *Builder) Holds(ctx context.Context, name, digest string, tags []string) (bool, error) {
+	repo, err := b.repository(name)
+	if err != nil {
+		return false, err
+	}
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return false, fault.Permanentf("image %s: digest %q: %v", name, digest, err)
+	}
+	state, err := b.inRegistry(ctx, repo, h, tags)
+	if err != nil {
+		return false, err
+	}
+	return !state.manifestMissing && len(state.tagsToMove) == 0, nil
+}
