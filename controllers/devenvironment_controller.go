@@ -152,7 +152,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 		return ctrl.Result{}, nil
 	}
 	for _, c := range teardownOrder(env) {
-		if err := r.Engine.FinalizeComponent(ctx, env, c); err != nil {
+		if err := r.Engine.FinalizeComponent(ctx, env, c, lastStatus(env, c.Name)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing component %s: %w", c.Name, err)
 		}
 	}
@@ -160,6 +160,16 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))
+}
+
+// lastStatus is a component's status entry, or nil.
+func lastStatus(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
+	for i := range env.Status.Components {
+		if env.Status.Components[i].Name == name {
+			return &env.Status.Components[i]
+		}
+	}
+	return nil
 }
 
 // teardownOrder is the reverse DAG order, or reverse declaration order

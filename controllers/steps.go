@@ -9,6 +9,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // step is one stage of a reconcile. Steps run in order; the first error
@@ -89,6 +90,7 @@ func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 // until it is Ready again.
 func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
 	var pending []string
+	in := r.componentInputs(ctx, s)
 	for _, name := range s.plan.ComponentOrder() {
 		c := s.plan.Components[name]
 		st := s.componentStatus(name)
@@ -118,7 +120,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 				continue
 			}
 		}
-		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st)
+		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st, in)
 		if err != nil {
 			st.Phase = v1alpha1.PhaseFailed
 			st.Message = err.Error()
@@ -137,6 +139,23 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		}
 	}
 	return nil
+}
+
+// componentInputs gives the engine the sources of this reconcile.
+func (r *DevEnvironmentReconciler) componentInputs(ctx context.Context, s *scope) *ComponentInputs {
+	return &ComponentInputs{
+		Artifact: func(name string) (*source.Artifact, error) {
+			if r.Sources == nil {
+				return nil, &StallingError{Reason: v1alpha1.ReasonSourceFailed,
+					Err: fmt.Errorf("source %q: this operator fetches no sources", name)}
+			}
+			return r.artifact(ctx, s, name)
+		},
+		Source: func(name string) (source.Ref, bool) {
+			ref, ok := s.refs[name]
+			return ref, ok
+		},
+	}
 }
 
 // runTests starts due test suites. The test engine arrives in its own

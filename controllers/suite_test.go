@@ -153,7 +153,7 @@ func (e *scriptedEngine) finalizedIn(ns string) []string {
 	return append([]string(nil), e.finalized[ns]...)
 }
 
-func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus) (ComponentResult, error) {
+func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *ComponentInputs) (ComponentResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	key := env.Namespace + "/" + c.Name
@@ -168,7 +168,7 @@ func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.Dev
 	return ComponentResult{Phase: phase, Message: "scripted " + string(phase)}, nil
 }
 
-func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component) error {
+func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.finalized[env.Namespace] = append(e.finalized[env.Namespace], c.Name)
