@@ -34,8 +34,7 @@ type DevEnvironmentReconciler struct {
 	// Engine builds and deploys components; IdleEngine when nil.
 	Engine ComponentEngine
 	// DefaultServiceAccount is impersonated for environments that name no
-	// spec.serviceAccountName. Nothing writes on an environment's behalf
-	// until the deploy engine lands; it reads this.
+	// spec.serviceAccountName (the deploy engine holds its own copy).
 	DefaultServiceAccount string
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
@@ -66,6 +65,10 @@ type DevEnvironmentReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
+// The deploy engine writes (and reads) everything an environment deploys as
+// the environment's ServiceAccount; the operator needs no rights on the
+// deployed kinds, only the right to impersonate.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
