@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy"
@@ -90,7 +91,10 @@ func (e *DeployEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevE
 	}
 	user, err := e.identity(env)
 	if err != nil {
-		return err
+		// With no identity nothing was deployed either: an environment
+		// that stalled for want of a ServiceAccount must still go away.
+		log.FromContext(ctx).Info("nothing to remove: no identity to deploy as", "component", c.Name)
+		return nil
 	}
 	cl, err := e.client(nil, user)
 	if err != nil {

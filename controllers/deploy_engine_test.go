@@ -292,4 +292,50 @@ func TestDeployWithoutServiceAccountStalls(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("spec.serviceAccountName: no ServiceAccount to deploy as"))
 	})
 	expectKstatus(t, env, status.FailedStatus)
+
+	// Nothing was deployed, so nothing wedges the deletion.
+	g.Expect(k8s.Delete(context.Background(), env.DeepCopy())).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "anonymous"}})
+}
+
+func TestDroppedComponentIsPruned(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{
+		"a/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"b/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+	})
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pair"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{
+				{Name: "a", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"a"}}},
+				{Name: "b", DependsOn: []string{"a"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"b"}}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, &corev1.ConfigMap{})).To(Succeed())
+
+	patch := client.MergeFrom(env.DeepCopy())
+	env.Spec.Components = env.Spec.Components[:1]
+	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
+	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(env.Status.Components).To(HaveLen(1))
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+	expectKstatus(t, env, status.CurrentStatus)
 }

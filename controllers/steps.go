@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/plan"
@@ -33,7 +35,7 @@ func (r *DevEnvironmentReconciler) steps() []step {
 
 // planEnvironment checks what CEL cannot (cycles, templates, references as
 // the libraries parse them, operator policy) and builds the DAG.
-func (r *DevEnvironmentReconciler) planEnvironment(_ context.Context, s *scope) error {
+func (r *DevEnvironmentReconciler) planEnvironment(ctx context.Context, s *scope) error {
 	if err := r.checkPolicy(s.env); err != nil {
 		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
 	}
@@ -46,7 +48,32 @@ func (r *DevEnvironmentReconciler) planEnvironment(_ context.Context, s *scope) 
 		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
 	}
 	s.plan = p
+	if err := r.removeDropped(ctx, s.env, p); err != nil {
+		return err
+	}
 	pruneStatus(s.env, p)
+	return nil
+}
+
+// removeDropped removes what components no longer in the spec deployed —
+// their status still says what: a release, or an inventory — before their
+// status entries go. A failure keeps the entry, so the next reconcile tries
+// again.
+func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, env *v1alpha1.DevEnvironment, p *plan.Plan) error {
+	for i := range env.Status.Components {
+		st := &env.Status.Components[i]
+		if _, ok := p.Components[st.Name]; ok || (st.Release == nil && len(st.Inventory) == 0) {
+			continue
+		}
+		c := &v1alpha1.Component{Name: st.Name}
+		if st.Release != nil {
+			c.Helm = &v1alpha1.HelmSpec{}
+		}
+		log.FromContext(ctx).Info("removing a component dropped from the spec", "component", st.Name)
+		if err := r.Engine.FinalizeComponent(ctx, env, c, st); err != nil {
+			return fmt.Errorf("removing dropped component %s: %w", st.Name, err)
+		}
+	}
 	return nil
 }
 
