@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -338,4 +339,35 @@ func TestDroppedComponentIsPruned(t *testing.T) {
 	})
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
 	expectKstatus(t, env, status.CurrentStatus)
+}
+
+func TestFailingReleaseStallsWithHelmError(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", chartFiles(t, "web", "chart"))
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "site", Helm: &v1alpha1.HelmSpec{
+				Chart:  v1alpha1.ChartRef{Source: "app", Path: "chart"},
+				Values: &apiextensionsv1.JSON{Raw: []byte(`{"broken": true}`)},
+			}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("failed 3 times in a row"))
+		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
+	})
+	g.Expect(componentOf(env, "site").Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.FailedStatus)
 }
