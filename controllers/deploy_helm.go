@@ -41,7 +41,13 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 	if err != nil {
 		return ComponentResult{}, err
 	}
-	chrt, err := e.Charts.Load(ctx, h.Chart, art, plainHTTPChart(env, h.Chart.OCI))
+	charts := e.Charts
+	if charts == nil {
+		// Charts from sources need no cache; oci and repo charts fail
+		// with the loader's own message.
+		charts = &deploy.ChartLoader{}
+	}
+	chrt, err := charts.Load(ctx, h.Chart, art, plainHTTPChart(env, h.Chart.OCI))
 	if err != nil {
 		return ComponentResult{}, err
 	}
