@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -34,8 +36,7 @@ type DevEnvironmentReconciler struct {
 	// Engine builds and deploys components; IdleEngine when nil.
 	Engine ComponentEngine
 	// DefaultServiceAccount is impersonated for environments that name no
-	// spec.serviceAccountName. Nothing writes on an environment's behalf
-	// until the deploy engine lands; it reads this.
+	// spec.serviceAccountName (the deploy engine holds its own copy).
 	DefaultServiceAccount string
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
@@ -66,6 +67,11 @@ type DevEnvironmentReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
+// The deploy engine writes (and reads) everything an environment deploys as
+// the environment's ServiceAccount; the operator needs no rights on the
+// deployed kinds, only the right to impersonate.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
@@ -152,7 +158,16 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 		return ctrl.Result{}, nil
 	}
 	for _, c := range teardownOrder(env) {
-		if err := r.Engine.FinalizeComponent(ctx, env, c); err != nil {
+		err := r.Engine.FinalizeComponent(ctx, env, c, lastStatus(env, c.Name))
+		if err != nil && fault.IsPermanent(err) && r.namespaceTerminating(ctx, env.Namespace) {
+			// The environment's namespace is going away and took the
+			// ServiceAccount's rights with it: what is left in that
+			// namespace goes with it, and waiting would wedge the
+			// namespace's deletion forever.
+			log.FromContext(ctx).Info("abandoning removal: the namespace is being deleted", "component", c.Name, "error", err.Error())
+			continue
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing component %s: %w", c.Name, err)
 		}
 	}
@@ -160,6 +175,25 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))
+}
+
+// namespaceTerminating reports whether ns is being deleted (or is gone).
+func (r *DevEnvironmentReconciler) namespaceTerminating(ctx context.Context, ns string) bool {
+	n := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	return !n.DeletionTimestamp.IsZero()
+}
+
+// lastStatus is a component's status entry, or nil.
+func lastStatus(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
+	for i := range env.Status.Components {
+		if env.Status.Components[i].Name == name {
+			return &env.Status.Components[i]
+		}
+	}
+	return nil
 }
 
 // teardownOrder is the reverse DAG order, or reverse declaration order

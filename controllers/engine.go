@@ -3,7 +3,10 @@ package controllers
 import (
 	"context"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // ComponentResult is what an engine reports about one component.
@@ -22,10 +25,27 @@ type ComponentEngine interface {
 	// ReconcileComponent brings c to its declared state. It is called on
 	// every reconcile while c's dependencies are Ready and must be
 	// idempotent. An error is a failure to retry (or a *StallingError).
-	ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (ComponentResult, error)
+	// in gives access to what the reconcile resolved and fetched.
+	ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs) (ComponentResult, error)
 	// FinalizeComponent removes what ReconcileComponent deployed. Called in
 	// reverse dependency order when the environment is deleted.
-	FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component) error
+	// st is the component's last status (nil when it has none): the
+	// inventory and the release to remove are read from it.
+	FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error
+}
+
+// ComponentInputs is what one reconcile of an environment resolved, shared
+// by every component of that reconcile: sources are fetched at most once and
+// an engine may keep per-reconcile state (its impersonating client) in it.
+type ComponentInputs struct {
+	// Artifact fetches a source's content by name (once per reconcile).
+	Artifact func(name string) (*source.Artifact, error)
+	// Source returns a source's resolved reference, which tag templates
+	// render from.
+	Source func(name string) (source.Ref, bool)
+
+	// clients are the impersonating clients of this reconcile, by user.
+	clients map[string]client.Client
 }
 
 // IdleEngine is the deploy engine of an operator built without one: it
@@ -35,11 +55,11 @@ type ComponentEngine interface {
 type IdleEngine struct{}
 
 // ReconcileComponent reports the component Ready with nothing done.
-func (IdleEngine) ReconcileComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component, *v1alpha1.ComponentStatus) (ComponentResult, error) {
+func (IdleEngine) ReconcileComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component, *v1alpha1.ComponentStatus, *ComponentInputs) (ComponentResult, error) {
 	return ComponentResult{Phase: v1alpha1.PhaseReady, Message: "images built; nothing deployed: no deploy engine in this operator"}, nil
 }
 
 // FinalizeComponent has nothing to remove.
-func (IdleEngine) FinalizeComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component) error {
+func (IdleEngine) FinalizeComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component, *v1alpha1.ComponentStatus) error {
 	return nil
 }

@@ -180,11 +180,7 @@ func buildSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) build
 // known.
 func tagRenderer(img *v1alpha1.ImageSpec, c *v1alpha1.Component, ref source.Ref) func(string) ([]string, error) {
 	return func(contentHash string) ([]string, error) {
-		v := plan.TagValues{ContentHash: contentHash, Revision: ref.ID, Source: img.Source, Image: img.Name, Component: c.Name}
-		v.ShortRevision = ref.ID
-		if len(v.ShortRevision) > 12 {
-			v.ShortRevision = v.ShortRevision[:12]
-		}
+		v := tagValues(img, c, ref, contentHash)
 		var tags []string
 		for i, t := range img.Tags {
 			tag, err := plan.RenderTag(t, v)
@@ -195,6 +191,16 @@ func tagRenderer(img *v1alpha1.ImageSpec, c *v1alpha1.Component, ref source.Ref)
 		}
 		return tags, nil
 	}
+}
+
+// tagValues are the variables of an image's tag templates.
+func tagValues(img *v1alpha1.ImageSpec, c *v1alpha1.Component, ref source.Ref, contentHash string) plan.TagValues {
+	v := plan.TagValues{ContentHash: contentHash, Revision: ref.ID, Source: img.Source, Image: img.Name, Component: c.Name}
+	v.ShortRevision = ref.ID
+	if len(v.ShortRevision) > 12 {
+		v.ShortRevision = v.ShortRevision[:12]
+	}
+	return v
 }
 
 // builder is the environment's registry client, made once per reconcile

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // step is one stage of a reconcile. Steps run in order; the first error
@@ -32,7 +35,7 @@ func (r *DevEnvironmentReconciler) steps() []step {
 
 // planEnvironment checks what CEL cannot (cycles, templates, references as
 // the libraries parse them, operator policy) and builds the DAG.
-func (r *DevEnvironmentReconciler) planEnvironment(_ context.Context, s *scope) error {
+func (r *DevEnvironmentReconciler) planEnvironment(ctx context.Context, s *scope) error {
 	if err := r.checkPolicy(s.env); err != nil {
 		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
 	}
@@ -45,7 +48,32 @@ func (r *DevEnvironmentReconciler) planEnvironment(_ context.Context, s *scope) 
 		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
 	}
 	s.plan = p
+	if err := r.removeDropped(ctx, s.env, p); err != nil {
+		return err
+	}
 	pruneStatus(s.env, p)
+	return nil
+}
+
+// removeDropped removes what components no longer in the spec deployed —
+// their status still says what: a release, or an inventory — before their
+// status entries go. A failure keeps the entry, so the next reconcile tries
+// again.
+func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, env *v1alpha1.DevEnvironment, p *plan.Plan) error {
+	for i := range env.Status.Components {
+		st := &env.Status.Components[i]
+		if _, ok := p.Components[st.Name]; ok || (st.Release == nil && len(st.Inventory) == 0) {
+			continue
+		}
+		c := &v1alpha1.Component{Name: st.Name}
+		if st.Release != nil {
+			c.Helm = &v1alpha1.HelmSpec{}
+		}
+		log.FromContext(ctx).Info("removing a component dropped from the spec", "component", st.Name)
+		if err := r.Engine.FinalizeComponent(ctx, env, c, st); err != nil {
+			return fmt.Errorf("removing dropped component %s: %w", st.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -89,6 +117,7 @@ func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 // until it is Ready again.
 func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
 	var pending []string
+	in := r.componentInputs(ctx, s)
 	for _, name := range s.plan.ComponentOrder() {
 		c := s.plan.Components[name]
 		st := s.componentStatus(name)
@@ -118,7 +147,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 				continue
 			}
 		}
-		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st)
+		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st, in)
 		if err != nil {
 			st.Phase = v1alpha1.PhaseFailed
 			st.Message = err.Error()
@@ -137,6 +166,23 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		}
 	}
 	return nil
+}
+
+// componentInputs gives the engine the sources of this reconcile.
+func (r *DevEnvironmentReconciler) componentInputs(ctx context.Context, s *scope) *ComponentInputs {
+	return &ComponentInputs{
+		Artifact: func(name string) (*source.Artifact, error) {
+			if r.Sources == nil {
+				return nil, &StallingError{Reason: v1alpha1.ReasonSourceFailed,
+					Err: fmt.Errorf("source %q: this operator fetches no sources", name)}
+			}
+			return r.artifact(ctx, s, name)
+		},
+		Source: func(name string) (source.Ref, bool) {
+			ref, ok := s.refs[name]
+			return ref, ok
+		},
+	}
 }
 
 // runTests starts due test suites. The test engine arrives in its own

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
@@ -29,6 +30,9 @@ var (
 	engine = newScriptedEngine()
 	reg    *testRegistry
 	logs   = &fakeLogs{}
+
+	deployEngine    *DeployEngine
+	suiteReconciler *DevEnvironmentReconciler
 )
 
 // helperImage is what builder pods would run; no pod runs in envtest.
@@ -60,10 +64,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	deployEngine = &DeployEngine{
+		Config: env.Config,
+		Mapper: mgr.GetRESTMapper(),
+		Scheme: mgr.GetScheme(),
+		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts"},
+	}
 	r := &DevEnvironmentReconciler{
 		Client:               mgr.GetClient(),
 		Recorder:             mgr.GetEventRecorder("devloop"),
-		Engine:               engine,
+		Engine:               &routedEngine{scripted: engine, real: deployEngine},
 		NoCrossNamespaceRefs: true,
 		WaitInterval:         200 * time.Millisecond,
 		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources"},
@@ -79,6 +89,7 @@ func TestMain(m *testing.M) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	k8s = mgr.GetClient()
+	suiteReconciler = r
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		fmt.Fprintln(os.Stderr, "cache did not sync")
 		os.Exit(1)
@@ -113,6 +124,36 @@ func newNamespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// routedEngine runs the real deploy engine in the namespaces of tests that
+// asked for it (useDeployEngine) and the scripted one everywhere else, so
+// the DAG tests keep their scripted phases and the deploy tests share the
+// one manager.
+type routedEngine struct {
+	scripted *scriptedEngine
+	real     *DeployEngine
+	deployNS sync.Map // namespace -> true
+}
+
+// useDeployEngine makes environments in ns deploy for real.
+func useDeployEngine(ns string) { suiteEngine().deployNS.Store(ns, true) }
+
+func suiteEngine() *routedEngine { return suiteReconciler.Engine.(*routedEngine) }
+
+func (e *routedEngine) pick(ns string) ComponentEngine {
+	if _, ok := e.deployNS.Load(ns); ok {
+		return e.real
+	}
+	return e.scripted
+}
+
+func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs) (ComponentResult, error) {
+	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, in)
+}
+
+func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error {
+	return e.pick(env.Namespace).FinalizeComponent(ctx, env, c, st)
 }
 
 // scriptedEngine stands in for the build and deploy engines: each
@@ -154,7 +195,7 @@ func (e *scriptedEngine) finalizedIn(ns string) []string {
 	return append([]string(nil), e.finalized[ns]...)
 }
 
-func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus) (ComponentResult, error) {
+func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *ComponentInputs) (ComponentResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	key := env.Namespace + "/" + c.Name
@@ -169,7 +210,7 @@ func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.Dev
 	return ComponentResult{Phase: phase, Message: "scripted " + string(phase)}, nil
 }
 
-func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component) error {
+func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.finalized[env.Namespace] = append(e.finalized[env.Namespace], c.Name)

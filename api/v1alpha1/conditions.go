@@ -28,6 +28,12 @@ const (
 	ReasonBuildFailed = "BuildFailed"
 	// ReasonBuilding: a builder Job is running.
 	ReasonBuilding = "Building"
+
+	// ReasonDeployFailed: a component's objects or release cannot be
+	// deployed (forbidden, invalid, a Helm release that failed too often).
+	ReasonDeployFailed = "DeployFailed"
+	// ReasonNoServiceAccount: there is no identity to deploy as.
+	ReasonNoServiceAccount = "NoServiceAccount"
 )
 
 // Finalizer keeps a DevEnvironment until what it deployed is removed.

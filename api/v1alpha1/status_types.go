@@ -115,6 +115,34 @@ type ComponentStatus struct {
 	// Release is the Helm release of the component.
 	// +optional
 	Release *ReleaseStatus `json:"release,omitempty"`
+	// Inventory lists the objects the component's manifests applied, so
+	// objects that leave the set are pruned and deletion removes them all.
+	// A Helm release keeps its own inventory (the release manifest).
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	Inventory []ObjectRef `json:"inventory,omitempty"`
+}
+
+// ObjectRef names one applied object.
+type ObjectRef struct {
+	// Group of the object's kind; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// Version of the object's kind as applied.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Version string `json:"version,omitempty"`
+	// Kind of the object.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace of a namespaced object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ImageStatus is the last image built and pushed.

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/controllers"
+	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -86,6 +87,14 @@ func run(args []string) error {
 			BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
 		},
 		Logs: controllers.PodLogs{Clientset: clientset},
+		Engine: &controllers.DeployEngine{
+			Config:                mgr.GetConfig(),
+			Mapper:                mgr.GetRESTMapper(),
+			Scheme:                mgr.GetScheme(),
+			DefaultServiceAccount: opts.defaultServiceAccount,
+			AllowOperatorIdentity: opts.allowOperatorIdentity,
+			Charts:                &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
+		},
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
@@ -105,7 +114,7 @@ func run(args []string) error {
 	}
 
 	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
-		"defaultServiceAccount", opts.defaultServiceAccount, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
+		"defaultServiceAccount", opts.defaultServiceAccount, "allowOperatorIdentity", opts.allowOperatorIdentity, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
 		"helperImage", opts.helperImage, "workDir", opts.workDir)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
@@ -117,6 +126,7 @@ type options struct {
 	concurrent            int
 	defaultServiceAccount string
 	noCrossNamespaceRefs  bool
+	allowOperatorIdentity bool
 	logLevel              string
 	logFormat             string
 	kubeconfig            string
@@ -142,6 +152,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "how many DevEnvironments are reconciled at once")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount impersonated for environments that set no spec.serviceAccountName")
+	fs.BoolVar(&o.allowOperatorIdentity, "allow-operator-identity", false, "deploy environments that name no ServiceAccount, when --default-service-account is empty, with the operator's own identity (gives every DevEnvironment author the operator's rights; off by default)")
 	fs.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")

@@ -1,0 +1,373 @@
+package controllers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
+)
+
+// deployer makes a ServiceAccount in ns; with admin, it may do anything
+// in ns, as a tenant's deployer would.
+func deployer(t *testing.T, ns, name string, admin bool) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+	if !admin {
+		return
+	}
+	// Not the bootstrap "admin" ClusterRole: its rules are aggregated by
+	// the controller-manager, which envtest does not run.
+	g.Expect(k8s.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-admin"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	})).To(Succeed())
+}
+
+// webDeployment is a manifest of a Deployment running the built image by
+// its bare name.
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: web:latest
+`
+
+// markAvailable writes the status a Deployment controller would once its
+// pods are up (envtest runs no controllers).
+func markAvailable(t *testing.T, ns, name string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		}
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			},
+		}
+		return k8s.Status().Update(context.Background(), d)
+	}, timeout).Should(Succeed())
+}
+
+func componentOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
+	return lastStatus(env, name)
+}
+
+func expectGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+	}, timeout).Should(BeTrue(), "%T %s still there", obj, obj.GetName())
+}
+
+func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	files["deploy/deployment.yaml"] = webDeployment
+	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n"
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Registry.PullPrefix = "localhost:5001/" + ns
+	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := componentOf(env, "web")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
+		g.Expect(c.Message).To(ContainSubstring("deployments.apps/web"))
+		g.Expect(condition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil())
+	})
+	img := imageOf(env, "web", "web")
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("localhost:5001/" + ns + "/web@" + img.Digest))
+	g.Expect(d.Labels).To(HaveKeyWithValue(deploy.LabelEnvironment, "web"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(deploy.LabelComponent, "web"))
+	g.Expect(componentOf(env, "web").Inventory).To(ConsistOf(
+		v1alpha1.ObjectRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
+		v1alpha1.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "extra"},
+	))
+	expectKstatus(t, env, status.InProgressStatus)
+
+	markAvailable(t, ns, "web")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseReady))
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// An object leaving the set is pruned.
+	delete(files, "deploy/config.yaml")
+	reg.pushSource(t, ns+"/src", "dev", files)
+	_ = requestReconcile(t, env)
+	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra"}})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(componentOf(env, "web").Inventory).To(HaveLen(1))
+	})
+	markAvailable(t, ns, "web") // the new source may have built a new digest
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").Inventory).To(HaveLen(1))
+	})
+
+	// Deleting the environment prunes what it applied.
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	// The last state before deletion was Current.
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// chartFiles reads a test chart into source files under prefix.
+func chartFiles(t *testing.T, name, prefix string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("testdata", "charts", name)
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files[prefix+"/"+filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	for k, v := range chartFiles(t, "web", "chart") {
+		files[k] = v
+	}
+	srcDigest := reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	c := &env.Spec.Components[0]
+	c.Manifests = nil
+	c.Helm = &v1alpha1.HelmSpec{
+		Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
+		ReleaseName: "site",
+		ImageValues: []v1alpha1.ImageValue{{Image: "web", Path: "version", From: "Revision"}},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := componentOf(env, "web")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
+		g.Expect(c.Release).NotTo(BeNil())
+	})
+	g.Expect(*componentOf(env, "web").Release).To(Equal(v1alpha1.ReleaseStatus{Name: "site", Namespace: ns, Revision: 1, Status: "deployed"}))
+	img := imageOf(env, "web", "web")
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-version"}, cm)).To(Succeed())
+	g.Expect(cm.Data["version"]).To(Equal("rev-" + srcDigest.Hex[:12]))
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + img.Digest))
+	expectKstatus(t, env, status.InProgressStatus)
+
+	markAvailable(t, ns, "site")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	// Nothing changed: the release is not upgraded again.
+	g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
+	expectKstatus(t, env, status.CurrentStatus)
+
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	expectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site"}})
+	expectGone(t, cm)
+	secrets := &corev1.SecretList{}
+	g.Expect(k8s.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "site"})).To(Succeed())
+	g.Expect(secrets.Items).To(BeEmpty(), "release storage left after uninstall")
+	// The last state before deletion was Current.
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+func TestDeployWithoutRightsStallsNamingVerbAndResource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "nobody", false)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{
+		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"})
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "denied"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "nobody",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "config",
+				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("cannot patch configmaps in namespace " + ns))
+		g.Expect(stalled.Message).To(ContainSubstring("system:serviceaccount:" + ns + ":nobody"))
+		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
+	})
+	g.Expect(componentOf(env, "config").Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.FailedStatus)
+}
+
+func TestDeployWithoutServiceAccountStalls(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "anonymous"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "config",
+				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
+		},
+	}
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonNoServiceAccount))
+		g.Expect(stalled.Message).To(ContainSubstring("spec.serviceAccountName: no ServiceAccount to deploy as"))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+
+	// Nothing was deployed, so nothing wedges the deletion.
+	g.Expect(k8s.Delete(context.Background(), env.DeepCopy())).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "anonymous"}})
+}
+
+func TestDroppedComponentIsPruned(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{
+		"a/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"b/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+	})
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pair"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{
+				{Name: "a", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"a"}}},
+				{Name: "b", DependsOn: []string{"a"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"b"}}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, &corev1.ConfigMap{})).To(Succeed())
+
+	patch := client.MergeFrom(env.DeepCopy())
+	env.Spec.Components = env.Spec.Components[:1]
+	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
+	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(env.Status.Components).To(HaveLen(1))
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+func TestFailingReleaseStallsWithHelmError(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", chartFiles(t, "web", "chart"))
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "site", Helm: &v1alpha1.HelmSpec{
+				Chart:  v1alpha1.ChartRef{Source: "app", Path: "chart"},
+				Values: &apiextensionsv1.JSON{Raw: []byte(`{"broken": true}`)},
+			}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("failed 3 times in a row"))
+		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
+	})
+	g.Expect(componentOf(env, "site").Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.FailedStatus)
+}

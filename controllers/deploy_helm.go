@@ -1,0 +1,162 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// defaultHelmTimeout bounds each Helm action when the spec says nothing
+// (the CRD defaults it to the same).
+const defaultHelmTimeout = 5 * time.Minute
+
+// reconcileHelm brings the component's release to its chart and values,
+// with every built image pinned by the post-renderer, then checks the
+// release's objects. A release that fails MaxReleaseFailures reconciles in
+// a row with the same chart and values stalls the environment with Helm's
+// error; ReconcileRelease itself rolls back failed upgrades and uninstalls
+// failed installs between the attempts.
+func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs, user string, cl client.Client, images []deploy.BuiltImage, refs map[string]deploy.ImageRef) (ComponentResult, error) {
+	h := c.Helm
+	var art *source.Artifact
+	if h.Chart.Source != "" {
+		var err error
+		if art, err = in.Artifact(h.Chart.Source); err != nil {
+			return ComponentResult{}, err
+		}
+	}
+	// valuesFrom is read as the environment's ServiceAccount: the
+	// operator's own right to read Secrets is not lent to the tenant.
+	vals, err := deploy.ComposeValues(ctx, cl, env.Namespace, h, refs)
+	if err != nil {
+		return ComponentResult{}, err
+	}
+	charts := e.Charts
+	if charts == nil {
+		// Charts from sources need no cache; oci and repo charts fail
+		// with the loader's own message.
+		charts = &deploy.ChartLoader{}
+	}
+	chrt, err := charts.Load(ctx, h.Chart, art, plainHTTPChart(env, h.Chart.OCI))
+	if err != nil {
+		return ComponentResult{}, err
+	}
+	req := e.releaseRequest(env, c, user)
+	req.Chart, req.Values = chrt, vals
+	req.Mutate = func(objs []*unstructured.Unstructured) error {
+		_, err := deploy.RewriteImages(objs, images)
+		return err
+	}
+	// The image mapping is part of what the release renders: a new digest
+	// upgrades the release even when chart and values are unchanged.
+	req.RenderKey = hashJSON(images)
+
+	out, err := deploy.ReconcileRelease(ctx, req)
+	if out.Release.Name != "" {
+		st.Release = &v1alpha1.ReleaseStatus{Name: out.Release.Name, Namespace: out.Release.Namespace,
+			Revision: out.Release.Revision, Status: string(out.Release.Status)}
+	}
+	if err != nil {
+		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
+			return ComponentResult{}, err
+		}
+		n := e.failures.add(env, c.Name, out.Digest)
+		if n >= e.maxReleaseFailures() {
+			return ComponentResult{}, &StallingError{Reason: v1alpha1.ReasonDeployFailed,
+				Err: fmt.Errorf("helm release %s/%s failed %d times in a row: %w", req.Namespace, req.ReleaseName, n, err)}
+		}
+		return ComponentResult{}, fmt.Errorf("helm release %s/%s (attempt %d of %d): %w", req.Namespace, req.ReleaseName, n, e.maxReleaseFailures(), err)
+	}
+	e.failures.forget(env, c.Name)
+	if out.Changed() {
+		log.FromContext(ctx).Info("helm release reconciled", "component", c.Name, "release", req.ReleaseName,
+			"namespace", req.Namespace, "actions", out.Actions, "revision", out.Release.Revision)
+	}
+
+	cfg, err := req.Configs(req.Namespace)
+	if err != nil {
+		return ComponentResult{}, err
+	}
+	rls, err := deploy.LastRelease(cfg, req.ReleaseName)
+	if err != nil {
+		return ComponentResult{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+	}
+	objs, err := deploy.ReleaseObjects(rls, e.Mapper)
+	if err != nil {
+		return ComponentResult{}, fmt.Errorf("release %s/%s manifest: %w", req.Namespace, req.ReleaseName, err)
+	}
+	return readiness(ctx, cl, objs, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+}
+
+// releaseRequest is the identity and placement of a component's release.
+func (e *DeployEngine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, user string) deploy.ReleaseRequest {
+	h := c.Helm
+	req := deploy.ReleaseRequest{
+		Configs:         deploy.NewConfigFactory(e.Config, user),
+		ReleaseName:     h.ReleaseName,
+		Namespace:       h.Namespace,
+		CreateNamespace: h.CreateNamespace,
+		Timeout:         defaultHelmTimeout,
+	}
+	if req.ReleaseName == "" {
+		req.ReleaseName = c.Name
+	}
+	if req.Namespace == "" {
+		req.Namespace = env.Namespace
+	}
+	if h.Timeout != nil && h.Timeout.Duration > 0 {
+		req.Timeout = h.Timeout.Duration
+	}
+	return req
+}
+
+// uninstall removes the component's release. A release that is not there
+// (never installed, or its namespace deleted by hand with its storage)
+// is done.
+func (e *DeployEngine) uninstall(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, user string) error {
+	req := e.releaseRequest(env, c, user)
+	if st != nil && st.Release != nil {
+		// The release status names what was installed, even if the spec
+		// has since moved it.
+		req.ReleaseName, req.Namespace = st.Release.Name, st.Release.Namespace
+	}
+	cfg, err := req.Configs(req.Namespace)
+	if err != nil {
+		return err
+	}
+	rls, err := deploy.LastRelease(cfg, req.ReleaseName)
+	if err != nil {
+		return fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+	}
+	if rls == nil {
+		return nil
+	}
+	log.FromContext(ctx).Info("uninstalling helm release", "component", c.Name, "release", req.ReleaseName, "namespace", req.Namespace)
+	_, err = deploy.Uninstall(cfg, deploy.ActionOptions{ReleaseName: req.ReleaseName, Namespace: req.Namespace,
+		Timeout: req.Timeout, Description: "DevEnvironment " + env.Name + " deleted"})
+	if err != nil {
+		return fmt.Errorf("uninstalling release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+	}
+	return nil
+}
+
+// plainHTTPChart allows plain HTTP to an OCI chart only in the
+// environment's own registry, and only when spec.registry.insecure says so.
+func plainHTTPChart(env *v1alpha1.DevEnvironment, oci string) bool {
+	r := env.Spec.Registry
+	if oci == "" || r == nil || !r.Insecure {
+		return false
+	}
+	host, _, _ := strings.Cut(r.Prefix, "/")
+	return strings.HasPrefix(strings.TrimPrefix(oci, "oci://"), host+"/")
+}

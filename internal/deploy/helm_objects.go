@@ -1,0 +1,42 @@
+package deploy
+
+import (
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// ReleaseObjects lists the objects a release's manifest holds, for
+// readiness checks: the release is the inventory of a Helm component.
+// Hooks and the chart's crds/ directory are not in the manifest and are not
+// listed. A namespaced object that names no namespace is in the release's
+// namespace; mapper says which kinds are namespaced, and a kind it does not
+// know is taken as namespaced when the object names no namespace.
+func ReleaseObjects(rls *release.Release, mapper meta.RESTMapper) ([]ObjRef, error) {
+	if rls == nil {
+		return nil, nil
+	}
+	objs, err := parseManifests([]byte(rls.Manifest))
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]ObjRef, 0, len(objs))
+	for _, o := range objs {
+		ref := RefOf(o)
+		if ref.Namespace == "" && namespaced(mapper, ref) {
+			ref.Namespace = rls.Namespace
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+func namespaced(mapper meta.RESTMapper, ref ObjRef) bool {
+	if mapper == nil {
+		return true
+	}
+	m, err := mapper.RESTMapping(ref.GroupVersionKind().GroupKind(), ref.Version)
+	if err != nil {
+		return true
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace
+}
