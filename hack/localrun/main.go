@@ -25,7 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -127,9 +132,10 @@ Edit config/samples/local/hello-src and push it again to rebuild:
   go run ./hack/localrun/push config/samples/local/hello-src %[3]s/samples/hello-src:dev
   kubectl --kubeconfig %[1]s annotate devenv hello --overwrite devloop.dev/reconcile-requested-at="$(date +%%s)"
 
-This control plane has no nodes: images are built and pushed for real, but
-nothing is deployed yet (the deploy engine and the full local cluster
-arrive in later releases), so components say so.
+This control plane has no nodes: the image is built and pushed for real and
+the sample's manifests are applied (a suspended CronJob whose pod template
+names the built digest: kubectl get cronjob hello -o yaml), but no pod runs.
+A real single-node cluster: make cluster-up (see hack/cluster/README.md).
 `, kubeconfig, logFile.Name(), registry.Host)
 	if exitWhenReady {
 		return nil
@@ -204,6 +210,11 @@ func applySamples(ctx context.Context, k8s client.Client, dir, registryHost stri
 			fmt.Printf("    pushed %s as %s@%s\n", srcDir, ref, d)
 		}
 		env.Namespace = "default"
+		if sa := env.Spec.ServiceAccountName; sa != "" {
+			if err := createDeployer(ctx, k8s, env.Namespace, sa); err != nil {
+				return nil, err
+			}
+		}
 		if err := k8s.Create(ctx, env); err != nil {
 			return nil, fmt.Errorf("applying %s: %w", f, err)
 		}
@@ -211,6 +222,46 @@ func applySamples(ctx context.Context, k8s client.Client, dir, registryHost stri
 		keys = append(keys, client.ObjectKeyFromObject(env))
 	}
 	return keys, nil
+}
+
+// cronJobImages are the images of the CronJobs among objs, to show that
+// what was deployed names the built digest.
+func cronJobImages(ctx context.Context, k8s client.Client, namespace string, objs []v1alpha1.ObjectRef) []string {
+	var images []string
+	for _, o := range objs {
+		if o.Kind != "CronJob" {
+			continue
+		}
+		cj := &batchv1.CronJob{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: o.Name}, cj); err != nil {
+			continue
+		}
+		for _, c := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+	}
+	return images
+}
+
+// createDeployer makes the ServiceAccount an environment deploys as, with
+// every right in its namespace and none outside it: what a team's deployer
+// account would get. The operator impersonates it for every write.
+func createDeployer(ctx context.Context, k8s client.Client, namespace, name string) error {
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}},
+	}
+	for _, o := range objs {
+		if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the deployer %s/%s: %w", namespace, name, err)
+		}
+	}
+	fmt.Printf("    serviceaccount/%s created with a Role on namespace %s (every write of the environment is impersonated as it)\n", name, namespace)
+	return nil
 }
 
 // printImages shows what was built: every image's digest and tags.
@@ -223,6 +274,12 @@ func printImages(ctx context.Context, k8s client.Client, keys []client.ObjectKey
 		for _, c := range env.Status.Components {
 			for _, img := range c.Images {
 				fmt.Printf("    built %s@%s\n      tags: %s\n", img.Repository, img.Digest, strings.Join(img.Tags, ", "))
+			}
+			for _, o := range c.Inventory {
+				fmt.Printf("    deployed %s %s/%s (as %s)\n", o.Kind, o.Namespace, o.Name, env.Spec.ServiceAccountName)
+			}
+			if pinned := cronJobImages(ctx, k8s, env.Namespace, c.Inventory); len(pinned) > 0 {
+				fmt.Printf("      its pod template runs %s\n", strings.Join(pinned, ", "))
 			}
 		}
 	}
