@@ -26,11 +26,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -211,9 +207,10 @@ func applySamples(ctx context.Context, k8s client.Client, dir, registryHost stri
 		}
 		env.Namespace = "default"
 		if sa := env.Spec.ServiceAccountName; sa != "" {
-			if err := createDeployer(ctx, k8s, env.Namespace, sa); err != nil {
+			if err := testenv.CreateDeployer(ctx, k8s, env.Namespace, sa); err != nil {
 				return nil, err
 			}
+			fmt.Printf("    serviceaccount/%s created with a Role on namespace %s (every write of the environment is impersonated as it)\n", sa, env.Namespace)
 		}
 		if err := k8s.Create(ctx, env); err != nil {
 			return nil, fmt.Errorf("applying %s: %w", f, err)
@@ -241,27 +238,6 @@ func cronJobImages(ctx context.Context, k8s client.Client, namespace string, obj
 		}
 	}
 	return images
-}
-
-// createDeployer makes the ServiceAccount an environment deploys as, with
-// every right in its namespace and none outside it: what a team's deployer
-// account would get. The operator impersonates it for every write.
-func createDeployer(ctx context.Context, k8s client.Client, namespace, name string) error {
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}},
-	}
-	for _, o := range objs {
-		if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating the deployer %s/%s: %w", namespace, name, err)
-		}
-	}
-	fmt.Printf("    serviceaccount/%s created with a Role on namespace %s (every write of the environment is impersonated as it)\n", name, namespace)
-	return nil
 }
 
 // printImages shows what was built: every image's digest and tags.

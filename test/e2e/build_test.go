@@ -188,13 +188,15 @@ func TestBuilderJobCompilesInTheCluster(t *testing.T) {
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
 	g.Expect(c.k8s.Create(ctx, ns)).To(Succeed())
 	t.Cleanup(func() { _ = c.k8s.Delete(context.Background(), ns) })
+	g.Expect(testenv.CreateDeployer(ctx, c.k8s, ns.Name, "deployer")).To(Succeed())
 	srcRepo := clusterRegistry + "/" + ns.Name + "/hello-src"
 	pushHelloSource(t, ctx, srcRepo, helloMain)
 
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "hello"},
 		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: clusterRegistry + "/" + ns.Name, Insecure: true},
+			ServiceAccountName: "deployer",
+			Registry:           &v1alpha1.RegistrySpec{Prefix: clusterRegistry + "/" + ns.Name, Insecure: true},
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
 				Repository: srcRepo, Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{
