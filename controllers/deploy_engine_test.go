@@ -23,7 +23,7 @@ import (
 
 // deployer makes a ServiceAccount in ns; with admin, it may do anything
 // in ns, as a tenant's deployer would.
-func deployer(t *testing.T, ns, name string, admin bool) {
+func deployer(t testing.TB, ns, name string, admin bool) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -65,7 +65,7 @@ spec:
 
 // markAvailable writes the status a Deployment controller would once its
 // pods are up (envtest runs no controllers).
-func markAvailable(t *testing.T, ns, name string) {
+func markAvailable(t testing.TB, ns, name string) {
 	t.Helper()
 	NewWithT(t).Eventually(func() error {
 		d := &appsv1.Deployment{}
@@ -160,7 +160,7 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 }
 
 // chartFiles reads a test chart into source files under prefix.
-func chartFiles(t *testing.T, name, prefix string) map[string]string {
+func chartFiles(t testing.TB, name, prefix string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
 	root := filepath.Join("testdata", "charts", name)
