@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,7 +23,7 @@ import (
 
 // deployer makes a ServiceAccount in ns; with admin, it may do anything
 // in ns, as a tenant's deployer would.
-func deployer(t *testing.T, ns, name string, admin bool) {
+func deployer(t testing.TB, ns, name string, admin bool) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -64,7 +65,7 @@ spec:
 
 // markAvailable writes the status a Deployment controller would once its
 // pods are up (envtest runs no controllers).
-func markAvailable(t *testing.T, ns, name string) {
+func markAvailable(t testing.TB, ns, name string) {
 	t.Helper()
 	NewWithT(t).Eventually(func() error {
 		d := &appsv1.Deployment{}
@@ -159,7 +160,7 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 }
 
 // chartFiles reads a test chart into source files under prefix.
-func chartFiles(t *testing.T, name, prefix string) map[string]string {
+func chartFiles(t testing.TB, name, prefix string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
 	root := filepath.Join("testdata", "charts", name)
@@ -371,3 +372,92 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	g.Expect(componentOf(env, "site").Phase).To(Equal(v1alpha1.PhaseFailed))
 	expectKstatus(t, env, status.FailedStatus)
 }
+
+func TestHandEditsAreShownAndCorrected(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	files["deploy/deployment.yaml"] = webDeployment
+	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: declared}\n"
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(componentOf(env, "web")).NotTo(BeNil())
+		g.Expect(componentOf(env, "web").Inventory).To(HaveLen(2))
+	})
+	markAvailable(t, ns, "web")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").AppliedDigest).NotTo(BeEmpty())
+	})
+	// A reconcile with nothing edited finds no drift.
+	handled := requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(handled))
+		readyCurrent(g, env)
+	})
+	g.Expect(componentOf(env, "web").Drift).To(BeEmpty())
+
+	// A hand edit of a value of the ConfigMap is shown and put back; the
+	// environment stays Ready, so status keeps it until the next look.
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+	cm.Data["mode"] = "edited"
+	g.Expect(k8s.Update(ctx, cm)).To(Succeed())
+	handled = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(handled))
+	})
+	g.Expect(componentOf(env, "web").Drift).To(Equal([]string{"configmaps/settings: data.mode changed by hand"}))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("mode", "declared"))
+	readyCurrent(g, env)
+	expectDriftEvent(t, ns, "configmaps/settings: data.mode changed by hand")
+
+	// Scaling the Deployment by hand is undone; the event names it (the
+	// status line lasts only until the rollout's next look).
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+	d.Spec.Replicas = ptrTo(int32(3))
+	g.Expect(k8s.Update(ctx, d)).To(Succeed())
+	_ = requestReconcile(t, env)
+	expectDriftEvent(t, ns, "deployments.apps/web: spec.replicas changed by hand")
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
+
+	// Once rolled out again, the next look finds nothing to correct.
+	markAvailable(t, ns, "web")
+	handled = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(handled))
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").Drift).To(BeEmpty())
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// expectDriftEvent waits for a DriftCorrected Warning event in ns whose
+// note contains line.
+func expectDriftEvent(t *testing.T, ns, line string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Reason == v1alpha1.ReasonDriftCorrected && e.Type == corev1.EventTypeWarning {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring(line)))
+	}, timeout).Should(Succeed())
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -2,8 +2,12 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -45,15 +49,69 @@ func (e *DeployEngine) reconcileManifests(ctx context.Context, env *v1alpha1.Dev
 	}
 	st.Inventory = toStatusInventory(widened)
 
-	applied, err := deploy.Apply(ctx, cl, objs, deploy.ApplyOptions{Environment: environmentLabel(env), Component: c.Name})
+	opts := deploy.ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
+	digest, err := manifestsDigest(objs)
 	if err != nil {
 		return ComponentResult{}, err
 	}
+	// Drift is looked for only while the objects to apply are those last
+	// applied: what differs then was changed by hand, and the Apply below
+	// puts it back. A changed source or image is an update, not drift.
+	var drift []string
+	if st.AppliedDigest == digest {
+		if drift, err = deploy.Drift(ctx, cl, objs, opts); err != nil {
+			return ComponentResult{}, fmt.Errorf("looking for drift: %w", err)
+		}
+	}
+	st.Drift = nil
+	applied, err := deploy.Apply(ctx, cl, objs, opts)
+	if err != nil {
+		return ComponentResult{}, err
+	}
+	st.AppliedDigest = digest
+	st.Drift = boundDrift(drift)
 	if _, err := deploy.Prune(ctx, cl, environmentLabel(env), deploy.Diff(old, applied)); err != nil {
 		return ComponentResult{}, fmt.Errorf("pruning: %w", err)
 	}
 	st.Inventory = toStatusInventory(applied)
 	return readiness(ctx, cl, applied.Entries, fmt.Sprintf("%d objects applied", len(applied.Entries)))
+}
+
+// Bounds of ComponentStatus.Drift, as the CRD declares them.
+const (
+	maxDriftLines   = 16
+	maxDriftLineLen = 256
+)
+
+// boundDrift fits drift lines into status: at most maxDriftLines, the last
+// saying how many more objects drifted, each cut to maxDriftLineLen bytes.
+func boundDrift(drift []string) []string {
+	if len(drift) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(drift), maxDriftLines))
+	for i, l := range drift {
+		if i == maxDriftLines-1 && len(drift) > maxDriftLines {
+			out = append(out, fmt.Sprintf("and %d more objects changed by hand", len(drift)-i))
+			break
+		}
+		out = append(out, truncate(l, maxDriftLineLen))
+	}
+	return out
+}
+
+// manifestsDigest is the sha256 of the objects to apply, in order.
+func manifestsDigest(objs []*unstructured.Unstructured) (string, error) {
+	h := sha256.New()
+	for _, o := range objs {
+		b, err := json.Marshal(o.Object)
+		if err != nil {
+			return "", fmt.Errorf("hashing %s: %w", o.GetName(), err)
+		}
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // readiness is Ready when every object is Current by kstatus, else

@@ -43,6 +43,11 @@ type DevEnvironmentReconciler struct {
 	// WaitInterval is how soon an environment waiting on a rollout or a
 	// dependency is looked at again; 5s when zero.
 	WaitInterval time.Duration
+	// DriftInterval is how often a Ready environment with manifests
+	// components is looked at again so hand edits to what it deployed are
+	// found and corrected (status shows them, a DriftCorrected event names
+	// them); DefaultDriftInterval when zero.
+	DriftInterval time.Duration
 
 	// APIReader reads Secrets, Flux objects and pods straight from the API
 	// server: caching them would watch every Secret and pod in the cluster.

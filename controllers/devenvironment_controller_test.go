@@ -36,7 +36,7 @@ func newEnv(ns, name string, components ...v1alpha1.Component) *v1alpha1.DevEnvi
 }
 
 // eventually polls the environment until check passes.
-func eventually(t *testing.T, key types.NamespacedName, check func(g Gomega, env *v1alpha1.DevEnvironment)) *v1alpha1.DevEnvironment {
+func eventually(t testing.TB, key types.NamespacedName, check func(g Gomega, env *v1alpha1.DevEnvironment)) *v1alpha1.DevEnvironment {
 	t.Helper()
 	env := &v1alpha1.DevEnvironment{}
 	NewWithT(t).Eventually(func(g Gomega) {

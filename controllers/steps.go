@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -117,6 +119,7 @@ func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 // until it is Ready again.
 func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
 	var pending []string
+	manifests := false
 	in := r.componentInputs(ctx, s)
 	for _, name := range s.plan.ComponentOrder() {
 		c := s.plan.Components[name]
@@ -154,6 +157,13 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 			return fmt.Errorf("component %s: %w", name, err)
 		}
 		st.Phase, st.Message = res.Phase, res.Message
+		if len(st.Drift) > 0 && r.Recorder != nil {
+			r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
+				"%s", truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), maxEventNote))
+		}
+		if c.Manifests != nil {
+			manifests = true
+		}
 		if res.Phase != v1alpha1.PhaseReady {
 			pending = append(pending, name)
 		}
@@ -165,7 +175,26 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 			Err:          fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
 		}
 	}
+	if manifests {
+		// Nothing watches the deployed objects: a Ready environment looks
+		// again for hand edits to correct.
+		s.requeueWithin(r.driftInterval())
+	}
 	return nil
+}
+
+// maxEventNote keeps an event's note below the API's 1 KiB limit.
+const maxEventNote = 1000
+
+// DefaultDriftInterval is how often a Ready environment with manifests
+// components is reconciled to find and correct hand edits.
+const DefaultDriftInterval = 5 * time.Minute
+
+func (r *DevEnvironmentReconciler) driftInterval() time.Duration {
+	if r.DriftInterval > 0 {
+		return r.DriftInterval
+	}
+	return DefaultDriftInterval
 }
 
 // componentInputs gives the engine the sources of this reconcile.

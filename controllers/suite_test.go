@@ -117,7 +117,7 @@ func zapLevel() zapcore.Level {
 }
 
 // newNamespace gives each test a namespace of its own.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "devenv-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {

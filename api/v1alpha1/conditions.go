@@ -34,6 +34,10 @@ const (
 	ReasonDeployFailed = "DeployFailed"
 	// ReasonNoServiceAccount: there is no identity to deploy as.
 	ReasonNoServiceAccount = "NoServiceAccount"
+
+	// ReasonDriftCorrected (a Warning event): objects a component deployed
+	// were changed by hand and the reconcile applied them back.
+	ReasonDriftCorrected = "DriftCorrected"
 )
 
 // Finalizer keeps a DevEnvironment until what it deployed is removed.

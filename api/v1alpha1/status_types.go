@@ -121,6 +121,19 @@ type ComponentStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	Inventory []ObjectRef `json:"inventory,omitempty"`
+	// AppliedDigest is the sha256 of the manifests last applied (rendered,
+	// images pinned). Drift is only looked for while the objects to apply
+	// are these same ones: a changed source is an update, not drift.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	AppliedDigest string `json:"appliedDigest,omitempty"`
+	// Drift is what was changed by hand since the last apply, corrected by
+	// this reconcile: one line per object, e.g. "deployments.apps/web:
+	// spec.replicas changed by hand". Empty when nothing had drifted.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Drift []string `json:"drift,omitempty"`
 }
 
 // ObjectRef names one applied object.
