@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -77,6 +78,7 @@ func run(args []string) error {
 		Recorder:              mgr.GetEventRecorder("devloop"),
 		DefaultServiceAccount: opts.defaultServiceAccount,
 		NoCrossNamespaceRefs:  opts.noCrossNamespaceRefs,
+		DriftInterval:         opts.driftInterval,
 		Sources: &source.Fetcher{
 			Reader:  mgr.GetAPIReader(),
 			Root:    filepath.Join(opts.workDir, "sources"),
@@ -133,6 +135,7 @@ type options struct {
 	helperImage           string
 	workDir               string
 	maxSourceSize         int64
+	driftInterval         time.Duration
 }
 
 // restConfig loads the given kubeconfig, or the in-cluster config,
@@ -160,6 +163,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.helperImage, "helper-image", os.Getenv("DEVLOOP_HELPER_IMAGE"), "the operator's own image, run by builder pods to fetch sources and push images ($DEVLOOP_HELPER_IMAGE)")
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
+	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
