@@ -33,7 +33,7 @@ type DevEnvironmentReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 
-	// Engine builds and deploys components; IdleEngine when nil.
+	// Engine deploys components whose images are built (DeployEngine).
 	Engine ComponentEngine
 	// DefaultServiceAccount is impersonated for environments that name no
 	// spec.serviceAccountName (the deploy engine holds its own copy).
@@ -84,7 +84,8 @@ type DevEnvironmentReconciler struct {
 // requests) do.
 func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent int) error {
 	if r.Engine == nil {
-		r.Engine = IdleEngine{}
+		// A reconciler that deployed nothing would still report Ready.
+		return errors.New("DevEnvironmentReconciler needs an Engine")
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()

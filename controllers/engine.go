@@ -47,19 +47,3 @@ type ComponentInputs struct {
 	// clients are the impersonating clients of this reconcile, by user.
 	clients map[string]client.Client
 }
-
-// IdleEngine is the deploy engine of an operator built without one: it
-// deploys nothing, so a component whose images are built has nothing left
-// to do and is Ready. Its message says so, so nobody mistakes it for a
-// deployment.
-type IdleEngine struct{}
-
-// ReconcileComponent reports the component Ready with nothing done.
-func (IdleEngine) ReconcileComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component, *v1alpha1.ComponentStatus, *ComponentInputs) (ComponentResult, error) {
-	return ComponentResult{Phase: v1alpha1.PhaseReady, Message: "images built; nothing deployed: no deploy engine in this operator"}, nil
-}
-
-// FinalizeComponent has nothing to remove.
-func (IdleEngine) FinalizeComponent(context.Context, *v1alpha1.DevEnvironment, *v1alpha1.Component, *v1alpha1.ComponentStatus) error {
-	return nil
-}
