@@ -11,37 +11,28 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // deployer makes a ServiceAccount in ns; with admin, it may do anything
-// in ns, as a tenant's deployer would.
+// in ns, as a tenant's deployer would (testenv.CreateDeployer).
 func deployer(t testing.TB, ns, name string, admin bool) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
-	if !admin {
+	if admin {
+		g.Expect(testenv.CreateDeployer(ctx, k8s, ns, name)).To(Succeed())
 		return
 	}
-	// Not the bootstrap "admin" ClusterRole: its rules are aggregated by
-	// the controller-manager, which envtest does not run.
-	g.Expect(k8s.Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-admin"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
-	})).To(Succeed())
-	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
-	})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 }
 
 // webDeployment is a manifest of a Deployment running the built image by
@@ -425,7 +416,7 @@ func TestHandEditsAreShownAndCorrected(t *testing.T) {
 	// status line lasts only until the rollout's next look).
 	d := &appsv1.Deployment{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
-	d.Spec.Replicas = ptrTo(int32(3))
+	d.Spec.Replicas = ptr.To(int32(3))
 	g.Expect(k8s.Update(ctx, d)).To(Succeed())
 	_ = requestReconcile(t, env)
 	expectDriftEvent(t, ns, "deployments.apps/web: spec.replicas changed by hand")
@@ -459,5 +450,3 @@ func expectDriftEvent(t *testing.T, ns, line string) {
 		g.Expect(notes).To(ContainElement(ContainSubstring(line)))
 	}, timeout).Should(Succeed())
 }
-
-func ptrTo[T any](v T) *T { return &v }

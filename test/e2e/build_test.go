@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -235,7 +236,7 @@ func TestBuilderJobCompilesInTheCluster(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "run-hello"},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "hello", Image: img.Repository + "@" + img.Digest,
-			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), RunAsNonRoot: ptr(true), RunAsUser: ptr[int64](65532),
+			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		}}},
 	}
@@ -266,5 +267,3 @@ func TestBuilderJobCompilesInTheCluster(t *testing.T) {
 	t.Logf("failed build %s: exit %d, log tail:\n%s", b.Job, *b.ExitCode, b.LogTail)
 	g.Expect(b.LogTail).To(ContainSubstring("undefined: undefinedName"))
 }
-
-func ptr[T any](v T) *T { return &v }
