@@ -74,11 +74,9 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 				Err: fmt.Errorf("image %s: source %q is not resolved (no source engine in this operator)", img.Name, img.Source)}
 		}
 	}
-	b, err := r.builder(ctx, s)
-	if err != nil {
-		return false, "", err
-	}
-	baseDigest, err := r.resolveBase(ctx, s, b, img.Base)
+	// The registry client (and its credentials Secret) is made only when
+	// the registry must be asked: a no-op reconcile does neither.
+	baseDigest, err := r.resolveBase(ctx, s, img.Base)
 	if err != nil {
 		return false, "", buildError(img.Name, err)
 	}
@@ -88,7 +86,7 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 		Registry                *v1alpha1.RegistrySpec
 	}{c.Name, ref.Key(), baseDigest, img, s.env.Spec.Registry})
 	if ist.Inputs == inputs && ist.Digest != "" {
-		held, err := r.stillPushed(ctx, s, b, img, ist)
+		held, err := r.stillPushed(ctx, s, img, ist)
 		if err != nil {
 			return false, "", buildError(img.Name, err)
 		}
@@ -120,6 +118,10 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 			}
 			dir = a.Dir
 		}
+		b, err := r.builder(ctx, s)
+		if err != nil {
+			return false, "", err
+		}
 		log.FromContext(ctx).Info("building image in-process", "image", img.Name, "revision", ref.Revision)
 		if res, err = b.Build(ctx, spec, dir, render); err != nil {
 			return false, "", buildError(img.Name, err)
@@ -143,7 +145,7 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 // stillPushed checks, at most once per verify interval, that the registry
 // still holds an image built from unchanged inputs and its tags, so a wiped
 // registry heals instead of leaving ImagePullBackOff behind.
-func (r *DevEnvironmentReconciler) stillPushed(ctx context.Context, s *scope, b *build.Builder, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
+func (r *DevEnvironmentReconciler) stillPushed(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
 	interval := r.Images.VerifyInterval
 	if interval <= 0 {
 		interval = 5 * time.Minute
@@ -151,6 +153,10 @@ func (r *DevEnvironmentReconciler) stillPushed(ctx context.Context, s *scope, b 
 	key := string(s.env.UID) + "/verified/" + img.Name
 	if last, ok := r.resolved.get(key); ok && last.ref.Digest == ist.Digest && time.Since(last.at) < interval {
 		return true, nil
+	}
+	b, err := r.builder(ctx, s)
+	if err != nil {
+		return false, err
 	}
 	held, err := b.Holds(ctx, img.Name, ist.Digest, ist.Tags)
 	if err != nil || !held {
@@ -256,7 +262,7 @@ func (r *DevEnvironmentReconciler) dockerConfig(ctx context.Context, namespace, 
 
 // resolveBase returns the digest a base reference names, asking the
 // registry at most once per interval (or per reconcile request).
-func (r *DevEnvironmentReconciler) resolveBase(ctx context.Context, s *scope, b *build.Builder, base string) (string, error) {
+func (r *DevEnvironmentReconciler) resolveBase(ctx context.Context, s *scope, base string) (string, error) {
 	if base == "" {
 		return "", nil
 	}
@@ -272,6 +278,10 @@ func (r *DevEnvironmentReconciler) resolveBase(ctx context.Context, s *scope, b 
 	if last, ok := r.resolved.get(key); ok && last.request == request && time.Since(last.at) < interval {
 		s.requeueWithin(time.Until(last.at.Add(interval)))
 		return last.ref.Digest, nil
+	}
+	b, err := r.builder(ctx, s)
+	if err != nil {
+		return "", err
 	}
 	d, err := b.ResolveBase(ctx, base)
 	if err != nil {
