@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -63,8 +62,9 @@ func markAvailable(t testing.TB, ns, name string) {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
 			return err
 		}
+		n := ptr.Deref(d.Spec.Replicas, 1)
 		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
 			Conditions: []appsv1.DeploymentCondition{
 				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
 				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
@@ -153,24 +153,7 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 // chartFiles reads a test chart into source files under prefix.
 func chartFiles(t testing.TB, name, prefix string) map[string]string {
 	t.Helper()
-	files := map[string]string{}
-	root := filepath.Join("testdata", "charts", name)
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files[prefix+"/"+filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	return chartFilesFrom(t, filepath.Join("testdata", "charts", name), prefix)
 }
 
 func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {

@@ -1,0 +1,435 @@
+package controllers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/registry"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// deployTestdata holds the charts and manifests internal/deploy tests use;
+// these tests drive the same ones through the reconciler.
+const deployTestdata = "../internal/deploy/testdata"
+
+// pushChart packages a test chart and pushes it to the test registry as an
+// OCI chart, as `helm push` does; it returns the oci:// repository.
+func pushChart(t *testing.T, name, repo string) string {
+	t.Helper()
+	g := NewWithT(t)
+	ch, err := loader.Load(filepath.Join(deployTestdata, "charts", name))
+	g.Expect(err).NotTo(HaveOccurred())
+	file, err := chartutil.Save(ch, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
+		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = rc.Push(data, reg.host+"/"+repo+"/"+name+":"+ch.Metadata.Version)
+	g.Expect(err).NotTo(HaveOccurred())
+	return "oci://" + reg.host + "/" + repo + "/" + name
+}
+
+// setValues writes the values.yaml key of a ConfigMap, creating it.
+func setValues(t *testing.T, ns, name, values string) {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	cm.Data = map[string]string{"values.yaml": values}
+	if err != nil {
+		err = k8s.Create(ctx, cm)
+	} else {
+		err = k8s.Update(ctx, cm)
+	}
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// TestOCIChartWithCRDAndCustomResource is USE-CASES.md #1 through the
+// reconciler: a chart from an OCI registry ships a CRD, a Deployment of the
+// built image and a custom resource whose version field is the image's
+// revision tag. Values are layered chart < values < valuesFrom (ConfigMap,
+// then Secret) < imageValues. A failed upgrade rolls back to the last good
+// release, and fixing the values heals it.
+func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	allowCRDs(t, ns, "deployer")
+	srcDigest := reg.pushSource(t, ns+"/src", "dev", webSource("binary"))
+	chartRepo := pushChart(t, "demo", ns+"/charts")
+	setValues(t, ns, "dev-values", "replicas: 2\nvalidator: {version: from-configmap}\n")
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev-secret"},
+		StringData: map[string]string{"values.yaml": "validator: {version: from-secret}\n"},
+	})).To(Succeed())
+
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	c := &env.Spec.Components[0]
+	c.Manifests = nil
+	c.Helm = &v1alpha1.HelmSpec{
+		Chart:       v1alpha1.ChartRef{OCI: chartRepo, Version: "0.1.x"},
+		ReleaseName: "gpu",
+		Values:      &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 3, "image": "web:dev"}`)},
+		ValuesFrom: []v1alpha1.ValuesReference{
+			{Kind: "ConfigMap", Name: "dev-values"},
+			{Kind: "Secret", Name: "dev-secret"},
+		},
+		ImageValues: []v1alpha1.ImageValue{{Image: "web", Path: "validator.version", From: "Revision"}},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := componentOf(env, "web")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
+		g.Expect(c.Release).NotTo(BeNil())
+	})
+	expectKstatus(t, env, status.InProgressStatus)
+
+	// The CRD is installed and established before the custom resource.
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "validators.demo.devloop.dev"}, crd)).To(Succeed())
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	g.Expect(conds).To(ContainElement(HaveKeyWithValue("type", "Established")))
+	// The custom resource carries the revision tag the build pushed: the
+	// imageValues entry wins over the ConfigMap and the Secret.
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "demo.devloop.dev", Version: "v1", Kind: "Validator"})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-validator"}, cr)).To(Succeed())
+	version, _, _ := unstructured.NestedString(cr.Object, "spec", "version")
+	g.Expect(version).To(Equal("rev-" + srcDigest.Hex[:12]))
+	img := imageOf(env, "web", "web")
+	g.Expect(img.Tags).To(ContainElement(version), "the tag in the custom resource was pushed")
+	// The Deployment runs the digest-pinned image; replicas come from the
+	// ConfigMap, over the spec's values.
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + img.Digest))
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+
+	markAvailable(t, ns, "gpu-app")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// A values change that breaks the release: every upgrade fails and is
+	// rolled back, so the last good objects stay and the release is
+	// "deployed" again; after three attempts the environment stalls with
+	// Helm's error.
+	setValues(t, ns, "dev-values", "replicas: 2\nbroken: true\n")
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+	rel := componentOf(env, "web").Release
+	g.Expect(rel.Revision).To(BeNumerically(">", 2), "failed upgrades and their rollbacks are revisions")
+	g.Expect(rel.Status).To(Equal("deployed"), "the failed upgrade was rolled back")
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-validator"}, cr)).To(Succeed())
+
+	// Fixing the values heals it on the next reconcile.
+	setValues(t, ns, "dev-values", "replicas: 1\n")
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+		g.Expect(componentOf(env, "web").Release.Revision).To(BeNumerically(">", rel.Revision))
+	})
+	markAvailable(t, ns, "gpu-app")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestFailingHookStallsThenInstalls: a pre-install hook the API server
+// refuses fails the install, which is uninstalled before each retry, so no
+// failed release is left; a values fix installs it.
+func TestFailingHookStallsThenInstalls(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := map[string]string{}
+	for k, v := range chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart") {
+		files[k] = v
+	}
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "init", Helm: &v1alpha1.HelmSpec{
+				Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"},
+			}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("pre-install"))
+		g.Expect(stalled.Message).To(ContainSubstring("Invalid_Hook_Name"))
+	})
+	g.Expect(componentOf(env, "init").Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.FailedStatus)
+	// The release's own objects were never left behind by a failed install.
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).NotTo(Succeed())
+
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Components[0].Helm.Values = &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)}
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "init").Release).NotTo(BeNil())
+		g.Expect(componentOf(env, "init").Release.Status).To(Equal("deployed"))
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-hook"}, &corev1.ConfigMap{})).To(Succeed())
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestKustomizeComponent deploys a kustomize overlay: its patch and labels
+// are applied, and the image it names is pinned to the built digest.
+func TestKustomizeComponent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	for k, v := range chartFilesFrom(t, filepath.Join(deployTestdata, "manifests", "kustomize"), "config") {
+		files[k] = v
+	}
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Registry.PullPrefix = "localhost:5001/team"
+	env.Spec.Components[0].Images[0].Name = "api"
+	env.Spec.Components[0].Manifests.Paths = []string{"config/overlay"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(componentOf(env, "web")).NotTo(BeNil())
+		g.Expect(componentOf(env, "web").Inventory).To(HaveLen(1))
+	})
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, d)).To(Succeed())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(3)), "the overlay's patch")
+	g.Expect(d.Labels).To(HaveKeyWithValue("tier", "backend"), "the overlay's labels")
+	img := imageOf(env, "web", "api")
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("localhost:5001/team/api@"+img.Digest),
+		"the overlay names the image by its pull repository; it is pinned to the built digest")
+	expectKstatus(t, env, status.InProgressStatus)
+	markAvailable(t, ns, "api")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestDeletionWithTargetNamespaceGone: the namespace a release and a
+// manifest component deployed into is deleted by hand, with everything in
+// it; deleting the environment still completes. envtest runs no namespace
+// controller, so the test empties the namespace and finalizes it itself.
+func TestDeletionWithTargetNamespaceGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	target := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "target-"}}
+	g.Expect(k8s.Create(ctx, target)).To(Succeed())
+	bindDeployer(t, target.Name, ns, "deployer")
+
+	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
+	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "away"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{
+				{Name: "plain", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}, Namespace: target.Name}},
+				{Name: "chart", DependsOn: []string{"plain"}, Helm: &v1alpha1.HelmSpec{
+					Chart:     v1alpha1.ChartRef{Source: "app", Path: "chart"},
+					Namespace: target.Name,
+					Values:    &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
+				}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "plain"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "chart-config"}, &corev1.ConfigMap{})).To(Succeed())
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// The namespace goes, with everything in it (release storage included),
+	// as the namespace controller would do it.
+	g.Expect(k8s.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(target.Name))).To(Succeed())
+	g.Expect(k8s.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(target.Name))).To(Succeed())
+	g.Expect(k8s.Delete(ctx, target)).To(Succeed())
+	finalizeNamespace(t, target.Name)
+
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "away"}})
+}
+
+// TestDeletionWithTargetNamespaceTerminating: the target namespace is
+// being deleted (stuck Terminating, as envtest leaves it) when the
+// environment is deleted; uninstall and prune still delete what is there
+// and the deletion completes.
+func TestDeletionWithTargetNamespaceTerminating(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	target := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "target-"}}
+	g.Expect(k8s.Create(ctx, target)).To(Succeed())
+	bindDeployer(t, target.Name, ns, "deployer")
+	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
+	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{
+				{Name: "plain", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}, Namespace: target.Name}},
+				{Name: "chart", Helm: &v1alpha1.HelmSpec{
+					Chart:     v1alpha1.ChartRef{Source: "app", Path: "chart"},
+					Namespace: target.Name,
+					Values:    &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
+				}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+
+	g.Expect(k8s.Delete(ctx, target)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"}})
+	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "plain"}})
+	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "chart-config"}})
+	finalizeNamespace(t, target.Name)
+}
+
+// chartFilesFrom reads a directory into source files under prefix.
+func chartFilesFrom(t testing.TB, root, prefix string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files[prefix+"/"+filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// bindDeployer lets the ServiceAccount saNS/sa do anything in namespace
+// target, as a tenant's deployer of a second namespace would.
+func bindDeployer(t testing.TB, target, saNS, sa string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deployer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deployer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "deployer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: sa}}})).To(Succeed())
+}
+
+// allowCRDs lets the ServiceAccount ns/sa manage CRDs, which a chart
+// shipping one needs.
+func allowCRDs(t testing.TB, ns, sa string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	name := "crds-" + ns
+	g.Expect(k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"},
+			Resources: []string{"customresourcedefinitions"}, Verbs: []string{"*"}}}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})).To(Succeed())
+}
+
+// finalizeNamespace does what the namespace controller does last: it
+// clears the namespace's finalizers, so the namespace is gone.
+func finalizeNamespace(t *testing.T, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(func() error {
+		ns := &corev1.Namespace{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			return err
+		}
+		ns.Spec.Finalizers = nil
+		return k8s.SubResource("finalize").Update(ctx, ns)
+	}, timeout).Should(Succeed())
+	expectGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
