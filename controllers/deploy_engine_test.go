@@ -201,6 +201,27 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 	})
 	// Nothing changed: the release is not upgraded again.
 	g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
+	g.Expect(componentOf(env, "web").Drift).To(BeEmpty())
+	expectKstatus(t, env, status.CurrentStatus)
+	// The release's objects carry the environment's labels, as applied
+	// manifests do.
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d)).To(Succeed())
+	g.Expect(d.Labels).To(HaveKeyWithValue(deploy.LabelEnvironment, "web"))
+
+	// A hand edit of an object of the release is shown and put back
+	// without a new revision (Helm itself would see nothing to upgrade).
+	cm.Data["version"] = "edited"
+	g.Expect(k8s.Update(ctx, cm)).To(Succeed())
+	handled := requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(handled))
+	})
+	g.Expect(componentOf(env, "web").Drift).To(Equal([]string{"configmaps/site-version: data.version changed by hand"}))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-version"}, cm)).To(Succeed())
+	g.Expect(cm.Data["version"]).To(Equal("rev-" + srcDigest.Hex[:12]))
+	g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
+	expectDriftEvent(t, ns, "configmaps/site-version: data.version changed by hand")
+	readyCurrent(g, env)
 	expectKstatus(t, env, status.CurrentStatus)
 
 	g.Expect(k8s.Delete(ctx, env)).To(Succeed())

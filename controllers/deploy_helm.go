@@ -53,7 +53,9 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 	}
 	req := e.releaseRequest(env, c, user)
 	req.Chart, req.Values = chrt, vals
+	opts := deploy.ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
 	req.Mutate = func(objs []*unstructured.Unstructured) error {
+		deploy.Label(objs, opts)
 		_, err := deploy.RewriteImages(objs, images)
 		return err
 	}
@@ -91,11 +93,43 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 	if err != nil {
 		return ComponentResult{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
 	}
-	objs, err := deploy.ReleaseObjects(rls, e.Mapper)
+	objs, err := deploy.ReleaseManifest(rls, e.Mapper)
 	if err != nil {
 		return ComponentResult{}, fmt.Errorf("release %s/%s manifest: %w", req.Namespace, req.ReleaseName, err)
 	}
-	return readiness(ctx, cl, objs, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+	st.Drift = nil
+	if !out.Changed() {
+		drift, err := correctReleaseDrift(ctx, cl, objs, opts)
+		if err != nil {
+			return ComponentResult{}, fmt.Errorf("release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+		}
+		st.Drift = boundDrift(drift)
+	}
+	deployed := make([]deploy.ObjRef, 0, len(objs))
+	for _, o := range objs {
+		deployed = append(deployed, deploy.RefOf(o))
+	}
+	return readiness(ctx, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+}
+
+// correctReleaseDrift finds hand edits to the objects of a release that
+// is in sync with its chart and values, and puts them back by applying the
+// release's manifest server-side (as Flux's helm-controller corrects
+// drift): an upgrade would not, since Helm sees nothing to change. Only a
+// release with drift is applied, so devloop takes no field ownership from
+// Helm otherwise. Hooks and crds/ are not in the manifest and not checked.
+func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured, opts deploy.ApplyOptions) ([]string, error) {
+	drift, err := deploy.Drift(ctx, cl, objs, opts)
+	if err != nil {
+		return nil, fmt.Errorf("looking for drift: %w", err)
+	}
+	if len(drift) == 0 {
+		return nil, nil
+	}
+	if _, err := deploy.Apply(ctx, cl, objs, opts); err != nil {
+		return nil, fmt.Errorf("correcting drift: %w", err)
+	}
+	return drift, nil
 }
 
 // releaseRequest is the identity and placement of a component's release.

@@ -161,7 +161,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 			r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
 				"%s", truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), maxEventNote))
 		}
-		if c.Manifests != nil {
+		if c.Manifests != nil || c.Helm != nil {
 			manifests = true
 		}
 		if res.Phase != v1alpha1.PhaseReady {
@@ -177,7 +177,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 	}
 	if manifests {
 		// Nothing watches the deployed objects: a Ready environment looks
-		// again for hand edits to correct.
+		// again for hand edits to correct, in manifests and releases.
 		s.requeueWithin(r.driftInterval())
 	}
 	return nil

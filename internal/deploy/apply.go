@@ -108,13 +108,7 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 		}
 	}
 	if own {
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[LabelEnvironment] = opts.Environment
-		labels[LabelComponent] = opts.Component
-		o.SetLabels(labels)
+		setOwnerLabels(o, opts)
 	}
 	// Apply sends the whole object: server-managed fields must go.
 	unstructured.RemoveNestedField(o.Object, "metadata", "resourceVersion")
@@ -132,6 +126,25 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
 	}
 	return classify(c, err, "patch", ref)
+}
+
+// Label sets the environment and component labels Apply sets, for objects
+// another tool applies (a Helm release's, through its post-renderer): the
+// same labels select them, and a drift check compares like with like.
+func Label(objs []*unstructured.Unstructured, opts ApplyOptions) {
+	for _, o := range objs {
+		setOwnerLabels(o, opts)
+	}
+}
+
+func setOwnerLabels(o *unstructured.Unstructured, opts ApplyOptions) {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelEnvironment] = opts.Environment
+	labels[LabelComponent] = opts.Component
+	o.SetLabels(labels)
 }
 
 func (o ApplyOptions) establishTimeout() time.Duration {

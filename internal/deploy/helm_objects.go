@@ -3,6 +3,7 @@ package deploy
 import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // ReleaseObjects lists the objects a release's manifest holds, for
@@ -12,6 +13,21 @@ import (
 // namespace; mapper says which kinds are namespaced, and a kind it does not
 // know is taken as namespaced when the object names no namespace.
 func ReleaseObjects(rls *release.Release, mapper meta.RESTMapper) ([]ObjRef, error) {
+	objs, err := ReleaseManifest(rls, mapper)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]ObjRef, 0, len(objs))
+	for _, o := range objs {
+		refs = append(refs, RefOf(o))
+	}
+	return refs, nil
+}
+
+// ReleaseManifest parses the objects of a release's manifest, as the
+// post-renderer left them, each namespaced one with its namespace set (see
+// ReleaseObjects): what a drift check compares the live objects with.
+func ReleaseManifest(rls *release.Release, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
 	if rls == nil {
 		return nil, nil
 	}
@@ -19,15 +35,12 @@ func ReleaseObjects(rls *release.Release, mapper meta.RESTMapper) ([]ObjRef, err
 	if err != nil {
 		return nil, err
 	}
-	refs := make([]ObjRef, 0, len(objs))
 	for _, o := range objs {
-		ref := RefOf(o)
-		if ref.Namespace == "" && namespaced(mapper, ref) {
-			ref.Namespace = rls.Namespace
+		if o.GetNamespace() == "" && namespaced(mapper, RefOf(o)) {
+			o.SetNamespace(rls.Namespace)
 		}
-		refs = append(refs, ref)
 	}
-	return refs, nil
+	return objs, nil
 }
 
 func namespaced(mapper meta.RESTMapper, ref ObjRef) bool {
