@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,7 +51,6 @@ type DeployEngine struct {
 	// MaxReleaseFailures is DefaultMaxReleaseFailures when zero.
 	MaxReleaseFailures int
 
-	failures releaseFailures
 }
 
 var _ ComponentEngine = (*DeployEngine)(nil)
@@ -85,7 +83,6 @@ func (e *DeployEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.Dev
 // FinalizeComponent uninstalls the component's release or prunes its
 // inventory. What is already gone (a namespace deleted by hand) is skipped.
 func (e *DeployEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error {
-	defer e.failures.forget(env, c.Name)
 	if c.Helm == nil && (st == nil || len(st.Inventory) == 0) {
 		return nil
 	}
@@ -178,45 +175,6 @@ func waitingMessage(notReady []string) string {
 		msg += fmt.Sprintf(" (and %d more)", len(notReady)-shown)
 	}
 	return msg
-}
-
-// releaseFailures counts the consecutive failed reconciles of each release
-// in memory; an operator restart gives a failing release its retries again.
-type releaseFailures struct {
-	mu sync.Mutex
-	m  map[string]releaseFailure
-}
-
-type releaseFailure struct {
-	digest string // what failed: a new chart or values count from zero
-	count  int
-}
-
-func failureKey(env *v1alpha1.DevEnvironment, component string) string {
-	return string(env.UID) + "/" + component
-}
-
-// add records a failure of digest and returns how many in a row.
-func (f *releaseFailures) add(env *v1alpha1.DevEnvironment, component, digest string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m == nil {
-		f.m = map[string]releaseFailure{}
-	}
-	k := failureKey(env, component)
-	cur := f.m[k]
-	if cur.digest != digest {
-		cur = releaseFailure{digest: digest}
-	}
-	cur.count++
-	f.m[k] = cur
-	return cur.count
-}
-
-func (f *releaseFailures) forget(env *v1alpha1.DevEnvironment, component string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, failureKey(env, component))
 }
 
 func (e *DeployEngine) maxReleaseFailures() int {

@@ -365,6 +365,12 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
 	})
 	g.Expect(componentOf(env, "site").Phase).To(Equal(v1alpha1.PhaseFailed))
+	// The count lives in status, so a restarted operator (the engine keeps
+	// no state of its own) stalls it again rather than retrying from zero.
+	rel := componentOf(env, "site").Release
+	g.Expect(rel).NotTo(BeNil())
+	g.Expect(rel.Failures).To(Equal(3))
+	g.Expect(rel.FailedDigest).To(HavePrefix("sha256:"))
 	expectKstatus(t, env, status.FailedStatus)
 }
 

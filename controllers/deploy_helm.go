@@ -64,22 +64,19 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 	req.RenderKey = hashJSON(images)
 
 	out, err := deploy.ReconcileRelease(ctx, req)
-	if out.Release.Name != "" {
-		st.Release = &v1alpha1.ReleaseStatus{Name: out.Release.Name, Namespace: out.Release.Namespace,
-			Revision: out.Release.Revision, Status: string(out.Release.Status)}
-	}
+	st.Release = releaseStatus(st.Release, req, out)
 	if err != nil {
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
 			return ComponentResult{}, err
 		}
-		n := e.failures.add(env, c.Name, out.Digest)
+		n := countFailure(st.Release, out.Digest)
 		if n >= e.maxReleaseFailures() {
 			return ComponentResult{}, &StallingError{Reason: v1alpha1.ReasonDeployFailed,
 				Err: fmt.Errorf("helm release %s/%s failed %d times in a row: %w", req.Namespace, req.ReleaseName, n, err)}
 		}
 		return ComponentResult{}, fmt.Errorf("helm release %s/%s (attempt %d of %d): %w", req.Namespace, req.ReleaseName, n, e.maxReleaseFailures(), err)
 	}
-	e.failures.forget(env, c.Name)
+	st.Release.Failures, st.Release.FailedDigest = 0, ""
 	if out.Changed() {
 		log.FromContext(ctx).Info("helm release reconciled", "component", c.Name, "release", req.ReleaseName,
 			"namespace", req.Namespace, "actions", out.Actions, "revision", out.Release.Revision)
@@ -130,6 +127,32 @@ func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstruct
 		return nil, fmt.Errorf("correcting drift: %w", err)
 	}
 	return drift, nil
+}
+
+// releaseStatus is the release's entry in status after a reconcile: what
+// Helm stored, or, when nothing is stored (an install that failed and was
+// uninstalled), the release's name and namespace, so the failure count has
+// a place to live.
+func releaseStatus(prev *v1alpha1.ReleaseStatus, req deploy.ReleaseRequest, out deploy.Outcome) *v1alpha1.ReleaseStatus {
+	st := &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
+	if out.Release.Name != "" {
+		st.Name, st.Namespace = out.Release.Name, out.Release.Namespace
+		st.Revision, st.Status = out.Release.Revision, string(out.Release.Status)
+	}
+	if prev != nil && prev.Name == st.Name && prev.Namespace == st.Namespace {
+		st.Failures, st.FailedDigest = prev.Failures, prev.FailedDigest
+	}
+	return st
+}
+
+// countFailure records a failed reconcile of the chart and values digest
+// and returns how many failed in a row.
+func countFailure(st *v1alpha1.ReleaseStatus, digest string) int {
+	if st.FailedDigest != digest {
+		st.Failures, st.FailedDigest = 0, digest
+	}
+	st.Failures++
+	return st.Failures
 }
 
 // releaseRequest is the identity and placement of a component's release.

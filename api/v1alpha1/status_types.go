@@ -234,6 +234,17 @@ type ReleaseStatus struct {
 	// Status of the release as Helm reports it.
 	// +optional
 	Status string `json:"status,omitempty"`
+	// Failures counts the reconciles in a row that failed to bring the
+	// release to the same chart and values; at the operator's limit the
+	// environment stalls. Kept in status so a restarted operator does not
+	// retry a failing release from zero.
+	// +optional
+	Failures int `json:"failures,omitempty"`
+	// FailedDigest identifies the chart and values that failed; a change
+	// of either starts the count again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	FailedDigest string `json:"failedDigest,omitempty"`
 }
 
 // TestResult is the outcome of a test run.
