@@ -118,9 +118,13 @@ func (r *DevEnvironmentReconciler) startBuilderJob(ctx context.Context, s *scope
 		LabelEnvironment: s.env.Name, LabelImage: img.Name,
 		LabelPlatform: strings.ReplaceAll(platform, "/", "-"), LabelRole: "build",
 	}
-	if err := r.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace), client.MatchingLabels(labels),
+	tenant, err := r.tenant(s)
+	if err != nil {
+		return err
+	}
+	if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace), client.MatchingLabels(labels),
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return fmt.Errorf("removing previous builder jobs of image %s: %w", img.Name, err)
+		return tenantError(err, "remove previous builder jobs of image "+img.Name)
 	}
 	req := build.JobRequest{
 		Name: jobName, Namespace: s.env.Namespace, Labels: labels, Owner: ownerRef(s.env),
@@ -136,7 +140,7 @@ func (r *DevEnvironmentReconciler) startBuilderJob(ctx context.Context, s *scope
 		req.RegistrySecret = s.env.Spec.Registry.CredentialsRef.Name
 	}
 	if img.Run.Cache != nil {
-		claim, err := r.ensureCacheClaim(ctx, s, img)
+		claim, err := ensureCacheClaim(ctx, tenant, s, img)
 		if err != nil {
 			return err
 		}
@@ -147,8 +151,8 @@ func (r *DevEnvironmentReconciler) startBuilderJob(ctx context.Context, s *scope
 		return err
 	}
 	log.FromContext(ctx).Info("starting builder job", "job", jobName, "image", img.Name, "platform", platform, "revision", ref.Revision)
-	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating builder job %s: %w", jobName, err)
+	if err := tenant.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return tenantError(err, "create builder job "+jobName)
 	}
 	return nil
 }
@@ -197,12 +201,12 @@ func (r *DevEnvironmentReconciler) logTail(ctx context.Context, namespace, pod, 
 
 // ensureCacheClaim creates the image's build cache claim once; it outlives
 // builds so the next build starts warm, and goes with the environment.
-func (r *DevEnvironmentReconciler) ensureCacheClaim(ctx context.Context, s *scope, img *v1alpha1.ImageSpec) (string, error) {
+func ensureCacheClaim(ctx context.Context, tenant client.Client, s *scope, img *v1alpha1.ImageSpec) (string, error) {
 	name := truncateName(s.env.Name+"-"+sanitize(img.Name)+"-cache", "")
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: name}, pvc)
+	err := tenant.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: name}, pvc)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return name, err
+		return name, tenantError(err, "get build cache claim "+name)
 	}
 	size := img.Run.Cache.Size
 	pvc = &corev1.PersistentVolumeClaim{
@@ -216,8 +220,8 @@ func (r *DevEnvironmentReconciler) ensureCacheClaim(ctx context.Context, s *scop
 	if size != nil {
 		pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: *size}
 	}
-	if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("creating build cache claim %s: %w", name, err)
+	if err := tenant.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", tenantError(err, "create build cache claim "+name)
 	}
 	return name, nil
 }

@@ -70,14 +70,13 @@ type DevEnvironmentReconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
 // The deploy engine writes (and reads) everything an environment deploys as
 // the environment's ServiceAccount; the operator needs no rights on the
-// deployed kinds, only the right to impersonate.
+// deployed kinds, only the right to impersonate. Secrets and Flux sources
+// the spec names are read as that ServiceAccount too (TenantClients), so
+// the operator has no right to read Secrets at all.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
 // reconcile; spec changes and annotation changes (trigger, reconcile

@@ -97,10 +97,14 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 		// and push it again, builder Jobs included.
 		log.FromContext(ctx).Info("image missing from the registry; pushing it again", "image", img.Name, "digest", ist.Digest)
 		if img.Run != nil {
-			if err := r.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace),
+			tenant, err := r.tenant(s)
+			if err != nil {
+				return false, "", err
+			}
+			if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace),
 				client.MatchingLabels{LabelEnvironment: s.env.Name, LabelImage: img.Name, LabelRole: "build"},
 				client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-				return false, "", err
+				return false, "", tenantError(err, "delete builder jobs of image "+img.Name)
 			}
 			return false, "image " + img.Name + " is missing from the registry: building it again", nil
 		}
@@ -221,7 +225,11 @@ func (r *DevEnvironmentReconciler) builder(ctx context.Context, s *scope) (*buil
 	}
 	var keychain authn.Keychain
 	if reg.CredentialsRef != nil {
-		data, err := r.dockerConfig(ctx, s.env.Namespace, reg.CredentialsRef.Name)
+		tenant, err := r.tenant(s)
+		if err != nil {
+			return nil, err
+		}
+		data, err := dockerConfig(ctx, tenant, s.env.Namespace, reg.CredentialsRef.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -245,10 +253,11 @@ func (r *DevEnvironmentReconciler) builder(ctx context.Context, s *scope) (*buil
 	return b, nil
 }
 
-// dockerConfig reads a kubernetes.io/dockerconfigjson Secret's document.
-func (r *DevEnvironmentReconciler) dockerConfig(ctx context.Context, namespace, name string) ([]byte, error) {
+// dockerConfig reads a kubernetes.io/dockerconfigjson Secret's document,
+// as the environment's ServiceAccount.
+func dockerConfig(ctx context.Context, tenant client.Reader, namespace, name string) ([]byte, error) {
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, secret); err != nil {
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, secret); err != nil {
 		return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec,
 			Err: fmt.Errorf("spec.registry.credentialsRef: reading Secret %s: %w", name, err)}
 	}

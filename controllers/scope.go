@@ -3,6 +3,8 @@ package controllers
 import (
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/plan"
@@ -24,6 +26,8 @@ type scope struct {
 	artifacts map[string]*source.Artifact
 	// builder pushes to the environment's registry; made on first use.
 	builder *build.Builder
+	// tenant acts as the environment's ServiceAccount; made on first use.
+	tenant client.Client
 
 	// requeueAfter is the soonest time something must be looked at again
 	// even if nothing changes (a branch to resolve again); zero is never.

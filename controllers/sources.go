@@ -94,7 +94,11 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		st := sourceStatus(s.env, src.Name)
 		if !ok || last.spec != specHash || last.request != request || now.Sub(last.at) >= interval {
 			log.FromContext(ctx).V(1).Info("resolving source", "source", src.Name)
-			ref, err := r.Sources.Resolve(ctx, s.env.Namespace, src)
+			fetcher, err := r.fetcherFor(s, src)
+			var ref source.Ref
+			if err == nil {
+				ref, err = fetcher.Resolve(ctx, s.env.Namespace, src)
+			}
 			if err != nil {
 				// What the other sources last resolved stays in status.
 				for _, rest := range s.env.Spec.Sources[i:] {
@@ -138,7 +142,11 @@ func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name 
 			src = x
 		}
 	}
-	creds, err := source.LoadCredentials(ctx, r.APIReader, s.env.Namespace, src)
+	fetcher, err := r.fetcherFor(s, src)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := source.LoadCredentials(ctx, fetcher.Reader, s.env.Namespace, src)
 	if err != nil {
 		return nil, sourceError(name, err)
 	}
@@ -180,4 +188,20 @@ func hashJSON(v any) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// fetcherFor is the fetcher for src: one that reads Secrets and Flux
+// objects as the environment's ServiceAccount when src names any (so a
+// source cannot name what that ServiceAccount may not read), the
+// operator's otherwise — a public source needs no identity.
+func (r *DevEnvironmentReconciler) fetcherFor(s *scope, src v1alpha1.Source) (*source.Fetcher, error) {
+	names := src.SourceRef != nil || (src.Git != nil && src.Git.SecretRef != nil) || (src.OCI != nil && src.OCI.SecretRef != nil)
+	if !names {
+		return r.Sources, nil
+	}
+	c, err := r.tenant(s)
+	if err != nil {
+		return nil, err
+	}
+	return r.Sources.ReadingWith(c), nil
 }

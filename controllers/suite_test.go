@@ -152,6 +152,15 @@ func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.Dev
 	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, in)
 }
 
+// TenantClient acts as the environment's ServiceAccount where the real
+// engine runs; the scripted namespaces keep the operator's client.
+func (e *routedEngine) TenantClient(env *v1alpha1.DevEnvironment) (client.Client, error) {
+	if _, ok := e.deployNS.Load(env.Namespace); ok {
+		return e.real.TenantClient(env)
+	}
+	return k8s, nil
+}
+
 func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error {
 	return e.pick(env.Namespace).FinalizeComponent(ctx, env, c, st)
 }

@@ -34,6 +34,10 @@ const (
 	ReasonDeployFailed = "DeployFailed"
 	// ReasonNoServiceAccount: there is no identity to deploy as.
 	ReasonNoServiceAccount = "NoServiceAccount"
+	// ReasonForbidden: the environment's ServiceAccount may not do what
+	// the environment asks of the operator outside a deploy (create a
+	// builder Job, read a Secret the spec names).
+	ReasonForbidden = "Forbidden"
 
 	// ReasonDriftCorrected (a Warning event): objects a component deployed
 	// were changed by hand and the reconcile applied them back.

@@ -102,6 +102,15 @@ type Fetcher struct {
 	MaxSize int64
 }
 
+// ReadingWith is f reading Secrets and Flux objects with r instead: a
+// client acting as the environment's ServiceAccount, so a source can name
+// only what that ServiceAccount may read. The content store is shared.
+func (f *Fetcher) ReadingWith(r client.Reader) *Fetcher {
+	c := *f
+	c.Reader = r
+	return &c
+}
+
 // Resolve turns a source of the spec into an immutable Ref: it asks the git
 // server which commit a branch or tag names, the registry which digest a
 // tag names, or reads a Flux object's status.artifact. Nothing is
