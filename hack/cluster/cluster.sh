@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes cluster on this machine, without Docker:
 # the distribution registry, etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, containerd + CNI bridge, kubelet, kube-proxy (iptables) and
-# CoreDNS, each a host process started and stopped by PID.
+# kube-scheduler, containerd + CNI bridge, kubelet, kube-proxy (iptables),
+# CoreDNS and a host-path volume provisioner, each a host process started
+# and stopped by PID.
 #
 # Usage (root):
 #   hack/cluster/cluster.sh up       install/build what is missing, start what is not running,
@@ -20,6 +21,7 @@
 #   apiserver               https://127.0.0.1:6443 (also 10.250.0.1:6443, Service 10.96.0.1:443)
 #   etcd                    http://127.0.0.1:2379
 #   pods                    10.244.0.0/24 on bridge devloop0; Services 10.96.0.0/16
+#   volumes                 default StorageClass "local": a directory per claim under $CLUSTER_DIR/volumes
 # Images: $REGISTRY/pause:3.10 (sandbox) and $REGISTRY/busybox:1.35 (also :latest).
 set -euo pipefail
 
@@ -40,7 +42,7 @@ BUSYBOX_IMAGE=$REGISTRY/busybox:1.35
 APISERVER=https://127.0.0.1:6443
 NICE=${NICE:-nice -n 15}
 # Every component, in start order; down goes backwards.
-COMPONENTS=(registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns)
+COMPONENTS=(registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns provisioner)
 # Sysctls that kubelet, kube-proxy or the bridge plugin may change; saved on
 # the first up and restored by down.
 SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
@@ -69,6 +71,7 @@ binary_of() {
   case $1 in
     registry) echo /usr/bin/docker-registry ;;
     containerd) echo /usr/bin/containerd ;;
+    provisioner) echo "$STATE/tools/provisioner" ;;
     *) local var; var=$(echo "$1" | tr 'a-z-' 'A-Z_'); echo "${!var:-}" ;;
   esac
 }
@@ -168,11 +171,13 @@ binaries() {
   done < <("$HERE/binaries.sh" "$@")
 }
 
-# tools: the pause binary (static) and imagepack, from this repository.
+# tools: the pause binary (static), imagepack and the volume provisioner,
+# from this repository.
 tools() {
   mkdir -p "$STATE/tools"
   (cd "$ROOT" && CGO_ENABLED=0 $NICE go build -trimpath -ldflags "-s -w" -o "$STATE/tools/pause" ./hack/cluster/pause \
-    && CGO_ENABLED=0 $NICE go build -o "$STATE/tools/imagepack" ./hack/cluster/imagepack)
+    && CGO_ENABLED=0 $NICE go build -o "$STATE/tools/imagepack" ./hack/cluster/imagepack \
+    && CGO_ENABLED=0 $NICE go build -o "$STATE/tools/provisioner" ./hack/cluster/provisioner)
 }
 
 node_address() {
@@ -546,6 +551,14 @@ start_kube_proxy() {
 start_coredns() {
   launch coredns -conf "$STATE/config/Corefile"
   wait_for coredns 60 http_ok http://127.0.0.1:8181/ready
+}
+
+# The default StorageClass "local": a host directory per claim, under
+# $STATE/volumes (build caches of builder Jobs).
+start_provisioner() {
+  mkdir -p "$STATE/volumes"
+  launch provisioner --kubeconfig "$ADMIN_KUBECONFIG" --root "$STATE/volumes" --node "$NODE_NAME"
+  wait_for "storage class local" 30 kubectl_ get storageclass local
 }
 
 images() {
