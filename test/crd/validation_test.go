@@ -62,6 +62,9 @@ func TestSamplesAccepted(t *testing.T) {
 	local, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "local", "*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	files = append(files, local...)
+	dev, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "dev", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	files = append(files, dev...)
 	n := 0
 	for _, f := range files {
 		if filepath.Base(f) == "kustomization.yaml" {
@@ -75,7 +78,7 @@ func TestSamplesAccepted(t *testing.T) {
 		g.Expect(create(env)).To(Succeed(), "sample %s", filepath.Base(f))
 		n++
 	}
-	g.Expect(n).To(BeNumerically(">=", 3))
+	g.Expect(n).To(BeNumerically(">=", 4))
 }
 
 func TestBadSpecsRejected(t *testing.T) {
