@@ -27,10 +27,13 @@ generate: ## Generate deepcopy code.
 manifests: ## Generate the CRD and the manager's RBAC from the Go markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	@# The chart installs copies of the generated CRD and rules (test/install checks them).
+	cp config/crd/bases/*.yaml charts/devloop/crds/
+	cp config/rbac/role.yaml charts/devloop/files/manager-role.yaml
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail if generated files are not committed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: fmt vet
 fmt:

@@ -295,3 +295,12 @@ func TestRestrictedNamespaceRefusesARootPod(t *testing.T) {
 		t.Fatalf("a pod without a security context: error %v, want a PodSecurity violation", err)
 	}
 }
+
+// config/default, the kustomize install, is accepted as well.
+func TestKustomizeObjectsAcceptedByAPIServer(t *testing.T) {
+	ctx := context.Background()
+	ensureRestrictedNamespace(t, ctx, namespace)
+	objs := buildKustomize(t, "config/default")
+	dryRunApply(t, ctx, objs)
+	dryRunPod(t, ctx, deploymentOf(t, objs, "devloop-manager"))
+}
