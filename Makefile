@@ -50,6 +50,16 @@ build: bin/manager ## Build the operator binary.
 bin/manager:
 	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager
 
+##@ Install paths (charts/devloop, config/, bundle/, catalog/)
+
+IMAGE    ?=
+INSECURE ?=
+TAG      ?= dev
+
+.PHONY: image
+image: ## Operator image for linux/amd64+arm64 without Docker: OCI layout bin/image/devloop, or IMAGE=host/repo:tag [INSECURE=1].
+	go run ./hack/image -tag $(TAG) $(if $(IMAGE),-image $(IMAGE)) $(if $(INSECURE),-insecure)
+
 ##@ Test
 
 .PHONY: test-binaries
