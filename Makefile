@@ -27,10 +27,13 @@ generate: ## Generate deepcopy code.
 manifests: ## Generate the CRD and the manager's RBAC from the Go markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	@# The chart installs copies of the generated CRD and rules (test/install checks them).
+	cp config/crd/bases/*.yaml charts/devloop/crds/
+	cp config/rbac/role.yaml charts/devloop/files/manager-role.yaml
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail if generated files are not committed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: fmt vet
 fmt:
@@ -46,6 +49,16 @@ build: bin/manager ## Build the operator binary.
 .PHONY: bin/manager
 bin/manager:
 	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager
+
+##@ Install paths (charts/devloop, config/, bundle/, catalog/)
+
+IMAGE    ?=
+INSECURE ?=
+TAG      ?= dev
+
+.PHONY: image
+image: ## Operator image for linux/amd64+arm64 without Docker: OCI layout bin/image/devloop, or IMAGE=host/repo:tag [INSECURE=1].
+	go run ./hack/image -tag $(TAG) $(if $(IMAGE),-image $(IMAGE)) $(if $(INSECURE),-insecure)
 
 ##@ Test
 

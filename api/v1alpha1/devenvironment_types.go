@@ -144,7 +144,11 @@ type DevEnvironment struct {
 	Spec DevEnvironmentSpec `json:"spec,omitempty"`
 
 	// Status is what the operator observed and did.
+	// Defaulted to {observedGeneration: 0} on read, so an environment the
+	// operator has not reconciled yet reads as InProgress to kstatus (Flux
+	// health checks, kubectl wait), not as a Current object without status.
 	// +optional
+	// +kubebuilder:default={}
 	Status DevEnvironmentStatus `json:"status,omitempty"`
 }
 

@@ -9,8 +9,10 @@ import (
 // is under way or cannot go on; observedGeneration says which spec they are
 // about.
 type DevEnvironmentStatus struct {
-	// ObservedGeneration is the spec generation this status describes.
+	// ObservedGeneration is the spec generation this status describes;
+	// 0 until the operator first reconciles the environment.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled.

@@ -1,0 +1,73 @@
+{{/* The base of every object name: the release name, or <release>-devloop. */}}
+{{- define "devloop.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "devloop.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: devloop
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "devloop.managerSelector" -}}
+app.kubernetes.io/name: devloop
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end -}}
+
+{{- define "devloop.registrySelector" -}}
+app.kubernetes.io/name: devloop
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: registry
+{{- end -}}
+
+{{- define "devloop.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (printf "%s-manager" (include "devloop.fullname" .)) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The manager image: repository@digest, or repository:tag (default appVersion). */}}
+{{- define "devloop.image" -}}
+{{- $repo := required "image.repository is required" .Values.image.repository -}}
+{{- if .Values.image.digest -}}
+{{- if not (hasPrefix "sha256:" .Values.image.digest) -}}
+{{- fail (printf "image.digest %q must start with sha256:" .Values.image.digest) -}}
+{{- end -}}
+{{- printf "%s@%s" $repo .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The in-cluster registry's configuration file. */}}
+{{- define "devloop.registryConfig" -}}
+version: 0.1
+log:
+  fields:
+    service: registry
+storage:
+  filesystem:
+    rootdirectory: /var/lib/registry
+  delete:
+    enabled: {{ .Values.registry.deleteEnabled }}
+http:
+  addr: :5000
+  headers:
+    X-Content-Type-Options: [nosniff]
+health:
+  storagedriver:
+    enabled: true
+    interval: 10s
+    threshold: 3
+{{- end -}}

@@ -1,0 +1,209 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// Flux's health checks (Kustomization healthChecks, wait: true) and
+// `kubectl wait`-style tools read a DevEnvironment with kstatus. This test
+// drives the real reconciler, build and deploy engine through the phases of
+// an environment's life — created, deploying, Ready, broken by an edit,
+// fixed — records every version of the object the API server holds (a
+// watch), and checks kstatus's verdict on each one against the phases:
+//
+//	observedGeneration behind the spec                 -> InProgress
+//	Stalled=True                                        -> Failed
+//	Ready=True and every component in phase Ready       -> Current
+//	anything else (building, deploying, blocked, ...)   -> InProgress
+//
+// and that the verdicts come in exactly the order a Flux user would see.
+func TestFluxHealthCheckFollowsThePhases(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	files["deploy/deployment.yaml"] = webDeployment
+	reg.pushSource(t, ns+"/src", "dev", files)
+
+	rec := watchEnvironments(t, ns)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	// Deploying: the Deployment is applied but not available.
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := componentOf(env, "web")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
+	})
+	expectKstatus(t, env, status.InProgressStatus)
+
+	// Ready: the Deployment's pods are up.
+	markAvailable(t, ns, "web")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseReady))
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// Broken by an edit: a layer naming a file the source lacks stalls the
+	// build.
+	editSpec(t, key, func(env *v1alpha1.DevEnvironment) {
+		env.Spec.Components[0].Images[0].Layers[0].From = "bin/missing"
+	})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring(`"bin/missing" does not exist`))
+	})
+	g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseFailed))
+	expectKstatus(t, env, status.FailedStatus)
+
+	// Fixed: Ready again.
+	editSpec(t, key, func(env *v1alpha1.DevEnvironment) {
+		env.Spec.Components[0].Images[0].Layers[0].From = "bin/web"
+	})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseReady))
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+
+	versions := rec.stop()
+	var verdicts []status.Status
+	for _, u := range versions {
+		// kstatus reads the object as the API server sends it, as Flux
+		// does: a typed round trip would drop a zero observedGeneration.
+		res, err := status.Compute(u)
+		g.Expect(err).NotTo(HaveOccurred())
+		v := &v1alpha1.DevEnvironment{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v)).To(Succeed())
+		want := phaseVerdict(v)
+		g.Expect(res.Status).To(Equal(want), "resourceVersion %s (generation %d, observed %d, components %s, conditions %s): kstatus %s (%s)",
+			v.ResourceVersion, v.Generation, v.Status.ObservedGeneration, phases(v), conditions(v), res.Status, res.Message)
+		if n := len(verdicts); n == 0 || verdicts[n-1] != res.Status {
+			verdicts = append(verdicts, res.Status)
+		}
+	}
+	g.Expect(verdicts).To(Equal([]status.Status{
+		status.InProgressStatus, status.CurrentStatus, // created, deployed
+		status.InProgressStatus, status.FailedStatus, // edited, stalled
+		status.InProgressStatus, status.CurrentStatus, // fixed, Ready
+	}), "kstatus over %d versions", len(versions))
+	t.Logf("kstatus checked on %d versions: %v", len(versions), verdicts)
+}
+
+// phaseVerdict is what kstatus must say of env, from its phases.
+func phaseVerdict(env *v1alpha1.DevEnvironment) status.Status {
+	if env.Status.ObservedGeneration != env.Generation {
+		return status.InProgressStatus
+	}
+	if meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled) {
+		return status.FailedStatus
+	}
+	ready := len(env.Status.Components) == len(env.Spec.Components)
+	for _, c := range env.Status.Components {
+		ready = ready && c.Phase == v1alpha1.PhaseReady
+	}
+	if ready && meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady) {
+		return status.CurrentStatus
+	}
+	return status.InProgressStatus
+}
+
+func phases(env *v1alpha1.DevEnvironment) string {
+	var out []string
+	for _, c := range env.Status.Components {
+		out = append(out, c.Name+"="+string(c.Phase))
+	}
+	return strings.Join(out, ",")
+}
+
+func conditions(env *v1alpha1.DevEnvironment) string {
+	var out []string
+	for _, c := range env.Status.Conditions {
+		out = append(out, c.Type+"="+string(c.Status))
+	}
+	return strings.Join(out, ",")
+}
+
+// editSpec changes the spec of the environment at key, retrying on
+// conflicts with the reconciler's status writes.
+func editSpec(t *testing.T, key client.ObjectKey, edit func(*v1alpha1.DevEnvironment)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(context.Background(), key, cur); err != nil {
+			return err
+		}
+		edit(cur)
+		return k8s.Update(context.Background(), cur)
+	}, timeout).Should(Succeed())
+}
+
+// envRecorder keeps every version of the environments of a namespace the
+// API server sends on a watch, as unstructured objects.
+type envRecorder struct {
+	w        watch.Interface
+	mu       sync.Mutex
+	versions []*unstructured.Unstructured
+	done     chan struct{}
+}
+
+func watchEnvironments(t *testing.T, ns string) *envRecorder {
+	t.Helper()
+	wc, err := client.NewWithWatch(deployEngine.Config, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.DevEnvironmentKind + "List"))
+	w, err := wc.Watch(context.Background(), list, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &envRecorder{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			r.mu.Lock()
+			r.versions = append(r.versions, u.DeepCopy())
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.Stop() })
+	return r
+}
+
+// stop ends the watch and returns the versions seen, in order.
+func (r *envRecorder) stop() []*unstructured.Unstructured {
+	r.w.Stop()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.versions
+}
+

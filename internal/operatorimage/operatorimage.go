@@ -1,0 +1,200 @@
+// Package operatorimage builds devloop's own operator image without Docker:
+// the manager binary compiled per platform (CGO_ENABLED=0) on a static,
+// distroless-like base made here (no public registry is needed), assembled
+// and pushed by internal/build — the code that builds users' images — as a
+// multi-platform index, to a registry or into an OCI layout.
+//
+// The image runs as the nonroot user 65532 with /manager as entrypoint; it
+// is also the helper image builder pods run (`manager helper ...`).
+package operatorimage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// DefaultPlatforms are the platforms `make image` builds.
+var DefaultPlatforms = []string{"linux/amd64", "linux/arm64"}
+
+// DefaultCABundle is Debian's CA bundle.
+const DefaultCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// Options say what goes into the image.
+type Options struct {
+	// Binaries maps "os/arch" to a compiled manager binary; its keys are
+	// the platforms of the image. Compile makes them.
+	Binaries map[string]string
+	// CABundle is the PEM file copied to /etc/ssl/certs/ca-certificates.crt;
+	// empty means DefaultCABundle.
+	CABundle string
+	// SourceURL and Revision become the image's OCI labels.
+	SourceURL, Revision string
+}
+
+// Result is what was built.
+type Result struct {
+	// Reference is repository@digest (for a layout: the layout's path@digest).
+	Reference string
+	// Digest of the index (or of the image, for one platform).
+	Digest string
+	// Tags that name Digest: the content tag, then the requested tag.
+	Tags []string
+}
+
+// Push builds the image and pushes it to ref (host/path/name:tag): the base
+// and the per-platform images by digest, then the index, then the content
+// tag and ref's tag, all naming the one digest (internal/build's order).
+// insecure allows plain HTTP to ref's registry.
+func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result, error) {
+	var nameOpts []name.Option
+	if insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	tag, err := name.NewTag(ref, nameOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	repo := tag.Context().RegistryStr() + "/" + tag.Context().RepositoryStr()
+	prefix, image := repo[:strings.LastIndex(repo, "/")], repo[strings.LastIndex(repo, "/")+1:]
+	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure})
+	if err != nil {
+		return nil, err
+	}
+	caBundle := opts.CABundle
+	if caBundle == "" {
+		caBundle = DefaultCABundle
+	}
+	ca, err := readCABundle(caBundle)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.Binaries) == 0 {
+		return nil, fmt.Errorf("no manager binary: nothing to build")
+	}
+
+	pushed := map[string]v1.Hash{}
+	for platform, bin := range opts.Binaries {
+		p, err := v1.ParsePlatform(platform)
+		if err != nil {
+			return nil, fmt.Errorf("platform %q: %w", platform, err)
+		}
+		base, err := staticBase(*p, ca)
+		if err != nil {
+			return nil, err
+		}
+		baseDigest, _, err := b.PushImage(ctx, image, base)
+		if err != nil {
+			return nil, fmt.Errorf("pushing the %s base: %w", platform, err)
+		}
+		dir, err := stage(bin)
+		if err != nil {
+			return nil, err
+		}
+		img, err := b.Assemble(ctx, build.Image{
+			Name:       image,
+			Base:       b.Repository(image) + "@" + baseDigest.String(),
+			Layers:     []v1alpha1.LayerMapping{{From: "manager", To: "/manager", Mode: "0755"}},
+			Entrypoint: []string{"/manager"},
+			User:       fmt.Sprintf("%d:%d", NonRoot, NonRoot),
+			SourceURL:  opts.SourceURL,
+			Revision:   opts.Revision,
+		}, platform, dir)
+		os.RemoveAll(dir)
+		if err != nil {
+			return nil, err
+		}
+		if pushed[p.String()], _, err = b.PushImage(ctx, image, img); err != nil {
+			return nil, err
+		}
+	}
+	res, err := b.Publish(ctx, image, pushed, func(string) ([]string, error) { return []string{tag.TagStr()}, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Reference: res.Repository + "@" + res.Digest, Digest: res.Digest, Tags: res.Tags}, nil
+}
+
+// WriteLayout builds the image into an OCI image layout at dir (replaced if
+// present), its index annotated with tag as org.opencontainers.image.ref.name.
+// The build runs against a registry in memory on the loopback address, so
+// the layout holds exactly what Push would push.
+func WriteLayout(ctx context.Context, opts Options, dir, tag string) (*Result, error) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	res, err := Push(ctx, opts, host+"/devloop/manager:"+tag, true)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := name.NewDigest(res.Reference, name.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := remote.Get(ref, remote.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return nil, err
+	}
+	annotations := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag})
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		err = p.AppendIndex(idx, annotations)
+	} else {
+		img, err2 := desc.Image()
+		if err2 != nil {
+			return nil, err2
+		}
+		err = p.AppendImage(img, annotations)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the OCI layout %s: %w", dir, err)
+	}
+	return &Result{Reference: dir + "@" + res.Digest, Digest: res.Digest, Tags: []string{tag}}, nil
+}
+
+// stage links (or copies) bin as "manager" into a new directory: the source
+// directory of internal/build's layer mapping.
+func stage(bin string) (string, error) {
+	dir, err := os.MkdirTemp("", "devloop-image-")
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "manager")
+	if err := os.Link(bin, dst); err != nil {
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("manager binary: %w", err)
+		}
+		if err := os.WriteFile(dst, data, 0o755); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
