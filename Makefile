@@ -85,6 +85,17 @@ run-local: build test-binaries ## Control plane + operator + samples; Ctrl-C sto
 
 include hack/cluster/cluster.mk
 
+.PHONY: dev-up dev-down dev-clean
+dev-up: test-binaries cluster-binaries ## The main job: local cluster + registry + operator (from its chart) + the sample, Ready.
+	$(CLUSTER_SH) up
+	go run ./hack/devup $(ARGS)
+
+dev-down: ## Stop the local cluster (state kept; dev-up resumes it).
+	$(CLUSTER_SH) down
+
+dev-clean: ## Stop the local cluster and remove all its state.
+	$(CLUSTER_SH) clean
+
 .PHONY: e2e
 e2e: test-binaries cluster-binaries ## End-to-end tests on a real local cluster (root): up, test, down.
 	$(CLUSTER_SH) up
