@@ -130,7 +130,7 @@ func addComponent(parent *node, c *ComponentView, p palette) {
 		n.add(text)
 	}
 	if len(c.Inventory) > 0 {
-		n.add(fmt.Sprintf("manifests: %d objects applied", len(c.Inventory)))
+		n.add(fmt.Sprintf("manifests: %d %s applied", len(c.Inventory), plural(len(c.Inventory), "object", "objects")))
 	}
 	if len(c.Drift) > 0 {
 		n.add(p.state("Drift") + " corrected: " + strings.Join(c.Drift, "; "))
@@ -190,4 +190,11 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
