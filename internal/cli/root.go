@@ -109,6 +109,8 @@ Exit codes: 0 success; 1 the subject failed (rollout, test, timeout) or the
 command could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Help reads as kubectl shows the plugin.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl devloop"},
 	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
