@@ -3,11 +3,13 @@ package cli
 import (
 	"archive/tar"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,13 @@ import (
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
+
+var envCount atomic.Int64
+
+// uniqueName names an environment in the operator's shared namespace.
+func uniqueName(base string) string {
+	return fmt.Sprintf("%s-%d", base, envCount.Add(1))
+}
 
 // writeFiles writes files (slash paths) under dir.
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -118,10 +127,11 @@ func expectKstatus(t *testing.T, env *v1alpha1.DevEnvironment, want status.Statu
 func TestPushRollsOutAndFollowsToReady(t *testing.T) {
 	host := testregistry.Start(t)
 	ns := operatorNamespace(t)
-	createEnv(t, ns, "hello", pushedSpec(host, "hello-src"))
+	hello := uniqueName("hello")
+	createEnv(t, ns, hello, pushedSpec(host, "hello-src"))
 	dir := appTree(t, "<h1>v1</h1>")
 
-	r := plugin(t, "push", dir, "--env", "hello", "--source", "app", "-n", ns)
+	r := plugin(t, "push", dir, "--env", hello, "--source", "app", "-n", ns)
 	if r.code != 0 {
 		t.Fatalf("push:\n%s", r)
 	}
@@ -139,7 +149,7 @@ func TestPushRollsOutAndFollowsToReady(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Fatalf("artifact holds %v, want %v (.git, *.log, tmp/ and secret.txt left out)", files, want)
 	}
-	env := getEnv(t, ns, "hello")
+	env := getEnv(t, ns, hello)
 	if !ready(env) || componentStatus(env, "web").Phase != v1alpha1.PhaseReady {
 		t.Fatalf("not Ready after push returned: %+v", env.Status)
 	}
@@ -148,11 +158,11 @@ func TestPushRollsOutAndFollowsToReady(t *testing.T) {
 	// The same content again: nothing pushed, nothing requested.
 	token := env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	os.Chtimes(filepath.Join(dir, "site", "index.html"), time.Now().Add(time.Hour), time.Now().Add(time.Hour))
-	r = plugin(t, "push", dir, "--env", "hello", "--source", "app", "-n", ns)
+	r = plugin(t, "push", dir, "--env", hello, "--source", "app", "-n", ns)
 	if r.code != 0 || !strings.HasPrefix(r.out, "unchanged: ") {
 		t.Fatalf("unchanged push:\n%s", r)
 	}
-	if got := getEnv(t, ns, "hello").Annotations[v1alpha1.ReconcileRequestAnnotation]; got != token {
+	if got := getEnv(t, ns, hello).Annotations[v1alpha1.ReconcileRequestAnnotation]; got != token {
 		t.Fatalf("an unchanged push requested a reconcile (%s -> %s)", token, got)
 	}
 
@@ -160,12 +170,12 @@ func TestPushRollsOutAndFollowsToReady(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "site")); err != nil {
 		t.Fatal(err)
 	}
-	r = plugin(t, "push", dir, "--env", "hello", "--source", "app", "-n", ns)
+	r = plugin(t, "push", dir, "--env", hello, "--source", "app", "-n", ns)
 	if r.code != 1 || !strings.Contains(r.err, "Stalled (BuildFailed)") || !strings.Contains(r.err, "site") {
 		t.Fatalf("want exit 1 naming the build failure and the missing path:\n%s", r)
 	}
 	t.Logf("failed push:\n%s", r)
-	expectKstatus(t, getEnv(t, ns, "hello"), status.FailedStatus)
+	expectKstatus(t, getEnv(t, ns, hello), status.FailedStatus)
 }
 
 // --watch pushes on every change that is not ignored, pauses and resumes
@@ -173,7 +183,8 @@ func TestPushRollsOutAndFollowsToReady(t *testing.T) {
 func TestPushWatch(t *testing.T) {
 	host := testregistry.Start(t)
 	ns := operatorNamespace(t)
-	createEnv(t, ns, "watched", pushedSpec(host, "watched-src"))
+	watched := uniqueName("watched")
+	createEnv(t, ns, watched, pushedSpec(host, "watched-src"))
 	dir := appTree(t, "<h1>v1</h1>")
 
 	stdin, typed := io.Pipe()
@@ -182,7 +193,7 @@ func TestPushWatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	opts := testOptions()
-	exited := startPlugin(ctx, stdin, &out, &errOut, opts, "push", dir, "--env", "watched", "--source", "app", "--watch", "--debounce", "100ms", "-n", ns)
+	exited := startPlugin(ctx, stdin, &out, &errOut, opts, "push", dir, "--env", watched, "--source", "app", "--watch", "--debounce", "100ms", "-n", ns)
 	rollouts := func() int { return strings.Count(out.String(), "Ready in") }
 	pushes := func() int { return strings.Count(out.String(), "pushed "+host) }
 	type_ := func(s string) {
@@ -216,7 +227,7 @@ func TestPushWatch(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	t.Logf("watch session:\n%s", out.String())
-	expectKstatus(t, getEnv(t, ns, "watched"), status.CurrentStatus)
+	expectKstatus(t, getEnv(t, ns, watched), status.CurrentStatus)
 }
 
 // Sources push cannot write to are refused with what to do instead; no
