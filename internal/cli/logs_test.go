@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
 )
 
 // fakeLogs stands in for the kubelet, which envtest has not: every
@@ -114,6 +116,34 @@ func TestLogsOfAComponentFindsThePodsOfItsWorkloads(t *testing.T) {
 	r = logsPlugin(t, &fakeLogs{}, "logs", "team", "web", "-c", "sidecar", "-n", ns)
 	if r.code != 0 || r.out != "web-b/sidecar line 1\nweb-b/sidecar line 2\n" {
 		t.Fatalf("-c sidecar:\n%s", r)
+	}
+}
+
+// A Helm component's pods are found through the workloads of its release,
+// read from Helm's own storage (a Secret the test writes as Helm would).
+func TestLogsOfAHelmComponentFromItsRelease(t *testing.T) {
+	ns := newNamespace(t)
+	createEnv(t, ns, "team", teamSpec())
+	labels := map[string]string{"app": "helm-web"}
+	create(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.StatefulSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.test/web"}}}},
+	}}, pod(ns, "web-0", labels, "web"))
+	cfg, err := deploy.NewConfigFactory(restConfig, "")(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := "---\n# Source: web/templates/sts.yaml\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels:\n      app: helm-web\n"
+	if err := cfg.Releases.Create(&release.Release{Name: "web", Namespace: ns, Version: 1, Manifest: manifest, Info: &release.Info{Status: release.StatusDeployed}}); err != nil {
+		t.Fatal(err)
+	}
+	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
+		env.Status.Components = []v1alpha1.ComponentStatus{{Name: "web", Phase: v1alpha1.PhaseReady,
+			Release: &v1alpha1.ReleaseStatus{Name: "web", Namespace: ns, Revision: 1}}}
+	})
+	r := logsPlugin(t, &fakeLogs{}, "logs", "team", "web", "-n", ns)
+	if r.code != 0 || r.out != "web-0/web line 1\nweb-0/web line 2\n" || r.err != "" {
+		t.Fatalf("got\n%s", r)
 	}
 }
 
