@@ -50,6 +50,13 @@ build: bin/manager ## Build the operator binary.
 bin/manager:
 	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager
 
+.PHONY: build-plugin
+build-plugin: bin/kubectl-devloop ## Build the kubectl plugin (put bin/kubectl-devloop on your PATH).
+
+.PHONY: bin/kubectl-devloop
+bin/kubectl-devloop:
+	CGO_ENABLED=0 go build -o bin/kubectl-devloop ./cmd/kubectl-devloop
+
 ##@ Install paths (charts/devloop, config/, bundle/, catalog/)
 
 IMAGE    ?=

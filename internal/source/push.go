@@ -4,29 +4,81 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // epoch is the time of every pushed entry, so pushes are reproducible.
 var epoch = time.Unix(0, 0)
 
+// ExcludeFunc says whether the entry at rel (slash-separated, relative to
+// the packed directory) stays out of an artifact. An excluded directory is
+// not descended into, as git does with an ignored directory.
+type ExcludeFunc func(rel string, isDir bool) bool
+
+// PushOptions say how to reach the registry an artifact goes to.
+type PushOptions struct {
+	// Insecure allows plain HTTP. Without it plain HTTP is refused, also
+	// for localhost, as the fetcher refuses it: a push the environment
+	// cannot fetch back helps nobody.
+	Insecure bool
+	// Keychain resolves credentials; anonymous when nil.
+	Keychain authn.Keychain
+	// Exclude leaves entries out of the artifact.
+	Exclude ExcludeFunc
+}
+
+// PushOption changes PushOptions.
+type PushOption func(*PushOptions)
+
+// WithExclude leaves the entries exclude names out of the artifact.
+func WithExclude(exclude ExcludeFunc) PushOption {
+	return func(o *PushOptions) { o.Exclude = exclude }
+}
+
+// WithKeychain authenticates to the registry with k.
+func WithKeychain(k authn.Keychain) PushOption {
+	return func(o *PushOptions) { o.Keychain = k }
+}
+
 // PushDir packs a directory as a one-layer OCI artifact and pushes it to
 // ref (repository:tag): the content an OCI source fetches. Entries are
 // sorted with fixed times and owners, so the same tree pushes the same
 // digest. It is what `kubectl devloop push` and `make run-local` use.
-func PushDir(ctx context.Context, dir, ref string, insecure bool) (v1.Hash, error) {
+func PushDir(ctx context.Context, dir, ref string, insecure bool, opts ...PushOption) (v1.Hash, error) {
+	o := PushOptions{Insecure: insecure}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	img, err := PackDir(dir, o.Exclude)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := PushArtifact(ctx, img, ref, o); err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing %s: %w", dir, err)
+	}
+	return img.Digest()
+}
+
+// PackDir packs dir, without what exclude names, as a one-layer artifact.
+// Entries are in lexical order with fixed times and numeric owners 0, so
+// the digest depends only on names, modes and contents.
+func PackDir(dir string, exclude ExcludeFunc) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -37,66 +89,129 @@ func PushDir(ctx context.Context, dir, ref string, insecure bool) (v1.Hash, erro
 		if err != nil {
 			return err
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(path); err != nil {
-				return err
+		rel = filepath.ToSlash(rel)
+		if exclude != nil && exclude(rel, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
 			}
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = filepath.ToSlash(rel)
-		if d.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = epoch, epoch, epoch
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-		hdr.Format = tar.FormatPAX
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
 			return nil
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
+		return addEntry(tw, path, rel, d)
 	})
 	if err != nil {
-		return v1.Hash{}, fmt.Errorf("packing %s: %w", dir, err)
+		return nil, fmt.Errorf("packing %s: %w", dir, err)
 	}
 	if err := tw.Close(); err != nil {
-		return v1.Hash{}, err
+		return nil, err
 	}
 	data := buf.Bytes()
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 	if err != nil {
-		return v1.Hash{}, err
+		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	return mutate.AppendLayers(empty.Image, layer)
+}
+
+// addEntry writes one entry with fixed times and owners.
+func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry) error {
+	info, err := d.Info()
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if link, err = os.Readlink(path); err != nil {
+			return err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return err
+	}
+	hdr.Name = rel
+	if d.IsDir() {
+		hdr.Name += "/"
+	}
+	hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = epoch, epoch, epoch
+	hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
+	hdr.Format = tar.FormatPAX
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(tw, f)
+	return err
+}
+
+// PushArtifact pushes img to ref (repository:tag). Blobs the registry has
+// are not uploaded again.
+func PushArtifact(ctx context.Context, img v1.Image, ref string, o PushOptions) error {
+	r, err := parsePushRef(ref, o.Insecure)
+	if err != nil {
+		return err
+	}
+	g := &httpGuard{base: http.DefaultTransport, insecure: o.Insecure}
+	if err := remote.Write(r, img, pushRemoteOptions(ctx, g, o)...); err != nil {
+		return pushError(g, ref, err)
+	}
+	return nil
+}
+
+// RemoteDigest is the digest ref names in the registry, or "" when the tag
+// does not exist there yet.
+func RemoteDigest(ctx context.Context, ref string, o PushOptions) (string, error) {
+	r, err := parsePushRef(ref, o.Insecure)
+	if err != nil {
+		return "", err
+	}
+	g := &httpGuard{base: http.DefaultTransport, insecure: o.Insecure}
+	desc, err := remote.Head(r, pushRemoteOptions(ctx, g, o)...)
+	var te *transport.Error
+	switch {
+	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+		return "", nil
+	case err != nil:
+		return "", pushError(g, ref, err)
+	}
+	return desc.Digest.String(), nil
+}
+
+func parsePushRef(ref string, insecure bool) (name.Reference, error) {
 	var opts []name.Option
 	if insecure {
 		opts = append(opts, name.Insecure)
 	}
 	r, err := name.ParseReference(ref, opts...)
 	if err != nil {
-		return v1.Hash{}, err
+		return nil, fmt.Errorf("invalid reference %q: %w", ref, err)
 	}
-	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
-		return v1.Hash{}, fmt.Errorf("pushing %s to %s: %w", dir, ref, err)
+	return r, nil
+}
+
+func pushRemoteOptions(ctx context.Context, g *httpGuard, o PushOptions) []remote.Option {
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(g)}
+	if o.Keychain != nil {
+		opts = append(opts, remote.WithAuthFromKeychain(o.Keychain))
 	}
-	return img.Digest()
+	return opts
+}
+
+// pushError says what to do about a refused plain-HTTP request or denied
+// credentials; other errors pass through.
+func pushError(g *httpGuard, ref string, err error) error {
+	if g.refused.Load() {
+		return fmt.Errorf("%s: the registry was reached over plain HTTP, which is used only when the source says insecure: true: %w", ref, err)
+	}
+	var te *transport.Error
+	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+		return fmt.Errorf("%s: access denied (HTTP %d): log in to the registry (credentials come from your docker config, e.g. `docker login` or `crane auth login`): %w", ref, te.StatusCode, err)
+	}
+	return fmt.Errorf("%s: %w", ref, err)
 }

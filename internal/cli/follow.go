@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// getEnv reads an environment, saying where it looked when it is not there.
+func (s *session) getEnv(ctx context.Context, name string) (*v1alpha1.DevEnvironment, error) {
+	env := &v1alpha1.DevEnvironment{}
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, env)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("devenvironment %q not found in namespace %q of context %q: list them with `kubectl get devenv -A`, pick the namespace with -n", name, s.namespace, s.context)
+	case meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("the cluster of context %q has no DevEnvironment API (devloop.dev/v1alpha1): is devloop installed there?", s.context)
+	case err != nil:
+		return nil, fmt.Errorf("reading devenvironment %s/%s: %w", s.namespace, name, err)
+	}
+	return env, nil
+}
+
+// progress prints what a long wait sees: a line, with the time since the
+// start, whenever the state changes, and a "still" line every interval
+// while it does not, so a terminal and a CI log both show that it is alive.
+type progress struct {
+	w         io.Writer
+	start     time.Time
+	every     time.Duration
+	last      string
+	lastPrint time.Time
+}
+
+func newProgress(w io.Writer, every time.Duration) *progress {
+	now := time.Now()
+	return &progress{w: w, start: now, every: every, lastPrint: now}
+}
+
+func (p *progress) elapsed() time.Duration { return time.Since(p.start) }
+
+// show prints state if it changed, or a reminder when it has not for a
+// while. An empty state prints nothing.
+func (p *progress) show(state string) {
+	now := time.Now()
+	switch {
+	case state == "":
+		return
+	case state != p.last:
+		fmt.Fprintf(p.w, "[%6s] %s\n", seconds(now.Sub(p.start)), state)
+	case now.Sub(p.lastPrint) >= p.every:
+		fmt.Fprintf(p.w, "[%6s] still %s\n", seconds(now.Sub(p.start)), state)
+	default:
+		return
+	}
+	p.last, p.lastPrint = state, now
+}
+
+// check looks at an environment and says what it sees (for progress),
+// whether the wait is over, and with what error.
+type check func(env *v1alpha1.DevEnvironment) (state string, done bool, err error)
+
+// errTimeout marks a wait that ran out of time.
+var errTimeout = errors.New("timed out")
+
+// follow reads the environment every poll interval until check says done,
+// timeout passes (0: no limit) or ctx is cancelled.
+func (a *app) follow(ctx context.Context, s *session, name string, timeout time.Duration, p *progress, c check) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for {
+		env, err := s.getEnv(ctx, name)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if env != nil {
+			state, done, err := c(env)
+			p.show(state)
+			if done {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return &ExitError{Code: 1, Err: fmt.Errorf("%w after %s: %s", errTimeout, seconds(p.elapsed()), p.last)}
+			}
+			return &ExitError{Code: 130, Err: errors.New("interrupted: " + p.last)}
+		case <-time.After(a.opts.PollInterval):
+		}
+	}
+}
+
+// conditionOf returns the condition of type t if it describes the
+// current generation.
+func conditionOf(env *v1alpha1.DevEnvironment, t string) *metav1.Condition {
+	c := meta.FindStatusCondition(env.Status.Conditions, t)
+	if c == nil || c.ObservedGeneration != env.Generation {
+		return nil
+	}
+	return c
+}
+
+// stalled is the Stalled condition when it is True for this generation.
+func stalled(env *v1alpha1.DevEnvironment) *metav1.Condition {
+	if c := conditionOf(env, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		return c
+	}
+	return nil
+}
+
+// ready says whether the environment is Ready for its current spec.
+func ready(env *v1alpha1.DevEnvironment) bool {
+	c := conditionOf(env, v1alpha1.ConditionReady)
+	return env.Status.ObservedGeneration == env.Generation && c != nil && c.Status == metav1.ConditionTrue
+}
+
+func componentStatus(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
+	for i := range env.Status.Components {
+		if env.Status.Components[i].Name == name {
+			return &env.Status.Components[i]
+		}
+	}
+	return nil
+}

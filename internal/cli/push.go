@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// pushFlags are the options of `push`.
+type pushFlags struct {
+	env, source string
+	watch       bool
+	debounce    time.Duration
+	timeout     time.Duration
+	noFollow    bool
+}
+
+func newPushCommand(a *app) *cobra.Command {
+	f := &pushFlags{}
+	cmd := &cobra.Command{
+		Use:   "push DIR --env ENV --source SOURCE",
+		Short: "Push a directory as an environment's OCI source and follow the rollout",
+		Long: `Pack DIR reproducibly (sorted entries, fixed times and owners; .git and what
+.gitignore and .devloopignore files in DIR and below ignore left out), push it
+as an OCI artifact to the source's oci.repository:tag (plain HTTP only when
+the source says insecure: true; credentials from your docker config), ask
+the environment to reconcile now (annotation devloop.dev/reconcile-requested-at),
+and follow it until the components that use the source, and those that
+depend on them, are Ready — or one Failed or the environment is Stalled:
+then it prints the reason and exits 1. Content the registry and the
+environment already have is a no-op.
+
+--watch pushes again on every change under DIR (ignored paths excepted),
+debounced, until Ctrl-C. While watching, type p and Enter to pause, r and
+Enter to resume (changes made while paused are pushed then), Enter alone to
+push now, q and Enter to stop.`,
+		Example: `  kubectl devloop push ./bin --env volcano --source local
+  kubectl devloop push . --env hello --source app --watch`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.env == "" || f.source == "" {
+				return errors.New("push needs --env (the DevEnvironment) and --source (the name of its oci source)")
+			}
+			if st, err := os.Stat(args[0]); err != nil || !st.IsDir() {
+				return fmt.Errorf("%s is not a directory", args[0])
+			}
+			s, err := a.connect()
+			if err != nil {
+				return err
+			}
+			t, err := resolvePushTarget(cmd.Context(), s, f.env, f.source, args[0])
+			if err != nil {
+				return err
+			}
+			if f.watch {
+				return a.watchAndPush(cmd.Context(), s, t, f)
+			}
+			return a.pushOnce(cmd.Context(), s, t, f)
+		},
+	}
+	cmd.Flags().StringVar(&f.env, "env", "", "the DevEnvironment whose source to push")
+	cmd.Flags().StringVar(&f.source, "source", "", "the name of the environment's oci source (spec.sources[].name)")
+	cmd.Flags().BoolVarP(&f.watch, "watch", "w", false, "push again on every change until Ctrl-C")
+	cmd.Flags().DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "with --watch: wait this long after the last change before pushing")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up following the rollout after this long (0: no limit)")
+	cmd.Flags().BoolVar(&f.noFollow, "no-follow", false, "push and request the reconcile, but do not wait for the rollout")
+	return cmd
+}
+
+// pushTarget is where a directory goes: the source's repository and tag.
+type pushTarget struct {
+	dir      string
+	env      string
+	source   string
+	ref      string // repository:tag
+	insecure bool
+}
+
+// resolvePushTarget reads the source from the environment's spec and says
+// what to do when push cannot work with it.
+func resolvePushTarget(ctx context.Context, s *session, envName, srcName, dir string) (*pushTarget, error) {
+	env, err := s.getEnv(ctx, envName)
+	if err != nil {
+		return nil, err
+	}
+	var oci []string
+	for _, src := range env.Spec.Sources {
+		if src.OCI != nil {
+			oci = append(oci, src.Name)
+		}
+		if src.Name != srcName {
+			continue
+		}
+		if src.OCI == nil {
+			return nil, fmt.Errorf("source %q of devenvironment/%s has no oci repository (it is a %s source): push works only for oci sources; add one, e.g. {name: local, oci: {repository: <registry>/<path>, tag: dev}}", srcName, envName, sourceKind(src))
+		}
+		if src.OCI.Digest != "" {
+			return nil, fmt.Errorf("source %q of devenvironment/%s pins oci.digest %s: a push moves a tag, so set spec.sources[].oci.tag instead of digest", srcName, envName, src.OCI.Digest)
+		}
+		tag := src.OCI.Tag
+		if tag == "" {
+			tag = "latest"
+		}
+		return &pushTarget{dir: dir, env: envName, source: srcName, ref: src.OCI.Repository + ":" + tag, insecure: src.OCI.Insecure}, nil
+	}
+	hint := "it has no oci sources"
+	if len(oci) > 0 {
+		hint = "its oci sources are " + strings.Join(oci, ", ")
+	}
+	return nil, fmt.Errorf("devenvironment/%s has no source %q: %s", envName, srcName, hint)
+}
+
+func sourceKind(src v1alpha1.Source) string {
+	switch {
+	case src.Git != nil:
+		return "git"
+	case src.SourceRef != nil:
+		return "Flux " + src.SourceRef.Kind
+	}
+	return "non-oci"
+}
+
+// pushOnce packs and pushes the directory, requests a reconcile and
+// follows the rollout, printing how long each part took.
+func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFlags) error {
+	start := time.Now()
+	m, err := loadIgnore(t.dir)
+	if err != nil {
+		return fmt.Errorf("reading ignore files in %s: %w", t.dir, err)
+	}
+	img, err := source.PackDir(t.dir, m.Exclude)
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	size := int64(0)
+	if layers, err := img.Layers(); err == nil && len(layers) == 1 {
+		size, _ = layers[0].Size()
+	}
+	packed := time.Since(start)
+
+	opts := source.PushOptions{Insecure: t.insecure, Keychain: authn.DefaultKeychain}
+	remote, err := source.RemoteDigest(ctx, t.ref, opts)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", t.ref, err)
+	}
+	pushStart := time.Now()
+	if remote != digest.String() {
+		if err := source.PushArtifact(ctx, img, t.ref, opts); err != nil {
+			return fmt.Errorf("pushing %s: %w", t.dir, err)
+		}
+	}
+	pushed := time.Since(pushStart)
+
+	env, err := s.getEnv(ctx, t.env)
+	if err != nil {
+		return err
+	}
+	if remote == digest.String() && sourceDigest(env, t.source) == digest.String() {
+		fmt.Fprintf(a.out(), "unchanged: %s@%s is already what devenvironment/%s has (packed in %s); nothing pushed\n",
+			t.ref, shortDigest(digest.String()), t.env, seconds(packed))
+		return nil
+	}
+	verb := "pushed"
+	if remote == digest.String() {
+		verb = "already in the registry:"
+	}
+	fmt.Fprintf(a.out(), "%s %s@%s (%s; pack %s, push %s)\n", verb, t.ref, shortDigest(digest.String()), humanBytes(size), seconds(packed), seconds(pushed))
+
+	token, err := requestReconcile(ctx, s, env)
+	if err != nil {
+		return err
+	}
+	if f.noFollow {
+		return nil
+	}
+	affected := affectedComponents(env, t.source)
+	if len(affected) == 0 {
+		fmt.Fprintf(a.out(), "no component uses source %s; waiting for the environment to resolve it\n", t.source)
+	} else {
+		fmt.Fprintf(a.out(), "following %s\n", strings.Join(affected, ", "))
+	}
+	p := newProgress(a.out(), a.opts.ProgressInterval)
+	err = a.follow(ctx, s, t.env, f.timeout, p, rolloutCheck(token, t.source, digest.String(), affected))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.out(), "Ready in %s (pack %s, push %s, rollout %s)\n", seconds(time.Since(start)), seconds(packed), seconds(pushed), seconds(p.elapsed()))
+	return nil
+}
+
+// requestReconcile sets the reconcile-request annotation to a fresh value
+// and returns it: the operator echoes it in status.lastHandledReconcileAt
+// once a reconcile has acted on it.
+func requestReconcile(ctx context.Context, s *session, env *v1alpha1.DevEnvironment) (string, error) {
+	token := time.Now().UTC().Format(time.RFC3339Nano)
+	patched := env.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[v1alpha1.ReconcileRequestAnnotation] = token
+	if err := s.client.Patch(ctx, patched, client.MergeFrom(env)); err != nil {
+		return "", fmt.Errorf("requesting a reconcile of devenvironment/%s (annotation %s): %w", env.Name, v1alpha1.ReconcileRequestAnnotation, err)
+	}
+	return token, nil
+}
+
+// sourceDigest is the digest the environment last resolved a source to.
+func sourceDigest(env *v1alpha1.DevEnvironment, name string) string {
+	for _, s := range env.Status.Sources {
+		if s.Name == name {
+			if s.Digest != "" {
+				return s.Digest
+			}
+			_, d, _ := strings.Cut(s.Revision, "@")
+			return d
+		}
+	}
+	return ""
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// The envtest suite: a real kube-apiserver and etcd with the CRD, and the
+// plugin run in-process through its cobra root with a kubeconfig written
+// for an admin user, as a user's kubectl would have it.
+var (
+	k8s         client.Client
+	restConfig  *rest.Config
+	kubeconfig  string
+	contextName string
+	testEnv     *envtest.Environment
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	// The user's own settings and allow-list must not leak into tests.
+	tmp, err := os.MkdirTemp("", "devloop-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
+	os.Unsetenv(AllowedContextsEnv)
+	os.Setenv("DOCKER_CONFIG", filepath.Join(tmp, "docker"))
+
+	testEnv, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		stopOperator()
+		if err := testEnv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
+	}()
+	user, err := testEnv.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kubeconfig = filepath.Join(tmp, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	raw, err := clientcmd.Load(data)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	contextName = raw.CurrentContext
+	restConfig = user.Config()
+	k8s, err = client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// syncBuffer is a bytes.Buffer safe for the plugin's goroutines and the
+// test reading it at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// result is what one run of the plugin printed and returned.
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.out, r.err)
+}
+
+// testOptions polls fast and never colours.
+func testOptions() Options {
+	off := false
+	return Options{PollInterval: 50 * time.Millisecond, ProgressInterval: time.Hour, Color: &off}
+}
+
+// plugin runs `kubectl devloop ARGS --kubeconfig <envtest>` in-process.
+func plugin(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut syncBuffer
+	code := startPlugin(ctx, nil, &out, &errOut, testOptions(), args...)()
+	return result{out: out.String(), err: errOut.String(), code: code}
+}
+
+// startPlugin runs the plugin in a goroutine; the returned function waits
+// for its exit code.
+func startPlugin(ctx context.Context, in io.Reader, out, errOut io.Writer, opts Options, args ...string) func() int {
+	done := make(chan int, 1)
+	streams := genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}
+	go func() {
+		done <- Run(ctx, append(args, "--kubeconfig", kubeconfig), streams, opts)
+	}()
+	return func() int { return <-done }
+}
+
+// newNamespace gives each test a namespace of its own.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cli-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// createEnv creates an environment and reads it back (generation set).
+func createEnv(t *testing.T, ns, name string, spec v1alpha1.DevEnvironmentSpec) *v1alpha1.DevEnvironment {
+	t.Helper()
+	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	if err := k8s.Create(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// playOperator writes status as the operator would: the test stands in for
+// it where only the plugin's side is under test.
+func playOperator(t *testing.T, ns, name string, mutate func(env *v1alpha1.DevEnvironment)) {
+	t.Helper()
+	for range 10 {
+		env := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, env); err != nil {
+			t.Fatal(err)
+		}
+		mutate(env)
+		err := k8s.Status().Update(context.Background(), env)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("status update kept conflicting")
+}
+
+// condition is a condition of env's current generation.
+func condition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: env.Generation, LastTransitionTime: metav1.Now()}
+}
+
+// eventually polls cond until it holds or a minute passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func getEnv(t *testing.T, ns, name string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	env := &v1alpha1.DevEnvironment{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, env); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// pendingTrigger is the trigger annotation the operator has not consumed
+// yet ("key=value"), or "". The operator removes a plain trigger once it
+// has recorded its runs; a token trigger (suites@token) stays, and is done
+// once status.lastHandledTrigger names it.
+func pendingTrigger(env *v1alpha1.DevEnvironment) string {
+	for _, key := range []string{v1alpha1.TriggerAnnotation, v1alpha1.TriggerAnnotationPrefixed} {
+		v := env.Annotations[key]
+		if v == "" || (strings.Contains(v, "@") && v == env.Status.LastHandledTrigger) {
+			continue
+		}
+		return key + "=" + v
+	}
+	return ""
+}
+
+// setTrigger sets the trigger annotation to value, as `kubectl annotate`
+// would, but never over a trigger still pending: it waits until the
+// operator consumed that one, then writes with the resourceVersion it read,
+// so a trigger set by someone else in between is not clobbered either (the
+// write conflicts and is retried). It returns the environment as it was
+// just before the write, so callers know which runs existed before.
+func (a *app) setTrigger(ctx context.Context, s *session, name, value string, p *progress) (*v1alpha1.DevEnvironment, error) {
+	for {
+		env, err := s.getEnv(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if pending := pendingTrigger(env); pending != "" {
+			p.show(fmt.Sprintf("waiting: %s is still pending (the operator has not consumed it yet)", pending))
+		} else {
+			patched := env.DeepCopy()
+			if patched.Annotations == nil {
+				patched.Annotations = map[string]string{}
+			}
+			patched.Annotations[v1alpha1.TriggerAnnotation] = value
+			err := s.client.Patch(ctx, patched, client.MergeFromWithOptions(env, client.MergeFromWithOptimisticLock{}))
+			switch {
+			case err == nil:
+				return env, nil
+			case !apierrors.IsConflict(err):
+				return nil, fmt.Errorf("setting %s=%s on devenvironment/%s: %w", v1alpha1.TriggerAnnotation, value, name, err)
+			}
+			// Changed since read: read again.
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, &ExitError{Code: 1, Err: fmt.Errorf("gave up setting trigger=%s: %s", value, p.last)}
+		case <-time.After(a.opts.PollInterval):
+		}
+	}
+}
+
+// lastRunNumber is the highest run number a suite has, 0 for none.
+func lastRunNumber(env *v1alpha1.DevEnvironment, suite string) int64 {
+	var n int64
+	if t := testStatus(env, suite); t != nil {
+		for _, r := range t.Runs {
+			n = max(n, r.Number)
+		}
+	}
+	return n
+}
+
+// newestRunAfter is the newest run of suite numbered above after, or nil.
+func newestRunAfter(env *v1alpha1.DevEnvironment, suite string, after int64) *v1alpha1.TestRun {
+	var newest *v1alpha1.TestRun
+	if t := testStatus(env, suite); t != nil {
+		for i := range t.Runs {
+			r := &t.Runs[i]
+			if r.Number > after && (newest == nil || r.Number > newest.Number) {
+				newest = r
+			}
+		}
+	}
+	return newest
+}
+
+// runNumbered is run n of suite, or nil once it left the history.
+func runNumbered(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
+	if t := testStatus(env, suite); t != nil {
+		for i := range t.Runs {
+			if t.Runs[i].Number == n {
+				return &t.Runs[i]
+			}
+		}
+	}
+	return nil
+}
+
+// finished says whether a run has its final result.
+func finished(r *v1alpha1.TestRun) bool {
+	switch r.Result {
+	case v1alpha1.ResultPassed, v1alpha1.ResultFailed, v1alpha1.ResultTimedOut, v1alpha1.ResultCancelled, v1alpha1.ResultError:
+		return true
+	}
+	return false
+}
+
+// runState is a run in one phrase: "unit #3 Running (job unit-3)".
+func runState(suite string, r *v1alpha1.TestRun) string {
+	res := string(r.Result)
+	if res == "" {
+		res = string(v1alpha1.ResultPending)
+	}
+	s := fmt.Sprintf("%s #%d %s", suite, r.Number, res)
+	if r.ExitCode != nil && finished(r) {
+		s += fmt.Sprintf(" (exit %d)", *r.ExitCode)
+	} else if r.JobName != "" {
+		s += " (job " + r.JobName + ")"
+	}
+	return s
+}

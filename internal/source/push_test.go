@@ -1,0 +1,127 @@
+package source
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// entryNames lists the tar entries of a one-layer artifact.
+func entryNames(t *testing.T, img v1.Image) []string {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("want one layer, got %d (%v)", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var names []string
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+}
+
+func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.go": "package main", "out/bin": "x", "keep/a.txt": "a", "keep/a.log": "log"})
+	img, err := PackDir(dir, func(rel string, isDir bool) bool {
+		return (rel == "out" && isDir) || strings.HasSuffix(rel, ".log")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := entryNames(t, img)
+	want := []string{"keep/", "keep/a.txt", "main.go"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("entries = %v, want %v", got, want)
+	}
+}
+
+func TestPackDirDigestIgnoresTimes(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a/b.txt": "b", "c.txt": "c"})
+	first, err := PackDir(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	for _, p := range []string{"a/b.txt", "c.txt", "a"} {
+		if err := os.Chtimes(filepath.Join(dir, p), later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := PackDir(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := first.Digest()
+	d2, _ := second.Digest()
+	if d1 != d2 {
+		t.Fatalf("digest changed with mtimes: %s then %s", d1, d2)
+	}
+	writeTree(t, dir, map[string]string{"c.txt": "changed"})
+	third, _ := PackDir(dir, nil)
+	if d3, _ := third.Digest(); d3 == d1 {
+		t.Fatal("digest did not change with content")
+	}
+}
+
+func TestRemoteDigestAndPush(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"f": "1"})
+	ref := hostOf(srv) + "/team/src:dev"
+
+	if d, err := RemoteDigest(ctx, ref, PushOptions{Insecure: true}); err != nil || d != "" {
+		t.Fatalf("before a push: digest %q, err %v; want empty, nil", d, err)
+	}
+	pushed, err := PushDir(ctx, dir, ref, true, WithExclude(func(string, bool) bool { return false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := RemoteDigest(ctx, ref, PushOptions{Insecure: true}); err != nil || d != pushed.String() {
+		t.Fatalf("after a push: digest %q, err %v; want %s", d, err, pushed)
+	}
+
+	// Without insecure, the plain-HTTP registry is refused with what to do.
+	_, err = PushDir(ctx, dir, ref, false)
+	if err == nil || !strings.Contains(err.Error(), "insecure: true") {
+		t.Fatalf("plain HTTP without insecure: err = %v, want a refusal naming insecure: true", err)
+	}
+}
