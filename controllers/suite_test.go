@@ -80,6 +80,10 @@ func TestMain(m *testing.M) {
 		// Every reconcile checks that unchanged images are still pushed.
 		Images: ImageOptions{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
 		Logs:   logs,
+		// Test Jobs are created as the environment's ServiceAccount; a
+		// test pod that cannot pull its image ends its run quickly.
+		Impersonate:      deployEngine,
+		TestStartTimeout: time.Second,
 	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		fmt.Fprintln(os.Stderr, err)
