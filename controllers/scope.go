@@ -55,6 +55,14 @@ func (s *scope) retrySoon() {
 	}
 }
 
+// wrote notes that a step wrote env and holds the version it wrote: the
+// final status patch, computed against before, must not carry the
+// resourceVersion along (it would turn into a precondition that the
+// writes after this one, such as removing a pending trigger, break).
+func (s *scope) wrote() {
+	s.before.ResourceVersion = s.env.ResourceVersion
+}
+
 // componentStatus returns the status entry of a component, adding it when
 // missing.
 func (s *scope) componentStatus(name string) *v1alpha1.ComponentStatus {

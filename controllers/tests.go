@@ -346,16 +346,17 @@ func (p *testPass) delete(job string) {
 }
 
 // testState is the part of status the tests step owns.
+// Its fields are exported for equality.Semantic.
 type testState struct {
-	tests     []v1alpha1.TestStatus
-	last, id  string
-	tokens    []string
-	condition *metav1.Condition
+	Tests     []v1alpha1.TestStatus
+	Last, ID  string
+	Tokens    []string
+	Condition *metav1.Condition
 }
 
 func testStateOf(env *v1alpha1.DevEnvironment) testState {
-	return testState{tests: env.Status.Tests, last: env.Status.LastHandledTrigger, id: env.Status.LastHandledTriggerID,
-		tokens: env.Status.HandledTriggerTokens, condition: meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionTriggerHandled)}
+	return testState{Tests: env.Status.Tests, Last: env.Status.LastHandledTrigger, ID: env.Status.LastHandledTriggerID,
+		Tokens: env.Status.HandledTriggerTokens, Condition: meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionTriggerHandled)}
 }
 
 // needsCommit: status the tests step owns changed, or Jobs are to be
@@ -368,9 +369,15 @@ func (p *testPass) needsCommit() bool {
 // commit writes status with an optimistic lock on the version this
 // reconcile read (or the one takeTrigger wrote).
 func (p *testPass) commit(ctx context.Context) error {
+	// The printer column goes with the runs it summarizes.
+	p.s.env.Status.LastTestResult = lastTestResult(p.s.env)
 	base := p.s.before.DeepCopy()
 	base.ResourceVersion = p.s.env.ResourceVersion
-	return p.r.Status().Patch(ctx, p.s.env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if err := p.r.Status().Patch(ctx, p.s.env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	p.s.wrote()
+	return nil
 }
 
 // restore puts back the test status the reconcile started from, so the
@@ -381,6 +388,7 @@ func (p *testPass) restore() {
 	env.Status.LastHandledTrigger = before.Status.LastHandledTrigger
 	env.Status.LastHandledTriggerID = before.Status.LastHandledTriggerID
 	env.Status.HandledTriggerTokens = before.Status.HandledTriggerTokens
+	env.Status.LastTestResult = before.Status.LastTestResult
 	meta.RemoveStatusCondition(&env.Status.Conditions, v1alpha1.ConditionTriggerHandled)
 	if c := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionTriggerHandled); c != nil {
 		env.Status.Conditions = append(env.Status.Conditions, *c)

@@ -73,6 +73,7 @@ func (r *DevEnvironmentReconciler) takeTrigger(ctx context.Context, s *scope) er
 			// and a newer resourceVersion, and the status this reconcile
 			// read (the lock proved it current).
 			log.FromContext(ctx).V(1).Info("took trigger", "key", key, "value", v, "id", base.ResourceVersion)
+			s.wrote()
 			return nil
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			*env = *base
