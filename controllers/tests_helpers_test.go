@@ -68,7 +68,9 @@ func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 				err = errBusy
 			}
 		}
-		if !apierrors.IsConflict(err) && !errors.Is(err, errBusy) {
+		// k8s reads from the manager's cache: an object created a moment
+		// ago may not be in it yet.
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !errors.Is(err, errBusy) {
 			return err
 		}
 		if time.Now().After(deadline) {
