@@ -162,7 +162,9 @@ func (p *testPass) applyTrigger(key, value string) {
 			reason = v1alpha1.ReasonUnknownTestSuite
 		}
 		p.setTriggerCondition(metav1.ConditionFalse, reason, err.Error())
-		p.event(corev1.EventTypeWarning, reason, "Trigger", err.Error())
+		msg := err.Error()
+		// Emitted once recorded, so a retried reconcile does not repeat it.
+		p.notes = append(p.notes, func() { p.event(corev1.EventTypeWarning, reason, "Trigger", msg) })
 		return
 	}
 	var done []string
