@@ -32,9 +32,12 @@ func TestDependsOnGatesARun(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultPending)
-	g.Expect(run.Message).To(Equal("waiting for component api to be Ready (it is Deploying), suite tools to pass (it has not run; trigger it)"))
-	g.Expect(testStatusOf(env, "e2e").Message).To(HavePrefix("run #1 is waiting for component api"))
+	expectRun(t, env, "e2e", 1, v1alpha1.ResultPending)
+	// The first reconciles may see api before the engine reports it.
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for component api to be Ready (it is Deploying), suite tools to pass (it has not run; trigger it)"))
+		g.Expect(testStatusOf(env, "e2e").Message).To(HavePrefix("run #1 is waiting for component api"))
+	})
 	g.Expect(jobNames(g, ns)).To(BeEmpty())
 	expectKstatus(t, env, status.InProgressStatus) // api is still rolling out
 
@@ -58,7 +61,7 @@ func TestDependsOnGatesARun(t *testing.T) {
 	annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
 	expectRun(t, env, "tools", 2, v1alpha1.ResultRunning)
 	endTestJob(t, getJob(t, ns, "deps-tools-2"), 0, "", "installed\n")
-	env, run = expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
+	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(run.Message).To(BeEmpty())
 	g.Expect(testStatusOf(env, "e2e").Message).To(BeEmpty())
 	getJob(t, ns, "deps-e2e-1")
