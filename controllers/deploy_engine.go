@@ -104,15 +104,6 @@ func (e *DeployEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevE
 	return err
 }
 
-// TenantClient implements TenantClients with the identity deploys use.
-func (e *DeployEngine) TenantClient(env *v1alpha1.DevEnvironment) (client.Client, error) {
-	user, err := e.identity(env)
-	if err != nil {
-		return nil, err
-	}
-	return e.client(nil, user)
-}
-
 // identity is the user every request for env is made as: the
 // ServiceAccount the spec names, else the operator's default one; empty
 // (the operator itself) only when the operator allows it.

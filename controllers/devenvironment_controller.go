@@ -59,6 +59,14 @@ type DevEnvironmentReconciler struct {
 	Images ImageOptions
 	// Logs reads builder and test pod logs; nil when unavailable.
 	Logs LogReader
+	// Impersonate gives the client test Jobs are created and deleted
+	// through, acting as the environment's ServiceAccount (DeployEngine
+	// does); nil writes them as the operator.
+	Impersonate Impersonator
+	// TestStartTimeout is how long a test pod may wait to start (an image
+	// that cannot be pulled) before its run ends with Error;
+	// DefaultTestStartTimeout when zero.
+	TestStartTimeout time.Duration
 
 	resolved resolutions
 }
@@ -120,8 +128,8 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 
-	s := &scope{env: env}
 	before := env.DeepCopy()
+	s := &scope{env: env, before: before}
 
 	var outcome error
 	defer func() {
@@ -135,7 +143,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return
 		}
 		result, retErr = resultFor(outcome)
-		if retErr == nil && result.RequeueAfter == 0 && s.requeueAfter > 0 {
+		if retErr == nil && s.requeueAfter > 0 && (result.RequeueAfter == 0 || s.requeueAfter < result.RequeueAfter) {
 			// Even a Ready or Stalled environment looks again when a
 			// moving reference (a branch, a tag) is due to be resolved.
 			result.RequeueAfter = s.requeueAfter
@@ -147,10 +155,20 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, nil
 	}
 	for _, st := range r.steps() {
+		if outcome != nil && !st.always {
+			continue
+		}
 		logger.V(1).Info("running step", "step", st.name)
-		if outcome = st.run(ctx, s); outcome != nil {
-			logger.V(1).Info("step ended the reconcile", "step", st.name, "outcome", outcome.Error())
-			break
+		err := st.run(ctx, s)
+		switch {
+		case err == nil:
+		case outcome == nil:
+			outcome = err
+			logger.V(1).Info("step ended the reconcile", "step", st.name, "outcome", err.Error())
+		default:
+			// The first error decides the environment's conditions; a
+			// later one is retried with it.
+			logger.Error(err, "step failed after the reconcile had ended", "step", st.name)
 		}
 	}
 	return ctrl.Result{}, nil

@@ -16,6 +16,9 @@ import (
 // the conditions.
 type scope struct {
 	env *v1alpha1.DevEnvironment
+	// before is env as the reconcile read it; the final status patch is
+	// computed against it.
+	before *v1alpha1.DevEnvironment
 
 	// plan is the checked dependency graph, set by the plan step.
 	plan *plan.Plan
@@ -42,6 +45,26 @@ func (s *scope) requeueWithin(d time.Duration) {
 	if s.requeueAfter == 0 || d < s.requeueAfter {
 		s.requeueAfter = d
 	}
+}
+
+// conflictRetry is how soon a reconcile whose write lost a race (the
+// cache had not seen the newest version yet) looks again.
+const conflictRetry = 200 * time.Millisecond
+
+// retrySoon asks for another reconcile shortly, without an error: a
+// conflicting write is not a failure, only a stale read.
+func (s *scope) retrySoon() {
+	if s.requeueAfter == 0 || conflictRetry < s.requeueAfter {
+		s.requeueAfter = conflictRetry
+	}
+}
+
+// wrote notes that a step wrote env and holds the version it wrote: the
+// final status patch, computed against before, must not carry the
+// resourceVersion along (it would turn into a precondition that the
+// writes after this one, such as removing a pending trigger, break).
+func (s *scope) wrote() {
+	s.before.ResourceVersion = s.env.ResourceVersion
 }
 
 // componentStatus returns the status entry of a component, adding it when

@@ -21,17 +21,24 @@ import (
 type step struct {
 	name string
 	run  func(ctx context.Context, s *scope) error
+	// always runs the step even after an earlier one ended the reconcile:
+	// test requests are recorded (as queued runs, with what they wait
+	// for), cancelled and finished while components are still rolling out
+	// or have failed.
+	always bool
 }
 
-// steps is the reconcile, in order: check the spec and plan the DAG, resolve
-// sources, bring components up in DAG order (build their images, then
-// deploy), run due tests.
+// steps is the reconcile, in order: take a trigger annotation into
+// pending, check the spec and plan the DAG, resolve sources, bring
+// components up in DAG order (build their images, then deploy), run due
+// tests.
 func (r *DevEnvironmentReconciler) steps() []step {
 	return []step{
-		{"plan", r.planEnvironment},
-		{"sources", r.resolveSources},
-		{"components", r.reconcileComponents},
-		{"tests", r.runTests},
+		{name: "triggers", run: r.takeTrigger},
+		{name: "plan", run: r.planEnvironment},
+		{name: "sources", run: r.resolveSources},
+		{name: "components", run: r.reconcileComponents},
+		{name: "tests", run: r.runTests, always: true},
 	}
 }
 
@@ -212,15 +219,4 @@ func (r *DevEnvironmentReconciler) componentInputs(ctx context.Context, s *scope
 			return ref, ok
 		},
 	}
-}
-
-// runTests starts due test suites. The test engine arrives in its own
-// change; until then suites are listed in status and never started.
-func (r *DevEnvironmentReconciler) runTests(_ context.Context, s *scope) error {
-	for _, name := range s.plan.Order {
-		if _, ok := s.plan.Tests[name]; ok {
-			s.testStatus(name)
-		}
-	}
-	return nil
 }

@@ -70,16 +70,21 @@ func TestMain(m *testing.M) {
 		Scheme: mgr.GetScheme(),
 		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts"},
 	}
+	routed := &routedEngine{scripted: engine, real: deployEngine}
 	r := &DevEnvironmentReconciler{
 		Client:               mgr.GetClient(),
 		Recorder:             mgr.GetEventRecorder("devloop"),
-		Engine:               &routedEngine{scripted: engine, real: deployEngine},
+		Engine:               routed,
 		NoCrossNamespaceRefs: true,
 		WaitInterval:         200 * time.Millisecond,
 		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources"},
 		// Every reconcile checks that unchanged images are still pushed.
 		Images: ImageOptions{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
 		Logs:   logs,
+		// Test Jobs are created as the environment's ServiceAccount; a
+		// test pod that cannot pull its image ends its run quickly.
+		Impersonate:      routed,
+		TestStartTimeout: time.Second,
 	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -152,13 +157,14 @@ func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.Dev
 	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, in)
 }
 
-// TenantClient acts as the environment's ServiceAccount where the real
-// engine runs; the scripted namespaces keep the operator's client.
-func (e *routedEngine) TenantClient(env *v1alpha1.DevEnvironment) (client.Client, error) {
-	if _, ok := e.deployNS.Load(env.Namespace); ok {
-		return e.real.TenantClient(env)
+// ClientFor acts as the environment's ServiceAccount where the real
+// engine runs or the environment names one; the DAG and build tests'
+// environments, which name none, keep the operator's client.
+func (e *routedEngine) ClientFor(env *v1alpha1.DevEnvironment) (client.Client, string, error) {
+	if _, ok := e.deployNS.Load(env.Namespace); ok || env.Spec.ServiceAccountName != "" {
+		return e.real.ClientFor(env)
 	}
-	return k8s, nil
+	return k8s, "", nil
 }
 
 func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error {

@@ -9,30 +9,18 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
-// TenantClients is offered by an engine that acts as an environment's
-// ServiceAccount. The reconciler uses it for what it does for an
-// environment outside the engine: creating builder Jobs and build cache
-// claims, and reading the Secrets and Flux sources the spec names. So a
-// DevEnvironment lends its author none of the operator's rights: no pods
-// where the ServiceAccount may not create them, no Secret it may not read.
-type TenantClients interface {
-	// TenantClient is an uncached client acting as env's ServiceAccount,
-	// or an error saying why there is none (a StallingError).
-	TenantClient(env *v1alpha1.DevEnvironment) (client.Client, error)
-}
-
 // tenant is the client acting for the environment, made once per
-// reconcile. An engine without identities (the scripted engine of the DAG
-// tests) leaves the operator's own client.
+// reconcile: what the reconciler does for an environment outside a deploy
+// — creating builder Jobs and build cache claims, reading the Secrets and
+// Flux sources the spec names — is done as its ServiceAccount too
+// (Impersonate), so a DevEnvironment lends its author none of the
+// operator's rights: no pods where the ServiceAccount may not create them,
+// no Secret it may not read. Without Impersonate it is the operator.
 func (r *DevEnvironmentReconciler) tenant(s *scope) (client.Client, error) {
 	if s.tenant != nil {
 		return s.tenant, nil
 	}
-	tc, ok := r.Engine.(TenantClients)
-	if !ok {
-		return r.Client, nil
-	}
-	c, err := tc.TenantClient(s.env)
+	c, _, err := r.jobClient(s.env)
 	if err != nil {
 		return nil, err
 	}

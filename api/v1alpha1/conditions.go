@@ -8,6 +8,13 @@ const (
 	ConditionReady       = "Ready"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+
+	// ConditionTriggerHandled says how the last trigger annotation was
+	// handled: True when it started or cancelled runs, False (reason
+	// UnknownTestSuite or InvalidTrigger) when it named nothing runnable.
+	// It never changes Ready: a typo in a trigger is not an environment
+	// failure.
+	ConditionTriggerHandled = "TriggerHandled"
 )
 
 // Condition reasons.
@@ -42,6 +49,15 @@ const (
 	// ReasonDriftCorrected (a Warning event): objects a component deployed
 	// were changed by hand and the reconcile applied them back.
 	ReasonDriftCorrected = "DriftCorrected"
+
+	// Test run reasons, of the TriggerHandled condition and of events.
+	ReasonTriggerAccepted  = "TriggerAccepted"
+	ReasonUnknownTestSuite = "UnknownTestSuite"
+	ReasonInvalidTrigger   = "InvalidTrigger"
+	ReasonTestStarted      = "TestStarted"
+	ReasonTestPassed       = "TestPassed"
+	ReasonTestFailed       = "TestFailed"
+	ReasonTestCancelled    = "TestCancelled"
 )
 
 // Finalizer keeps a DevEnvironment until what it deployed is removed.
@@ -55,6 +71,10 @@ const (
 	// TriggerAnnotationPrefixed is the same, for tools that want a prefixed
 	// key.
 	TriggerAnnotationPrefixed = "devloop.dev/trigger"
+	// TriggerPendingAnnotation holds a trigger the operator has taken from
+	// TriggerAnnotation(Prefixed) and not yet finished recording; only the
+	// operator writes it.
+	TriggerPendingAnnotation = "devloop.dev/trigger-pending"
 	// ReconcileRequestAnnotation asks for an immediate reconcile (what
 	// `kubectl devloop push` sets); any new value does.
 	ReconcileRequestAnnotation = "devloop.dev/reconcile-requested-at"

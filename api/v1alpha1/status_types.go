@@ -15,7 +15,8 @@ type DevEnvironmentStatus struct {
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled.
+	// Conditions: Ready, Reconciling, Stalled (kstatus); TriggerHandled once
+	// a trigger annotation was handled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -56,6 +57,24 @@ type DevEnvironmentStatus struct {
 	// token triggers (suite@token) are handled once per token.
 	// +optional
 	LastHandledTrigger string `json:"lastHandledTrigger,omitempty"`
+
+	// LastHandledTriggerID identifies the last trigger request recorded:
+	// the operator moves a `trigger` annotation into
+	// devloop.dev/trigger-pending under this id (the resourceVersion it was
+	// seen at), records its runs here, then removes the pending annotation.
+	// A pending id already recorded is only removed, so a crash between
+	// those writes neither loses nor repeats a request.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastHandledTriggerID string `json:"lastHandledTriggerID,omitempty"`
+
+	// HandledTriggerTokens are the token triggers handled, one per
+	// annotation key ("trigger=unit-tests@v2"): a token value left in place
+	// (by GitOps) is not handled again.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:MaxLength=1100
+	HandledTriggerTokens []string `json:"handledTriggerTokens,omitempty"`
 
 	// LastHandledReconcileAt is the value of the devloop.dev/reconcile-requested-at
 	// annotation the last reconcile acted on: a tool that sets the annotation
@@ -271,7 +290,15 @@ type TestStatus struct {
 	// Message says why the suite waits, if it does.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// Runs are the most recent runs, newest first, at most historyLimit.
+	// DigestSet is the hash of the image digests of the components an
+	// OnChange suite depends on when it last ran: the suite runs again only
+	// for a set it has not run for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	DigestSet string `json:"digestSet,omitempty"`
+	// Runs are the most recent runs, newest first: historyLimit of them,
+	// and more only while unfinished runs (one running, one queued) exceed
+	// it.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	Runs []TestRun `json:"runs,omitempty"`
@@ -301,9 +328,29 @@ type TestRun struct {
 	JobName string `json:"jobName,omitempty"`
 	// Images under test, name to digest.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=16
 	Images map[string]string `json:"images,omitempty"`
-	// LogTail is the end of the test container's log, at most 4 KiB.
+	// LogTail is the end of the test container's log, at most 4 KiB for
+	// the newest runs and shorter for older ones, so status stays small.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	LogTail string `json:"logTail,omitempty"`
+	// Message says why the run ended as it did when the log does not (it
+	// could not start, it was cancelled) or what a queued run waits for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// Requests is how many trigger requests this run answers: requests for
+	// a suite that already has a queued run join that run.
+	// +optional
+	Requests int32 `json:"requests,omitempty"`
+}
+
+// Finished reports whether a run has ended.
+func (r TestResult) Finished() bool {
+	switch r {
+	case ResultPassed, ResultFailed, ResultTimedOut, ResultCancelled, ResultError:
+		return true
+	}
+	return false
 }

@@ -72,6 +72,14 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	engine := &controllers.DeployEngine{
+		Config:                mgr.GetConfig(),
+		Mapper:                mgr.GetRESTMapper(),
+		Scheme:                mgr.GetScheme(),
+		DefaultServiceAccount: opts.defaultServiceAccount,
+		AllowOperatorIdentity: opts.allowOperatorIdentity,
+		Charts:                &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
+	}
 	r := &controllers.DevEnvironmentReconciler{
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
@@ -88,15 +96,10 @@ func run(args []string) error {
 			HelperImage:  opts.helperImage,
 			BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
 		},
-		Logs: controllers.PodLogs{Clientset: clientset},
-		Engine: &controllers.DeployEngine{
-			Config:                mgr.GetConfig(),
-			Mapper:                mgr.GetRESTMapper(),
-			Scheme:                mgr.GetScheme(),
-			DefaultServiceAccount: opts.defaultServiceAccount,
-			AllowOperatorIdentity: opts.allowOperatorIdentity,
-			Charts:                &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
-		},
+		Logs:   controllers.PodLogs{Clientset: clientset},
+		Engine: engine,
+		// Test Jobs are written as the environment's ServiceAccount too.
+		Impersonate: engine,
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)

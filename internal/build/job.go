@@ -83,10 +83,6 @@ type RegistryConfig struct {
 // retries: a failed build fails the same way for the same inputs, and the
 // next source change makes a new Job.
 func BuilderJob(req JobRequest) (*batchv1.Job, error) {
-	refJSON, err := json.Marshal(req.Source)
-	if err != nil {
-		return nil, err
-	}
 	imageJSON, err := json.Marshal(req.Image)
 	if err != nil {
 		return nil, err
@@ -97,20 +93,13 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	}
 	goos, goarch, goarm := splitPlatform(req.Platform)
 
-	workspace := corev1.VolumeMount{Name: "workspace", MountPath: WorkspaceDir}
-	tmp := corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"}
-	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	workspace := corev1.VolumeMount{Name: VolumeWorkspace, MountPath: WorkspaceDir}
+	tmp := corev1.VolumeMount{Name: VolumeTmp, MountPath: "/tmp"}
+	fetch, volumes, err := FetchContainer(req.HelperImage, req.Source, req.SourceSecret)
+	if err != nil {
+		return nil, err
 	}
-
-	fetchArgs := []string{"helper", "fetch", "--ref", string(refJSON), "--dest", WorkspaceDir}
-	fetchMounts := []corev1.VolumeMount{workspace, tmp}
-	if req.SourceSecret != "" {
-		volumes = append(volumes, secretVolume("source-credentials", req.SourceSecret))
-		fetchMounts = append(fetchMounts, corev1.VolumeMount{Name: "source-credentials", MountPath: sourceCredentialsDir, ReadOnly: true})
-		fetchArgs = append(fetchArgs, "--credentials", sourceCredentialsDir)
-	}
+	volumes = append(WorkspaceVolumes(), volumes...)
 
 	cachePaths := req.Run.Cache.PathsOrDefault()
 	buildMounts := []corev1.VolumeMount{workspace, tmp}
@@ -130,8 +119,8 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	// The kubelet would create missing subPath directories as root, which
 	// the non-root build user could not write; the fetch container, as that
 	// user, creates them first.
-	fetchMounts = append(fetchMounts, corev1.VolumeMount{Name: "cache", MountPath: cacheDir})
-	fetchArgs = append(fetchArgs, "--cache-root", cacheDir, "--cache-dirs", strings.Join(subPaths, ","))
+	fetch.VolumeMounts = append(fetch.VolumeMounts, corev1.VolumeMount{Name: "cache", MountPath: cacheDir})
+	fetch.Args = append(fetch.Args, "--cache-root", cacheDir, "--cache-dirs", strings.Join(subPaths, ","))
 	env := []corev1.EnvVar{
 		// A non-root user has no home in most builder images; this one
 		// holds the mounted caches (Go's build cache is $HOME/.cache).
@@ -151,7 +140,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	assembleArgs := []string{"helper", "assemble",
 		"--image", string(imageJSON), "--platform", req.Platform,
 		"--dir", WorkspaceDir, "--registry", string(registryJSON)}
-	assembleMounts := []corev1.VolumeMount{{Name: "workspace", MountPath: WorkspaceDir, ReadOnly: true}, tmp}
+	assembleMounts := []corev1.VolumeMount{{Name: VolumeWorkspace, MountPath: WorkspaceDir, ReadOnly: true}, tmp}
 	if req.RegistrySecret != "" {
 		volumes = append(volumes, secretVolume("registry-credentials", req.RegistrySecret))
 		assembleMounts = append(assembleMounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})
@@ -176,14 +165,14 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              restrictedPod(),
+					SecurityContext:              RestrictedPod(),
 					Volumes:                      volumes,
 					InitContainers: []corev1.Container{
-						helperContainer(ContainerFetch, req.HelperImage, fetchArgs, fetchMounts),
+						fetch,
 						{
 							Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
 							WorkingDir: WorkspaceDir, Env: env, VolumeMounts: buildMounts,
-							SecurityContext:          restrictedContainer(),
+							SecurityContext:          RestrictedContainer(),
 							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						},
 					},
@@ -200,7 +189,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 func helperContainer(name, image string, args []string, mounts []corev1.VolumeMount) corev1.Container {
 	return corev1.Container{
 		Name: name, Image: image, Command: []string{HelperBinary}, Args: args,
-		VolumeMounts: mounts, SecurityContext: restrictedContainer(),
+		VolumeMounts: mounts, SecurityContext: RestrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		Env:                      []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
 	}
@@ -209,25 +198,6 @@ func helperContainer(name, image string, args []string, mounts []corev1.VolumeMo
 func secretVolume(name, secret string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o400)}}}
-}
-
-// restrictedPod and restrictedContainer satisfy the restricted Pod Security
-// profile.
-func restrictedPod() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To[int64](builderUID),
-		RunAsGroup:     ptr.To[int64](builderUID),
-		FSGroup:        ptr.To[int64](builderUID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
-func restrictedContainer() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
 }
 
 // splitPlatform turns "linux/arm/v7" into GOOS, GOARCH and GOARM.

@@ -1,0 +1,324 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/testrun"
+)
+
+// Impersonator gives a client acting as an environment's ServiceAccount,
+// and that account's name.
+type Impersonator interface {
+	ClientFor(env *v1alpha1.DevEnvironment) (client.Client, string, error)
+}
+
+// ClientFor is an uncached client acting as the environment's
+// ServiceAccount (or the operator, when it allows that and there is none),
+// and the ServiceAccount's name.
+func (e *DeployEngine) ClientFor(env *v1alpha1.DevEnvironment) (client.Client, string, error) {
+	user, err := e.identity(env)
+	if err != nil {
+		return nil, "", err
+	}
+	cl, err := e.client(nil, user)
+	if err != nil {
+		return nil, "", err
+	}
+	sa := env.Spec.ServiceAccountName
+	if sa == "" {
+		sa = e.DefaultServiceAccount
+	}
+	return cl, sa, nil
+}
+
+// jobClient is what test Jobs are written through: the environment's
+// ServiceAccount when the reconciler impersonates, else the operator.
+func (r *DevEnvironmentReconciler) jobClient(env *v1alpha1.DevEnvironment) (client.Client, string, error) {
+	if r.Impersonate != nil {
+		return r.Impersonate.ClientFor(env)
+	}
+	sa := env.Spec.ServiceAccountName
+	if sa == "" {
+		sa = r.DefaultServiceAccount
+	}
+	return r.Client, sa, nil
+}
+
+// observe reads a running run's Job and records its end.
+func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) error {
+	env := p.s.env
+	job := p.jobs[run.JobName]
+	if job == nil {
+		// The cache may not have seen a Job created a moment ago.
+		live := &batchv1.Job{}
+		err := p.r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: run.JobName}, live)
+		switch {
+		case err == nil && metav1.IsControlledBy(live, env):
+			job = live
+		case err == nil:
+			p.end(suite.Name, run, v1alpha1.ResultError, fmt.Sprintf("job %s belongs to another object", run.JobName))
+			return nil
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading test job %s: %w", run.JobName, err)
+		case run.StartTime == nil:
+			// Recorded as started, but the operator stopped before it
+			// created the Job: create it now, from what was recorded.
+			p.start(suite, run)
+			return nil
+		default:
+			p.end(suite.Name, run, v1alpha1.ResultError, fmt.Sprintf("job %s was deleted before it finished", run.JobName))
+			return nil
+		}
+	}
+	if run.StartTime == nil {
+		run.StartTime = &metav1.Time{Time: job.CreationTimestamp.Time}
+	}
+	pods := &corev1.PodList{}
+	if err := p.r.APIReader.List(ctx, pods, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return fmt.Errorf("listing pods of test job %s: %w", job.Name, err)
+	}
+	timeout := p.r.testStartTimeout()
+	out := testrun.Read(job, pods.Items, p.now, timeout)
+	if out.Result == v1alpha1.ResultRunning {
+		if !out.Started && len(pods.Items) > 0 {
+			// Job events say when the test ends, but nothing changes on
+			// the Job while its pod fails to pull an image: look again.
+			p.s.requeueWithin(min(timeout/2, 30*time.Second))
+		}
+		return nil
+	}
+	run.ExitCode = out.ExitCode
+	run.CompletionTime = out.CompletionTime
+	if out.Pod != "" {
+		run.LogTail = p.r.testLogTail(ctx, env.Namespace, out.Pod, out.Container)
+	}
+	if out.StopJob {
+		p.delete(job.Name)
+	}
+	p.end(suite.Name, run, out.Result, out.Message)
+	return nil
+}
+
+// end records a run's result.
+func (p *testPass) end(suite string, run *v1alpha1.TestRun, result v1alpha1.TestResult, msg string) {
+	run.Result, run.Message = result, truncate(msg, 1024)
+	if run.CompletionTime == nil {
+		run.CompletionTime = &metav1.Time{Time: p.now}
+	}
+	p.finished(suite, run)
+}
+
+// start marks the queued run Running and prepares its Job; the Job is
+// created once that is committed. A run that cannot have a Job (no
+// identity, a spec the Job cannot express) ends with Error.
+func (p *testPass) start(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) {
+	env := p.s.env
+	if run.JobName == "" {
+		run.JobName = testrun.JobName(env.Name, suite.Name, run.Number)
+		run.Images = imagesUnderTest(env, suite)
+	}
+	job, err := p.testJob(suite, run)
+	if err != nil {
+		p.end(suite.Name, run, v1alpha1.ResultError, err.Error())
+		return
+	}
+	run.Result, run.Message = v1alpha1.ResultRunning, ""
+	p.creates = append(p.creates, job)
+}
+
+// testJob is the Job of a run, from the spec and what the run recorded
+// (the digests it tests), so a Job made again after a crash is the same.
+func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*batchv1.Job, error) {
+	env := p.s.env
+	_, sa, err := p.r.jobClient(env)
+	if err != nil {
+		var stalling *StallingError
+		if errors.As(err, &stalling) {
+			err = stalling.Err
+		}
+		return nil, fmt.Errorf("no identity to run the test job as: %w", err)
+	}
+	image := suite.Image.Ref
+	if b := suite.Image.Built; b != "" {
+		_, ist := builtImageStatus(env, b)
+		digest := run.Images[b]
+		if ist == nil || ist.Repository == "" || digest == "" {
+			return nil, fmt.Errorf("image %s has no pushed digest", b)
+		}
+		image = pullRepository(env, b, ist.Repository) + "@" + digest
+	}
+	req := testrun.JobRequest{
+		Name: run.JobName, Namespace: env.Namespace, Owner: ownerRef(env), Suite: suite,
+		Image: image, ServiceAccount: sa, HelperImage: p.r.Images.HelperImage,
+		Labels: map[string]string{LabelEnvironment: env.Name, LabelRole: roleTest, LabelSuite: suite.Name,
+			LabelRun: strconv.FormatInt(run.Number, 10)},
+		Env: []corev1.EnvVar{{Name: "DEVLOOP_NAMESPACE", Value: env.Namespace}, {Name: "DEVLOOP_ENVIRONMENT", Value: env.Name},
+			{Name: "DEVLOOP_SUITE", Value: suite.Name}, {Name: "DEVLOOP_RUN", Value: strconv.FormatInt(run.Number, 10)}},
+	}
+	if suite.Source != "" {
+		ref, ok := p.s.refs[suite.Source]
+		if !ok {
+			return nil, fmt.Errorf("source %s is not resolved", suite.Source)
+		}
+		req.Source = &ref
+		for _, src := range env.Spec.Sources {
+			if src.Name == suite.Source {
+				req.SourceSecret = sourceSecretName(src)
+			}
+		}
+	}
+	return testrun.Job(req)
+}
+
+// create creates a committed run's Job as the environment's
+// ServiceAccount. A refusal ends the run with Error naming who was refused
+// what; other failures are retried.
+func (p *testPass) create(ctx context.Context, cl client.Client, idErr error, job *batchv1.Job) error {
+	env := p.s.env
+	suite := job.Labels[LabelSuite]
+	st := p.s.testStatus(suite)
+	var run *v1alpha1.TestRun
+	for i := range st.Runs {
+		if st.Runs[i].JobName == job.Name {
+			run = &st.Runs[i]
+		}
+	}
+	if run == nil {
+		return nil
+	}
+	if idErr != nil {
+		p.end(suite, run, v1alpha1.ResultError, "no identity to run the test job as: "+idErr.Error())
+		p.flushNotes()
+		return nil
+	}
+	err := cl.Create(ctx, job)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Created by an earlier reconcile that stopped before recording
+		// the start.
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		user := "the operator"
+		if p.r.Impersonate != nil {
+			user = deploy.ServiceAccountUser(env.Namespace, job.Spec.Template.Spec.ServiceAccountName)
+		}
+		p.end(suite, run, v1alpha1.ResultError, fmt.Sprintf("cannot create job %s as %s: %v", job.Name, user, err))
+		p.flushNotes()
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating test job %s: %w", job.Name, err)
+	}
+	run.StartTime = &metav1.Time{Time: p.now}
+	log.FromContext(ctx).Info("started test run", "suite", suite, "run", run.Number, "job", job.Name)
+	p.event(corev1.EventTypeNormal, v1alpha1.ReasonTestStarted, "RunTest",
+		fmt.Sprintf("%s #%d started in job %s (%s)", suite, run.Number, job.Name, run.Trigger))
+	return nil
+}
+
+// flushNotes emits notes queued after the commit.
+func (p *testPass) flushNotes() {
+	for _, n := range p.notes {
+		n()
+	}
+	p.notes = nil
+}
+
+// finished queues the event and metrics of a run that ended.
+func (p *testPass) finished(suite string, run *v1alpha1.TestRun) {
+	r := *run
+	env := p.s.env
+	p.notes = append(p.notes, func() {
+		testRunsTotal.WithLabelValues(env.Namespace, env.Name, suite, string(r.Result)).Inc()
+		took := ""
+		if r.StartTime != nil && r.CompletionTime != nil {
+			d := r.CompletionTime.Sub(r.StartTime.Time)
+			testRunDuration.WithLabelValues(env.Namespace, env.Name, suite).Observe(d.Seconds())
+			took = " after " + d.Round(time.Second).String()
+		}
+		typ, reason := corev1.EventTypeWarning, v1alpha1.ReasonTestFailed
+		switch r.Result {
+		case v1alpha1.ResultPassed:
+			typ, reason = corev1.EventTypeNormal, v1alpha1.ReasonTestPassed
+		case v1alpha1.ResultCancelled:
+			typ, reason = corev1.EventTypeNormal, v1alpha1.ReasonTestCancelled
+		}
+		note := fmt.Sprintf("%s #%d %s%s", suite, r.Number, r.Result, took)
+		if r.ExitCode != nil && *r.ExitCode != 0 {
+			note += fmt.Sprintf(" (exit code %d)", *r.ExitCode)
+		}
+		if r.Message != "" {
+			note += ": " + r.Message
+		} else if last := lastLine(r.LogTail); last != "" && r.Result != v1alpha1.ResultPassed {
+			note += ": " + last
+		}
+		p.event(typ, reason, "RunTest", note)
+	})
+}
+
+func (p *testPass) event(typ, reason, action, note string) {
+	if p.r.Recorder != nil {
+		p.r.Recorder.Eventf(p.s.env, nil, typ, reason, action, "%s", truncate(note, maxEventNote))
+	}
+}
+
+// testLogTail is the end of a test container's log, at most 4 KiB.
+func (r *DevEnvironmentReconciler) testLogTail(ctx context.Context, namespace, pod, container string) string {
+	if r.Logs == nil {
+		return ""
+	}
+	out, err := r.Logs.TailLog(ctx, namespace, pod, container, 200)
+	if err != nil {
+		return "(log not available: " + err.Error() + ")"
+	}
+	return testrun.Tail(out, testrun.MaxLogTail)
+}
+
+// imagesUnderTest are the digests a run tests: the images of the
+// components the suite depends on, and its own built image.
+func imagesUnderTest(env *v1alpha1.DevEnvironment, suite *v1alpha1.TestSuite) map[string]string {
+	images := map[string]string{}
+	for _, d := range suite.DependsOn {
+		if st := lastStatus(env, d); st != nil {
+			for _, img := range st.Images {
+				if img.Digest != "" {
+					images[img.Name] = img.Digest
+				}
+			}
+		}
+	}
+	if b := suite.Image.Built; b != "" {
+		if _, ist := builtImageStatus(env, b); ist != nil && ist.Digest != "" {
+			images[b] = ist.Digest
+		}
+	}
+	if len(images) == 0 {
+		return nil
+	}
+	return images
+}
+
+// builtImageStatus finds the component building image and its status.
+func builtImageStatus(env *v1alpha1.DevEnvironment, image string) (string, *v1alpha1.ImageStatus) {
+	for i := range env.Spec.Components {
+		c := &env.Spec.Components[i]
+		for j := range c.Images {
+			if c.Images[j].Name == image {
+				return c.Name, findImageStatus(env, c.Name, image)
+			}
+		}
+	}
+	return "", nil
+}

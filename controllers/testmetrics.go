@@ -1,0 +1,24 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Test run metrics, served with controller-runtime's on the manager's
+// metrics endpoint.
+var (
+	testRunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "devloop_test_runs_total",
+		Help: "Test runs that ended, by suite and result (Passed, Failed, TimedOut, Cancelled, Error).",
+	}, []string{"namespace", "environment", "suite", "result"})
+	testRunDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "devloop_test_run_duration_seconds",
+		Help:    "How long test runs took, from their Job's creation to their end.",
+		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
+	}, []string{"namespace", "environment", "suite"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(testRunsTotal, testRunDuration)
+}

@@ -1,0 +1,215 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testrun"
+)
+
+// suite is a test suite running busybox.
+func suite(name string, labels ...string) v1alpha1.TestSuite {
+	return v1alpha1.TestSuite{Name: name, Labels: labels, Image: v1alpha1.TestImage{Ref: "busybox:1.36"},
+		Command: []string{"sh", "-c", "echo testing " + name}}
+}
+
+// testsEnv is an environment of test suites only, run as the ServiceAccount
+// "runner", which may do anything in ns.
+func testsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {
+	t.Helper()
+	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), k8s, ns, "runner")).To(Succeed())
+	return &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tests"},
+		Spec:       v1alpha1.DevEnvironmentSpec{ServiceAccountName: "runner", Tests: suites},
+	}
+}
+
+// annotate sets a trigger as `kubectl annotate` without --overwrite does:
+// refused while the key is there (the operator has not taken the last
+// request yet), written with the version read (optimistic concurrency).
+func annotate(t testing.TB, env *v1alpha1.DevEnvironment, annotation, value string) {
+	t.Helper()
+	NewWithT(t).Expect(tryAnnotate(client.ObjectKeyFromObject(env), annotation, value, timeout)).To(Succeed())
+}
+
+// errBusy: the annotation is still there.
+var errBusy = errors.New("the annotation is still there")
+
+// tryAnnotate is one `kubectl annotate` call, retried within the given
+// time while refused (key present) or conflicting.
+func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		cur := &v1alpha1.DevEnvironment{}
+		err := k8s.Get(context.Background(), key, cur)
+		if err == nil {
+			if _, busy := cur.Annotations[annotation]; !busy {
+				if cur.Annotations == nil {
+					cur.Annotations = map[string]string{}
+				}
+				cur.Annotations[annotation] = value
+				err = k8s.Update(context.Background(), cur)
+				if err == nil {
+					return nil
+				}
+			} else {
+				err = errBusy
+			}
+		}
+		// k8s reads from the manager's cache: an object created a moment
+		// ago may not be in it yet.
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !errors.Is(err, errBusy) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testStatusOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.TestStatus {
+	for i := range env.Status.Tests {
+		if env.Status.Tests[i].Name == name {
+			return &env.Status.Tests[i]
+		}
+	}
+	return nil
+}
+
+// runOf is run number n of a suite, or nil.
+func runOf(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
+	st := testStatusOf(env, suite)
+	if st == nil {
+		return nil
+	}
+	for i := range st.Runs {
+		if st.Runs[i].Number == n {
+			return &st.Runs[i]
+		}
+	}
+	return nil
+}
+
+func numbersOf(env *v1alpha1.DevEnvironment, suite string) []int64 {
+	var out []int64
+	if st := testStatusOf(env, suite); st != nil {
+		for _, r := range st.Runs {
+			out = append(out, r.Number)
+		}
+	}
+	return out
+}
+
+// expectRun waits until run n of suite has the result.
+func expectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64, result v1alpha1.TestResult) (*v1alpha1.DevEnvironment, *v1alpha1.TestRun) {
+	t.Helper()
+	var run *v1alpha1.TestRun
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		run = runOf(env, suite, n)
+		g.Expect(run).NotTo(BeNil(), "run %s #%d; runs: %v", suite, n, numbersOf(env, suite))
+		g.Expect(run.Result).To(Equal(result), "run %s #%d: %s", suite, n, run.Message)
+		if result == v1alpha1.ResultRunning {
+			g.Expect(run.StartTime).NotTo(BeNil(), "a running run's Job was created")
+		}
+	})
+	return env, run
+}
+
+// getJob waits for a Job to exist.
+func getJob(t testing.TB, ns, name string) *batchv1.Job {
+	t.Helper()
+	job := &batchv1.Job{}
+	NewWithT(t).Eventually(func() error {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, job)
+	}, timeout).Should(Succeed())
+	return job
+}
+
+// endTestJob plays the Job controller and kubelet for a test Job: a pod
+// whose test container exited with code (with log), then the terminal
+// condition (Complete for 0, Failed with reason otherwise).
+func endTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p1", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Spec:       job.Spec.Template.Spec,
+	}
+	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodSucceeded
+	if code != 0 {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{terminated(testrun.ContainerTest, code, "")}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	logs.set(job.Namespace, pod.Name, testrun.ContainerTest, log)
+
+	g.Eventually(func() error {
+		cur := &batchv1.Job{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		start := metav1.NewTime(now.Add(-3 * time.Second))
+		cur.Status.StartTime = &start
+		if reason == "" {
+			cur.Status.Succeeded = 1
+			cur.Status.CompletionTime = &now
+			cur.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}
+		} else {
+			cur.Status.Failed = 1
+			cur.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now},
+				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now},
+			}
+		}
+		return k8s.Status().Update(ctx, cur)
+	}, timeout).Should(Succeed())
+}
+
+// expectEvent waits for an event about the environment with the reason
+// and a note containing text.
+func expectEvent(t testing.TB, ns, reason, text string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Reason == reason {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring(text)), "events %s", reason)
+	}, timeout).Should(Succeed())
+}
+
+// jobNames lists the environment's test Jobs that are not being deleted.
+func jobNames(g Gomega, ns string) []string {
+	list := &batchv1.JobList{}
+	g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{LabelRole: roleTest})).To(Succeed())
+	var out []string
+	for _, j := range list.Items {
+		if j.DeletionTimestamp == nil {
+			out = append(out, j.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// TestTriggerForms walks the trigger grammar through the operator: a
+// list under the prefixed key, a label, all, an unknown name, a token left
+// in place, cancel:all. Requests for a suite that already has a queued run
+// join it.
+func TestTriggerForms(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	env := testsEnv(t, ns, suite("a", "x"), suite("b", "x"), suite("c"))
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	// A comma list under the prefixed key.
+	annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "a,b")
+	expectRun(t, env, "a", 1, v1alpha1.ResultRunning)
+	env, _ = expectRun(t, env, "b", 1, v1alpha1.ResultRunning)
+	g.Expect(numbersOf(env, "c")).To(BeEmpty())
+	g.Expect(env.Status.LastHandledTrigger).To(Equal("a,b"))
+
+	// A label: both labelled suites queue behind their running runs.
+	annotate(t, env, v1alpha1.TriggerAnnotation, "label:x")
+	env, run := expectRun(t, env, "a", 2, v1alpha1.ResultPending)
+	g.Expect(run.Message).To(Equal("queued behind run #1"))
+	g.Expect(testStatusOf(env, "a").Message).To(Equal("run #2 is queued behind run #1"))
+	expectRun(t, env, "b", 2, v1alpha1.ResultPending)
+
+	// all: a and b have a queued run, which now answers two requests; c
+	// starts.
+	annotate(t, env, v1alpha1.TriggerAnnotation, "all")
+	env, _ = expectRun(t, env, "c", 1, v1alpha1.ResultRunning)
+	g.Expect(runOf(env, "a", 2).Requests).To(Equal(int32(2)))
+	g.Expect(runOf(env, "b", 2).Requests).To(Equal(int32(2)))
+	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(ContainSubstring("c #1 queued"))
+
+	// An unknown name: nothing changes but a False TriggerHandled listing
+	// the suites, a Warning event, and the annotation is taken so the next
+	// (correct) request can be made.
+	before := env.Status.Tests
+	annotate(t, env, v1alpha1.TriggerAnnotation, "a,nope")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := condition(env, v1alpha1.ConditionTriggerHandled)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestSuite))
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
+	})
+	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
+		`trigger "a,nope": no test suite named "nope"; nothing was started or cancelled. Suites: a, b, c`))
+	g.Expect(env.Status.Tests).To(Equal(before), "an unknown name changes nothing else")
+	expectEvent(t, ns, v1alpha1.ReasonUnknownTestSuite, `no test suite named "nope"`)
+	readyCurrent(g, env)
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// A token trigger is handled once and left in place: reconciles after
+	// it (here: a reconcile request) do not repeat it; a new token does.
+	annotate(t, env, v1alpha1.TriggerAnnotation, "c@v1")
+	env, _ = expectRun(t, env, "c", 2, v1alpha1.ResultPending)
+	g.Expect(env.Annotations).To(HaveKeyWithValue(v1alpha1.TriggerAnnotation, "c@v1"))
+	g.Expect(env.Status.HandledTriggerTokens).To(Equal([]string{"trigger=c@v1"}))
+	request := requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
+	})
+	g.Expect(runOf(env, "c", 2).Requests).To(Equal(int32(1)), "a token is handled once")
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v2" // the token form is always there
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(runOf(env, "c", 2).Requests).To(Equal(int32(2)))
+	})
+
+	// cancel:all ends everything running or queued.
+	annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "cancel:all")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		for _, s := range []string{"a", "b", "c"} {
+			for _, r := range testStatusOf(env, s).Runs {
+				g.Expect(r.Result).To(Equal(v1alpha1.ResultCancelled), "%s #%d", s, r.Number)
+			}
+		}
+		g.Expect(jobNames(g, ns)).To(BeEmpty())
+	})
+	g.Expect(runOf(env, "a", 2).Message).To(Equal("cancelled by devloop.dev/trigger=cancel:all before it started"))
+	readyCurrent(g, env)
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestConcurrentTriggersAreEachRecordedOnce has many clients annotate at
+// once, each as `kubectl annotate` does (refused while the key is there,
+// optimistic concurrency on write). Every call that succeeded must be
+// recorded exactly once: the requests recorded on the runs add up to the
+// number of successful calls.
+func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	env := testsEnv(t, ns, suite("unit"))
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+
+	const clients, calls = 6, 4
+	var succeeded atomic.Int32
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				if err := tryAnnotate(key, v1alpha1.TriggerAnnotation, "unit", 2*timeout); err == nil {
+					succeeded.Add(1)
+				} else {
+					t.Log("annotate:", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d of %d annotate calls succeeded in %s", succeeded.Load(), clients*calls, time.Since(start).Round(time.Millisecond))
+	g.Expect(succeeded.Load()).To(BeNumerically(">", 1))
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
+		var requests int32
+		for _, r := range testStatusOf(env, "unit").Runs {
+			requests += r.Requests
+		}
+		g.Expect(requests).To(Equal(succeeded.Load()), "requests recorded")
+	})
+	// One run started; every later request joined the one queued run.
+	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{2, 1}))
+	g.Expect(jobNames(NewWithT(t), ns)).To(ConsistOf("tests-unit-1"))
+	readyCurrent(g, env)
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestPendingTriggerSurvivesACrash plays the operator stopping between
+// the writes of the trigger protocol: a pending request whose id status
+// already holds is only removed; one it does not hold is recorded once.
+func TestPendingTriggerSurvivesACrash(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	env := testsEnv(t, ns, suite("unit"))
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	env, _ = expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+	recorded := env.Status.LastHandledTriggerID
+	g.Expect(recorded).NotTo(BeEmpty())
+
+	setPending := func(id string) {
+		raw, err := json.Marshal(pendingTrigger{ID: id, Key: v1alpha1.TriggerAnnotation, Value: "unit"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func() error {
+			cur := &v1alpha1.DevEnvironment{}
+			if err := k8s.Get(ctx, key, cur); err != nil {
+				return err
+			}
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Annotations[v1alpha1.TriggerPendingAnnotation] = string(raw)
+			return k8s.Update(ctx, cur)
+		}, timeout).Should(Succeed())
+	}
+
+	// Stopped after recording, before removing: removed, nothing added.
+	setPending(recorded)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
+	})
+	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{1}))
+	g.Expect(runOf(env, "unit", 1).Requests).To(Equal(int32(1)))
+
+	// Stopped after taking, before recording: recorded once.
+	setPending("999999999")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
+		g.Expect(env.Status.LastHandledTriggerID).To(Equal("999999999"))
+	})
+	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{2, 1}))
+	g.Expect(runOf(env, "unit", 2).Requests).To(Equal(int32(1)))
+	readyCurrent(g, env)
+	expectKstatus(t, env, status.CurrentStatus)
+}

@@ -1,0 +1,85 @@
+package testrun
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+var suites = []v1alpha1.TestSuite{
+	{Name: "unit-tests", Labels: []string{"fast"}},
+	{Name: "e2e-scheduling", Labels: []string{"e2e"}},
+	{Name: "e2e-jobs", Labels: []string{"e2e", "slow"}},
+}
+
+func TestParseAndResolve(t *testing.T) {
+	cases := []struct {
+		value  string
+		cancel bool
+		token  string
+		want   []string
+		err    string // substring of Parse's or Resolve's error
+	}{
+		{value: "unit-tests", want: []string{"unit-tests"}},
+		{value: " unit-tests ", want: []string{"unit-tests"}},
+		{value: "e2e-jobs,unit-tests", want: []string{"unit-tests", "e2e-jobs"}}, // spec order
+		{value: "unit-tests, unit-tests", want: []string{"unit-tests"}},
+		{value: "all", want: []string{"unit-tests", "e2e-scheduling", "e2e-jobs"}},
+		{value: "label:e2e", want: []string{"e2e-scheduling", "e2e-jobs"}},
+		{value: "label:slow,unit-tests", want: []string{"unit-tests", "e2e-jobs"}},
+		{value: "unit-tests@abc123", token: "abc123", want: []string{"unit-tests"}},
+		{value: "label:e2e@v2", token: "v2", want: []string{"e2e-scheduling", "e2e-jobs"}},
+		{value: "cancel:unit-tests", cancel: true, want: []string{"unit-tests"}},
+		{value: "cancel:unit-tests,e2e-jobs", cancel: true, want: []string{"unit-tests", "e2e-jobs"}},
+		{value: "cancel:all", cancel: true, want: []string{"unit-tests", "e2e-scheduling", "e2e-jobs"}},
+		{value: "cancel:label:e2e@t1", cancel: true, token: "t1", want: []string{"e2e-scheduling", "e2e-jobs"}},
+		{value: "", err: "names no suite"},
+		{value: "@tok", err: "names no suite"},
+		{value: "unit-tests@", err: "empty token"},
+		{value: "unit-tests,", err: "an empty name"},
+		{value: "Unit_Tests", err: `"Unit_Tests" is not a suite name`},
+		{value: "label:", err: "not a valid label"},
+		{value: "unit-tests,cancel:e2e-jobs", err: "both starts and cancels"},
+		{value: "unit-test", err: `no test suite named "unit-test"; nothing was started or cancelled. Suites: unit-tests, e2e-scheduling, e2e-jobs`},
+		{value: "unit-tests,nope", err: `no test suite named "nope"`},
+		{value: "label:gpu", err: `no test suite labelled "gpu"; nothing was started or cancelled. Suites: unit-tests, e2e-scheduling, e2e-jobs; labels: e2e, fast, slow`},
+		{value: "cancel:nope", err: `no test suite named "nope"`},
+	}
+	for _, c := range cases {
+		t.Run(c.value, func(t *testing.T) {
+			g := NewWithT(t)
+			tr, err := Parse(c.value)
+			var got []string
+			if err == nil {
+				got, err = tr.Resolve(suites)
+			}
+			if c.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(c.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(c.want))
+			g.Expect(tr.Cancel).To(Equal(c.cancel))
+			g.Expect(tr.Token).To(Equal(c.token))
+			g.Expect(tr.Value).To(Equal(c.value))
+		})
+	}
+}
+
+func TestResolveAllWithoutSuites(t *testing.T) {
+	tr, err := Parse("all")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	_, err = tr.Resolve(nil)
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring(`no test suite named "all"; nothing was started or cancelled. Suites: (none)`)))
+}
+
+func TestParseRefusesHugeValues(t *testing.T) {
+	long := make([]byte, MaxValue+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	_, err := Parse(string(long))
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("at most 1024")))
+}
