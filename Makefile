@@ -32,8 +32,8 @@ manifests: ## Generate the CRD and the manager's RBAC from the Go markers.
 	cp config/rbac/role.yaml charts/devloop/files/manager-role.yaml
 
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail if generated files are not committed.
-	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+verify-generated: generate manifests bundle ## Fail if generated files are not committed.
+	@git diff --exit-code -- api config charts bundle || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: fmt vet
 fmt:
@@ -63,9 +63,31 @@ IMAGE    ?=
 INSECURE ?=
 TAG      ?= dev
 
+VERSION      ?= 0.1.0
+OPM_VERSION  ?= 1.73.0
+OPM          := $(CURDIR)/bin/opm/v$(OPM_VERSION)/opm
+OLM_PREFIX   ?=
+
 .PHONY: image
 image: ## Operator image for linux/amd64+arm64 without Docker: OCI layout bin/image/devloop, or IMAGE=host/repo:tag [INSECURE=1].
 	go run ./hack/image -tag $(TAG) $(if $(IMAGE),-image $(IMAGE)) $(if $(INSECURE),-insecure)
+
+.PHONY: bundle
+bundle: manifests ## OLM registry+v1 bundle/ and config/olm/installer-rbac.yaml from config/ (VERSION=0.1.0).
+	go run ./hack/olm bundle -version $(VERSION)
+
+.PHONY: catalog
+catalog: opm ## File-based catalog/ from catalog/semver-template.yaml (opm), then opm validate.
+	go run ./hack/olm catalog -opm $(OPM)
+	$(OPM) validate catalog
+
+.PHONY: olm-images
+olm-images: ## Push the bundle and catalog images: OLM_PREFIX=host/path [INSECURE=1].
+	go run ./hack/olm images -prefix $(OLM_PREFIX) $(if $(INSECURE),-insecure)
+
+.PHONY: opm
+opm: ## Build opm from Go modules (cached under bin/opm/v$(OPM_VERSION)).
+	OPM_VERSION=$(OPM_VERSION) hack/opm.sh >/dev/null
 
 ##@ Test
 
@@ -74,7 +96,7 @@ test-binaries: ## Build etcd, kube-apiserver and kubectl from Go modules (cached
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/test-binaries.sh >/dev/null
 
 .PHONY: test
-test: test-binaries vet fuzz ## Run all tests against a real kube-apiserver and etcd.
+test: test-binaries opm vet fuzz ## Run all tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS=$(ASSETS) go test ./... -count=1
 
 .PHONY: fuzz

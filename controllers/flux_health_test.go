@@ -206,4 +206,3 @@ func (r *envRecorder) stop() []*unstructured.Unstructured {
 	defer r.mu.Unlock()
 	return r.versions
 }
-
