@@ -33,7 +33,7 @@ manifests: ## Generate the CRD and the manager's RBAC from the Go markers.
 
 .PHONY: verify-generated
 verify-generated: generate manifests bundle ## Fail if generated files are not committed.
-	@git diff --exit-code -- api config charts bundle || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@git diff --exit-code -- api config charts bundle || { echo "generated files are stale: run 'make generate manifests bundle' and commit"; exit 1; }
 
 .PHONY: fmt vet
 fmt:

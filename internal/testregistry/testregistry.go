@@ -78,13 +78,19 @@ type Process struct {
 // storage under dir, and waits until it answers. Outside tests (`make
 // run-local`) the caller stops it with Stop.
 func Run(dir string) (*Process, error) {
-	bin, err := exec.LookPath(Binary)
-	if err != nil {
-		return nil, fmt.Errorf("%s not found (%v): install it with `%s`", Binary, err, InstallHint)
-	}
 	host, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
+	}
+	return RunAt(dir, host)
+}
+
+// RunAt is Run listening on host (address:port), e.g. an address pods can
+// reach; restarting it on the same dir keeps what was pushed.
+func RunAt(dir, host string) (*Process, error) {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return nil, fmt.Errorf("%s not found (%v): install it with `%s`", Binary, err, InstallHint)
 	}
 	cfg := filepath.Join(dir, "config.yml")
 	storage := filepath.Join(dir, "storage")

@@ -1,0 +1,68 @@
+//go:build e2e
+
+// Package e2e runs devloop on the real single-node cluster of hack/cluster
+// (make cluster-up): the operator in the cluster from its own chart, real
+// pods, real Jobs, the real registry.
+//
+//	make e2e     # cluster up, this suite, cluster down
+//	make cluster-up && go test -tags e2e ./test/e2e/ -v -count=1
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/devloop-dev/devloop/internal/devcluster"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// dc is the cluster with devloop installed; nil when there is no cluster
+// (every test then skips) or setup failed (setupErr; every test fails).
+var (
+	dc       *devcluster.Cluster
+	setupErr error
+	// operatorImage is repository@digest of the operator image.
+	operatorImage string
+)
+
+func TestMain(m *testing.M) {
+	ctx := context.Background()
+	c, err := devcluster.Connect(ctx, testenv.RepoRoot())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: skipping:", err)
+		os.Exit(m.Run())
+	}
+	dc = c
+	start := time.Now()
+	setupErr = setup(ctx)
+	fmt.Fprintf(os.Stderr, "e2e: operator and images ready in %s (err: %v)\n", time.Since(start).Round(time.Millisecond), setupErr)
+	os.Exit(m.Run())
+}
+
+// setup pushes the operator and Go images and installs the operator from
+// its chart, as make dev-up does.
+func setup(ctx context.Context) error {
+	var err error
+	if operatorImage, err = dc.PushOperator(ctx); err != nil {
+		return err
+	}
+	if _, err := dc.PushGoImage(ctx); err != nil {
+		return err
+	}
+	return dc.InstallOperator(ctx, operatorImage)
+}
+
+// need skips without a cluster and fails when setup failed.
+func need(t *testing.T) *devcluster.Cluster {
+	t.Helper()
+	if dc == nil {
+		t.Skip("no local cluster: run `make cluster-up` first (or `make e2e`)")
+	}
+	if setupErr != nil {
+		t.Fatalf("setting up devloop on the cluster: %v", setupErr)
+	}
+	return dc
+}
