@@ -340,3 +340,61 @@ func TestWipedRegistryIsPushedAgain(t *testing.T) {
 	}
 	expectKstatus(t, env, status.CurrentStatus)
 }
+
+// TestImagePathsScopeRebuilds: two images from one source; the one naming
+// paths is neither rebuilt nor re-tagged when only the other's files
+// change, and is rebuilt when its own do. A missing path stalls, naming it.
+func TestImagePathsScopeRebuilds(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	files := webSource("binary v1")
+	files["validator/bin"] = "validator v1"
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.Components[0].Manifests = nil
+	env.Spec.Components[0].Images = append(env.Spec.Components[0].Images, v1alpha1.ImageSpec{
+		Name: "validator", Source: "app", Paths: []string{"validator"},
+		Layers: []v1alpha1.LayerMapping{{From: "validator/bin", To: "/validator", Mode: "0755"}},
+		Tags:   []string{"{{ .ContentHash }}", "rev-{{ .ShortRevision }}"},
+	})
+	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "validator")).NotTo(BeNil())
+	})
+	web, validator := *imageOf(env, "web", "web"), *imageOf(env, "web", "validator")
+
+	// Only web's file changes: web is rebuilt, the validator keeps its
+	// digest, tags and revision, and nothing is pushed for it.
+	files["bin/web"] = "binary v2"
+	reg.pushSource(t, ns+"/src", "dev", files)
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "web").Digest).NotTo(Equal(web.Digest))
+	})
+	g.Expect(*imageOf(env, "web", "validator")).To(Equal(validator))
+
+	// Its own file changes: it is rebuilt under the new revision.
+	files["validator/bin"] = "validator v2"
+	newSrc := reg.pushSource(t, ns+"/src", "dev", files)
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "web", "validator").Digest).NotTo(Equal(validator.Digest))
+	})
+	g.Expect(imageOf(env, "web", "validator").Tags[1]).To(Equal("rev-" + newSrc.Hex[:12]))
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// A path the source does not have stalls the environment, naming it.
+	delete(files, "validator/bin")
+	reg.pushSource(t, ns+"/src", "dev", files)
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring(`image validator: paths[0]: path "validator" is not in the source`))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -80,11 +81,15 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 	if err != nil {
 		return false, "", buildError(img.Name, err)
 	}
+	src, err := r.sourceInputs(ctx, s, img, ref)
+	if err != nil {
+		return false, "", err
+	}
 	inputs := hashJSON(struct {
 		Component, Source, Base string
 		Image                   *v1alpha1.ImageSpec
 		Registry                *v1alpha1.RegistrySpec
-	}{c.Name, ref.Key(), baseDigest, img, s.env.Spec.Registry})
+	}{c.Name, src, baseDigest, img, s.env.Spec.Registry})
 	if ist.Inputs == inputs && ist.Digest != "" {
 		held, err := r.stillPushed(ctx, s, img, ist)
 		if err != nil {
@@ -144,6 +149,31 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
 	}
 	return true, "", nil
+}
+
+// sourceInputs is what of the image's source its inputs hash covers: the
+// resolved revision, or, for an image that names paths, the content of
+// just those paths, so a change elsewhere in the source does not rebuild
+// it. Such an image keeps the revision (and revision tag) it was built
+// from until its own paths change.
+func (r *DevEnvironmentReconciler) sourceInputs(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ref source.Ref) (string, error) {
+	if img.Source == "" || len(img.Paths) == 0 {
+		return ref.Key(), nil
+	}
+	a, err := r.artifact(ctx, s, img.Source)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, 0, len(img.Paths))
+	for i, p := range img.Paths {
+		d, err := source.PathDigest(a.Dir, p)
+		if err != nil {
+			return "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
+				Err: fmt.Errorf("image %s: paths[%d]: %w (source %s at %s)", img.Name, i, err, img.Source, ref.Revision)}
+		}
+		parts = append(parts, p+"="+d)
+	}
+	return strings.Join(parts, ","), nil
 }
 
 // stillPushed checks, at most once per verify interval, that the registry

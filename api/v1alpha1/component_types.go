@@ -90,6 +90,18 @@ type ImageSpec struct {
 	// +optional
 	Run *BuildRun `json:"run,omitempty"`
 
+	// Paths of the source the image is made from, when not all of it: a
+	// change elsewhere in the source neither rebuilds nor re-pushes the
+	// image (Skaffold's dependencies.paths, Tilt's only). Two images built
+	// from one repository then rebuild only for their own changes; the
+	// build still sees the whole source. Default: the whole source.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="paths must be relative paths inside the source, without '..'"
+	Paths []string `json:"paths,omitempty"`
+
 	// Layers map files from the source (or the run step's output) into the
 	// image, one layer each, so a change to one file uploads one layer.
 	// +optional

@@ -470,6 +470,11 @@ func (in *ImageSpec) DeepCopyInto(out *ImageSpec) {
 		*out = new(BuildRun)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Paths != nil {
+		in, out := &in.Paths, &out.Paths
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Layers != nil {
 		in, out := &in.Layers, &out.Layers
 		*out = make([]LayerMapping, len(*in))

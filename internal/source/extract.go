@@ -514,3 +514,38 @@ func splitPath(p string) []string {
 	}
 	return strings.Split(p, "/")
 }
+
+// PathDigest is the content digest of one path of a fetched tree, a file
+// or a directory (TreeDigest's rules), "sha256:<hex>". rel must stay
+// inside root; a path that does not exist is an error naming it.
+func PathDigest(root, rel string) (string, error) {
+	clean := filepath.Clean(rel)
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("path %q leaves the source", rel)
+	}
+	p := filepath.Join(root, clean)
+	info, err := os.Lstat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("path %q is not in the source", rel)
+		}
+		return "", err
+	}
+	switch {
+	case info.IsDir():
+		return TreeDigest(p)
+	case info.Mode().IsRegular():
+		h := sha256.New()
+		fmt.Fprintf(h, "file %t\n", info.Mode()&0o111 != 0)
+		f, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		if _, err := io.Copy(h, f); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+	return "", fmt.Errorf("path %q is neither a file nor a directory", rel)
+}

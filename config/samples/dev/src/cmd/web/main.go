@@ -17,7 +17,13 @@ import (
 const greeting = "hello from devloop"
 
 func main() {
-	http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, greeting) })
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, greeting)
+	})
 	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	if image := os.Getenv("VALIDATOR_IMAGE"); image != "" {
 		go func() {
