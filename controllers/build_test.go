@@ -364,6 +364,7 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 		g.Expect(imageOf(env, "web", "validator")).NotTo(BeNil())
 	})
 	web, validator := *imageOf(env, "web", "web"), *imageOf(env, "web", "validator")
+	g.Expect(validator.RevisionTag).To(Equal(validator.Tags[1]), "what imageValues from: Revision write")
 
 	// Only web's file changes: web is rebuilt, the validator keeps its
 	// digest, tags and revision, and nothing is pushed for it.

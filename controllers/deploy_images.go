@@ -8,6 +8,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // revisionTemplate matches a tag template made from the source revision.
@@ -56,12 +57,18 @@ func pullRepository(env *v1alpha1.DevEnvironment, image, pushed string) string {
 }
 
 // revisionTag is the tag an image was pushed under from its source
-// revision: the first tag template that uses {{ .Revision }} or
-// {{ .ShortRevision }}, rendered as the build rendered it. Empty when the
-// spec has no such template or the tag was not pushed (the image is about
-// to be rebuilt), so imageValues asking for it wait instead of writing a
-// tag that does not exist.
+// revision, as the build recorded it (ImageStatus.RevisionTag). Status
+// from before that field is rendered again from the current revision.
+// Empty when the spec has no such template or the tag was not pushed (the
+// image is about to be rebuilt), so imageValues asking for it wait instead
+// of writing a tag that does not exist.
 func revisionTag(c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, in *ComponentInputs) string {
+	if ist.RevisionTag != "" {
+		if slices.Contains(ist.Tags, ist.RevisionTag) {
+			return ist.RevisionTag
+		}
+		return ""
+	}
 	if in == nil || in.Source == nil || img.Source == "" {
 		return ""
 	}
@@ -69,12 +76,22 @@ func revisionTag(c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.I
 	if !ok {
 		return ""
 	}
+	tag := renderRevisionTag(c, img, ref, ist.ContentHash)
+	if !slices.Contains(ist.Tags, tag) {
+		return ""
+	}
+	return tag
+}
+
+// renderRevisionTag renders the first tag template of img that uses the
+// source revision; empty when there is none.
+func renderRevisionTag(c *v1alpha1.Component, img *v1alpha1.ImageSpec, ref source.Ref, contentHash string) string {
 	for _, t := range img.Tags {
 		if !revisionTemplate.MatchString(t) {
 			continue
 		}
-		tag, err := plan.RenderTag(t, tagValues(img, c, ref, ist.ContentHash))
-		if err != nil || !slices.Contains(ist.Tags, tag) {
+		tag, err := plan.RenderTag(t, tagValues(img, c, ref, contentHash))
+		if err != nil {
 			return ""
 		}
 		return tag

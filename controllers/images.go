@@ -144,6 +144,10 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 	}
 	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
 	ist.Inputs, ist.Revision = inputs, ref.Revision
+	ist.RevisionTag = ""
+	if img.Source != "" {
+		ist.RevisionTag = renderRevisionTag(c, img, ref, res.ContentHash)
+	}
 	if res.Pushed && r.Recorder != nil {
 		r.Recorder.Eventf(s.env, nil, corev1.EventTypeNormal, "ImagePushed", "Build",
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)

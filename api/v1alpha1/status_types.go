@@ -207,6 +207,13 @@ type ImageStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=300
 	Revision string `json:"revision,omitempty"`
+	// RevisionTag is the tag rendered from the source revision the image
+	// was built from (the first tag template using .Revision or
+	// .ShortRevision): what imageValues with from: Revision write. An image
+	// scoped by paths keeps it until its own paths change.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	RevisionTag string `json:"revisionTag,omitempty"`
 	// Build is the last builder Job of an image with a run step.
 	// +optional
 	Build *BuildStatus `json:"build,omitempty"`

@@ -103,7 +103,7 @@ func benchPrebuilt(t *testing.T, c *devcluster.Cluster, n int) ([]time.Duration,
 			}},
 		},
 	}
-	push(t, env, dir)
+	pushOnly(t, env, dir)
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = waitEnv(t, key, 3*time.Minute, false, readyNow)
@@ -133,7 +133,7 @@ func benchCompiled(t *testing.T, c *devcluster.Cluster, n int) []time.Duration {
 	comp.Helm.ImageValues = nil
 	env.Spec.Tests = nil
 	dir := copyDir(t, c.SampleDir())
-	push(t, env, dir)
+	pushOnly(t, env, dir)
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = waitEnv(t, key, 6*time.Minute, false, readyNow)

@@ -102,11 +102,16 @@ func setGreeting(t *testing.T, dir, greeting string) {
 // reconcile now, as `kubectl devloop push` does; it returns the request.
 func push(t *testing.T, env *v1alpha1.DevEnvironment, dir string) string {
 	t.Helper()
-	ctx := context.Background()
-	src := env.Spec.Sources[0].OCI
-	_, err := devcluster.PushSource(ctx, dir, src.Repository+":"+src.Tag)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	pushOnly(t, env, dir)
 	return requestReconcile(t, env)
+}
+
+// pushOnly pushes dir as the environment's source "app".
+func pushOnly(t *testing.T, env *v1alpha1.DevEnvironment, dir string) {
+	t.Helper()
+	src := env.Spec.Sources[0].OCI
+	_, err := devcluster.PushSource(context.Background(), dir, src.Repository+":"+src.Tag)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 }
 
 func requestReconcile(t *testing.T, env *v1alpha1.DevEnvironment) string {
