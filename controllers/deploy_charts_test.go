@@ -433,3 +433,39 @@ func finalizeNamespace(t *testing.T, name string) {
 	}, timeout).Should(Succeed())
 	expectGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
+
+// TestDeletionWhenItsNamespaceIsDeleted: deleting the environment's own
+// namespace removes the deployer's rights (the namespace controller
+// deletes Roles and bindings with everything else) while the environment
+// still has a release to uninstall; its removal must not wedge the
+// namespace. envtest runs no namespace controller: the test removes the
+// rights and deletes the environment itself.
+func TestDeletionWhenItsNamespaceIsDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart"))
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "chart", Helm: &v1alpha1.HelmSpec{
+				Chart:  v1alpha1.ChartRef{Source: "app", Path: "chart"},
+				Values: &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
+			}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	expectKstatus(t, env, status.CurrentStatus)
+
+	g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(k8s.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}})).To(Succeed())
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}})
+}

@@ -182,7 +182,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 	}
 	for _, c := range teardownOrder(env) {
 		err := r.Engine.FinalizeComponent(ctx, env, c, lastStatus(env, c.Name))
-		if err != nil && fault.IsPermanent(err) && r.namespaceTerminating(ctx, env.Namespace) {
+		if err != nil && (fault.IsPermanent(err) || apierrors.IsForbidden(err)) && r.namespaceTerminating(ctx, env.Namespace) {
 			// The environment's namespace is going away and took the
 			// ServiceAccount's rights with it: what is left in that
 			// namespace goes with it, and waiting would wedge the
