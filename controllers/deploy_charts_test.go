@@ -267,25 +267,25 @@ func TestKustomizeComponent(t *testing.T) {
 	expectKstatus(t, env, status.CurrentStatus)
 }
 
-// TestDeletionWithTargetNamespaceGone: the namespace a release and a
-// manifest component deployed into is deleted by hand, with everything in
-// it; deleting the environment still completes. envtest runs no namespace
-// controller, so the test empties the namespace and finalizes it itself.
-func TestDeletionWithTargetNamespaceGone(t *testing.T) {
+// deployedIntoTarget makes an environment in a namespace of its own whose
+// manifests component and Helm release deploy into a second namespace,
+// target, and brings it to Ready.
+func deployedIntoTarget(t *testing.T, name string) (env *v1alpha1.DevEnvironment, target *corev1.Namespace) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	useDeployEngine(ns)
 	deployer(t, ns, "deployer", true)
-	target := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "target-"}}
+	target = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "target-"}}
 	g.Expect(k8s.Create(ctx, target)).To(Succeed())
 	bindDeployer(t, target.Name, ns, "deployer")
 
 	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
 	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
 	reg.pushSource(t, ns+"/src", "dev", files)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "away"},
+	env = &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
@@ -301,13 +301,24 @@ func TestDeletionWithTargetNamespaceGone(t *testing.T) {
 		},
 	}
 	g.Expect(k8s.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
 	})
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "plain"}, &corev1.ConfigMap{})).To(Succeed())
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "chart-config"}, &corev1.ConfigMap{})).To(Succeed())
 	expectKstatus(t, env, status.CurrentStatus)
+	return env, target
+}
+
+// TestDeletionWithTargetNamespaceGone: the namespace a release and a
+// manifest component deployed into is deleted by hand, with everything in
+// it; deleting the environment still completes. envtest runs no namespace
+// controller, so the test empties the namespace and finalizes it itself.
+func TestDeletionWithTargetNamespaceGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, target := deployedIntoTarget(t, "away")
+	ns := env.Namespace
 
 	// The namespace goes, with everything in it (release storage included),
 	// as the namespace controller would do it.
@@ -327,37 +338,8 @@ func TestDeletionWithTargetNamespaceGone(t *testing.T) {
 func TestDeletionWithTargetNamespaceTerminating(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	target := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "target-"}}
-	g.Expect(k8s.Create(ctx, target)).To(Succeed())
-	bindDeployer(t, target.Name, ns, "deployer")
-	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
-	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
-	reg.pushSource(t, ns+"/src", "dev", files)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				{Name: "plain", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}, Namespace: target.Name}},
-				{Name: "chart", Helm: &v1alpha1.HelmSpec{
-					Chart:     v1alpha1.ChartRef{Source: "app", Path: "chart"},
-					Namespace: target.Name,
-					Values:    &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
-				}},
-			},
-		},
-	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-	})
-	expectKstatus(t, env, status.CurrentStatus)
+	env, target := deployedIntoTarget(t, "leaving")
+	ns := env.Namespace
 
 	g.Expect(k8s.Delete(ctx, target)).To(Succeed())
 	g.Expect(k8s.Delete(ctx, env)).To(Succeed())

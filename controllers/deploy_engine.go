@@ -50,7 +50,6 @@ type DeployEngine struct {
 	Charts *deploy.ChartLoader
 	// MaxReleaseFailures is DefaultMaxReleaseFailures when zero.
 	MaxReleaseFailures int
-
 }
 
 var _ ComponentEngine = (*DeployEngine)(nil)
