@@ -52,8 +52,8 @@ func (c *Cluster) InstallOperator(ctx context.Context, image string, extraArgs .
 		// operator restarts (end-to-end case 7 kills it).
 		"leaderElection": map[string]any{"enabled": false},
 		"manager": map[string]any{
-			"logFormat":  "console",
-			"extraArgs":  args,
+			"logFormat": "console",
+			"extraArgs": args,
 		},
 	}
 	out, err := deploy.ReconcileRelease(ctx, deploy.ReleaseRequest{

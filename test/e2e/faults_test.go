@@ -28,7 +28,7 @@ func TestBadInputAndFaults(t *testing.T) {
 	// A source holding a prebuilt "binary", a manifest and no chart.
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"bin/app":           "#!/bin/sh\necho app\n",
+		"bin/app":            "#!/bin/sh\necho app\n",
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
 	})
 	srcRepo := registry + "/" + ns + "/src"

@@ -14,8 +14,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -191,7 +191,6 @@ func readyPods(g Gomega, ns string, labels map[string]string) []corev1.Pod {
 	}
 	return out
 }
-
 
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {

@@ -25,15 +25,15 @@ import (
 // TestSample runs the sample of make dev-up through the end-to-end cases
 // in order, each building on the state the one before left:
 //
-//	1. it becomes Ready; the running pods' image IDs are the status digests;
-//	4. dual tag: the pod the service starts from the revision tag it got
-//	   through values runs the validator's digest;
-//	2. one source file changed: a new web digest, a rollout, the new pod
-//	   answers with the change; the validator's digest is unchanged;
-//	3. test suites triggered: real Jobs, results, exit codes, log tails;
-//	7. the operator killed in the middle of a rollout: the restarted one
-//	   finishes it, no release left pending;
-//	6. the environment deleted: release, Jobs, objects gone.
+//  1. it becomes Ready; the running pods' image IDs are the status digests;
+//  4. dual tag: the pod the service starts from the revision tag it got
+//     through values runs the validator's digest;
+//  2. one source file changed: a new web digest, a rollout, the new pod
+//     answers with the change; the validator's digest is unchanged;
+//  3. test suites triggered: real Jobs, results, exit codes, log tails;
+//  7. the operator killed in the middle of a rollout: the restarted one
+//     finishes it, no release left pending;
+//  6. the environment deleted: release, Jobs, objects gone.
 func TestSample(t *testing.T) {
 	c := need(t)
 	ctx := context.Background()
