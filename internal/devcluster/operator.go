@@ -56,7 +56,7 @@ func (c *Cluster) InstallOperator(ctx context.Context, image string, extraArgs .
 			"extraArgs": args,
 		},
 	}
-	out, err := deploy.ReconcileRelease(ctx, deploy.ReleaseRequest{
+	_, err = deploy.ReconcileRelease(ctx, deploy.ReleaseRequest{
 		Configs:         deploy.NewConfigFactory(c.Config, ""),
 		ReleaseName:     OperatorRelease,
 		Namespace:       OperatorNamespace,
@@ -68,7 +68,6 @@ func (c *Cluster) InstallOperator(ctx context.Context, image string, extraArgs .
 	if err != nil {
 		return fmt.Errorf("helm release %s/%s: %w", OperatorNamespace, OperatorRelease, err)
 	}
-	_ = out
 	return c.waitRollout(ctx, OperatorNamespace, OperatorDeployment, 3*time.Minute)
 }
 
