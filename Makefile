@@ -32,8 +32,8 @@ manifests: ## Generate the CRD and the manager's RBAC from the Go markers.
 	cp config/rbac/role.yaml charts/devloop/files/manager-role.yaml
 
 .PHONY: verify-generated
-verify-generated: generate manifests bundle ## Fail if generated files are not committed.
-	@git diff --exit-code -- api config charts bundle || { echo "generated files are stale: run 'make generate manifests bundle' and commit"; exit 1; }
+verify-generated: generate manifests bundle catalog ## Fail if generated files are not committed.
+	@git diff --exit-code -- api config charts bundle catalog || { echo "generated files are stale: run 'make generate manifests bundle catalog' and commit"; exit 1; }
 
 .PHONY: fmt vet
 fmt:

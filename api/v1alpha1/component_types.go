@@ -97,8 +97,8 @@ type ImageSpec struct {
 	// build still sees the whole source. Default: the whole source.
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=64
 	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="paths must be relative paths inside the source, without '..'"
 	Paths []string `json:"paths,omitempty"`
 

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,9 +17,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/cli"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 )
 
@@ -140,6 +143,45 @@ func TestSample(t *testing.T) {
 			g.Expect(job.Status.Succeeded + job.Status.Failed).To(Equal(int32(1)))
 		}
 		g.Expect(env.Status.LastTestResult).NotTo(BeEmpty())
+	})
+
+	t.Run("3b the kubectl plugin against the cluster", func(t *testing.T) {
+		g := NewWithT(t)
+		plugin := func(args ...string) (int, string) {
+			var out bytes.Buffer
+			streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+			code := cli.Run(ctx, append([]string{"--kubeconfig", c.Kubeconfig, "-n", ns}, args...), streams, cli.Options{})
+			t.Logf("kubectl devloop %s -> %d\n%s", strings.Join(args, " "), code, out.String())
+			return code, out.String()
+		}
+		code, _ := plugin("wait", "hello", "--timeout", "2m")
+		g.Expect(code).To(BeZero())
+		code, out := plugin("status", "hello", "-o", "json")
+		g.Expect(code).To(BeZero())
+		g.Expect(out).To(ContainSubstring(imageOf(env, "web").Digest))
+		// trigger follows the run the real operator starts and exits with
+		// its result.
+		code, _ = plugin("trigger", "hello", "smoke")
+		g.Expect(code).To(BeZero())
+		code, out = plugin("trigger", "hello", "contract")
+		g.Expect(code).NotTo(BeZero())
+		g.Expect(out).To(ContainSubstring("404"))
+		code, out = plugin("logs", "hello", "smoke")
+		g.Expect(code).To(BeZero())
+		g.Expect(out).To(ContainSubstring("hello from e2e"))
+		// push: pack, push, request, follow to Ready; the new pod answers.
+		setGreeting(t, dir, "hello from the plugin")
+		code, _ = plugin("push", dir, "--env", "hello", "--source", "app")
+		g.Expect(code).To(BeZero())
+		g.Eventually(func(g Gomega) {
+			pods := readyPods(g, ns, webLabels)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(answer(t, pods[0].Status.PodIP)).To(Equal("hello from the plugin\n"))
+		}, time.Minute).Should(Succeed())
+		code, out = plugin("logs", "hello", "web")
+		g.Expect(code).To(BeZero())
+		g.Expect(out).To(ContainSubstring("listening on :8080 (hello from the plugin)"))
+		env = waitEnv(t, key, time.Minute, false, readyNow)
 	})
 
 	t.Run("7 operator killed mid-rollout: the restarted one finishes it", func(t *testing.T) {
