@@ -3,7 +3,6 @@
 package crd
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -19,21 +18,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	k8s, err = client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunWithClient(m, func(e *envtest.Environment, c client.Client) { env, k8s = e, c }))
 }
