@@ -533,6 +533,15 @@ ctr_() { ctr --address "$SOCK" "$@"; }
 start_containerd() {
   launch containerd --config "$STATE/config/containerd.toml"
   wait_for containerd 30 ctr_ version
+  # ctr answers before the CRI service has recovered its state; a kubelet
+  # started then exits ("server is not initialized yet"). containerd 1.6
+  # logs this line last, just before the CRI service is initialized.
+  wait_for "containerd CRI service" 60 cri_ready
+}
+
+# cri_ready: the CRI service of the containerd launched last has started.
+cri_ready() {
+  awk '/^=== /{up=0} /Start streaming server/{up=1} END{exit !up}' "$STATE/logs/containerd.log"
 }
 
 start_kubelet() {
