@@ -100,7 +100,7 @@ func TestPushDigestStableUnderIgnoredChangesAndTimes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, err := source.PackDir(dir, m.Exclude)
+		img, err := source.PackDir(dir, m.Exclude, source.CompressionGzip)
 		if err != nil {
 			t.Fatal(err)
 		}

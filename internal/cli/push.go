@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,6 +131,16 @@ func sourceKind(src v1alpha1.Source) string {
 	return "non-oci"
 }
 
+// registryHost is the registry of ref, "" when ref does not parse (the
+// push then fails with the parser's own words).
+func registryHost(ref string) string {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return ""
+	}
+	return r.Context().RegistryStr()
+}
+
 // pushOnce packs and pushes the directory, requests a reconcile and
 // follows the rollout, printing how long each part took.
 func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFlags) error {
@@ -138,7 +149,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	if err != nil {
 		return fmt.Errorf("reading ignore files in %s: %w", t.dir, err)
 	}
-	img, err := source.PackDir(t.dir, m.Exclude)
+	img, err := source.PackDir(t.dir, m.Exclude, source.CompressionAuto.For(registryHost(t.ref)))
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // epoch is the time of every pushed entry, so pushes are reproducible.
@@ -41,6 +43,9 @@ type PushOptions struct {
 	Keychain authn.Keychain
 	// Exclude leaves entries out of the artifact.
 	Exclude ExcludeFunc
+	// Compression of the layer; auto (the zero value) leaves a local
+	// registry's layer uncompressed (see LocalRegistry).
+	Compression Compression
 }
 
 // PushOption changes PushOptions.
@@ -65,7 +70,11 @@ func PushDir(ctx context.Context, dir, ref string, insecure bool, opts ...PushOp
 	for _, opt := range opts {
 		opt(&o)
 	}
-	img, err := PackDir(dir, o.Exclude)
+	r, err := parsePushRef(ref, insecure)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	img, err := PackDir(dir, o.Exclude, o.Compression.For(r.Context().RegistryStr()))
 	if err != nil {
 		return v1.Hash{}, err
 	}
@@ -75,10 +84,11 @@ func PushDir(ctx context.Context, dir, ref string, insecure bool, opts ...PushOp
 	return img.Digest()
 }
 
-// PackDir packs dir, without what exclude names, as a one-layer artifact.
-// Entries are in lexical order with fixed times and numeric owners 0, so
-// the digest depends only on names, modes and contents.
-func PackDir(dir string, exclude ExcludeFunc) (v1.Image, error) {
+// PackDir packs dir, without what exclude names, as a one-layer artifact,
+// its layer compressed as c says (CompressionAuto is gzip). Entries are in
+// lexical order with fixed times and numeric owners 0, so the digest
+// depends only on names, modes, contents and the compression.
+func PackDir(dir string, exclude ExcludeFunc, c Compression) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -105,6 +115,10 @@ func PackDir(dir string, exclude ExcludeFunc) (v1.Image, error) {
 		return nil, err
 	}
 	data := buf.Bytes()
+	if c == CompressionNone {
+		// The tar is the blob: one sha256 gives digest and diff ID.
+		return mutate.AppendLayers(empty.Image, static.NewLayer(data, types.OCIUncompressedLayer))
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 	if err != nil {
 		return nil, err

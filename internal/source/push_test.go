@@ -3,6 +3,7 @@ package source
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func writeTree(t *testing.T, dir string, files map[string]string) {
@@ -60,7 +63,7 @@ func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
 	writeTree(t, dir, map[string]string{"main.go": "package main", "out/bin": "x", "keep/a.txt": "a", "keep/a.log": "log"})
 	img, err := PackDir(dir, func(rel string, isDir bool) bool {
 		return (rel == "out" && isDir) || strings.HasSuffix(rel, ".log")
-	})
+	}, CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +77,7 @@ func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
 func TestPackDirDigestIgnoresTimes(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"a/b.txt": "b", "c.txt": "c"})
-	first, err := PackDir(dir, nil)
+	first, err := PackDir(dir, nil, CompressionGzip)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func TestPackDirDigestIgnoresTimes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	second, err := PackDir(dir, nil)
+	second, err := PackDir(dir, nil, CompressionGzip)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func TestPackDirDigestIgnoresTimes(t *testing.T) {
 		t.Fatalf("digest changed with mtimes: %s then %s", d1, d2)
 	}
 	writeTree(t, dir, map[string]string{"c.txt": "changed"})
-	third, _ := PackDir(dir, nil)
+	third, _ := PackDir(dir, nil, CompressionGzip)
 	if d3, _ := third.Digest(); d3 == d1 {
 		t.Fatal("digest did not change with content")
 	}
@@ -117,6 +120,18 @@ func TestRemoteDigestAndPush(t *testing.T) {
 	}
 	if d, err := RemoteDigest(ctx, ref, PushOptions{Insecure: true}); err != nil || d != pushed.String() {
 		t.Fatalf("after a push: digest %q, err %v; want %s", d, err, pushed)
+	}
+	// The registry is on loopback: the layer goes as the plain tar.
+	m, err := crane.Manifest(ref, crane.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest v1.Manifest
+	if err := json.Unmarshal(m, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	if len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != types.OCIUncompressedLayer {
+		t.Fatalf("layers %+v, want one %s", manifest.Layers, types.OCIUncompressedLayer)
 	}
 
 	// Without insecure, the plain-HTTP registry is refused with what to do.

@@ -126,3 +126,36 @@ func TestStoreRefusesBadKeys(t *testing.T) {
 		t.Errorf("store touched: %v", entries)
 	}
 }
+
+// An entry is written without a flush and trusted only in the boot that
+// wrote it: after a reboot (a power loss may have torn it) it is fetched
+// again; within the boot it is reused.
+func TestStoreRefetchesEntriesOfAnEarlierBoot(t *testing.T) {
+	tgz := gzipped(t, tarOf(t, tfile("a.txt", "content")))
+	ref, requests := artifactServer(t, tgz)
+	f := &Fetcher{Root: t.TempDir()}
+	boot := bootID
+	t.Cleanup(func() { bootID = boot })
+	bootID = func() string { return "boot-1" }
+
+	ctx := context.Background()
+	for range 2 {
+		if _, err := f.Fetch(ctx, ref, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := requests.n.Load(); n != 1 {
+		t.Fatalf("two fetches in one boot made %d requests, want 1", n)
+	}
+	bootID = func() string { return "boot-2" }
+	a, err := f.Fetch(ctx, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.n.Load(); n != 2 {
+		t.Fatalf("a fetch after a reboot made %d requests in all, want 2 (the entry fetched again)", n)
+	}
+	if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "content" {
+		t.Errorf("a.txt = %q", got)
+	}
+}

@@ -52,7 +52,12 @@ func setup(ctx context.Context) error {
 	if _, err := dc.PushGoImage(ctx); err != nil {
 		return err
 	}
-	return dc.InstallOperator(ctx, operatorImage)
+	var extra []string
+	if lvl := os.Getenv("DEVLOOP_E2E_LOG_LEVEL"); lvl != "" {
+		// debug shows each reconcile step's timing, for the benchmark's breakdown.
+		extra = append(extra, "--log-level="+lvl)
+	}
+	return dc.InstallOperator(ctx, operatorImage, extra...)
 }
 
 // need skips without a cluster and fails when setup failed.
