@@ -36,7 +36,11 @@ func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
 			return nil, err
 		}
 		writeTar := func(w io.Writer) error { return writeLayerTar(w, dir, entries) }
-		if layers[i], err = newSourceLayer(writeTar, &b.compressed); err != nil {
+		known := &b.compressed
+		if b.uncompressed {
+			known = nil
+		}
+		if layers[i], err = newSourceLayer(writeTar, known); err != nil {
 			return nil, explain(err, "image %s: layer from %q: %v", img.Name, m.From, err)
 		}
 	}

@@ -83,6 +83,9 @@ type sourceLayer struct {
 // the compression is abandoned.
 func newSourceLayer(writeTar func(io.Writer) error, known *compressedDigests) (*sourceLayer, error) {
 	l := &sourceLayer{writeTar: writeTar, mediaType: types.OCILayer}
+	if known == nil {
+		return newUncompressedLayer(writeTar)
+	}
 
 	abandon := make(chan struct{})
 	compressed := make(chan compressResult, 1)
@@ -111,6 +114,30 @@ func newSourceLayer(writeTar func(io.Writer) error, known *compressedDigests) (*
 	l.blob, l.compressed = r.blob, r.chunks
 	known.put(l.diffID, l.blob)
 	return l, nil
+}
+
+// newUncompressedLayer makes a layer whose blob is its tar: one sha256
+// gives both digests, and the tar is kept for the upload when small.
+func newUncompressedLayer(writeTar func(io.Writer) error) (*sourceLayer, error) {
+	l := &sourceLayer{writeTar: writeTar, mediaType: types.OCIUncompressedLayer}
+	h := sha256.New()
+	keep := &chunkBuffer{limit: keepCompressedBelow}
+	counter := &countingWriter{}
+	if err := writeTar(io.MultiWriter(h, keep, counter)); err != nil {
+		return nil, err
+	}
+	l.diffID = hashOf(h.Sum(nil))
+	l.blob = blobInfo{digest: l.diffID, size: counter.n}
+	l.compressed = keep.content()
+	return l, nil
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 // compressResult is the outcome of compress.
@@ -173,11 +200,12 @@ func (l *sourceLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
 // Size is the size of the compressed blob.
 func (l *sourceLayer) Size() (int64, error) { return l.blob.size, nil }
 
-// MediaType is an OCI gzip layer; images on a Docker base override it in
-// their manifest (mutate.Addendum.MediaType).
+// MediaType is an OCI gzip or uncompressed layer; images on a Docker base
+// override it in their manifest (mutate.Addendum.MediaType).
 func (l *sourceLayer) MediaType() (types.MediaType, error) { return l.mediaType, nil }
 
-// Compressed returns the gzip blob, kept or compressed again.
+// Compressed returns the blob (the gzip, or the tar of an uncompressed
+// layer), kept or written again.
 func (l *sourceLayer) Compressed() (io.ReadCloser, error) {
 	if l.compressed != nil {
 		readers := make([]io.Reader, len(l.compressed))
@@ -185,6 +213,9 @@ func (l *sourceLayer) Compressed() (io.ReadCloser, error) {
 			readers[i] = bytes.NewReader(c)
 		}
 		return io.NopCloser(io.MultiReader(readers...)), nil
+	}
+	if l.mediaType == types.OCIUncompressedLayer {
+		return pipe(l.writeTar), nil
 	}
 	return pipe(func(w io.Writer) error { return writeCompressed(w, l.writeTar) }), nil
 }

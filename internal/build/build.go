@@ -30,6 +30,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // Registry is where images are pushed.
@@ -112,6 +113,9 @@ type Builder struct {
 	cache cache.Cache
 	// compressed remembers layer blob digests by diff ID.
 	compressed compressedDigests
+	// uncompressed pushes source layers as plain tars: the registry is
+	// local (source.LocalRegistry), where gzip costs more than it saves.
+	uncompressed bool
 }
 
 // Option configures a Builder.
@@ -120,6 +124,8 @@ type Option func(*options)
 type options struct {
 	transport http.RoundTripper
 	cacheDir  string
+	// compression of source layers; auto: none for a local registry.
+	compression source.Compression
 	// retryBackoff replaces go-containerregistry's retries (1s, 3s);
 	// tests of failing registries set a fast one.
 	retryBackoff *remote.Backoff
@@ -128,6 +134,13 @@ type options struct {
 // WithTransport sets the HTTP transport under go-containerregistry's own
 // (auth, retries); tests use it to count requests.
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
+
+// WithLayerCompression sets how source layers are stored: gzip, none, or
+// (the default) none for a registry source.LocalRegistry names and gzip
+// for any other.
+func WithLayerCompression(c source.Compression) Option {
+	return func(o *options) { o.compression = c }
+}
 
 // WithCacheDir caches base image layers on disk, so a base is downloaded
 // once per digest.
@@ -160,6 +173,7 @@ func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
 		registryHost: probe.RegistryStr(),
 		insecure:     reg.Insecure,
 		nameOpts:     nameOpts,
+		uncompressed: o.compression.For(probe.RegistryStr()) == source.CompressionNone,
 	}
 	base := o.transport
 	if base == nil {

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // testBuilder returns a Builder for host/team whose requests rt records.
@@ -435,5 +436,38 @@ func TestRepositoryAndPullReference(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(b.Repository("app")).To(Equal(tc.wantRepo))
 		g.Expect(b.PullReference("app", "sha256:x")).To(Equal(tc.wantPR))
+	}
+}
+
+// TestLayerCompressionFollowsTheRegistry: a registry on loopback gets the
+// source layer as its plain tar (nothing to gzip on push or gunzip on
+// pull), any other gzip; both read back as the same files.
+func TestLayerCompressionFollowsTheRegistry(t *testing.T) {
+	host := startRegistry(t, nil)
+	dir := writeTree(t, map[string]string{"out/app": "binary"})
+	img := Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}}
+	for _, tc := range []struct {
+		opts []Option
+		want types.MediaType
+	}{
+		{nil, types.OCIUncompressedLayer},
+		{[]Option{WithLayerCompression(source.CompressionGzip)}, types.OCILayer},
+	} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			g := NewWithT(t)
+			b, _ := testBuilder(t, host, tc.opts...)
+			res, err := b.Build(context.Background(), img, dir, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			pulled := pull(t, res.Repository+"@"+res.Digest)
+			m, err := pulled.Manifest()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(m.Layers).To(HaveLen(1))
+			g.Expect(m.Layers[0].MediaType).To(Equal(tc.want))
+			layers, err := pulled.Layers()
+			g.Expect(err).NotTo(HaveOccurred())
+			entries := readLayer(t, layers[0])
+			g.Expect(entries).To(ContainElement(HaveField("Name", "app")))
+			g.Expect(entries).To(ContainElement(HaveField("Content", "binary")))
+		})
 	}
 }

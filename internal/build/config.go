@@ -25,17 +25,18 @@ func withLayersAndConfig(base v1.Image, img Image, layers []v1.Layer, p v1.Platf
 	if err != nil {
 		return nil, err
 	}
-	layerType := types.OCILayer
-	if mt == types.DockerManifestSchema2 {
-		layerType = types.DockerLayer
-	}
+	docker := mt == types.DockerManifestSchema2
 
 	adds := make([]mutate.Addendum, len(layers))
 	for i, l := range layers {
 		m := img.Layers[i]
+		lt, err := l.MediaType()
+		if err != nil {
+			return nil, err
+		}
 		adds[i] = mutate.Addendum{
 			Layer:     l,
-			MediaType: layerType,
+			MediaType: layerMediaType(lt, docker),
 			History: v1.History{
 				Created:   v1.Time{Time: epoch},
 				CreatedBy: fmt.Sprintf("devloop: COPY %s %s", m.From, m.To),
@@ -55,6 +56,21 @@ func withLayersAndConfig(base v1.Image, img Image, layers []v1.Layer, p v1.Platf
 	cfg := cf.DeepCopy()
 	applyConfig(cfg, img, p)
 	return mutate.ConfigFile(withLayers, cfg)
+}
+
+// layerMediaType is the manifest's type of a layer of type lt: the Docker
+// equivalent on a Docker base.
+func layerMediaType(lt types.MediaType, docker bool) types.MediaType {
+	uncompressed := lt == types.OCIUncompressedLayer || lt == types.DockerUncompressedLayer
+	switch {
+	case docker && uncompressed:
+		return types.DockerUncompressedLayer
+	case docker:
+		return types.DockerLayer
+	case uncompressed:
+		return types.OCIUncompressedLayer
+	}
+	return types.OCILayer
 }
 
 // applyConfig sets the fields of the spec on cfg, keeping the base's
