@@ -36,6 +36,9 @@ type ActionOptions struct {
 	Labels map[string]string
 	// Description is recorded in the release info.
 	Description string
+	// SkipSchemaCheck turns off Helm's client-side OpenAPI check of the
+	// rendered objects (DisableOpenAPIValidation).
+	SkipSchemaCheck bool
 }
 
 // Install installs chrt with vals as a new release. It does not wait for
@@ -49,6 +52,7 @@ func Install(ctx context.Context, cfg *action.Configuration, chrt *chart.Chart, 
 	a.CreateNamespace = o.CreateNamespace
 	a.Labels = o.Labels
 	a.Description = o.Description
+	a.DisableOpenAPIValidation = o.SkipSchemaCheck
 	return a.RunWithContext(ctx, chrt, vals)
 }
 
@@ -63,6 +67,7 @@ func Upgrade(ctx context.Context, cfg *action.Configuration, chrt *chart.Chart, 
 	a.MaxHistory = o.MaxHistory
 	a.Labels = o.Labels
 	a.Description = o.Description
+	a.DisableOpenAPIValidation = o.SkipSchemaCheck
 	// Without ResetValues, Helm reuses the previous values when vals is
 	// empty.
 	a.ResetValues = true

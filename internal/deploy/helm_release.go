@@ -127,6 +127,15 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		CreateNamespace: req.CreateNamespace,
 		MaxHistory:      orDefaultInt(req.MaxHistory, DefaultMaxHistory),
 		Labels:          map[string]string{DigestLabel: digestLabel(out.Digest)},
+		// Helm's schema check validates nothing against an API server
+		// that supports field validation (every supported one, 1.27+):
+		// kubectl's ParamVerifyingSchema only asks whether the server
+		// could validate, and validates client side when it could not.
+		// Asking costs a fetch and parse of the OpenAPI v2 document and
+		// one v3 document per group version, on every action (150–200 ms
+		// of each upgrade here). The API server still rejects invalid
+		// objects when they are applied.
+		SkipSchemaCheck: true,
 	}
 	if req.Mutate != nil {
 		opts.PostRenderer = MutatorPostRenderer{Mutate: req.Mutate}
