@@ -114,20 +114,43 @@ func (r *DevEnvironmentReconciler) buildWithJobs(ctx context.Context, s *scope, 
 // platform with a new one. The previous one is kept until then so its logs
 // stay readable.
 func (r *DevEnvironmentReconciler) startBuilderJob(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, spec build.Image, ref source.Ref, platform, jobName string) error {
-	labels := map[string]string{
-		LabelEnvironment: s.env.Name, LabelImage: img.Name,
-		LabelPlatform: strings.ReplaceAll(platform, "/", "-"), LabelRole: "build",
-	}
 	tenant, err := r.tenant(s)
 	if err != nil {
 		return err
 	}
-	if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace), client.MatchingLabels(labels),
+	req, err := r.builderRequest(ctx, tenant, s, img, spec, ref, platform, jobName)
+	if err != nil {
+		return err
+	}
+	if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace), client.MatchingLabels(req.Labels),
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return tenantError(err, "remove previous builder jobs of image "+img.Name)
 	}
+	job, err := build.BuilderJob(req)
+	if err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("starting builder job", "job", jobName, "image", img.Name, "platform", platform, "revision", ref.Revision)
+	if err := tenant.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return tenantError(err, "create builder job "+jobName)
+	}
+	return nil
+}
+
+// builderRequest is what a builder (Job or warm pod) named name needs to
+// build img for platform; it creates the image's cache claim.
+func (r *DevEnvironmentReconciler) builderRequest(ctx context.Context, tenant client.Client, s *scope, img *v1alpha1.ImageSpec,
+	spec build.Image, ref source.Ref, platform, name string) (build.JobRequest, error) {
+	role := "build"
+	if img.Run.KeepWarm {
+		role = "warm-build"
+	}
 	req := build.JobRequest{
-		Name: jobName, Namespace: s.env.Namespace, Labels: labels, Owner: ownerRef(s.env),
+		Name: name, Namespace: s.env.Namespace, Owner: ownerRef(s.env),
+		Labels: map[string]string{
+			LabelEnvironment: s.env.Name, LabelImage: img.Name,
+			LabelPlatform: strings.ReplaceAll(platform, "/", "-"), LabelRole: role,
+		},
 		HelperImage: r.Images.HelperImage, Source: ref, Image: spec, Platform: platform, Run: *img.Run,
 		Registry: build.Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure},
 	}
@@ -142,19 +165,11 @@ func (r *DevEnvironmentReconciler) startBuilderJob(ctx context.Context, s *scope
 	if img.Run.Cache != nil {
 		claim, err := ensureCacheClaim(ctx, tenant, s, img)
 		if err != nil {
-			return err
+			return req, err
 		}
 		req.CacheClaim = claim
 	}
-	job, err := build.BuilderJob(req)
-	if err != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("starting builder job", "job", jobName, "image", img.Name, "platform", platform, "revision", ref.Revision)
-	if err := tenant.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return tenantError(err, "create builder job "+jobName)
-	}
-	return nil
+	return req, nil
 }
 
 // builderJobFailed records a failed build in status and stalls the

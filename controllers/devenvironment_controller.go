@@ -19,8 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
@@ -67,8 +69,12 @@ type DevEnvironmentReconciler struct {
 	// that cannot be pulled) before its run ends with Error;
 	// DefaultTestStartTimeout when zero.
 	TestStartTimeout time.Duration
+	// Exec runs builds in warm builder pods (run.keepWarm) as the
+	// environment's ServiceAccount (DeployEngine does); nil refuses them.
+	Exec PodExecutor
 
 	resolved resolutions
+	warm     *warmBuilds
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
@@ -97,12 +103,17 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.warm == nil {
+		r.warm = newWarmBuilds()
+	}
 	// Builder Jobs are owned by their environment, so a finished build
-	// reconciles it at once instead of at the next poll.
+	// reconciles it at once instead of at the next poll; a build in a warm
+	// builder says so on its own channel.
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.DevEnvironment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
+		WatchesRawSource(crsource.Channel(r.warm.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
 		Complete(r)
 }

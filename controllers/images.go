@@ -137,7 +137,11 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 		}
 	} else {
 		var msg string
-		res, msg, err = r.buildWithJobs(ctx, s, img, ist, spec, ref, inputs, render)
+		if img.Run.KeepWarm {
+			res, msg, err = r.buildWarm(ctx, s, img, ist, spec, ref, inputs, render)
+		} else {
+			res, msg, err = r.buildWithJobs(ctx, s, img, ist, spec, ref, inputs, render)
+		}
 		if err != nil || res == nil {
 			return false, msg, err
 		}

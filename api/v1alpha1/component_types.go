@@ -196,6 +196,16 @@ type BuildRun struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// KeepWarm keeps a builder pod running between builds of this image
+	// and runs each build in it (through the pods/exec API, as the
+	// environment's ServiceAccount, which then needs create on pods/exec),
+	// instead of starting a Job per build: no pod to schedule and start
+	// per change, and the compiler's caches stay warm. The pod is replaced
+	// when the run spec changes. Each build still starts from the fetched
+	// source in a cleared workspace.
+	// +optional
+	KeepWarm bool `json:"keepWarm,omitempty"`
 }
 
 // BuildCache is a PersistentVolumeClaim mounted into the builder.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,7 +26,7 @@ const terminationLog = "/dev/termination-log"
 // as the operator would in-process.
 func runHelper(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: manager helper fetch|assemble [flags]")
+		return errors.New("usage: manager helper fetch|assemble|install|idle|build [flags]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -34,8 +35,15 @@ func runHelper(args []string) error {
 		return helperFetch(ctx, args[1:])
 	case "assemble":
 		return helperAssemble(ctx, args[1:])
+	case "install":
+		return helperInstall(args[1:])
+	case "idle":
+		<-ctx.Done() // a warm builder waits for builds, until its pod stops
+		return nil
+	case "build":
+		return helperBuild(ctx, args[1:])
 	default:
-		return fmt.Errorf("unknown helper %q: want fetch or assemble", args[0])
+		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle or build", args[0])
 	}
 }
 
@@ -57,36 +65,42 @@ func helperFetch(ctx context.Context, args []string) error {
 	if err := json.Unmarshal([]byte(*refJSON), &ref); err != nil {
 		return fmt.Errorf("--ref: %w", err)
 	}
+	digest, err := fetchInto(ctx, ref, *credsDir, *dest)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("fetched source %s at %s (%s) into %s\n", ref.Source, ref.Revision, digest, *dest)
+	return nil
+}
+
+// fetchInto downloads ref into dest with the operator's fetch code.
+func fetchInto(ctx context.Context, ref source.Ref, credsDir, dest string) (string, error) {
 	var creds *source.Credentials
-	if *credsDir != "" {
-		c, err := source.CredentialsFromDir(*credsDir)
+	if credsDir != "" {
+		c, err := source.CredentialsFromDir(credsDir)
 		if err != nil {
-			return err
+			return "", err
 		}
 		creds = c
 	}
 	// The store lives inside the destination's volume, so its content can
 	// be moved into place with renames: no copy, symlinks kept as they are.
-	store := *dest + "/.devloop-store"
+	store := dest + "/.devloop-store"
 	f := &source.Fetcher{Root: store}
 	a, err := f.Fetch(ctx, ref, creds)
 	if err != nil {
-		return err
+		return "", err
 	}
 	entries, err := os.ReadDir(a.Dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, e := range entries {
-		if err := os.Rename(a.Dir+"/"+e.Name(), *dest+"/"+e.Name()); err != nil {
-			return fmt.Errorf("moving source %s into %s: %w", ref.Source, *dest, err)
+		if err := os.Rename(a.Dir+"/"+e.Name(), dest+"/"+e.Name()); err != nil {
+			return "", fmt.Errorf("moving source %s into %s: %w", ref.Source, dest, err)
 		}
 	}
-	if err := os.RemoveAll(store); err != nil {
-		return err
-	}
-	fmt.Printf("fetched source %s at %s (%s) into %s\n", ref.Source, ref.Revision, a.Digest, *dest)
-	return nil
+	return a.Digest, os.RemoveAll(store)
 }
 
 // helperAssemble layers the workspace onto the base for one platform,
@@ -107,38 +121,44 @@ func helperAssemble(ctx context.Context, args []string) error {
 	if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 		return fmt.Errorf("--image: %w", err)
 	}
+	out, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, os.Stdout)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*report, out, 0o644)
+}
+
+// assembleAndPush layers dir onto the base for platform, pushes the image
+// by digest, and returns the AssembleReport as JSON; progress goes to log.
+func assembleAndPush(ctx context.Context, img build.Image, platform, dir, registryJSON, dockerConfig string, log io.Writer) ([]byte, error) {
 	var regCfg build.RegistryConfig
-	if err := json.Unmarshal([]byte(*registryJSON), &regCfg); err != nil {
-		return fmt.Errorf("--registry: %w", err)
+	if err := json.Unmarshal([]byte(registryJSON), &regCfg); err != nil {
+		return nil, fmt.Errorf("--registry: %w", err)
 	}
 	reg := build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure}
-	if *dockerConfig != "" {
-		data, err := os.ReadFile(*dockerConfig)
+	if dockerConfig != "" {
+		data, err := os.ReadFile(dockerConfig)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if reg.Keychain, err = build.KeychainFromDockerConfig(data); err != nil {
-			return fmt.Errorf("%s: %w", *dockerConfig, err)
+			return nil, fmt.Errorf("%s: %w", dockerConfig, err)
 		}
 	}
 	b, err := build.NewBuilder(reg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	image, err := b.Assemble(ctx, img, *platform, *dir)
+	image, err := b.Assemble(ctx, img, platform, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	digest, uploaded, err := b.PushImage(ctx, img.Name, image)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	out, err := json.Marshal(build.AssembleReport{Digest: digest.String(), Uploaded: uploaded})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("pushed %s@%s (%d blobs uploaded)\n", b.Repository(img.Name), digest, uploaded)
-	return os.WriteFile(*report, out, 0o644)
+	fmt.Fprintf(log, "pushed %s@%s (%d blobs uploaded)\n", b.Repository(img.Name), digest, uploaded)
+	return json.Marshal(build.AssembleReport{Digest: digest.String(), Uploaded: uploaded})
 }
 
 // makeCacheDirs creates the build cache's subPath directories as this

@@ -100,6 +100,7 @@ func run(args []string) error {
 		Engine: engine,
 		// Test Jobs are written as the environment's ServiceAccount too.
 		Impersonate: engine,
+		Exec:        engine,
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)

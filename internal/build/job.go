@@ -91,8 +91,6 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	goos, goarch, goarm := splitPlatform(req.Platform)
-
 	workspace := corev1.VolumeMount{Name: VolumeWorkspace, MountPath: WorkspaceDir}
 	tmp := corev1.VolumeMount{Name: VolumeTmp, MountPath: "/tmp"}
 	fetch, volumes, err := FetchContainer(req.HelperImage, req.Source, req.SourceSecret)
@@ -101,41 +99,15 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	}
 	volumes = append(WorkspaceVolumes(), volumes...)
 
-	cachePaths := req.Run.Cache.PathsOrDefault()
-	buildMounts := []corev1.VolumeMount{workspace, tmp}
-	if req.CacheClaim != "" {
-		volumes = append(volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: req.CacheClaim}}})
-	} else {
-		volumes = append(volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	}
-	var subPaths []string
-	for i, p := range cachePaths {
-		// One volume serves every path through a subPath per path.
-		sub := "p" + strconv.Itoa(i)
-		subPaths = append(subPaths, sub)
-		buildMounts = append(buildMounts, corev1.VolumeMount{Name: "cache", MountPath: p, SubPath: sub})
-	}
+	cacheVol, cacheMounts, subPaths := cacheVolume(req)
+	volumes = append(volumes, cacheVol)
+	buildMounts := append([]corev1.VolumeMount{workspace, tmp}, cacheMounts...)
 	// The kubelet would create missing subPath directories as root, which
 	// the non-root build user could not write; the fetch container, as that
 	// user, creates them first.
 	fetch.VolumeMounts = append(fetch.VolumeMounts, corev1.VolumeMount{Name: "cache", MountPath: cacheDir})
 	fetch.Args = append(fetch.Args, "--cache-root", cacheDir, "--cache-dirs", strings.Join(subPaths, ","))
-	env := []corev1.EnvVar{
-		// A non-root user has no home in most builder images; this one
-		// holds the mounted caches (Go's build cache is $HOME/.cache).
-		{Name: "HOME", Value: v1alpha1.BuilderHome},
-		{Name: "GOOS", Value: goos}, {Name: "GOARCH", Value: goarch},
-		{Name: "TARGETPLATFORM", Value: req.Platform}, {Name: "TARGETOS", Value: goos}, {Name: "TARGETARCH", Value: goarch},
-	}
-	if goarm != "" {
-		env = append(env, corev1.EnvVar{Name: "GOARM", Value: goarm})
-	}
-	for _, e := range req.Run.Env {
-		// Later entries win in a container's env, so the spec overrides
-		// the defaults above.
-		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
-	}
+	env := buildEnv(req)
 
 	assembleArgs := []string{"helper", "assemble",
 		"--image", string(imageJSON), "--platform", req.Platform,
@@ -184,6 +156,46 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 		},
 	}
 	return job, nil
+}
+
+// cacheVolume is the build cache (the claim, or an emptyDir without one)
+// with one subPath mount per cache path, and the subPath names.
+func cacheVolume(req JobRequest) (corev1.Volume, []corev1.VolumeMount, []string) {
+	vol := corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	if req.CacheClaim != "" {
+		vol.VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: req.CacheClaim}}
+	}
+	var mounts []corev1.VolumeMount
+	var subPaths []string
+	for i, p := range req.Run.Cache.PathsOrDefault() {
+		// One volume serves every path through a subPath per path.
+		sub := "p" + strconv.Itoa(i)
+		subPaths = append(subPaths, sub)
+		mounts = append(mounts, corev1.VolumeMount{Name: "cache", MountPath: p, SubPath: sub})
+	}
+	return vol, mounts, subPaths
+}
+
+// buildEnv is the build command's environment: HOME, the target
+// platform, then the spec's entries.
+func buildEnv(req JobRequest) []corev1.EnvVar {
+	goos, goarch, goarm := splitPlatform(req.Platform)
+	env := []corev1.EnvVar{
+		// A non-root user has no home in most builder images; this one
+		// holds the mounted caches (Go's build cache is $HOME/.cache).
+		{Name: "HOME", Value: v1alpha1.BuilderHome},
+		{Name: "GOOS", Value: goos}, {Name: "GOARCH", Value: goarch},
+		{Name: "TARGETPLATFORM", Value: req.Platform}, {Name: "TARGETOS", Value: goos}, {Name: "TARGETARCH", Value: goarch},
+	}
+	if goarm != "" {
+		env = append(env, corev1.EnvVar{Name: "GOARM", Value: goarm})
+	}
+	for _, e := range req.Run.Env {
+		// Later entries win in a container's env, so the spec overrides
+		// the defaults above.
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	return env
 }
 
 func helperContainer(name, image string, args []string, mounts []corev1.VolumeMount) corev1.Container {

@@ -1,0 +1,196 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// buildWarm runs an image's run step in a warm builder pod per platform
+// (run.keepWarm): the pod stays up between builds, and each build is a
+// process exec'd into it as the environment's ServiceAccount, outside the
+// reconcile (warmBuilds), which it wakes when done. It returns a result
+// once every platform image is pushed and tagged, nil meanwhile.
+func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+	spec build.Image, ref source.Ref, inputs string, render func(string) ([]string, error)) (*build.Result, string, error) {
+	if r.Images.HelperImage == "" {
+		return nil, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
+			Err: fmt.Errorf("image %s has a run step, but this operator has no helper image for builder pods (--helper-image)", img.Name)}
+	}
+	if r.Exec == nil {
+		return nil, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
+			Err: fmt.Errorf("image %s: run.keepWarm needs an operator that can exec into pods", img.Name)}
+	}
+	tenant, err := r.tenant(s)
+	if err != nil {
+		return nil, "", err
+	}
+	platforms := img.Platforms
+	if len(platforms) == 0 {
+		platforms = []string{"linux/amd64"}
+	}
+	digests := map[string]v1.Hash{}
+	var waiting []string
+	for _, p := range platforms {
+		req, err := r.builderRequest(ctx, tenant, s, img, spec, ref, p, warmPodName(s.env.Name, img.Name, p))
+		if err != nil {
+			return nil, "", err
+		}
+		pod, msg, err := r.ensureWarmPod(ctx, tenant, req)
+		if err != nil || pod == nil {
+			if msg != "" {
+				waiting = append(waiting, msg)
+			}
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		key := string(pod.UID) + "/" + inputs
+		run := r.warm.lookup(key)
+		if run == nil {
+			command, err := build.WarmBuildCommand(req)
+			if err != nil {
+				return nil, "", err
+			}
+			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision)
+			r.warm.start(key, s.env, func(ctx context.Context, stdout, stderr *tailBuffer) error {
+				return r.Exec.Exec(ctx, s.env, pod.Namespace, pod.Name, build.ContainerWarm, command, stdout, stderr)
+			})
+			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: metav1.Now().Time}}
+			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
+			continue
+		}
+		if ist.Build == nil || ist.Build.Job != pod.Name || ist.Build.Result != v1alpha1.BuildRunning && !run.finished() {
+			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: run.started}}
+		}
+		out, done := run.outcome()
+		switch {
+		case !done:
+			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
+		case out.err != nil && out.exitCode == nil:
+			// The exec itself broke (the pod went away, the API server
+			// restarted): the next reconcile builds again.
+			r.warm.forget(key)
+			if strings.Contains(out.err.Error(), "forbidden") {
+				return nil, "", &StallingError{Reason: v1alpha1.ReasonForbidden,
+					Err: fmt.Errorf("image %s: exec into warm builder %s: %w (run.keepWarm needs create on pods/exec for the environment's ServiceAccount)", img.Name, pod.Name, out.err)}
+			}
+			return nil, "", fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
+		case out.err != nil:
+			return nil, "", r.warmBuildFailed(img, ist, pod.Name, out)
+		default:
+			h, err := v1.NewHash(out.report.Digest)
+			if err != nil {
+				return nil, "", fmt.Errorf("warm builder %s reported digest %q: %w", pod.Name, out.report.Digest, err)
+			}
+			digests[p] = h
+		}
+	}
+	if len(waiting) > 0 {
+		return nil, strings.Join(waiting, "; "), nil
+	}
+	b, err := r.builder(ctx, s)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := b.Publish(ctx, img.Name, digests, render)
+	if err != nil {
+		return nil, "", buildError(img.Name, err)
+	}
+	ist.Build.Result = v1alpha1.BuildSucceeded
+	ist.Build.ExitCode, ist.Build.LogTail = nil, ""
+	if ist.Build.CompletionTime == nil || ist.Build.CompletionTime.Before(ist.Build.StartTime) {
+		ist.Build.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
+	}
+	return res, "", nil
+}
+
+// ensureWarmPod creates the warm builder, or replaces one whose spec
+// changed or that stopped. It returns the pod once its builder container
+// runs, else a message saying what it waits for.
+func (r *DevEnvironmentReconciler) ensureWarmPod(ctx context.Context, tenant client.Client, req build.JobRequest) (*corev1.Pod, string, error) {
+	want, err := build.WarmPod(req)
+	if err != nil {
+		return nil, "", err
+	}
+	pod := &corev1.Pod{}
+	err = tenant.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		log.FromContext(ctx).Info("starting warm builder", "pod", req.Name)
+		if err := tenant.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, "", tenantError(err, "create warm builder pod "+req.Name)
+		}
+		return nil, "starting warm builder " + req.Name, nil
+	case err != nil:
+		return nil, "", tenantError(err, "get warm builder pod "+req.Name)
+	}
+	if !pod.DeletionTimestamp.IsZero() {
+		return nil, "waiting for the previous warm builder " + req.Name + " to stop", nil
+	}
+	stopped := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	if stopped || pod.Annotations[build.AnnotationSpecHash] != want.Annotations[build.AnnotationSpecHash] {
+		log.FromContext(ctx).Info("replacing warm builder", "pod", req.Name, "phase", pod.Status.Phase)
+		if err := tenant.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, "", tenantError(err, "delete warm builder pod "+req.Name)
+		}
+		return nil, "replacing warm builder " + req.Name, nil
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == build.ContainerWarm && cs.State.Running != nil {
+			return pod, "", nil
+		}
+	}
+	return nil, "waiting for warm builder " + req.Name + " to start" + podWaitingReason(pod), nil
+}
+
+// podWaitingReason is ": <reason>" of the first waiting container
+// (ImagePullBackOff, say), or "".
+func podWaitingReason(pod *corev1.Pod) string {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+			return fmt.Sprintf(": %s %s", cs.Name, w.Reason)
+		}
+	}
+	return ""
+}
+
+// warmBuildFailed records a failed build and stalls the environment until
+// the inputs change, as for a builder Job.
+func (r *DevEnvironmentReconciler) warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod string, out warmOutcome) error {
+	ist.Build.Result = v1alpha1.BuildFailed
+	ist.Build.ExitCode = out.exitCode
+	if ist.Build.CompletionTime == nil || ist.Build.CompletionTime.Before(ist.Build.StartTime) {
+		ist.Build.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
+	}
+	ist.Build.LogTail = out.logTail
+	msg := fmt.Sprintf("image %s: build failed in warm builder %s: exit code %d", img.Name, pod, *out.exitCode)
+	if last := lastLine(out.logTail); last != "" {
+		msg += ": " + last
+	}
+	return &StallingError{Reason: v1alpha1.ReasonBuildFailed, Err: errors.New(msg)}
+}
+
+// warmPodName is "<env>-<image>-<arch>-warm", at most 63 characters.
+func warmPodName(env, image, platform string) string {
+	arch := platform[strings.LastIndex(platform, "/")+1:]
+	if parts := strings.Split(platform, "/"); len(parts) >= 2 {
+		arch = strings.Join(parts[1:], "")
+	}
+	return truncateName(env+"-"+sanitize(image)+"-"+arch, "-warm")
+}
