@@ -85,6 +85,7 @@ func TestMain(m *testing.M) {
 		// test pod that cannot pull its image ends its run quickly.
 		Impersonate:      routed,
 		TestStartTimeout: time.Second,
+		Exec:             suiteExec,
 	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // DefaultPlatforms are the platforms `make image` builds.
@@ -45,6 +46,9 @@ type Options struct {
 	CABundle string
 	// SourceURL and Revision become the image's OCI labels.
 	SourceURL, Revision string
+	// Compression of the binary's layer: auto (none for a local
+	// registry, see source.LocalRegistry) unless set.
+	Compression source.Compression
 }
 
 // Result is what was built.
@@ -72,7 +76,7 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 	}
 	repo := tag.Context().RegistryStr() + "/" + tag.Context().RepositoryStr()
 	prefix, image := repo[:strings.LastIndex(repo, "/")], repo[strings.LastIndex(repo, "/")+1:]
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure})
+	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure}, build.WithLayerCompression(opts.Compression))
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +119,13 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 			SourceURL:  opts.SourceURL,
 			Revision:   opts.Revision,
 		}, platform, dir)
+		if err == nil {
+			// The layer is read again from dir when its blob is not kept in
+			// memory (a large uncompressed one), so dir goes after the push.
+			pushed[p.String()], _, err = b.PushImage(ctx, image, img)
+		}
 		os.RemoveAll(dir)
 		if err != nil {
-			return nil, err
-		}
-		if pushed[p.String()], _, err = b.PushImage(ctx, image, img); err != nil {
 			return nil, err
 		}
 	}
@@ -138,6 +144,9 @@ func WriteLayout(ctx context.Context, opts Options, dir, tag string) (*Result, e
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
+	// The layout is what gets shipped to other registries: gzip, though
+	// the registry it is built against is local.
+	opts.Compression = source.CompressionGzip
 	res, err := Push(ctx, opts, host+"/devloop/manager:"+tag, true)
 	if err != nil {
 		return nil, err

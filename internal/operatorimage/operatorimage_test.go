@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -162,6 +163,9 @@ func TestPushToARegistry(t *testing.T) {
 	ctx := context.Background()
 	host := testregistry.Start(t)
 	opts := fakeOptions(t)
+	// gzip, as the layout has; a local registry would get the binary's
+	// layer uncompressed by default (another digest, the same files).
+	opts.Compression = source.CompressionGzip
 	res, err := Push(ctx, opts, host+"/devloop/manager:dev", true)
 	if err != nil {
 		t.Fatal(err)

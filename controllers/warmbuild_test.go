@@ -1,0 +1,165 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	utilexec "k8s.io/client-go/util/exec"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// fakeExec plays the kubelet's exec for warm builders: envtest runs no
+// pods. Each call is recorded and answered by run.
+type fakeExec struct {
+	mu    sync.Mutex
+	calls [][]string
+	run   func(command []string, stdout, stderr io.Writer) error
+}
+
+var suiteExec = &fakeExec{}
+
+func (f *fakeExec) Exec(_ context.Context, _ *v1alpha1.DevEnvironment, _, _, container string, command []string, stdout, stderr io.Writer) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, command)
+	run := f.run
+	f.mu.Unlock()
+	if container != build.ContainerWarm {
+		return fmt.Errorf("exec into container %q", container)
+	}
+	return run(command, stdout, stderr)
+}
+
+func (f *fakeExec) set(run func(command []string, stdout, stderr io.Writer) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.run = run
+}
+
+func (f *fakeExec) callsWith(s string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if strings.Contains(strings.Join(c, " "), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWarmBuilderBuildsByExec: with run.keepWarm, one builder pod is
+// started and each build is exec'd into it once it runs; a build whose
+// command fails stalls the environment with its exit code and log tail,
+// and the pod is replaced when the run spec changes.
+func TestWarmBuilderBuildsByExec(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	env := apiEnv(ns)
+	img := &env.Spec.Components[0].Images[0]
+	img.Platforms = []string{"linux/amd64"}
+	img.Run.KeepWarm = true
+	var pushed string
+	suiteExec.set(func(command []string, stdout, stderr io.Writer) error {
+		// What `helper build` does at the end: push, then report.
+		image, err := random.Image(256, 1)
+		if err != nil {
+			return err
+		}
+		d, _ := image.Digest()
+		ref, _ := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+		if err := remote.Write(ref, image); err != nil {
+			return err
+		}
+		pushed = d.String()
+		fmt.Fprintln(stderr, "go build ./cmd/api")
+		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2})
+		_, err = fmt.Fprintf(stdout, "%s\n", report)
+		return err
+	})
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	podKey := client.ObjectKey{Namespace: ns, Name: "api-api-amd64-warm"}
+	pod := &corev1.Pod{}
+	g.Eventually(func() error { return k8s.Get(ctx, podKey, pod) }, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components).To(HaveLen(1))
+		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
+		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("warm builder"))
+	})
+	expectKstatus(t, env, status.InProgressStatus)
+	g.Expect(pod.OwnerReferences).To(HaveLen(1))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(LabelRole, "warm-build"))
+	g.Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(pod.Spec.InitContainers).To(HaveLen(1))
+	g.Expect(pod.Spec.InitContainers[0].Image).To(Equal(helperImage))
+	g.Expect(pod.Spec.InitContainers[0].Args).To(ContainElements("install", build.WarmHelper))
+	warm := pod.Spec.Containers[0]
+	g.Expect(warm.Image).To(Equal("golang:1.25"))
+	g.Expect(warm.Command).To(Equal([]string{build.WarmHelper, "helper", "idle"}))
+	g.Expect(warm.Env).To(ContainElement(corev1.EnvVar{Name: "CGO_ENABLED", Value: "0"}))
+	g.Expect(warm.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "cache", MountPath: "/go/pkg/mod", SubPath: "p1"}))
+	g.Expect(suiteExec.callsWith(ns)).To(BeZero(), "no exec before the builder runs")
+
+	// The kubelet starts it: the build is exec'd, once.
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: build.ContainerWarm,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	st := imageOf(env, "api", "api")
+	g.Expect(st.Digest).To(Equal(pushed))
+	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
+	g.Expect(st.Build.Job).To(Equal(podKey.Name))
+	g.Expect(suiteExec.callsWith(first.String())).To(Equal(1), "one exec, naming the resolved source digest")
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// A change that does not compile: exit code and log tail in status.
+	suiteExec.set(func(_ []string, _, stderr io.Writer) error {
+		fmt.Fprintln(stderr, "cmd/api/main.go:2:1: syntax error: unexpected }")
+		return utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}
+	})
+	second := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {\n"})
+	requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("exit code 2"))
+		g.Expect(stalled.Message).To(ContainSubstring("syntax error"))
+	})
+	st = imageOf(env, "api", "api")
+	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildFailed))
+	g.Expect(*st.Build.ExitCode).To(BeEquivalentTo(2))
+	g.Expect(st.Build.LogTail).To(ContainSubstring("syntax error"))
+	g.Expect(suiteExec.callsWith(second.String())).To(Equal(1))
+	expectKstatus(t, env, status.FailedStatus)
+
+	// A new run spec replaces the pod.
+	g.Expect(k8s.Get(ctx, key, env)).To(Succeed())
+	env.Spec.Components[0].Images[0].Run.Env = append(env.Spec.Components[0].Images[0].Run.Env, v1alpha1.EnvVar{Name: "GOFLAGS", Value: "-mod=mod"})
+	g.Expect(k8s.Update(ctx, env)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		replaced := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, podKey, replaced)).To(Succeed())
+		g.Expect(replaced.UID).NotTo(Equal(pod.UID))
+		g.Expect(replaced.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=mod"}))
+	}, timeout).Should(Succeed())
+}
