@@ -42,17 +42,12 @@ type LogReader interface {
 // once every platform image is pushed and tagged, nil while Jobs run.
 func (r *DevEnvironmentReconciler) buildWithJobs(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	spec build.Image, ref source.Ref, inputs string, render func(string) ([]string, error)) (*build.Result, string, error) {
-	if r.Images.HelperImage == "" {
-		return nil, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
-			Err: fmt.Errorf("image %s has a run step, but this operator has no helper image for builder pods (--helper-image)", img.Name)}
-	}
-	platforms := img.Platforms
-	if len(platforms) == 0 {
-		platforms = []string{"linux/amd64"}
+	if err := r.needHelperImage(img); err != nil {
+		return nil, "", err
 	}
 	digests := map[string]v1.Hash{}
 	var running []string
-	for _, p := range platforms {
+	for _, p := range buildPlatforms(img) {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
 		job := &batchv1.Job{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: jobName}, job)
@@ -94,20 +89,46 @@ func (r *DevEnvironmentReconciler) buildWithJobs(ctx context.Context, s *scope, 
 	if len(running) > 0 {
 		return nil, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")), nil
 	}
+	res, err := r.publishBuilt(ctx, s, img, ist, digests, render)
+	return res, "", err
+}
+
+// needHelperImage refuses a run step when builder pods would have no
+// helper image for devloop's own steps in them.
+func (r *DevEnvironmentReconciler) needHelperImage(img *v1alpha1.ImageSpec) error {
+	if r.Images.HelperImage == "" {
+		return &StallingError{Reason: v1alpha1.ReasonBuildFailed,
+			Err: fmt.Errorf("image %s has a run step, but this operator has no helper image for builder pods (--helper-image)", img.Name)}
+	}
+	return nil
+}
+
+// buildPlatforms are the platforms an image is built for.
+func buildPlatforms(img *v1alpha1.ImageSpec) []string {
+	if len(img.Platforms) == 0 {
+		return []string{"linux/amd64"}
+	}
+	return img.Platforms
+}
+
+// publishBuilt tags the platform images builder pods pushed (an index for
+// several) and records the build as succeeded.
+func (r *DevEnvironmentReconciler) publishBuilt(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+	digests map[string]v1.Hash, render func(string) ([]string, error)) (*build.Result, error) {
 	b, err := r.builder(ctx, s)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	res, err := b.Publish(ctx, img.Name, digests, render)
 	if err != nil {
-		return nil, "", buildError(img.Name, err)
+		return nil, buildError(img.Name, err)
 	}
 	ist.Build.Result = v1alpha1.BuildSucceeded
 	ist.Build.ExitCode, ist.Build.LogTail = nil, ""
-	if ist.Build.CompletionTime == nil {
+	if ist.Build.CompletionTime == nil || ist.Build.CompletionTime.Before(ist.Build.StartTime) {
 		ist.Build.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
 	}
-	return res, "", nil
+	return res, nil
 }
 
 // startBuilderJob replaces the image's previous builder Job for this
@@ -244,11 +265,16 @@ func ensureCacheClaim(ctx context.Context, tenant client.Client, s *scope, img *
 // builderJobName is "<env>-<image>-<arch>-<inputs>", at most 63
 // characters (Job names become pod label values).
 func builderJobName(env, image, platform, inputs string) string {
-	arch := platform[strings.LastIndex(platform, "/")+1:]
+	return truncateName(env+"-"+sanitize(image)+"-"+archOf(platform), "-"+inputs[:10])
+}
+
+// archOf is a platform's name part: "arm64" for linux/arm64, "armv7" for
+// linux/arm/v7.
+func archOf(platform string) string {
 	if parts := strings.Split(platform, "/"); len(parts) >= 2 {
-		arch = strings.Join(parts[1:], "")
+		return strings.Join(parts[1:], "")
 	}
-	return truncateName(env+"-"+sanitize(image)+"-"+arch, "-"+inputs[:10])
+	return platform
 }
 
 // truncateName shortens base so base+suffix fits 63 characters.

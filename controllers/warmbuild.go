@@ -26,9 +26,8 @@ import (
 // once every platform image is pushed and tagged, nil meanwhile.
 func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	spec build.Image, ref source.Ref, inputs string, render func(string) ([]string, error)) (*build.Result, string, error) {
-	if r.Images.HelperImage == "" {
-		return nil, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
-			Err: fmt.Errorf("image %s has a run step, but this operator has no helper image for builder pods (--helper-image)", img.Name)}
+	if err := r.needHelperImage(img); err != nil {
+		return nil, "", err
 	}
 	if r.Exec == nil {
 		return nil, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
@@ -38,13 +37,9 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 	if err != nil {
 		return nil, "", err
 	}
-	platforms := img.Platforms
-	if len(platforms) == 0 {
-		platforms = []string{"linux/amd64"}
-	}
 	digests := map[string]v1.Hash{}
 	var waiting []string
-	for _, p := range platforms {
+	for _, p := range buildPlatforms(img) {
 		req, err := r.builderRequest(ctx, tenant, s, img, spec, ref, p, warmPodName(s.env.Name, img.Name, p))
 		if err != nil {
 			return nil, "", err
@@ -103,20 +98,8 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 	if len(waiting) > 0 {
 		return nil, strings.Join(waiting, "; "), nil
 	}
-	b, err := r.builder(ctx, s)
-	if err != nil {
-		return nil, "", err
-	}
-	res, err := b.Publish(ctx, img.Name, digests, render)
-	if err != nil {
-		return nil, "", buildError(img.Name, err)
-	}
-	ist.Build.Result = v1alpha1.BuildSucceeded
-	ist.Build.ExitCode, ist.Build.LogTail = nil, ""
-	if ist.Build.CompletionTime == nil || ist.Build.CompletionTime.Before(ist.Build.StartTime) {
-		ist.Build.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
-	}
-	return res, "", nil
+	res, err := r.publishBuilt(ctx, s, img, ist, digests, render)
+	return res, "", err
 }
 
 // ensureWarmPod creates the warm builder, or replaces one whose spec
@@ -188,9 +171,5 @@ func (r *DevEnvironmentReconciler) warmBuildFailed(img *v1alpha1.ImageSpec, ist 
 
 // warmPodName is "<env>-<image>-<arch>-warm", at most 63 characters.
 func warmPodName(env, image, platform string) string {
-	arch := platform[strings.LastIndex(platform, "/")+1:]
-	if parts := strings.Split(platform, "/"); len(parts) >= 2 {
-		arch = strings.Join(parts[1:], "")
-	}
-	return truncateName(env+"-"+sanitize(image)+"-"+arch, "-warm")
+	return truncateName(env+"-"+sanitize(image)+"-"+archOf(platform), "-warm")
 }
