@@ -16,6 +16,13 @@ func Kstatus(env *v1alpha1.DevEnvironment) (*status.Result, error) {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: m}
+	// The API server always returns status.observedGeneration (the CRD
+	// defaults it to 0); the Go type omits a 0, which kstatus would read
+	// as "no generation to compare" and call a fresh object Current. Put
+	// it back so this sees what Flux sees.
+	if err := unstructured.SetNestedField(u.Object, env.Status.ObservedGeneration, "status", "observedGeneration"); err != nil {
+		return nil, err
+	}
 	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.DevEnvironmentKind))
 	return status.Compute(u)
 }
