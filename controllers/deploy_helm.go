@@ -63,7 +63,10 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 	// upgrades the release even when chart and values are unchanged.
 	req.RenderKey = hashJSON(images)
 
+	started := time.Now()
 	out, err := deploy.ReconcileRelease(ctx, req)
+	log.FromContext(ctx).V(1).Info("helm release checked", "component", c.Name, "actions", out.Actions,
+		"took", time.Since(started).Round(time.Millisecond).String())
 	st.Release = releaseStatus(st.Release, req, out)
 	if err != nil {
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {

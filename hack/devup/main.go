@@ -78,7 +78,7 @@ func run(ctx context.Context, timeout time.Duration) error {
 	if err := c.ApplyEnvironment(ctx, env); err != nil {
 		return err
 	}
-	step("applied DevEnvironment %s/%s; waiting until Ready (builder Jobs compile both images in the cluster)", env.Namespace, env.Name)
+	step("applied DevEnvironment %s/%s; waiting until Ready (both images are compiled in the cluster: web in its warm builder pod, validator in a builder Job)", env.Namespace, env.Name)
 	env, err = c.WaitReady(ctx, client.ObjectKeyFromObject(env), timeout, func(line string) { step("  %s", line) })
 	if err != nil {
 		return err
