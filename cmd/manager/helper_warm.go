@@ -104,10 +104,9 @@ func helperBuild(ctx context.Context, args []string) error {
 	if err := cmd.Run(); err != nil {
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
-			// The build command's own exit code is the exec's, so the
-			// operator reports it as a Job's would be.
-			fmt.Fprintf(os.Stderr, "build command %v failed: %v\n", command, err)
-			os.Exit(exitErr.ExitCode())
+			// The build command's own exit code becomes the exec's, so
+			// the operator reports it as a Job's would be.
+			return commandExitError{code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
 		}
 		return fmt.Errorf("build command %v: %w", command, err)
 	}
@@ -118,6 +117,15 @@ func helperBuild(ctx context.Context, args []string) error {
 	_, err = fmt.Printf("%s\n", report)
 	return err
 }
+
+// commandExitError makes the helper exit with the build command's code.
+type commandExitError struct {
+	code int
+	err  error
+}
+
+func (e commandExitError) Error() string { return e.err.Error() }
+func (e commandExitError) Unwrap() error { return e.err }
 
 // lockWorkspace takes the workspace's lock file, waiting for a build that
 // holds it.

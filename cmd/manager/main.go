@@ -34,6 +34,10 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devloop:", err)
+		var code commandExitError
+		if errors.As(err, &code) {
+			os.Exit(code.code)
+		}
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// captureStdout runs f with os.Stdout going to a buffer.
+func captureStdout(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		_, _ = io.Copy(&b, r)
+		done <- b.String()
+	}()
+	ferr := f()
+	os.Stdout = saved
+	w.Close()
+	return <-done, ferr
+}
+
+// TestHelperBuildInAWarmWorkspace runs `helper build` with the command
+// WarmBuildCommand gives a warm builder: the previous build's files are
+// cleared, the resolved source fetched, the command run there, the image
+// pushed and reported as the last line of stdout; a failing command gives
+// its own exit code.
+func TestHelperBuildInAWarmWorkspace(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	srcDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(srcDir, "main.txt"), []byte("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := source.PushDir(ctx, srcDir, host+"/team/src:dev", true); err != nil {
+		t.Fatal(err)
+	}
+	spec := v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: host + "/team/src", Tag: "dev", Insecure: true}}
+	ref, err := (&source.Fetcher{Root: t.TempDir()}).Resolve(ctx, "default", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workspace := t.TempDir()
+	// What the previous build left.
+	for _, f := range []string{"stale.txt", "out/app"} {
+		p := filepath.Join(workspace, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	req := build.JobRequest{
+		Source: ref, Platform: "linux/amd64",
+		Image: build.Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}, Entrypoint: []string{"/app"}},
+		Run: v1alpha1.BuildRun{Image: "golang", KeepWarm: true,
+			Command: []string{"sh", "-c", "test ! -e stale.txt && mkdir -p out && cp main.txt out/app"}},
+		Registry: build.Registry{Prefix: host + "/team", Insecure: true},
+	}
+	command, err := build.WarmBuildCommand(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := withFlag(command[2:], "--dir", workspace)
+	stdout, err := captureStdout(t, func() error { return runHelper(args) })
+	if err != nil {
+		t.Fatalf("helper build: %v", err)
+	}
+	var report build.AssembleReport
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &report); err != nil {
+		t.Fatalf("stdout %q is not a report: %v", stdout, err)
+	}
+	d, err := name.NewDigest(host+"/team/app@"+report.Digest, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Image(d); err != nil {
+		t.Fatalf("the reported digest is not in the registry: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(workspace, "out", "app")); err != nil || string(got) != "v2" {
+		t.Errorf("out/app = %q, %v; want the new build's output", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(workspace, ".devloop-lock")); err != nil {
+		t.Errorf("the workspace lock is gone: %v", err)
+	}
+
+	// A command that fails: its exit code, no report.
+	req.Run.Command = []string{"sh", "-c", "echo 'main.go:1: syntax error' >&2; exit 3"}
+	command, err = build.WarmBuildCommand(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err = captureStdout(t, func() error { return runHelper(withFlag(command[2:], "--dir", workspace)) })
+	var code commandExitError
+	if !errors.As(err, &code) || code.code != 3 {
+		t.Fatalf("failing command: err %v, want exit code 3", err)
+	}
+	if strings.TrimSpace(stdout) != "" {
+		t.Errorf("a failed build printed %q on stdout", stdout)
+	}
+}
