@@ -82,3 +82,34 @@ func TestSummarizeConformsToKstatus(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutPollBacksOff: a rollout that just started is looked at again
+// within minRolloutPoll, one that has waited long at WaitInterval.
+func TestRolloutPollBacksOff(t *testing.T) {
+	now := time.Now()
+	r := &DevEnvironmentReconciler{WaitInterval: 5 * time.Second}
+	at := func(ready metav1.ConditionStatus, since time.Duration) time.Duration {
+		env := &v1alpha1.DevEnvironment{}
+		env.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: ready,
+			LastTransitionTime: metav1.NewTime(now.Add(-since))}}
+		return r.rolloutPoll(&scope{env: env, before: env}, now)
+	}
+	for _, c := range []struct {
+		ready metav1.ConditionStatus
+		since time.Duration
+		want  time.Duration
+	}{
+		{metav1.ConditionTrue, time.Hour, minRolloutPoll}, // this reconcile started the rollout
+		{metav1.ConditionFalse, 0, minRolloutPoll},
+		{metav1.ConditionFalse, 2 * time.Second, 500 * time.Millisecond},
+		{metav1.ConditionFalse, 8 * time.Second, 2 * time.Second},
+		{metav1.ConditionFalse, time.Minute, 5 * time.Second},
+	} {
+		if got := at(c.ready, c.since); got != c.want {
+			t.Errorf("Ready=%s for %s: poll after %s, want %s", c.ready, c.since, got, c.want)
+		}
+	}
+	if got := (&DevEnvironmentReconciler{}).rolloutPoll(&scope{env: &v1alpha1.DevEnvironment{}, before: &v1alpha1.DevEnvironment{}}, now); got != minRolloutPoll {
+		t.Errorf("no Ready condition yet: %s, want %s", got, minRolloutPoll)
+	}
+}

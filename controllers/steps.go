@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -178,7 +180,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 	if len(pending) > 0 {
 		return &WaitingError{
 			Reason:       v1alpha1.ReasonProgressing,
-			RequeueAfter: r.WaitInterval,
+			RequeueAfter: r.rolloutPoll(s, time.Now()),
 			Err:          fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
 		}
 	}
@@ -188,6 +190,28 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		s.requeueWithin(r.driftInterval())
 	}
 	return nil
+}
+
+// minRolloutPoll is the soonest a rollout is looked at again.
+const minRolloutPoll = 250 * time.Millisecond
+
+// rolloutPoll is how soon components that are not Ready yet are looked at
+// again. Nothing watches the deployed objects, and a dev loop's new pod is
+// usually Ready within a second or two: a fixed WaitInterval (5 s) would
+// leave the environment (and `kubectl devloop push`, which waits for it)
+// reporting the rollout seconds after it finished. So the interval is a
+// quarter of how long the environment has not been Ready, between
+// minRolloutPoll and WaitInterval: a few quick looks, then backing off.
+func (r *DevEnvironmentReconciler) rolloutPoll(s *scope, now time.Time) time.Duration {
+	ceiling := r.WaitInterval
+	if ceiling <= 0 {
+		ceiling = defaultWaitInterval
+	}
+	var waited time.Duration
+	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+		waited = now.Sub(c.LastTransitionTime.Time)
+	}
+	return min(max(waited/4, minRolloutPoll), ceiling)
 }
 
 // maxEventNote keeps an event's note below the API's 1 KiB limit.
