@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,14 +63,13 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 				return nil, "", err
 			}
 			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision)
-			r.warm.start(key, s.env, func(ctx context.Context, stdout, stderr *tailBuffer) error {
+			run = r.warm.start(key, s.env, func(ctx context.Context, stdout, stderr *tailBuffer) error {
 				return r.Exec.Exec(ctx, s.env, pod.Namespace, pod.Name, build.ContainerWarm, command, stdout, stderr)
 			})
-			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: metav1.Now().Time}}
-			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
-			continue
 		}
-		if ist.Build == nil || ist.Build.Job != pod.Name || ist.Build.Result != v1alpha1.BuildRunning && !run.finished() {
+		// Status tells this run from an earlier one by its start (which
+		// status keeps to the second).
+		if b := ist.Build; b == nil || b.Job != pod.Name || b.StartTime == nil || b.StartTime.Time.Before(run.started.Truncate(time.Second)) {
 			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: run.started}}
 		}
 		out, done := run.outcome()

@@ -84,7 +84,7 @@ func (w *warmBuilds) forget(key string) {
 
 // start runs exec in the background as the build for key and reconciles
 // env when it ends.
-func (w *warmBuilds) start(key string, env *v1alpha1.DevEnvironment, exec func(ctx context.Context, stdout, stderr *tailBuffer) error) {
+func (w *warmBuilds) start(key string, env *v1alpha1.DevEnvironment, exec func(ctx context.Context, stdout, stderr *tailBuffer) error) *warmRun {
 	run := &warmRun{started: time.Now()}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
@@ -123,6 +123,7 @@ func (w *warmBuilds) start(key string, env *v1alpha1.DevEnvironment, exec func(c
 		run.mu.Unlock()
 		w.wake <- event.GenericEvent{Object: client.Object(wake)}
 	}()
+	return run
 }
 
 // tailBuffer keeps the last max bytes written to it.
