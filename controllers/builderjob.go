@@ -173,7 +173,8 @@ func (r *DevEnvironmentReconciler) builderRequest(ctx context.Context, tenant cl
 			LabelPlatform: strings.ReplaceAll(platform, "/", "-"), LabelRole: role,
 		},
 		HelperImage: r.Images.HelperImage, Source: ref, Image: spec, Platform: platform, Run: *img.Run,
-		Registry: build.Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure},
+		Registry: build.Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure,
+			Compression: r.Images.Compression},
 	}
 	for _, src := range s.env.Spec.Sources {
 		if src.Name == img.Source {

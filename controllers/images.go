@@ -40,6 +40,9 @@ type ImageOptions struct {
 	// VerifyInterval is how often an image built from unchanged inputs is
 	// checked to still be in the registry; five minutes when zero.
 	VerifyInterval time.Duration
+	// Compression of built layers, in process and in builder pods; the
+	// zero value is auto (see build.Registry).
+	Compression source.Compression
 }
 
 // buildImages brings every image of a component to its inputs: unchanged
@@ -283,7 +286,8 @@ func (r *DevEnvironmentReconciler) builder(ctx context.Context, s *scope) (*buil
 	if r.Images.Transport != nil {
 		opts = append(opts, build.WithTransport(r.Images.Transport))
 	}
-	b, err := build.NewBuilder(build.Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain}, opts...)
+	b, err := build.NewBuilder(build.Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain,
+		Compression: r.Images.Compression}, opts...)
 	if err != nil {
 		return nil, &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: fmt.Errorf("spec.registry: %w", err)}
 	}

@@ -135,7 +135,7 @@ func assembleAndPush(ctx context.Context, img build.Image, platform, dir, regist
 	if err := json.Unmarshal([]byte(registryJSON), &regCfg); err != nil {
 		return nil, fmt.Errorf("--registry: %w", err)
 	}
-	reg := build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure}
+	reg := build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure, Compression: regCfg.Compression}
 	if dockerConfig != "" {
 		data, err := os.ReadFile(dockerConfig)
 		if err != nil {

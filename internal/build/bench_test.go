@@ -77,7 +77,7 @@ func BenchmarkImageBuild(b *testing.B) {
 		// What a local registry gets by default: the layer's tar as its blob.
 		run := benchRun.Add(1)
 		for i := 0; i < b.N; i++ {
-			bl, err := NewBuilder(Registry{Prefix: f.host + "/bench", Insecure: true}, WithLayerCompression(source.CompressionNone))
+			bl, err := NewBuilder(Registry{Prefix: f.host + "/bench", Insecure: true, Compression: source.CompressionNone})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -192,8 +192,8 @@ func newBenchFixture(b *testing.B) *benchFixture {
 func (f *benchFixture) builder(b *testing.B) *Builder {
 	b.Helper()
 	// gzip, as crane does, though the registry is local: the comparison
-	// is of the same work (BenchmarkBuildUncompressed is the local default).
-	bl, err := NewBuilder(Registry{Prefix: f.host + "/bench", Insecure: true}, WithLayerCompression(source.CompressionGzip))
+	// is of the same work (devloop/cold-uncompressed is the local default).
+	bl, err := NewBuilder(Registry{Prefix: f.host + "/bench", Insecure: true, Compression: source.CompressionGzip})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,6 +45,10 @@ type Registry struct {
 	Insecure bool
 	// Keychain authenticates pushes and pulls; nil is anonymous.
 	Keychain authn.Keychain
+	// Compression of source layers: gzip, none, or (auto, the zero
+	// value) none for a registry source.LocalRegistry names and gzip for
+	// any other.
+	Compression source.Compression
 }
 
 // Image is what to build: an image of the spec with its source resolved.
@@ -124,8 +128,6 @@ type Option func(*options)
 type options struct {
 	transport http.RoundTripper
 	cacheDir  string
-	// compression of source layers; auto: none for a local registry.
-	compression source.Compression
 	// retryBackoff replaces go-containerregistry's retries (1s, 3s);
 	// tests of failing registries set a fast one.
 	retryBackoff *remote.Backoff
@@ -134,13 +136,6 @@ type options struct {
 // WithTransport sets the HTTP transport under go-containerregistry's own
 // (auth, retries); tests use it to count requests.
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
-
-// WithLayerCompression sets how source layers are stored: gzip, none, or
-// (the default) none for a registry source.LocalRegistry names and gzip
-// for any other.
-func WithLayerCompression(c source.Compression) Option {
-	return func(o *options) { o.compression = c }
-}
 
 // WithCacheDir caches base image layers on disk, so a base is downloaded
 // once per digest.
@@ -173,7 +168,7 @@ func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
 		registryHost: probe.RegistryStr(),
 		insecure:     reg.Insecure,
 		nameOpts:     nameOpts,
-		uncompressed: o.compression.For(probe.RegistryStr()) == source.CompressionNone,
+		uncompressed: reg.Compression.For(probe.RegistryStr()) == source.CompressionNone,
 	}
 	base := o.transport
 	if base == nil {

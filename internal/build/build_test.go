@@ -447,15 +447,16 @@ func TestLayerCompressionFollowsTheRegistry(t *testing.T) {
 	dir := writeTree(t, map[string]string{"out/app": "binary"})
 	img := Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}}
 	for _, tc := range []struct {
-		opts []Option
-		want types.MediaType
+		compression source.Compression
+		want        types.MediaType
 	}{
-		{nil, types.OCIUncompressedLayer},
-		{[]Option{WithLayerCompression(source.CompressionGzip)}, types.OCILayer},
+		{source.CompressionAuto, types.OCIUncompressedLayer},
+		{source.CompressionGzip, types.OCILayer},
 	} {
 		t.Run(string(tc.want), func(t *testing.T) {
 			g := NewWithT(t)
-			b, _ := testBuilder(t, host, tc.opts...)
+			b, err := NewBuilder(Registry{Prefix: host + "/team", Insecure: true, Compression: tc.compression}, fastRetries())
+			g.Expect(err).NotTo(HaveOccurred())
 			res, err := b.Build(context.Background(), img, dir, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			pulled := pull(t, res.Repository+"@"+res.Digest)

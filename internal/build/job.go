@@ -74,8 +74,9 @@ type AssembleReport struct {
 // RegistryConfig is the registry as the assemble container receives it;
 // credentials come from the mounted Secret, never from arguments.
 type RegistryConfig struct {
-	Prefix   string `json:"prefix"`
-	Insecure bool   `json:"insecure,omitempty"`
+	Prefix      string             `json:"prefix"`
+	Insecure    bool               `json:"insecure,omitempty"`
+	Compression source.Compression `json:"compression,omitempty"`
 }
 
 // BuilderJob returns the Job that fetches the source, runs the build
@@ -87,7 +88,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure})
+	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure, Compression: req.Registry.Compression})
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func WarmBuildCommand(req JobRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure})
+	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure, Compression: req.Registry.Compression})
 	if err != nil {
 		return nil, err
 	}

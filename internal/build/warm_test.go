@@ -16,7 +16,7 @@ func warmRequest() JobRequest {
 		Name: "app-web-amd64-warm", Namespace: "team", HelperImage: "reg/devloop/manager@sha256:1",
 		Source:   source.Ref{Source: "app", Kind: source.KindOCI, Digest: "sha256:abc"},
 		Image:    Image{Name: "web"},
-		Platform: "linux/arm64", Registry: Registry{Prefix: "reg/team", Insecure: true},
+		Platform: "linux/arm64", Registry: Registry{Prefix: "reg/team", Insecure: true, Compression: source.CompressionGzip},
 		Run:            v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"go", "build", "-o", "out/web", "."}, KeepWarm: true},
 		RegistrySecret: "regcred", SourceSecret: "gitcred",
 	}
@@ -81,5 +81,8 @@ func TestWarmBuildCommandCarriesTheBuild(t *testing.T) {
 	g.Expect(command).To(Equal([]string{"go", "build", "-o", "out/web", "."}))
 	g.Expect(arg("--platform")).To(Equal("linux/arm64"))
 	g.Expect(arg("--credentials")).To(Equal(sourceCredentialsDir))
+	var reg RegistryConfig
+	g.Expect(json.Unmarshal([]byte(arg("--registry")), &reg)).To(Succeed())
+	g.Expect(reg).To(Equal(RegistryConfig{Prefix: "reg/team", Insecure: true, Compression: source.CompressionGzip}))
 	g.Expect(arg("--docker-config")).To(Equal(registryCredentialsDir + "/.dockerconfigjson"))
 }

@@ -76,7 +76,7 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 	}
 	repo := tag.Context().RegistryStr() + "/" + tag.Context().RepositoryStr()
 	prefix, image := repo[:strings.LastIndex(repo, "/")], repo[strings.LastIndex(repo, "/")+1:]
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure}, build.WithLayerCompression(opts.Compression))
+	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure, Compression: opts.Compression})
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ func everything() map[string]any {
 		"manager": map[string]any{
 			"concurrent": 8, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": true,
 			"driftInterval": "10m", "maxSourceSize": 2147483648, "logLevel": "debug", "logFormat": "console",
+			"layerCompression": "gzip",
 		},
 		"registry": map[string]any{
 			"enabled":     true,
@@ -134,7 +135,7 @@ func TestChartManagerArgs(t *testing.T) {
 	want := []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--work-dir=/var/cache/devloop", "--concurrent=8", "--default-service-account=deployer",
 		"--no-cross-namespace-refs", "--drift-interval=10m", "--max-source-size=2147483648",
-		"--log-level=debug", "--log-format=console"}
+		"--layer-compression=gzip", "--log-level=debug", "--log-format=console"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("args\n got %q\nwant %q", got, want)
 	}
