@@ -24,6 +24,7 @@ type pushFlags struct {
 	debounce    time.Duration
 	timeout     time.Duration
 	noFollow    bool
+	compression string
 }
 
 func newPushCommand(a *app) *cobra.Command {
@@ -55,6 +56,11 @@ push now, q and Enter to stop.`,
 			if st, err := os.Stat(args[0]); err != nil || !st.IsDir() {
 				return fmt.Errorf("%s is not a directory", args[0])
 			}
+			switch f.compression {
+			case "auto", string(source.CompressionGzip), string(source.CompressionNone):
+			default:
+				return fmt.Errorf("--compression must be gzip, none or auto, got %q", f.compression)
+			}
 			s, err := a.connect()
 			if err != nil {
 				return err
@@ -75,6 +81,7 @@ push now, q and Enter to stop.`,
 	cmd.Flags().DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "with --watch: wait this long after the last change before pushing")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up following the rollout after this long (0: no limit)")
 	cmd.Flags().BoolVar(&f.noFollow, "no-follow", false, "push and request the reconcile, but do not wait for the rollout")
+	cmd.Flags().StringVar(&f.compression, "compression", "auto", "gzip, none, or auto: none for a registry on a loopback, private or cluster-internal address, gzip for others")
 	return cmd
 }
 
@@ -131,6 +138,14 @@ func sourceKind(src v1alpha1.Source) string {
 	return "non-oci"
 }
 
+// layerCompression is --compression ("auto" is the zero Compression).
+func (f *pushFlags) layerCompression() source.Compression {
+	if f.compression == "auto" {
+		return source.CompressionAuto
+	}
+	return source.Compression(f.compression)
+}
+
 // registryHost is the registry of ref, "" when ref does not parse (the
 // push then fails with the parser's own words).
 func registryHost(ref string) string {
@@ -149,7 +164,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	if err != nil {
 		return fmt.Errorf("reading ignore files in %s: %w", t.dir, err)
 	}
-	img, err := source.PackDir(t.dir, m.Exclude, source.CompressionAuto.For(registryHost(t.ref)))
+	img, err := source.PackDir(t.dir, m.Exclude, f.layerCompression().For(registryHost(t.ref)))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -262,5 +263,50 @@ func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 	r := plugin(t, "push", appTree(t, "x"), "--env", "plain", "--source", "app", "-n", ns)
 	if r.code != 1 || !strings.Contains(r.err, "insecure: true") {
 		t.Fatalf("want a refusal naming insecure: true, got\n%s", r)
+	}
+}
+
+// artifactLayerType is the media type of the artifact's one layer.
+func artifactLayerType(t *testing.T, ref string) types.MediaType {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil || len(m.Layers) != 1 {
+		t.Fatalf("manifest %+v, %v: want one layer", m, err)
+	}
+	return m.Layers[0].MediaType
+}
+
+// The registry on loopback gets the plain tar; --compression=gzip (for a
+// registry the address heuristic misjudges) gzips it; a bad value is
+// refused naming the flag.
+func TestPushCompression(t *testing.T) {
+	host := testregistry.Start(t)
+	ns := newNamespace(t)
+	createEnv(t, ns, "packed", pushedSpec(host, "packed-src"))
+	dir := appTree(t, "x")
+	ref := host + "/packed-src:dev"
+	for _, c := range []struct {
+		flag string
+		want types.MediaType
+	}{{"auto", types.OCIUncompressedLayer}, {"gzip", types.DockerLayer}} {
+		r := plugin(t, "push", dir, "--env", "packed", "--source", "app", "-n", ns, "--no-follow", "--compression", c.flag)
+		if r.code != 0 {
+			t.Fatalf("--compression %s:\n%s", c.flag, r)
+		}
+		if got := artifactLayerType(t, ref); got != c.want {
+			t.Errorf("--compression %s: layer %s, want %s", c.flag, got, c.want)
+		}
+	}
+	r := plugin(t, "push", dir, "--env", "packed", "--source", "app", "-n", ns, "--compression", "zstd")
+	if r.code == 0 || !strings.Contains(r.err, "--compression") {
+		t.Errorf("--compression zstd: want a refusal naming the flag, got\n%s", r)
 	}
 }
