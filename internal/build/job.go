@@ -84,11 +84,7 @@ type RegistryConfig struct {
 // retries: a failed build fails the same way for the same inputs, and the
 // next source change makes a new Job.
 func BuilderJob(req JobRequest) (*batchv1.Job, error) {
-	imageJSON, err := json.Marshal(req.Image)
-	if err != nil {
-		return nil, err
-	}
-	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure, Compression: req.Registry.Compression})
+	imageJSON, registryJSON, err := helperSpecArgs(req)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +193,16 @@ func buildEnv(req JobRequest) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	return env
+}
+
+// helperSpecArgs are the --image and --registry values of the helper's
+// assemble and build steps; credentials are never among them.
+func helperSpecArgs(req JobRequest) (image, registry []byte, err error) {
+	if image, err = json.Marshal(req.Image); err != nil {
+		return nil, nil, err
+	}
+	registry, err = json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure, Compression: req.Registry.Compression})
+	return image, registry, err
 }
 
 func helperContainer(name, image string, args []string, mounts []corev1.VolumeMount) corev1.Container {

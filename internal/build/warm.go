@@ -98,11 +98,7 @@ func WarmBuildCommand(req JobRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	imageJSON, err := json.Marshal(req.Image)
-	if err != nil {
-		return nil, err
-	}
-	registryJSON, err := json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure, Compression: req.Registry.Compression})
+	imageJSON, registryJSON, err := helperSpecArgs(req)
 	if err != nil {
 		return nil, err
 	}
