@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,7 +51,15 @@ type DeployEngine struct {
 	Charts *deploy.ChartLoader
 	// MaxReleaseFailures is DefaultMaxReleaseFailures when zero.
 	MaxReleaseFailures int
+	// DriftQuietPeriod is how long after a Helm action its release is
+	// not checked for hand edits: it is rolling out, and the check's
+	// dry-run applies, on every rollout poll, would compete with the
+	// rollout for the API server and the node. Zero checks at once.
+	DriftQuietPeriod time.Duration
 }
+
+// DefaultDriftQuietPeriod is the operator's DriftQuietPeriod.
+const DefaultDriftQuietPeriod = 10 * time.Second
 
 var _ ComponentEngine = (*DeployEngine)(nil)
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -98,7 +99,7 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 		return ComponentResult{}, fmt.Errorf("release %s/%s manifest: %w", req.Namespace, req.ReleaseName, err)
 	}
 	st.Drift = nil
-	if !out.Changed() {
+	if !out.Changed() && !recentlyDeployed(rls, e.DriftQuietPeriod) {
 		drift, err := correctReleaseDrift(ctx, cl, objs, opts)
 		if err != nil {
 			return ComponentResult{}, fmt.Errorf("release %s/%s: %w", req.Namespace, req.ReleaseName, err)
@@ -110,6 +111,11 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 		deployed = append(deployed, deploy.RefOf(o))
 	}
 	return readiness(ctx, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+}
+
+// recentlyDeployed says the release's last action was less than quiet ago.
+func recentlyDeployed(rls *release.Release, quiet time.Duration) bool {
+	return rls != nil && rls.Info != nil && time.Since(rls.Info.LastDeployed.Time) < quiet
 }
 
 // correctReleaseDrift finds hand edits to the objects of a release that

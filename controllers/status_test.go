@@ -7,6 +7,8 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -101,7 +103,8 @@ func TestRolloutPollBacksOff(t *testing.T) {
 	}{
 		{metav1.ConditionTrue, time.Hour, minRolloutPoll}, // this reconcile started the rollout
 		{metav1.ConditionFalse, 0, minRolloutPoll},
-		{metav1.ConditionFalse, 2 * time.Second, 500 * time.Millisecond},
+		{metav1.ConditionFalse, 2 * time.Second, minRolloutPoll},
+		{metav1.ConditionFalse, 4 * time.Second, time.Second},
 		{metav1.ConditionFalse, 8 * time.Second, 2 * time.Second},
 		{metav1.ConditionFalse, time.Minute, 5 * time.Second},
 	} {
@@ -111,5 +114,22 @@ func TestRolloutPollBacksOff(t *testing.T) {
 	}
 	if got := (&DevEnvironmentReconciler{}).rolloutPoll(&scope{env: &v1alpha1.DevEnvironment{}, before: &v1alpha1.DevEnvironment{}}, now); got != minRolloutPoll {
 		t.Errorf("no Ready condition yet: %s, want %s", got, minRolloutPoll)
+	}
+}
+
+// TestRecentlyDeployedReleaseIsNotCheckedForDrift: within the quiet period
+// after a Helm action the release is rolling out.
+func TestRecentlyDeployedReleaseIsNotCheckedForDrift(t *testing.T) {
+	at := func(ago time.Duration) *release.Release {
+		return &release.Release{Info: &release.Info{LastDeployed: helmtime.Time{Time: time.Now().Add(-ago)}}}
+	}
+	if !recentlyDeployed(at(2*time.Second), 10*time.Second) {
+		t.Error("deployed 2s ago, quiet 10s: want recently deployed")
+	}
+	if recentlyDeployed(at(time.Minute), 10*time.Second) {
+		t.Error("deployed a minute ago: want checked")
+	}
+	if recentlyDeployed(at(0), 0) || recentlyDeployed(nil, time.Minute) {
+		t.Error("no quiet period, or no release: want checked")
 	}
 }

@@ -193,7 +193,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 }
 
 // minRolloutPoll is the soonest a rollout is looked at again.
-const minRolloutPoll = 250 * time.Millisecond
+const minRolloutPoll = 500 * time.Millisecond
 
 // rolloutPoll is how soon components that are not Ready yet are looked at
 // again. Nothing watches the deployed objects, and a dev loop's new pod is

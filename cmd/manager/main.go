@@ -83,6 +83,7 @@ func run(args []string) error {
 		DefaultServiceAccount: opts.defaultServiceAccount,
 		AllowOperatorIdentity: opts.allowOperatorIdentity,
 		Charts:                &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
+		DriftQuietPeriod:      controllers.DefaultDriftQuietPeriod,
 	}
 	r := &controllers.DevEnvironmentReconciler{
 		Client:                mgr.GetClient(),
