@@ -35,6 +35,10 @@ type scope struct {
 	// requeueAfter is the soonest time something must be looked at again
 	// even if nothing changes (a branch to resolve again); zero is never.
 	requeueAfter time.Duration
+	// unwatched is set when the reconcile waits for something no event
+	// reports (a rollout, a warm builder pod starting): it is polled soon
+	// (rolloutPoll) instead of after WaitInterval.
+	unwatched bool
 }
 
 // requeueWithin asks for a reconcile no later than d from now.

@@ -175,12 +175,20 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		}
 		if res.Phase != v1alpha1.PhaseReady {
 			pending = append(pending, name)
+			s.unwatched = true // nothing watches the deployed objects
 		}
 	}
 	if len(pending) > 0 {
+		// Builder Jobs and warm builds wake the reconcile when they end,
+		// and blocked components wait on the others: only what nothing
+		// reports is polled soon.
+		after := r.WaitInterval
+		if s.unwatched {
+			after = r.rolloutPoll(s, time.Now())
+		}
 		return &WaitingError{
 			Reason:       v1alpha1.ReasonProgressing,
-			RequeueAfter: r.rolloutPoll(s, time.Now()),
+			RequeueAfter: after,
 			Err:          fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
 		}
 	}
@@ -195,11 +203,12 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 // minRolloutPoll is the soonest a rollout is looked at again.
 const minRolloutPoll = 500 * time.Millisecond
 
-// rolloutPoll is how soon components that are not Ready yet are looked at
-// again. Nothing watches the deployed objects, and a dev loop's new pod is
-// usually Ready within a second or two: a fixed WaitInterval (5 s) would
-// leave the environment (and `kubectl devloop push`, which waits for it)
-// reporting the rollout seconds after it finished. So the interval is a
+// rolloutPoll is how soon components that wait for what no event reports
+// are looked at again. Nothing watches the deployed objects, and a dev
+// loop's new pod is usually Ready within a second or two: a fixed
+// WaitInterval (5 s) would leave the environment (and `kubectl devloop
+// push`, which waits for it) reporting the rollout seconds after it
+// finished. So the interval is a
 // quarter of how long the environment has not been Ready, between
 // minRolloutPoll and WaitInterval: a few quick looks, then backing off.
 func (r *DevEnvironmentReconciler) rolloutPoll(s *scope, now time.Time) time.Duration {

@@ -46,6 +46,9 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 			return nil, "", err
 		}
 		pod, msg, err := r.ensureWarmPod(ctx, tenant, req)
+		if pod == nil {
+			s.unwatched = true // nothing reports the pod starting
+		}
 		if err != nil || pod == nil {
 			if msg != "" {
 				waiting = append(waiting, msg)
