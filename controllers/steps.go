@@ -208,9 +208,9 @@ const minRolloutPoll = 500 * time.Millisecond
 // loop's new pod is usually Ready within a second or two: a fixed
 // WaitInterval (5 s) would leave the environment (and `kubectl devloop
 // push`, which waits for it) reporting the rollout seconds after it
-// finished. So the interval is a
-// quarter of how long the environment has not been Ready, between
-// minRolloutPoll and WaitInterval: a few quick looks, then backing off.
+// finished. So the interval is a quarter of how long the environment has
+// not been Ready, between minRolloutPoll and WaitInterval: a few quick
+// looks, then backing off.
 func (r *DevEnvironmentReconciler) rolloutPoll(s *scope, now time.Time) time.Duration {
 	ceiling := r.WaitInterval
 	if ceiling <= 0 {
