@@ -104,7 +104,7 @@ func TestRolloutPollBacksOff(t *testing.T) {
 		{metav1.ConditionTrue, time.Hour, minRolloutPoll}, // this reconcile started the rollout
 		{metav1.ConditionFalse, 0, minRolloutPoll},
 		{metav1.ConditionFalse, 2 * time.Second, minRolloutPoll},
-		{metav1.ConditionFalse, 4 * time.Second, time.Second},
+		{metav1.ConditionFalse, 6 * time.Second, 1500 * time.Millisecond},
 		{metav1.ConditionFalse, 8 * time.Second, 2 * time.Second},
 		{metav1.ConditionFalse, time.Minute, 5 * time.Second},
 	} {

@@ -200,8 +200,12 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 	return nil
 }
 
-// minRolloutPoll is the soonest a rollout is looked at again.
-const minRolloutPoll = 500 * time.Millisecond
+// minRolloutPoll is the soonest a rollout is looked at again. A look is a
+// whole reconcile (the release read and checked, readiness read, status
+// written); in the first second after an upgrade, when the node pulls and
+// starts the new pod, more frequent looks measurably delayed that pod on a
+// two-core machine, and the pod is rarely Ready sooner anyway.
+const minRolloutPoll = time.Second
 
 // rolloutPoll is how soon components that wait for what no event reports
 // are looked at again. Nothing watches the deployed objects, and a dev
