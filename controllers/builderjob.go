@@ -125,10 +125,16 @@ func (r *DevEnvironmentReconciler) publishBuilt(ctx context.Context, s *scope, i
 	}
 	ist.Build.Result = v1alpha1.BuildSucceeded
 	ist.Build.ExitCode, ist.Build.LogTail = nil, ""
-	if ist.Build.CompletionTime == nil || ist.Build.CompletionTime.Before(ist.Build.StartTime) {
-		ist.Build.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
-	}
+	markCompleted(ist.Build)
 	return res, nil
+}
+
+// markCompleted stamps a build's end now, unless the recorded end is this
+// build's (not before its start).
+func markCompleted(b *v1alpha1.BuildStatus) {
+	if b.CompletionTime == nil || b.CompletionTime.Before(b.StartTime) {
+		b.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
+	}
 }
 
 // startBuilderJob replaces the image's previous builder Job for this

@@ -22,8 +22,9 @@ type PodExecutor interface {
 // Exec runs command in the pod through the API server's exec subresource,
 // impersonating the environment's ServiceAccount: it needs create on
 // pods/exec, as `kubectl exec` would; the operator itself has no such
-// right (with --allow-operator-identity, warm builds are refused). A command that exits non-zero
-// gives a k8s.io/client-go/util/exec.CodeExitError.
+// right (with --allow-operator-identity, warm builds are refused). A
+// command that exits non-zero gives a
+// k8s.io/client-go/util/exec.CodeExitError.
 func (e *DeployEngine) Exec(ctx context.Context, env *v1alpha1.DevEnvironment, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
 	user, err := e.identity(env)
 	if err != nil {

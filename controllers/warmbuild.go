@@ -46,16 +46,12 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 			return nil, "", err
 		}
 		pod, msg, err := r.ensureWarmPod(ctx, tenant, req)
+		if err != nil {
+			return nil, "", err
+		}
 		if pod == nil {
 			s.unwatched = true // nothing reports the pod starting
-		}
-		if err != nil || pod == nil {
-			if msg != "" {
-				waiting = append(waiting, msg)
-			}
-			if err != nil {
-				return nil, "", err
-			}
+			waiting = append(waiting, msg)
 			continue
 		}
 		key := string(pod.UID) + "/" + inputs
@@ -83,6 +79,8 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 			// The exec itself broke (the pod went away, the API server
 			// restarted): the next reconcile builds again.
 			r.warm.forget(key)
+			// A refused exec is a failed connection upgrade whose error
+			// carries only the API server's message, not a Status.
 			if strings.Contains(out.err.Error(), "forbidden") {
 				return nil, "", &StallingError{Reason: v1alpha1.ReasonForbidden,
 					Err: fmt.Errorf("image %s: exec into warm builder %s: %w (run.keepWarm needs create on pods/exec for the environment's ServiceAccount)", img.Name, pod.Name, out.err)}
@@ -161,9 +159,7 @@ func podWaitingReason(pod *corev1.Pod) string {
 func (r *DevEnvironmentReconciler) warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod string, out warmOutcome) error {
 	ist.Build.Result = v1alpha1.BuildFailed
 	ist.Build.ExitCode = out.exitCode
-	if ist.Build.CompletionTime == nil || ist.Build.CompletionTime.Before(ist.Build.StartTime) {
-		ist.Build.CompletionTime = &metav1.Time{Time: metav1.Now().Time}
-	}
+	markCompleted(ist.Build)
 	ist.Build.LogTail = out.logTail
 	msg := fmt.Sprintf("image %s: build failed in warm builder %s: exit code %d", img.Name, pod, *out.exitCode)
 	if last := lastLine(out.logTail); last != "" {

@@ -36,11 +36,12 @@ func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
 			return nil, err
 		}
 		writeTar := func(w io.Writer) error { return writeLayerTar(w, dir, entries) }
-		known := &b.compressed
 		if b.uncompressed {
-			known = nil
+			layers[i], err = newUncompressedLayer(writeTar)
+		} else {
+			layers[i], err = newSourceLayer(writeTar, &b.compressed)
 		}
-		if layers[i], err = newSourceLayer(writeTar, known); err != nil {
+		if err != nil {
 			return nil, explain(err, "image %s: layer from %q: %v", img.Name, m.From, err)
 		}
 	}

@@ -83,9 +83,6 @@ type sourceLayer struct {
 // the compression is abandoned.
 func newSourceLayer(writeTar func(io.Writer) error, known *compressedDigests) (*sourceLayer, error) {
 	l := &sourceLayer{writeTar: writeTar, mediaType: types.OCILayer}
-	if known == nil {
-		return newUncompressedLayer(writeTar)
-	}
 
 	abandon := make(chan struct{})
 	compressed := make(chan compressResult, 1)
