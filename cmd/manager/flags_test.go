@@ -19,7 +19,7 @@ func TestLayerCompressionFlag(t *testing.T) {
 			args = []string{arg}
 		}
 		o, err := parseFlags(args)
-		if err != nil || source.Compression(o.layerCompression) != want {
+		if err != nil || o.layerCompression != want {
 			t.Errorf("%q: %q, %v; want %q", arg, o.layerCompression, err, want)
 		}
 	}

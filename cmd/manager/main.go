@@ -99,7 +99,7 @@ func run(args []string) error {
 		},
 		Images: controllers.ImageOptions{
 			HelperImage:  opts.helperImage,
-			Compression:  source.Compression(opts.layerCompression),
+			Compression:  opts.layerCompression,
 			BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
 		},
 		Logs:   controllers.PodLogs{Clientset: clientset},
@@ -146,7 +146,7 @@ type options struct {
 	workDir               string
 	maxSourceSize         int64
 	driftInterval         time.Duration
-	layerCompression      string
+	layerCompression      source.Compression
 }
 
 // restConfig loads the given kubeconfig, or the in-cluster config,
@@ -175,19 +175,16 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
-	fs.StringVar(&o.layerCompression, "layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
+	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)
 	}
-	switch o.layerCompression {
-	case "auto":
-		o.layerCompression = string(source.CompressionAuto)
-	case string(source.CompressionGzip), string(source.CompressionNone):
-	default:
-		return o, fmt.Errorf("--layer-compression must be gzip, none or auto, got %q", o.layerCompression)
+	var err error
+	if o.layerCompression, err = source.ParseCompression(*layerCompression); err != nil {
+		return o, fmt.Errorf("--layer-compression %w", err)
 	}
 	return o, nil
 }

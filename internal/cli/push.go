@@ -25,6 +25,7 @@ type pushFlags struct {
 	timeout     time.Duration
 	noFollow    bool
 	compression string
+	layer       source.Compression // compression, parsed
 }
 
 func newPushCommand(a *app) *cobra.Command {
@@ -56,10 +57,9 @@ push now, q and Enter to stop.`,
 			if st, err := os.Stat(args[0]); err != nil || !st.IsDir() {
 				return fmt.Errorf("%s is not a directory", args[0])
 			}
-			switch f.compression {
-			case "auto", string(source.CompressionGzip), string(source.CompressionNone):
-			default:
-				return fmt.Errorf("--compression must be gzip, none or auto, got %q", f.compression)
+			var err error
+			if f.layer, err = source.ParseCompression(f.compression); err != nil {
+				return fmt.Errorf("--compression %w", err)
 			}
 			s, err := a.connect()
 			if err != nil {
@@ -138,14 +138,6 @@ func sourceKind(src v1alpha1.Source) string {
 	return "non-oci"
 }
 
-// layerCompression is --compression ("auto" is the zero Compression).
-func (f *pushFlags) layerCompression() source.Compression {
-	if f.compression == "auto" {
-		return source.CompressionAuto
-	}
-	return source.Compression(f.compression)
-}
-
 // registryHost is the registry of ref, "" when ref does not parse (the
 // push then fails with the parser's own words).
 func registryHost(ref string) string {
@@ -164,7 +156,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	if err != nil {
 		return fmt.Errorf("reading ignore files in %s: %w", t.dir, err)
 	}
-	img, err := source.PackDir(t.dir, m.Exclude, f.layerCompression().For(registryHost(t.ref)))
+	img, err := source.PackDir(t.dir, m.Exclude, f.layer.For(registryHost(t.ref)))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"net"
 	"strings"
 )
@@ -43,6 +44,17 @@ const (
 	CompressionGzip Compression = "gzip"
 	CompressionNone Compression = "none"
 )
+
+// ParseCompression reads a flag's value: gzip, none, or auto (also "").
+func ParseCompression(s string) (Compression, error) {
+	switch c := Compression(s); c {
+	case CompressionGzip, CompressionNone, CompressionAuto:
+		return c, nil
+	case "auto":
+		return CompressionAuto, nil
+	}
+	return "", fmt.Errorf("must be gzip, none or auto, got %q", s)
+}
 
 // For resolves CompressionAuto for the registry host.
 func (c Compression) For(host string) Compression {

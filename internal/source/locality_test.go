@@ -45,3 +45,14 @@ func TestCompressionFor(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCompression(t *testing.T) {
+	for in, want := range map[string]Compression{"": CompressionAuto, "auto": CompressionAuto, "gzip": CompressionGzip, "none": CompressionNone} {
+		if got, err := ParseCompression(in); err != nil || got != want {
+			t.Errorf("ParseCompression(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParseCompression("zstd"); err == nil {
+		t.Error("zstd: want an error")
+	}
+}
