@@ -129,6 +129,10 @@ func (r *DevEnvironmentReconciler) buildImage(ctx context.Context, s *scope, c *
 				return false, "", err
 			}
 			dir = a.Dir
+			spec.Prebuilt = a.Prebuilt
+			if a.Kind == source.KindOCI {
+				spec.SourceRepository = a.URL
+			}
 		}
 		b, err := r.builder(ctx, s)
 		if err != nil {

@@ -31,21 +31,35 @@ func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
 
 	layers := make([]v1.Layer, len(img.Layers))
 	for i, m := range img.Layers {
-		entries, err := planLayer(root, img.Name, m)
+		plan, err := planMapping(root, img.Name, m, false)
 		if err != nil {
 			return nil, err
 		}
-		writeTar := func(w io.Writer) error { return writeLayerTar(w, dir, entries) }
-		if b.uncompressed {
-			layers[i], err = newUncompressedLayer(writeTar)
-		} else {
-			layers[i], err = newSourceLayer(writeTar, &b.compressed)
-		}
-		if err != nil {
+		if layers[i], err = b.sourceLayer(img, dir, plan); err != nil {
 			return nil, explain(err, "image %s: layer from %q: %v", img.Name, m.From, err)
 		}
 	}
 	return layers, nil
+}
+
+// sourceLayer makes the layer of one planned mapping: the source's
+// prebuilt blob when it is the same, else a plain tar for a local registry
+// and a gzip for any other.
+func (b *Builder) sourceLayer(img Image, dir string, plan *layerPlan) (v1.Layer, error) {
+	writeTar := func(w io.Writer) error { return writeLayerTar(w, dir, plan.entries) }
+	if !b.uncompressed {
+		return newSourceLayer(writeTar, &b.compressed)
+	}
+	if p := prebuiltFor(img, plan); p != nil {
+		l, ok, err := newPrebuiltLayer(writeTar, p)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return b.mountable(l, img, p), nil
+		}
+	}
+	return newUncompressedLayer(writeTar)
 }
 
 // assembleAll builds img for every platform on base from the shared layers.

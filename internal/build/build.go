@@ -70,6 +70,11 @@ type Image struct {
 	// SourceURL and Revision become the org.opencontainers.image.source and
 	// org.opencontainers.image.revision labels.
 	SourceURL, Revision string
+	// Prebuilt are the source's mapped layers; a layer that is byte for
+	// byte one of them is not hashed, and its blob is mounted from
+	// SourceRepository (the source's OCI repository) instead of uploaded.
+	Prebuilt         []source.PrebuiltLayer
+	SourceRepository string
 }
 
 // Result is what a build pushed.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // epoch is the one timestamp of every build: tar entries, history and the
@@ -39,18 +40,41 @@ type layerEntry struct {
 	// compressed, maybe uploaded) and every read must see the same bytes.
 	size    int64
 	modTime time.Time
-	// source is the path of a regular file relative to the source root.
+	// source is the entry's path relative to the source root, for all but
+	// the parent directories of the mapping's target; only a regular
+	// file's is read.
 	source string
 	// linkname is a symlink's target, copied as is.
 	linkname string
 }
 
-// planLayer lists the tar entries of one layer mapping: the parent
-// directories of `to`, then the file, or the directory and everything under
-// it in name order. Files are read through root, which refuses any path
-// (or symlink) leading out of the source: a tenant's source cannot copy the
-// operator's own files into an image.
+// layerPlan is what one layer mapping writes.
+type layerPlan struct {
+	// from is the mapping's source path, clean and slash-separated.
+	from string
+	// to is the image path from is copied to, relative to the image root
+	// ("" is the root), with a file copied into a directory named in full.
+	to      string
+	entries []layerEntry
+}
+
+// planLayer lists the tar entries of one layer mapping.
 func planLayer(root *os.Root, image string, m v1alpha1.LayerMapping) ([]layerEntry, error) {
+	p, err := planMapping(root, image, m, false)
+	if err != nil {
+		return nil, err
+	}
+	return p.entries, nil
+}
+
+// planMapping plans one layer mapping: the parent directories of `to`,
+// then the file, or the directory and everything under it in name order.
+// Files are read through root, which refuses any path (or symlink) leading
+// out of the source: a tenant's source cannot copy the operator's own
+// files into an image. storedModes gives files without a mapping mode the
+// mode the source store would give them (source.StoredMode), as the
+// operator sees them after a push.
+func planMapping(root *os.Root, image string, m v1alpha1.LayerMapping, storedModes bool) (*layerPlan, error) {
 	from := path.Clean(filepath.ToSlash(m.From))
 	if !filepath.IsLocal(from) {
 		return nil, fault.Permanentf("image %s: layer from %q: the path must be relative and stay inside the source", image, m.From)
@@ -86,23 +110,29 @@ func planLayer(root *os.Root, image string, m v1alpha1.LayerMapping) ([]layerEnt
 		entries = append(entries, layerEntry{name: dir + "/", typeflag: tar.TypeDir, mode: dirMode})
 	}
 	modeOf := func(fi fs.FileInfo) int64 {
-		if hasMode {
+		switch {
+		case hasMode:
 			return fileMode
+		case storedModes:
+			return int64(source.StoredMode(fi.Mode().Perm()))
 		}
 		return int64(fi.Mode().Perm())
 	}
 
+	plan := &layerPlan{from: from, to: to}
 	switch {
 	case info.Mode().IsRegular():
 		if to == "" {
 			return nil, fault.Permanentf("image %s: layer from %q: a file cannot be copied to /", image, m.From)
 		}
-		return append(entries, layerEntry{name: to, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), modTime: info.ModTime(), source: from}), nil
+		plan.entries = append(entries, layerEntry{name: to, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), modTime: info.ModTime(), source: from})
+		return plan, nil
 	case info.IsDir():
 		if to != "" {
-			entries = append(entries, layerEntry{name: to + "/", typeflag: tar.TypeDir, mode: dirMode})
+			entries = append(entries, layerEntry{name: to + "/", typeflag: tar.TypeDir, mode: dirMode, source: from})
 		}
-		return walkSourceDir(root, image, from, to, modeOf, entries)
+		plan.entries, err = walkSourceDir(root, image, from, to, modeOf, entries)
+		return plan, err
 	default:
 		return nil, fault.Permanentf("image %s: layer source %q is not a file or a directory", image, m.From)
 	}
@@ -135,7 +165,7 @@ func walkSourceDir(root *os.Root, image, from, to string, modeOf func(fs.FileInf
 		case info.Mode().IsRegular():
 			entries = append(entries, layerEntry{name: name, typeflag: tar.TypeReg, mode: modeOf(info), size: info.Size(), modTime: info.ModTime(), source: source})
 		case info.IsDir():
-			entries = append(entries, layerEntry{name: name + "/", typeflag: tar.TypeDir, mode: dirMode})
+			entries = append(entries, layerEntry{name: name + "/", typeflag: tar.TypeDir, mode: dirMode, source: source})
 			if entries, err = walkSourceDir(root, image, source, name, modeOf, entries); err != nil {
 				return nil, err
 			}
@@ -144,7 +174,7 @@ func walkSourceDir(root *os.Root, image, from, to string, modeOf func(fs.FileInf
 			if err != nil {
 				return nil, fault.Permanentf("image %s: layer source %q: %v", image, source, err)
 			}
-			entries = append(entries, layerEntry{name: name, typeflag: tar.TypeSymlink, mode: 0o777, linkname: target})
+			entries = append(entries, layerEntry{name: name, typeflag: tar.TypeSymlink, mode: 0o777, linkname: target, source: source})
 		default:
 			return nil, fault.Permanentf("image %s: layer source %q is a %s: only files, directories and symlinks can be copied", image, source, info.Mode().Type())
 		}

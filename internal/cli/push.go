@@ -10,10 +10,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -152,11 +154,11 @@ func registryHost(ref string) string {
 // follows the rollout, printing how long each part took.
 func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFlags) error {
 	start := time.Now()
-	m, err := loadIgnore(t.dir)
+	env, err := s.getEnv(ctx, t.env)
 	if err != nil {
-		return fmt.Errorf("reading ignore files in %s: %w", t.dir, err)
+		return err
 	}
-	img, err := source.PackDir(t.dir, m.Exclude, f.layer.For(registryHost(t.ref)))
+	img, err := PackSource(t.dir, env, t.source, f.layer.For(registryHost(t.ref)))
 	if err != nil {
 		return err
 	}
@@ -165,8 +167,11 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 		return err
 	}
 	size := int64(0)
-	if layers, err := img.Layers(); err == nil && len(layers) == 1 {
-		size, _ = layers[0].Size()
+	if layers, err := img.Layers(); err == nil {
+		for _, l := range layers {
+			n, _ := l.Size()
+			size += n
+		}
 	}
 	packed := time.Since(start)
 
@@ -183,10 +188,6 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	}
 	pushed := time.Since(pushStart)
 
-	env, err := s.getEnv(ctx, t.env)
-	if err != nil {
-		return err
-	}
 	if remote == digest.String() && sourceDigest(env, t.source) == digest.String() {
 		fmt.Fprintf(a.out(), "unchanged: %s@%s is already what devenvironment/%s has (packed in %s); nothing pushed\n",
 			t.ref, shortDigest(digest.String()), t.env, seconds(packed))
@@ -218,6 +219,39 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	}
 	fmt.Fprintf(a.out(), "Ready in %s (pack %s, push %s, rollout %s)\n", seconds(time.Since(start)), seconds(packed), seconds(pushed), seconds(p.elapsed()))
 	return nil
+}
+
+// PackSource packs dir as the source srcName of env, as push does: what
+// .gitignore and .devloopignore files ignore left out and, for an
+// uncompressed (local) push, the files that images copy without a run step
+// already laid out as their layers (build.PrebuildLayers), so the
+// operator mounts those layers instead of uploading them again.
+func PackSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c source.Compression) (v1.Image, error) {
+	m, err := loadIgnore(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading ignore files in %s: %w", dir, err)
+	}
+	var mapped []source.MappedLayer
+	if c == source.CompressionNone {
+		if mapped, err = build.PrebuildLayers(dir, copyingImages(env, srcName), m.Exclude); err != nil {
+			return nil, fmt.Errorf("packing %s: %w", dir, err)
+		}
+	}
+	return source.PackDir(dir, m.Exclude, c, mapped...)
+}
+
+// copyingImages are the images of env that copy files of source srcName
+// without a run step: their layers are the files as pushed.
+func copyingImages(env *v1alpha1.DevEnvironment, srcName string) []v1alpha1.ImageSpec {
+	var out []v1alpha1.ImageSpec
+	for _, c := range env.Spec.Components {
+		for _, img := range c.Images {
+			if img.Source == srcName && img.Run == nil && len(img.Layers) > 0 {
+				out = append(out, img)
+			}
+		}
+	}
+	return out
 }
 
 // requestReconcile sets the reconcile-request annotation to a fresh value

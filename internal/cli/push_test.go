@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"archive/tar"
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +15,12 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
@@ -77,38 +79,39 @@ func pushedSpec(host, repo string) v1alpha1.DevEnvironmentSpec {
 	}
 }
 
-// artifactFiles lists the entries of the artifact at ref.
+// artifactFiles lists the tree the operator fetches from the artifact at
+// ref (directories end in "/"), through the real source store: mapped
+// layers come back at their source paths.
 func artifactFiles(t *testing.T, ref string) []string {
 	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
+	repo, tag, _ := strings.Cut(ref[strings.LastIndex(ref, "/"):], ":")
+	repo = ref[:strings.LastIndex(ref, "/")] + repo
+	f := &source.Fetcher{Root: t.TempDir()}
+	ctx := context.Background()
+	r, err := f.Resolve(ctx, "ns", v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: repo, Tag: tag, Insecure: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := remote.Image(r)
+	a, err := f.Fetch(ctx, r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var names []string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return names
+	err = filepath.WalkDir(a.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == a.Dir {
+			return err
 		}
-		if err != nil {
-			t.Fatal(err)
+		rel, _ := filepath.Rel(a.Dir, p)
+		if d.IsDir() {
+			rel += "/"
 		}
-		names = append(names, h.Name)
+		names = append(names, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return names
 }
 
 func expectKstatus(t *testing.T, env *v1alpha1.DevEnvironment, want status.Status) {
@@ -267,7 +270,7 @@ func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 }
 
 // artifactLayerType is the media type of the artifact's one layer.
-func artifactLayerType(t *testing.T, ref string) types.MediaType {
+func artifactLayers(t *testing.T, ref string) []v1.Descriptor {
 	t.Helper()
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
@@ -278,15 +281,16 @@ func artifactLayerType(t *testing.T, ref string) types.MediaType {
 		t.Fatal(err)
 	}
 	m, err := img.Manifest()
-	if err != nil || len(m.Layers) != 1 {
-		t.Fatalf("manifest %+v, %v: want one layer", m, err)
+	if err != nil || len(m.Layers) == 0 {
+		t.Fatalf("manifest %+v, %v: want layers", m, err)
 	}
-	return m.Layers[0].MediaType
+	return m.Layers
 }
 
-// The registry on loopback gets the plain tar; --compression=gzip (for a
-// registry the address heuristic misjudges) gzips it; a bad value is
-// refused naming the flag.
+// The registry on loopback gets the plain tar, and the files the image
+// copies already laid out as its layer (build.PrebuildLayers);
+// --compression=gzip (for a registry the address heuristic misjudges)
+// gzips one layer of everything; a bad value is refused naming the flag.
 func TestPushCompression(t *testing.T) {
 	host := testregistry.Start(t)
 	ns := newNamespace(t)
@@ -294,15 +298,27 @@ func TestPushCompression(t *testing.T) {
 	dir := appTree(t, "x")
 	ref := host + "/packed-src:dev"
 	for _, c := range []struct {
-		flag string
-		want types.MediaType
-	}{{"auto", types.OCIUncompressedLayer}, {"gzip", types.DockerLayer}} {
+		flag   string
+		want   types.MediaType
+		mapped []string // the From of each mapped layer
+	}{{"auto", types.OCIUncompressedLayer, []string{"site"}}, {"gzip", types.DockerLayer, nil}} {
 		r := plugin(t, "push", dir, "--env", "packed", "--source", "app", "-n", ns, "--no-follow", "--compression", c.flag)
 		if r.code != 0 {
 			t.Fatalf("--compression %s:\n%s", c.flag, r)
 		}
-		if got := artifactLayerType(t, ref); got != c.want {
+		layers := artifactLayers(t, ref)
+		if got := layers[0].MediaType; got != c.want {
 			t.Errorf("--compression %s: layer %s, want %s", c.flag, got, c.want)
+		}
+		var mapped []string
+		for _, l := range layers[1:] {
+			mapped = append(mapped, l.Annotations[source.AnnotationLayerFrom])
+		}
+		if !slices.Equal(mapped, c.mapped) {
+			t.Errorf("--compression %s: mapped layers of %v, want %v", c.flag, mapped, c.mapped)
+		}
+		if files := artifactFiles(t, ref); !slices.Contains(files, "site/index.html") {
+			t.Errorf("--compression %s: the fetched tree lacks site/index.html: %v", c.flag, files)
 		}
 	}
 	r := plugin(t, "push", dir, "--env", "packed", "--source", "app", "-n", ns, "--compression", "zstd")

@@ -78,6 +78,9 @@ type extractor struct {
 	// written holds the paths the current archive wrote, so an opaque
 	// whiteout clears only what earlier layers left.
 	written map[string]bool
+	// mapped, when set, puts the current archive's entries back at the
+	// source path of a MappedLayer.
+	mapped *mapping
 }
 
 func newExtractor(dir string, maxSize int64, whiteouts bool) (*extractor, error) {
@@ -169,6 +172,12 @@ func (x *extractor) entry(hdr *tar.Header, tr *tar.Reader) error {
 	if hdr.Typeflag == tar.TypeXGlobalHeader {
 		return nil
 	}
+	if x.mapped != nil {
+		var skip bool
+		if name, skip, err = x.mappedName(hdr, name); err != nil || skip {
+			return err
+		}
+	}
 	if name == "." {
 		// The root itself: nothing to create, and its mode is ours.
 		return nil
@@ -208,6 +217,24 @@ func (x *extractor) entry(hdr *tar.Header, tr *tar.Reader) error {
 	default:
 		return unsafeContent("entry %q has unsupported type %q", hdr.Name, hdr.Typeflag)
 	}
+}
+
+// mappedName is where an entry of a mapped layer goes in the source; skip
+// is true for the image's parent directories above the mapped path. Such a
+// layer is written by devloop's own image code, which writes no hard links
+// and no whiteouts: anything of the kind is refused.
+func (x *extractor) mappedName(hdr *tar.Header, name string) (string, bool, error) {
+	if hdr.Typeflag == tar.TypeLink {
+		return "", false, unsafeContent("mapped layer for %q holds a hard link %q", x.mapped.from, hdr.Name)
+	}
+	if strings.HasPrefix(filepath.Base(name), ".wh.") {
+		return "", false, unsafeContent("mapped layer for %q holds a whiteout %q", x.mapped.from, hdr.Name)
+	}
+	out, skip, err := x.mapped.rename(filepath.ToSlash(name), hdr.Typeflag == tar.TypeDir)
+	if err != nil || skip {
+		return "", skip, err
+	}
+	return filepath.FromSlash(out), false, nil
 }
 
 // prepare makes name's parent directories and removes what an earlier

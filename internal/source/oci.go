@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -135,6 +139,10 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		if err != nil {
 			return entryMeta{}, s.permanent("%s is not an artifact manifest: %v", ref.Digest, err)
 		}
+		manifest, err := img.Manifest()
+		if err != nil {
+			return entryMeta{}, c.error(s, what, err)
+		}
 		layers, err := img.Layers()
 		if err != nil {
 			return entryMeta{}, c.error(s, what, err)
@@ -144,19 +152,21 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 			return entryMeta{}, err
 		}
 		defer x.close()
+		meta := entryMeta{Digest: ref.Digest}
 		for i, l := range layers {
 			what := fmt.Sprintf("layer %d", i)
 			if d, err := l.Digest(); err == nil {
 				what += " (" + d.String() + ")"
 			}
-			// Uncompressed detects gzip or zstd and, being a remote
-			// layer, verifies the blob's digest while it streams.
-			rc, err := l.Uncompressed()
+			m, isMapped, err := parseMapping(manifest.Layers[i].Annotations)
 			if err != nil {
-				return entryMeta{}, c.error(s, what, err)
+				return entryMeta{}, s.wrap(fmt.Errorf("%s: %w", what, err))
 			}
-			err = x.add(rc)
-			_ = rc.Close()
+			x.mapped = nil
+			if isMapped {
+				x.mapped = &m
+			}
+			prebuilt, err := extractLayer(x, l, manifest.Layers[i], m, isMapped, filepath.Dir(content))
 			if err != nil {
 				var re *readError
 				if errors.As(err, &re) {
@@ -164,12 +174,64 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 				}
 				return entryMeta{}, s.wrap(fmt.Errorf("%s: %w", what, err))
 			}
+			if prebuilt != nil {
+				meta.Layers = append(meta.Layers, *prebuilt)
+			}
 		}
 		if err := x.finish(); err != nil {
 			return entryMeta{}, s.wrap(err)
 		}
-		return entryMeta{Digest: ref.Digest}, nil
+		return meta, nil
 	}
+}
+
+// extractLayer extracts one layer of an artifact. The blob of an
+// uncompressed mapped layer is also kept, under entry, for the builds that
+// can use it as it is. A failure of the registry is a *readError.
+func extractLayer(x *extractor, l v1.Layer, desc v1.Descriptor, m mapping, isMapped bool, entry string) (*PrebuiltLayer, error) {
+	keep := isMapped && isUncompressed(desc.MediaType)
+	var rc io.ReadCloser
+	var err error
+	if keep {
+		// The blob is the tar; a remote layer verifies its digest as it
+		// streams.
+		rc, err = l.Compressed()
+	} else {
+		// Uncompressed detects gzip or zstd and verifies the same way.
+		rc, err = l.Uncompressed()
+	}
+	if err != nil {
+		return nil, &readError{err} // the registry's failure
+	}
+	defer func() { _ = rc.Close() }()
+	var in io.Reader = rc
+	var blob *os.File
+	file := filepath.Join(layersDir, desc.Digest.Algorithm+"-"+desc.Digest.Hex)
+	if keep {
+		if err := os.MkdirAll(filepath.Join(entry, layersDir), 0o755); err != nil {
+			return nil, err
+		}
+		if blob, err = os.Create(filepath.Join(entry, file)); err != nil {
+			return nil, err
+		}
+		defer func() { _ = blob.Close() }()
+		in = io.TeeReader(rc, blob)
+	}
+	if err := x.add(in); err != nil {
+		return nil, err
+	}
+	// The tar ends before its blob may: read the rest, so the digest is
+	// verified (at EOF) and a kept blob is whole.
+	if _, err := io.Copy(io.Discard, in); err != nil {
+		return nil, &readError{err}
+	}
+	if !keep {
+		return nil, nil
+	}
+	if err := blob.Close(); err != nil {
+		return nil, err
+	}
+	return &PrebuiltLayer{From: m.from, To: m.to, Digest: desc.Digest.String(), Size: desc.Size, MediaType: desc.MediaType, File: file}, nil
 }
 
 // error classifies a registry failure about what (a tag, a manifest, a

@@ -88,7 +88,16 @@ func PushDir(ctx context.Context, dir, ref string, insecure bool, opts ...PushOp
 // its layer compressed as c says (CompressionAuto is gzip). Entries are in
 // lexical order with fixed times and numeric owners 0, so the digest
 // depends only on names, modes, contents and the compression.
-func PackDir(dir string, exclude ExcludeFunc, c Compression) (v1.Image, error) {
+//
+// Each of mapped holds the files of its From path instead of that layer,
+// and follows it with its annotations (see MappedLayer).
+func PackDir(dir string, exclude ExcludeFunc, c Compression, mapped ...MappedLayer) (v1.Image, error) {
+	if err := validateMapped(mapped); err != nil {
+		return nil, fmt.Errorf("packing %s: %w", dir, err)
+	}
+	if len(mapped) > 0 {
+		exclude = excludeMapped(exclude, mapped)
+	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -115,15 +124,34 @@ func PackDir(dir string, exclude ExcludeFunc, c Compression) (v1.Image, error) {
 		return nil, err
 	}
 	data := buf.Bytes()
+	var layer v1.Layer
 	if c == CompressionNone {
 		// The tar is the blob: one sha256 gives digest and diff ID.
-		return mutate.AppendLayers(empty.Image, static.NewLayer(data, types.OCIUncompressedLayer))
+		layer = static.NewLayer(data, types.OCIUncompressedLayer)
+	} else {
+		var err error
+		if layer, err = tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }); err != nil {
+			return nil, err
+		}
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		return nil, err
+	adds := []mutate.Addendum{{Layer: layer}}
+	for _, m := range mapped {
+		adds = append(adds, mutate.Addendum{Layer: m.Layer, Annotations: map[string]string{
+			AnnotationLayerFrom: m.From, AnnotationLayerTo: m.To}})
 	}
-	return mutate.AppendLayers(empty.Image, layer)
+	return mutate.Append(empty.Image, adds...)
+}
+
+// excludeMapped also leaves out what the mapped layers hold.
+func excludeMapped(exclude ExcludeFunc, mapped []MappedLayer) ExcludeFunc {
+	return func(rel string, isDir bool) bool {
+		for _, m := range mapped {
+			if Covers(m.From, rel) {
+				return true
+			}
+		}
+		return exclude != nil && exclude(rel, isDir)
+	}
 }
 
 // addEntry writes one entry with fixed times and owners.

@@ -73,6 +73,9 @@ type Artifact struct {
 	// Dir holds the extracted content. Consumers must not modify it: it is
 	// shared by every build that uses the same content.
 	Dir string
+	// Prebuilt are the artifact's mapped layers (see MappedLayer), their
+	// blobs kept beside Dir, as immutable as it.
+	Prebuilt []PrebuiltLayer
 }
 
 // Credentials authenticate to a git server or an OCI registry. They are

@@ -19,6 +19,7 @@ import (
 //
 //	<root>/<key>/meta.json   what was learned while fetching (the git tree digest)
 //	<root>/<key>/content/    the extracted tree, Artifact.Dir
+//	<root>/<key>/layers/     blobs of mapped layers (PrebuiltLayer)
 //	<root>/.tmp/             entries being written
 //
 // An entry is assembled under .tmp and renamed into place in one step, so
@@ -27,6 +28,7 @@ import (
 const (
 	metaFile   = "meta.json"
 	contentDir = "content"
+	layersDir  = "layers"
 	tmpDir     = ".tmp"
 )
 
@@ -37,6 +39,8 @@ type entryMeta struct {
 	// Boot is the kernel boot ID of an entry written without flushing it
 	// to disk; such an entry is trusted only within that boot.
 	Boot string `json:"boot,omitempty"`
+	// Layers are the artifact's mapped layers whose blobs were kept.
+	Layers []PrebuiltLayer `json:"layers,omitempty"`
 }
 
 // validKey guards the store against a Ref that arrived as JSON naming a
@@ -172,7 +176,12 @@ func checked(s subject, ref Ref, a *Artifact) (*Artifact, error) {
 
 func artifact(ref Ref, meta entryMeta, entry string) *Artifact {
 	ref.Digest = meta.Digest
-	return &Artifact{Ref: ref, Dir: filepath.Join(entry, contentDir)}
+	a := &Artifact{Ref: ref, Dir: filepath.Join(entry, contentDir)}
+	for _, l := range meta.Layers {
+		l.File = filepath.Join(entry, l.File)
+		a.Prebuilt = append(a.Prebuilt, l)
+	}
+	return a
 }
 
 // sweep removes what crashed fetches left under .tmp. A fetch is bounded by

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,18 @@ func TestChangeToRunningPodLatency(t *testing.T) {
 	t.Logf("written to %s", out)
 }
 
+// offPhase waits a random part of a second before a change. The kubelet
+// looks at its containers once a second (the PLEG relist), and the next
+// look after the new container starts is when the pod can turn Ready. A
+// change made right after the previous pod turned Ready comes at a fixed
+// offset from that look: every sample of a path would then fall on the
+// same side of it, or drift from one side to the other, and the p50 would
+// move by up to a second between identical runs. A developer's change
+// comes at any moment; so do these, for every path alike.
+func offPhase() {
+	time.Sleep(rand.N(time.Second))
+}
+
 // benchPrebuilt measures path (a) and returns the samples and the image
 // it ran last (for the floor).
 func benchPrebuilt(t *testing.T, c *devcluster.Cluster, n int) ([]time.Duration, string) {
@@ -112,6 +125,7 @@ func benchPrebuilt(t *testing.T, c *devcluster.Cluster, n int) ([]time.Duration,
 	for i := range n {
 		old := imageOf(env, "web").Digest
 		appendToFile(t, bin, fmt.Sprintf("\nbench %d %d\n", i, time.Now().UnixNano()))
+		offPhase()
 		t0 := time.Now()
 		pushed, requested := pushTimed(t, env, dir)
 		d := waitNewPod(t, ns, webLabels, old, t0)
@@ -144,6 +158,7 @@ func benchCompiled(t *testing.T, c *devcluster.Cluster, n int) []time.Duration {
 	for i := -1; i < n; i++ {
 		old := imageOf(env, "web").Digest
 		setGreeting(t, dir, fmt.Sprintf("hello from bench %d %d", i, time.Now().UnixNano()))
+		offPhase()
 		t0 := time.Now()
 		pushed, requested := pushTimed(t, env, dir)
 		d := waitNewPod(t, ns, webLabels, old, t0)
@@ -194,6 +209,7 @@ func benchFloor(t *testing.T, c *devcluster.Cluster, image string, n int) []time
 	samples := make([]time.Duration, 0, n)
 	for i := range n {
 		old := readyPodNames(t, ns, labels)
+		offPhase()
 		t0 := time.Now()
 		out, err := exec.Command(kubectl, "--kubeconfig", c.Kubeconfig, "-n", ns, "set", "env", "deployment/floor", fmt.Sprintf("ITERATION=%d", i)).CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), string(out))

@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/cli"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 const registry = devcluster.Registry
@@ -109,9 +111,14 @@ func push(t *testing.T, env *v1alpha1.DevEnvironment, dir string) string {
 // pushOnly pushes dir as the environment's source "app".
 func pushOnly(t *testing.T, env *v1alpha1.DevEnvironment, dir string) {
 	t.Helper()
-	src := env.Spec.Sources[0].OCI
-	_, err := devcluster.PushSource(context.Background(), dir, src.Repository+":"+src.Tag)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	src := env.Spec.Sources[0]
+	ref := src.OCI.Repository + ":" + src.OCI.Tag
+	g := NewWithT(t)
+	// Packed as `kubectl devloop push` packs: the layers of images that
+	// copy the pushed files are prebuilt for a local registry.
+	img, err := cli.PackSource(dir, env, src.Name, source.CompressionAuto.For(strings.Split(src.OCI.Repository, "/")[0]))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(source.PushArtifact(context.Background(), img, ref, source.PushOptions{Insecure: src.OCI.Insecure})).To(Succeed())
 }
 
 func requestReconcile(t *testing.T, env *v1alpha1.DevEnvironment) string {
