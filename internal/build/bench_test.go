@@ -208,12 +208,12 @@ func (f *benchFixture) writeLayerFile(b *testing.B, path, dir string, m v1alpha1
 		b.Fatal(err)
 	}
 	defer root.Close()
-	entries, err := planLayer(root, "bench", m)
+	plan, err := planMapping(root, "bench", m, false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := writeLayerTar(&buf, dir, entries); err != nil {
+	if err := writeLayerTar(&buf, dir, plan.entries); err != nil {
 		b.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

@@ -58,15 +58,6 @@ type layerPlan struct {
 	entries []layerEntry
 }
 
-// planLayer lists the tar entries of one layer mapping.
-func planLayer(root *os.Root, image string, m v1alpha1.LayerMapping) ([]layerEntry, error) {
-	p, err := planMapping(root, image, m, false)
-	if err != nil {
-		return nil, err
-	}
-	return p.entries, nil
-}
-
 // planMapping plans one layer mapping: the parent directories of `to`,
 // then the file, or the directory and everything under it in name order.
 // Files are read through root, which refuses any path (or symlink) leading

@@ -261,8 +261,9 @@ func TestLayerSourceChangedAfterPlanning(t *testing.T) {
 	root, err := os.OpenRoot(dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer root.Close()
-	entries, err := planLayer(root, "app", v1alpha1.LayerMapping{From: "app", To: "/app"})
+	plan, err := planMapping(root, "app", v1alpha1.LayerMapping{From: "app", To: "/app"}, false)
 	g.Expect(err).NotTo(HaveOccurred())
+	entries := plan.entries
 	g.Expect(writeLayerTar(io.Discard, dir, entries)).To(Succeed())
 
 	later := time.Now().Add(time.Hour)

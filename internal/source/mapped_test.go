@@ -148,3 +148,26 @@ func TestPackDirRefusesBadMappedLayers(t *testing.T) {
 		})
 	}
 }
+
+// TestLayerTailIsBounded: what follows a layer's tar is read (so its
+// digest is verified), but not without bound.
+func TestLayerTailIsBounded(t *testing.T) {
+	padded := append(tarOf(t, tfile("a.txt", "a")), make([]byte, 10240)...)
+	reg := newOCIRegistry(t, padded)
+	f := newFetcher(t)
+	ref, err := f.Resolve(context.Background(), testNamespace, ociSource(reg.repo, "dev", "", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), ref, nil); err != nil {
+		t.Fatalf("a tar padded to a record: %v", err)
+	}
+
+	huge := newOCIRegistry(t, append(tarOf(t, tfile("a.txt", "a")), make([]byte, 2<<20)...))
+	ref, err = f.Resolve(context.Background(), testNamespace, ociSource(huge.repo, "dev", "", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Fetch(context.Background(), ref, nil)
+	expectError(t, err, permanent, []string{"after the end of the archive"})
+}

@@ -185,6 +185,10 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 	}
 }
 
+// maxTrailing bounds what a layer may hold after its tar's end: tar
+// writers pad to a record of 10 KiB at most.
+const maxTrailing = 1 << 20
+
 // extractLayer extracts one layer of an artifact. The blob of an
 // uncompressed mapped layer is also kept, under entry, for the builds that
 // can use it as it is. A failure of the registry is a *readError.
@@ -220,10 +224,15 @@ func extractLayer(x *extractor, l v1.Layer, desc v1.Descriptor, m mapping, isMap
 	if err := x.add(in); err != nil {
 		return nil, err
 	}
-	// The tar ends before its blob may: read the rest, so the digest is
-	// verified (at EOF) and a kept blob is whole.
-	if _, err := io.Copy(io.Discard, in); err != nil {
+	// The tar ends before its blob may (padding to a record): read the
+	// rest, so the digest is verified (at EOF) and a kept blob is whole,
+	// but not without bound.
+	n, err := io.Copy(io.Discard, io.LimitReader(in, maxTrailing+1))
+	if err != nil {
 		return nil, &readError{err}
+	}
+	if n > maxTrailing {
+		return nil, unsafeContent("more than %d bytes after the end of the archive", maxTrailing)
 	}
 	if !keep {
 		return nil, nil
