@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -94,7 +95,7 @@ func distinctPlans(plans []*layerPlan) []*layerPlan {
 			if i == j || !(source.Covers(o.from, p.from) || source.Covers(p.from, o.from)) {
 				continue
 			}
-			if o.from != p.from || o.to != p.to || !sameEntries(o.entries, p.entries) {
+			if o.from != p.from || o.to != p.to || !slices.Equal(o.entries, p.entries) {
 				keep = false // a conflict: neither is mapped
 				break
 			}
@@ -108,18 +109,6 @@ func distinctPlans(plans []*layerPlan) []*layerPlan {
 		}
 	}
 	return out
-}
-
-func sameEntries(a, b []layerEntry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // prebuiltFor is the source's mapped layer of the same paths as p, if any.
