@@ -269,7 +269,7 @@ func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 	}
 }
 
-// artifactLayerType is the media type of the artifact's one layer.
+// artifactLayers are the layer descriptors of the artifact at ref.
 func artifactLayers(t *testing.T, ref string) []v1.Descriptor {
 	t.Helper()
 	r, err := name.ParseReference(ref, name.Insecure)
