@@ -273,6 +273,13 @@ type ReleaseStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=80
 	FailedDigest string `json:"failedDigest,omitempty"`
+	// Workloads are the release's objects that run pods (Deployments,
+	// StatefulSets, DaemonSets, ReplicaSets, Jobs, Pods), so clients such
+	// as `kubectl devloop logs` find its pods without reading Helm's
+	// storage.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Workloads []ObjectRef `json:"workloads,omitempty"`
 }
 
 // TestResult is the outcome of a test run.

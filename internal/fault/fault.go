@@ -9,12 +9,18 @@
 //     environment is Reconciling with a Waiting reason and is retried with
 //     backoff.
 //
+//   - Stalled (with a reason): like Permanent, where the engine knows the
+//     condition reason to show.
+//   - Waiting (with a reason): work under way elsewhere, looked at again
+//     after an interval without counting as a failure.
+//
 // Anything else is a plain error, retried with backoff.
 package fault
 
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // PermanentError is an error retrying cannot fix.
@@ -66,4 +72,58 @@ func IsPermanent(err error) bool {
 func IsUnavailable(err error) bool {
 	var u *UnavailableError
 	return errors.As(err, &u)
+}
+
+// StalledError means work cannot go on until the spec or the cluster
+// changes: the environment is Stalled with Reason (a condition reason) and
+// is not requeued. Engines return it where they know the reason best.
+type StalledError struct {
+	Reason string
+	Err    error
+}
+
+func (e *StalledError) Error() string { return e.Err.Error() }
+func (e *StalledError) Unwrap() error { return e.Err }
+
+// Stalled marks err as stalling with reason. Nil stays nil.
+func Stalled(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &StalledError{Reason: reason, Err: err}
+}
+
+// Stalledf is fmt.Errorf marked stalling with reason.
+func Stalledf(reason, format string, args ...any) error {
+	return &StalledError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// AsStalled returns the StalledError in err's chain, or nil.
+func AsStalled(err error) *StalledError {
+	var s *StalledError
+	if errors.As(err, &s) {
+		return s
+	}
+	return nil
+}
+
+// WaitingError means work is under way elsewhere (a rollout, a
+// dependency): the environment is Reconciling with Reason and is looked
+// at again after RequeueAfter (a default when zero).
+type WaitingError struct {
+	Reason       string
+	Err          error
+	RequeueAfter time.Duration
+}
+
+func (e *WaitingError) Error() string { return e.Err.Error() }
+func (e *WaitingError) Unwrap() error { return e.Err }
+
+// AsWaiting returns the WaitingError in err's chain, or nil.
+func AsWaiting(err error) *WaitingError {
+	var w *WaitingError
+	if errors.As(err, &w) {
+		return w
+	}
+	return nil
 }
