@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"io"
 	"os"
 	"os/signal"
@@ -51,7 +52,7 @@ func runHelper(args []string) error {
 func helperFetch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper fetch", flag.ContinueOnError)
 	refJSON := fs.String("ref", "", "the resolved source reference, as JSON")
-	dest := fs.String("dest", build.WorkspaceDir, "directory to fill")
+	dest := fs.String("dest", pods.WorkspaceDir, "directory to fill")
 	credsDir := fs.String("credentials", "", "directory of a mounted credentials Secret")
 	cacheRoot := fs.String("cache-root", "", "mounted build cache volume")
 	cacheDirs := fs.String("cache-dirs", "", "comma-separated directories to create in the cache volume")
@@ -110,7 +111,7 @@ func helperAssemble(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper assemble", flag.ContinueOnError)
 	imageJSON := fs.String("image", "", "the image to assemble, as JSON")
 	platform := fs.String("platform", "linux/amd64", "os/arch of the image")
-	dir := fs.String("dir", build.WorkspaceDir, "directory the layers take files from")
+	dir := fs.String("dir", pods.WorkspaceDir, "directory the layers take files from")
 	registryJSON := fs.String("registry", "", "the registry, as JSON")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")
 	report := fs.String("termination-log", terminationLog, "where to write the report")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"io"
 	"os"
 	"os/exec"
@@ -66,7 +67,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	platform := fs.String("platform", "linux/amd64", "os/arch of the image")
 	registryJSON := fs.String("registry", "", "the registry, as JSON")
 	commandJSON := fs.String("command", "", "the build command, as a JSON list")
-	dir := fs.String("dir", build.WorkspaceDir, "the workspace")
+	dir := fs.String("dir", pods.WorkspaceDir, "the workspace")
 	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")
 	if err := fs.Parse(args); err != nil {

@@ -13,29 +13,19 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // Paths and names inside a builder pod.
 const (
-	WorkspaceDir = "/workspace"
-	// HelperBinary is the operator binary in its own image; the helper
-	// containers run its `helper` subcommand.
-	HelperBinary = "/manager"
-
-	sourceCredentialsDir   = "/var/run/devloop/source-credentials"
 	cacheDir               = "/var/run/devloop/cache"
 	registryCredentialsDir = "/var/run/devloop/registry-credentials"
 
-	// ContainerFetch, ContainerBuild and ContainerAssemble are the builder
-	// pod's containers, in the order they run.
-	ContainerFetch    = "fetch"
+	// ContainerBuild and ContainerAssemble are the builder pod's
+	// containers, in the order they run, after pods.ContainerFetch.
 	ContainerBuild    = "build"
 	ContainerAssemble = "assemble"
-
-	// builderUID runs every container: the restricted Pod Security profile
-	// refuses root, and a fixed UID keeps cache volumes' owners stable.
-	builderUID = 65532
 )
 
 // JobRequest is everything a builder Job for one image and one platform
@@ -88,13 +78,13 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	workspace := corev1.VolumeMount{Name: VolumeWorkspace, MountPath: WorkspaceDir}
-	tmp := corev1.VolumeMount{Name: VolumeTmp, MountPath: "/tmp"}
-	fetch, volumes, err := FetchContainer(req.HelperImage, req.Source, req.SourceSecret)
+	workspace := corev1.VolumeMount{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir}
+	tmp := corev1.VolumeMount{Name: pods.VolumeTmp, MountPath: "/tmp"}
+	fetch, volumes, err := pods.FetchContainer(req.HelperImage, req.Source, req.SourceSecret)
 	if err != nil {
 		return nil, err
 	}
-	volumes = append(WorkspaceVolumes(), volumes...)
+	volumes = append(pods.WorkspaceVolumes(), volumes...)
 
 	cacheVol, cacheMounts, subPaths := cacheVolume(req)
 	volumes = append(volumes, cacheVol)
@@ -108,10 +98,10 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 
 	assembleArgs := []string{"helper", "assemble",
 		"--image", string(imageJSON), "--platform", req.Platform,
-		"--dir", WorkspaceDir, "--registry", string(registryJSON)}
-	assembleMounts := []corev1.VolumeMount{{Name: VolumeWorkspace, MountPath: WorkspaceDir, ReadOnly: true}, tmp}
+		"--dir", pods.WorkspaceDir, "--registry", string(registryJSON)}
+	assembleMounts := []corev1.VolumeMount{{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir, ReadOnly: true}, tmp}
 	if req.RegistrySecret != "" {
-		volumes = append(volumes, secretVolume("registry-credentials", req.RegistrySecret))
+		volumes = append(volumes, pods.SecretVolume("registry-credentials", req.RegistrySecret))
 		assembleMounts = append(assembleMounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})
 		assembleArgs = append(assembleArgs, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
 	}
@@ -134,19 +124,19 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              RestrictedPod(),
+					SecurityContext:              pods.RestrictedPod(),
 					Volumes:                      volumes,
 					InitContainers: []corev1.Container{
 						fetch,
 						{
 							Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
-							WorkingDir: WorkspaceDir, Env: env, VolumeMounts: buildMounts,
-							SecurityContext:          RestrictedContainer(),
+							WorkingDir: pods.WorkspaceDir, Env: env, VolumeMounts: buildMounts,
+							SecurityContext:          pods.RestrictedContainer(),
 							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						},
 					},
 					Containers: []corev1.Container{
-						helperContainer(ContainerAssemble, req.HelperImage, assembleArgs, assembleMounts),
+						pods.HelperContainer(ContainerAssemble, req.HelperImage, assembleArgs, assembleMounts),
 					},
 				},
 			},
@@ -203,20 +193,6 @@ func helperSpecArgs(req JobRequest) (image, registry []byte, err error) {
 	}
 	registry, err = json.Marshal(RegistryConfig{Prefix: req.Registry.Prefix, Insecure: req.Registry.Insecure, Compression: req.Registry.Compression})
 	return image, registry, err
-}
-
-func helperContainer(name, image string, args []string, mounts []corev1.VolumeMount) corev1.Container {
-	return corev1.Container{
-		Name: name, Image: image, Command: []string{HelperBinary}, Args: args,
-		VolumeMounts: mounts, SecurityContext: RestrictedContainer(),
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		Env:                      []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
-	}
-}
-
-func secretVolume(name, secret string) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-		Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o400)}}}
 }
 
 // splitPlatform turns "linux/arm/v7" into GOOS, GOARCH and GOARM.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,30 +38,30 @@ const (
 // WarmPod returns the warm builder pod for req (its Source is not used:
 // each build names its own). Its name is req.Name.
 func WarmPod(req JobRequest) (*corev1.Pod, error) {
-	tmp := corev1.VolumeMount{Name: VolumeTmp, MountPath: "/tmp"}
+	tmp := corev1.VolumeMount{Name: pods.VolumeTmp, MountPath: "/tmp"}
 	tools := corev1.VolumeMount{Name: "tools", MountPath: toolsDir}
-	volumes := append(WorkspaceVolumes(), corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	volumes := append(pods.WorkspaceVolumes(), corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	cacheVol, cacheMounts, subPaths := cacheVolume(req)
 	volumes = append(volumes, cacheVol)
 
-	install := helperContainer(ContainerInstall, req.HelperImage,
+	install := pods.HelperContainer(ContainerInstall, req.HelperImage,
 		[]string{"helper", "install", "--to", WarmHelper, "--cache-root", cacheDir, "--cache-dirs", strings.Join(subPaths, ",")},
 		[]corev1.VolumeMount{tools, {Name: "cache", MountPath: cacheDir}})
 
-	mounts := append([]corev1.VolumeMount{{Name: VolumeWorkspace, MountPath: WorkspaceDir}, tmp, {Name: "tools", MountPath: toolsDir, ReadOnly: true}}, cacheMounts...)
+	mounts := append([]corev1.VolumeMount{{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir}, tmp, {Name: "tools", MountPath: toolsDir, ReadOnly: true}}, cacheMounts...)
 	if req.SourceSecret != "" {
-		volumes = append(volumes, secretVolume("source-credentials", req.SourceSecret))
-		mounts = append(mounts, corev1.VolumeMount{Name: "source-credentials", MountPath: sourceCredentialsDir, ReadOnly: true})
+		volumes = append(volumes, pods.SecretVolume("source-credentials", req.SourceSecret))
+		mounts = append(mounts, corev1.VolumeMount{Name: "source-credentials", MountPath: pods.SourceCredentialsDir, ReadOnly: true})
 	}
 	if req.RegistrySecret != "" {
-		volumes = append(volumes, secretVolume("registry-credentials", req.RegistrySecret))
+		volumes = append(volumes, pods.SecretVolume("registry-credentials", req.RegistrySecret))
 		mounts = append(mounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})
 	}
 	warm := corev1.Container{
 		Name: ContainerWarm, Image: req.Run.Image,
 		Command:    []string{WarmHelper, "helper", "idle"},
-		WorkingDir: WorkspaceDir, Env: buildEnv(req), VolumeMounts: mounts,
-		SecurityContext: RestrictedContainer(),
+		WorkingDir: pods.WorkspaceDir, Env: buildEnv(req), VolumeMounts: mounts,
+		SecurityContext: pods.RestrictedContainer(),
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -74,7 +75,7 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
-			SecurityContext:               RestrictedPod(),
+			SecurityContext:               pods.RestrictedPod(),
 			Volumes:                       volumes,
 			InitContainers:                []corev1.Container{install},
 			Containers:                    []corev1.Container{warm},
@@ -108,9 +109,9 @@ func WarmBuildCommand(req JobRequest) ([]string, error) {
 	}
 	cmd := []string{WarmHelper, "helper", "build",
 		"--ref", string(refJSON), "--image", string(imageJSON), "--platform", req.Platform,
-		"--registry", string(registryJSON), "--command", string(commandJSON), "--dir", WorkspaceDir}
+		"--registry", string(registryJSON), "--command", string(commandJSON), "--dir", pods.WorkspaceDir}
 	if req.SourceSecret != "" {
-		cmd = append(cmd, "--credentials", sourceCredentialsDir)
+		cmd = append(cmd, "--credentials", pods.SourceCredentialsDir)
 	}
 	if req.RegistrySecret != "" {
 		cmd = append(cmd, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)

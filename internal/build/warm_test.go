@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -80,7 +81,7 @@ func TestWarmBuildCommandCarriesTheBuild(t *testing.T) {
 	g.Expect(json.Unmarshal([]byte(arg("--command")), &command)).To(Succeed())
 	g.Expect(command).To(Equal([]string{"go", "build", "-o", "out/web", "."}))
 	g.Expect(arg("--platform")).To(Equal("linux/arm64"))
-	g.Expect(arg("--credentials")).To(Equal(sourceCredentialsDir))
+	g.Expect(arg("--credentials")).To(Equal(pods.SourceCredentialsDir))
 	var reg RegistryConfig
 	g.Expect(json.Unmarshal([]byte(arg("--registry")), &reg)).To(Succeed())
 	g.Expect(reg).To(Equal(RegistryConfig{Prefix: "reg/team", Insecure: true, Compression: source.CompressionGzip}))

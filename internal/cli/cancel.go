@@ -61,7 +61,7 @@ ended otherwise first (it finished before the cancel took effect).`,
 			fmt.Fprintf(a.out(), "devenvironment/%s annotated trigger=%s (run #%d)\n", name, value, number)
 			var last *v1alpha1.TestRun
 			err = a.follow(ctx, s, name, 0, p, func(env *v1alpha1.DevEnvironment) (string, bool, error) {
-				r := runNumbered(env, suite, number)
+				r := env.Status.Test(suite).Run(number)
 				if r == nil {
 					return "", true, failed("run #%d of %s is no longer in status (history limit)", number, suite)
 				}

@@ -126,12 +126,3 @@ func ready(env *v1alpha1.DevEnvironment) bool {
 	c := conditionOf(env, v1alpha1.ConditionReady)
 	return env.Status.ObservedGeneration == env.Generation && c != nil && c.Status == metav1.ConditionTrue
 }
-
-func componentStatus(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
-	for i := range env.Status.Components {
-		if env.Status.Components[i].Name == name {
-			return &env.Status.Components[i]
-		}
-	}
-	return nil
-}

@@ -28,8 +28,8 @@ func newLogsCommand(a *app) *cobra.Command {
   COMPONENT         the pods of what the component deployed: the workloads
                     (Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs,
                     Pods) among its applied manifests (status inventory) or in
-                    its Helm release (read from the release's storage; pods
-                    labelled app.kubernetes.io/instance=<release> otherwise);
+                    its Helm release (as status records them; pods labelled
+                    app.kubernetes.io/instance=<release> otherwise);
   SUITE             a test run's Job: the latest run, or --run N;
   COMPONENT/IMAGE   the last builder Job of one of the component's images.
 Each container of each pod, init containers first; lines are prefixed with
@@ -69,19 +69,16 @@ type logsTarget struct {
 	what      string // for messages: "component web", "unit #3", "build of web/web"
 	component string // set for a component
 	job       string // set for a test run or a build
+	noted     bool   // the note on a release without workloads was printed
 }
 
 // logsTargetOf parses the target word against the environment.
 func logsTargetOf(env *v1alpha1.DevEnvironment, word string, run int64) (*logsTarget, error) {
 	if comp, image, ok := strings.Cut(word, "/"); ok {
-		if specComponent(env, comp) == nil {
+		if env.Spec.Component(comp) == nil {
 			return nil, fmt.Errorf("devenvironment/%s has no component %q (in %q, COMPONENT/IMAGE names an image's build)", env.Name, comp, word)
 		}
-		st := componentStatus(env, comp)
-		for _, img := range imagesOf(st) {
-			if img.Name != image {
-				continue
-			}
+		if img := env.Status.Component(comp).Image(image); img != nil {
 			if img.Build == nil || img.Build.Job == "" {
 				return nil, fmt.Errorf("image %s of component %s has no builder Job: it is assembled in the operator (no run step), whose log has its build", image, comp)
 			}
@@ -91,7 +88,7 @@ func logsTargetOf(env *v1alpha1.DevEnvironment, word string, run int64) (*logsTa
 	}
 	if specTest(env, word) != nil {
 		if run > 0 {
-			r := runNumbered(env, word, run)
+			r := env.Status.Test(word).Run(run)
 			if r == nil {
 				return nil, fmt.Errorf("suite %s has no run #%d in status (runs kept: %s)", word, run, runNumbers(env, word))
 			}
@@ -106,7 +103,7 @@ func logsTargetOf(env *v1alpha1.DevEnvironment, word string, run int64) (*logsTa
 	if run > 0 {
 		return nil, fmt.Errorf("--run is for test suites, and %q is not one of devenvironment/%s's suites", word, env.Name)
 	}
-	if specComponent(env, word) != nil {
+	if env.Spec.Component(word) != nil {
 		return &logsTarget{what: "component " + word, component: word}, nil
 	}
 	var names []string
@@ -128,7 +125,7 @@ func runTarget(suite string, r *v1alpha1.TestRun) (*logsTarget, error) {
 
 func runNumbers(env *v1alpha1.DevEnvironment, suite string) string {
 	var out []string
-	if t := testStatus(env, suite); t != nil {
+	if t := env.Status.Test(suite); t != nil {
 		for _, r := range t.Runs {
 			out = append(out, fmt.Sprintf("#%d", r.Number))
 		}
@@ -137,13 +134,6 @@ func runNumbers(env *v1alpha1.DevEnvironment, suite string) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
-}
-
-func imagesOf(st *v1alpha1.ComponentStatus) []v1alpha1.ImageStatus {
-	if st == nil {
-		return nil
-	}
-	return st.Images
 }
 
 // printLogs finds the target's pods (waiting for them with --follow) and

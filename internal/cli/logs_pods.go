@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 )
 
 // workloadKinds are the kinds whose pods `logs` reads, by group.
@@ -32,50 +31,33 @@ func (a *app) targetPods(ctx context.Context, s *session, env *v1alpha1.DevEnvir
 	if t.job != "" {
 		return s.podsOf(ctx, env.Namespace, []v1alpha1.ObjectRef{{Group: "batch", Version: "v1", Kind: "Job", Namespace: env.Namespace, Name: t.job}})
 	}
-	st := componentStatus(env, t.component)
+	st := env.Status.Component(t.component)
 	if st == nil {
 		return nil, fmt.Errorf("component %s has no status yet: the operator has not reached it (see `kubectl devloop status %s`)", t.component, env.Name)
 	}
 	objs := append([]v1alpha1.ObjectRef(nil), st.Inventory...)
 	if st.Release != nil {
-		rel, err := s.releaseObjects(st.Release)
-		if err != nil {
-			fmt.Fprintf(a.errOut(), "note: cannot read Helm release %s/%s (%v); looking for pods labelled %s=%s\n", st.Release.Namespace, st.Release.Name, err, helmInstanceLabel, st.Release.Name)
-		}
-		objs = append(objs, rel...)
+		// The operator records the release's workloads in status, so the
+		// plugin need not read Helm's storage.
+		objs = append(objs, st.Release.Workloads...)
 	}
 	pods, err := s.podsOf(ctx, env.Namespace, objs)
 	if err != nil || len(pods) > 0 || st.Release == nil {
 		return pods, err
 	}
 	// A chart whose workloads are not in the release manifest (made by an
-	// operator it installs, say) still labels them by convention.
+	// operator it installs, say), or a release whose status records no
+	// workloads (written by an older operator), still labels its pods by
+	// convention.
+	if len(st.Release.Workloads) == 0 && !t.noted {
+		t.noted = true
+		fmt.Fprintf(a.errOut(), "note: status records no workloads of Helm release %s/%s; looking for pods labelled %s=%s\n", st.Release.Namespace, st.Release.Name, helmInstanceLabel, st.Release.Name)
+	}
 	list := &corev1.PodList{}
 	if err := s.client.List(ctx, list, client.InNamespace(st.Release.Namespace), client.MatchingLabels{helmInstanceLabel: st.Release.Name}); err != nil {
 		return nil, fmt.Errorf("listing pods of release %s: %w", st.Release.Name, err)
 	}
 	return list.Items, nil
-}
-
-// releaseObjects reads the objects of a Helm release from its storage.
-func (s *session) releaseObjects(r *v1alpha1.ReleaseStatus) ([]v1alpha1.ObjectRef, error) {
-	ac, err := deploy.NewConfigFactory(s.config, "")(r.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	rls, err := ac.Releases.Last(r.Name)
-	if err != nil {
-		return nil, err
-	}
-	refs, err := deploy.ReleaseObjects(rls, s.client.RESTMapper())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]v1alpha1.ObjectRef, 0, len(refs))
-	for _, ref := range refs {
-		out = append(out, v1alpha1.ObjectRef{Group: ref.Group, Version: ref.Version, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name})
-	}
-	return out, nil
 }
 
 // podsOf lists the pods of the workloads among objs (by each workload's

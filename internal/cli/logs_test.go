@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 )
 
 // fakeLogs stands in for the kubelet, which envtest has not: every
@@ -120,7 +118,7 @@ func TestLogsOfAComponentFindsThePodsOfItsWorkloads(t *testing.T) {
 }
 
 // A Helm component's pods are found through the workloads of its release,
-// read from Helm's own storage (a Secret the test writes as Helm would).
+// as the operator records them in status.
 func TestLogsOfAHelmComponentFromItsRelease(t *testing.T) {
 	ns := newNamespace(t)
 	createEnv(t, ns, "team", teamSpec())
@@ -128,18 +126,15 @@ func TestLogsOfAHelmComponentFromItsRelease(t *testing.T) {
 	create(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.StatefulSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.test/web"}}}},
-	}}, pod(ns, "web-0", labels, "web"))
-	cfg, err := deploy.NewConfigFactory(restConfig, "")(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := "---\n# Source: web/templates/sts.yaml\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels:\n      app: helm-web\n"
-	if err := cfg.Releases.Create(&release.Release{Name: "web", Namespace: ns, Version: 1, Manifest: manifest, Info: &release.Info{Status: release.StatusDeployed}}); err != nil {
-		t.Fatal(err)
-	}
+	}}, pod(ns, "web-0", labels, "web"),
+		// Labelled as the release's, but not of its workloads: the
+		// fallback must not be taken when the workloads have pods.
+		pod(ns, "stray", map[string]string{helmInstanceLabel: "web"}, "stray"))
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		env.Status.Components = []v1alpha1.ComponentStatus{{Name: "web", Phase: v1alpha1.PhaseReady,
-			Release: &v1alpha1.ReleaseStatus{Name: "web", Namespace: ns, Revision: 1}}}
+			Release: &v1alpha1.ReleaseStatus{Name: "web", Namespace: ns, Revision: 1, Workloads: []v1alpha1.ObjectRef{
+				{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: ns, Name: "web"},
+			}}}}
 	})
 	r := logsPlugin(t, &fakeLogs{}, "logs", "team", "web", "-n", ns)
 	if r.code != 0 || r.out != "web-0/web line 1\nweb-0/web line 2\n" || r.err != "" {
@@ -147,6 +142,9 @@ func TestLogsOfAHelmComponentFromItsRelease(t *testing.T) {
 	}
 }
 
+// A release whose status records no workloads (an older operator, or a
+// chart whose pods an operator it installs makes) falls back to the pods
+// labelled with the release's name.
 func TestLogsOfAHelmComponentFallBackToTheInstanceLabel(t *testing.T) {
 	ns := newNamespace(t)
 	createEnv(t, ns, "team", teamSpec())
@@ -156,7 +154,7 @@ func TestLogsOfAHelmComponentFallBackToTheInstanceLabel(t *testing.T) {
 			Release: &v1alpha1.ReleaseStatus{Name: "web", Namespace: ns, Revision: 1}}}
 	})
 	r := logsPlugin(t, &fakeLogs{}, "logs", "team", "web", "-n", ns)
-	if r.code != 0 || r.out != "web-0/web line 1\nweb-0/web line 2\n" || !strings.Contains(r.err, "cannot read Helm release") {
+	if r.code != 0 || r.out != "web-0/web line 1\nweb-0/web line 2\n" || !strings.Contains(r.err, "status records no workloads of Helm release") {
 		t.Fatalf("got\n%s", r)
 	}
 }

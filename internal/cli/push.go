@@ -103,16 +103,9 @@ func resolvePushTarget(ctx context.Context, s *session, envName, srcName, dir st
 	if err != nil {
 		return nil, err
 	}
-	var oci []string
-	for _, src := range env.Spec.Sources {
-		if src.OCI != nil {
-			oci = append(oci, src.Name)
-		}
-		if src.Name != srcName {
-			continue
-		}
+	if src := env.Spec.Source(srcName); src != nil {
 		if src.OCI == nil {
-			return nil, fmt.Errorf("source %q of devenvironment/%s has no oci repository (it is a %s source): push works only for oci sources; add one, e.g. {name: local, oci: {repository: <registry>/<path>, tag: dev}}", srcName, envName, sourceKind(src))
+			return nil, fmt.Errorf("source %q of devenvironment/%s has no oci repository (it is a %s source): push works only for oci sources; add one, e.g. {name: local, oci: {repository: <registry>/<path>, tag: dev}}", srcName, envName, sourceKind(*src))
 		}
 		if src.OCI.Digest != "" {
 			return nil, fmt.Errorf("source %q of devenvironment/%s pins oci.digest %s: a push moves a tag, so set spec.sources[].oci.tag instead of digest", srcName, envName, src.OCI.Digest)
@@ -122,6 +115,12 @@ func resolvePushTarget(ctx context.Context, s *session, envName, srcName, dir st
 			tag = "latest"
 		}
 		return &pushTarget{dir: dir, env: envName, source: srcName, ref: src.OCI.Repository + ":" + tag, insecure: src.OCI.Insecure}, nil
+	}
+	var oci []string
+	for _, src := range env.Spec.Sources {
+		if src.OCI != nil {
+			oci = append(oci, src.Name)
+		}
 	}
 	hint := "it has no oci sources"
 	if len(oci) > 0 {
@@ -272,16 +271,15 @@ func requestReconcile(ctx context.Context, s *session, env *v1alpha1.DevEnvironm
 
 // sourceDigest is the digest the environment last resolved a source to.
 func sourceDigest(env *v1alpha1.DevEnvironment, name string) string {
-	for _, s := range env.Status.Sources {
-		if s.Name == name {
-			if s.Digest != "" {
-				return s.Digest
-			}
-			_, d, _ := strings.Cut(s.Revision, "@")
-			return d
-		}
+	s := env.Status.Source(name)
+	switch {
+	case s == nil:
+		return ""
+	case s.Digest != "":
+		return s.Digest
 	}
-	return ""
+	_, d, _ := strings.Cut(s.Revision, "@")
+	return d
 }
 
 func humanBytes(n int64) string {

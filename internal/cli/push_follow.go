@@ -91,7 +91,7 @@ func rolloutCheck(token, source, digest string, affected []string) check {
 		var parts []string
 		allReady := true
 		for _, name := range affected {
-			st := componentStatus(env, name)
+			st := env.Status.Component(name)
 			phase := v1alpha1.PhasePending
 			if st != nil && st.Phase != "" {
 				phase = st.Phase

@@ -154,7 +154,7 @@ func TestPushRollsOutAndFollowsToReady(t *testing.T) {
 		t.Fatalf("artifact holds %v, want %v (.git, *.log, tmp/ and secret.txt left out)", files, want)
 	}
 	env := getEnv(t, ns, hello)
-	if !ready(env) || componentStatus(env, "web").Phase != v1alpha1.PhaseReady {
+	if !ready(env) || !env.Status.Component("web").Ready() {
 		t.Fatalf("not Ready after push returned: %+v", env.Status)
 	}
 	expectKstatus(t, env, status.CurrentStatus)

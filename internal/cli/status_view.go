@@ -57,10 +57,8 @@ func newStatusView(env *v1alpha1.DevEnvironment) *StatusView {
 	}
 	for _, src := range env.Spec.Sources {
 		st := v1alpha1.SourceStatus{Name: src.Name}
-		for _, s := range env.Status.Sources {
-			if s.Name == src.Name {
-				st = s
-			}
+		if s := env.Status.Source(src.Name); s != nil {
+			st = *s
 		}
 		v.Sources = append(v.Sources, st)
 	}
@@ -76,9 +74,9 @@ func newStatusView(env *v1alpha1.DevEnvironment) *StatusView {
 		}
 	}
 	for _, name := range components {
-		c := specComponent(env, name)
+		c := env.Spec.Component(name)
 		st := v1alpha1.ComponentStatus{Name: name}
-		if s := componentStatus(env, name); s != nil {
+		if s := env.Status.Component(name); s != nil {
 			st = *s
 		}
 		v.Components = append(v.Components, ComponentView{ComponentStatus: st, DependsOn: c.DependsOn})
@@ -86,12 +84,10 @@ func newStatusView(env *v1alpha1.DevEnvironment) *StatusView {
 	for _, name := range tests {
 		t := specTest(env, name)
 		tv := TestView{TestStatus: v1alpha1.TestStatus{Name: name}, DependsOn: t.DependsOn, Labels: t.Labels, Trigger: string(t.Trigger)}
-		if s := testStatus(env, name); s != nil {
+		if s := env.Status.Test(name); s != nil {
 			tv.TestStatus = *s
 		}
-		if len(tv.Runs) > 0 {
-			tv.LastRun = &tv.Runs[0]
-		}
+		tv.LastRun = tv.Latest()
 		v.Tests = append(v.Tests, tv)
 	}
 	return v
@@ -107,28 +103,10 @@ func specOrder(env *v1alpha1.DevEnvironment) (components, tests []string) {
 	return components, tests
 }
 
-func specComponent(env *v1alpha1.DevEnvironment, name string) *v1alpha1.Component {
-	for i := range env.Spec.Components {
-		if env.Spec.Components[i].Name == name {
-			return &env.Spec.Components[i]
-		}
-	}
-	return nil
-}
-
 func specTest(env *v1alpha1.DevEnvironment, name string) *v1alpha1.TestSuite {
 	for i := range env.Spec.Tests {
 		if env.Spec.Tests[i].Name == name {
 			return &env.Spec.Tests[i]
-		}
-	}
-	return nil
-}
-
-func testStatus(env *v1alpha1.DevEnvironment, name string) *v1alpha1.TestStatus {
-	for i := range env.Status.Tests {
-		if env.Status.Tests[i].Name == name {
-			return &env.Status.Tests[i]
 		}
 	}
 	return nil

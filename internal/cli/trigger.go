@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 func newTriggerCommand(a *app) *cobra.Command {
@@ -136,7 +137,7 @@ func newRunsState(env *v1alpha1.DevEnvironment, suites []string, after map[strin
 		if r == nil {
 			done = false
 			msg := suite + " not started"
-			if t := testStatus(env, suite); t != nil && t.Message != "" {
+			if t := env.Status.Test(suite); t != nil && t.Message != "" {
 				msg += ": " + firstLine(t.Message)
 			}
 			parts = append(parts, msg)
@@ -149,7 +150,7 @@ func newRunsState(env *v1alpha1.DevEnvironment, suites []string, after map[strin
 		parts = append(parts, runState(suite, r))
 	}
 	state := strings.Join(parts, "; ")
-	if len(runs) == 0 && pendingTrigger(env) != "" {
+	if len(runs) == 0 && testrun.Unconsumed(env) != "" {
 		state += " (trigger=" + value + " not consumed yet: is the operator running?)"
 	}
 	return runs, state, done

@@ -3,29 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
-
-// pendingTrigger is the trigger annotation the operator has not consumed
-// yet ("key=value"), or "". The operator removes a plain trigger once it
-// has recorded its runs; a token trigger (suites@token) stays, and is done
-// once status.lastHandledTrigger names it.
-func pendingTrigger(env *v1alpha1.DevEnvironment) string {
-	for _, key := range []string{v1alpha1.TriggerAnnotation, v1alpha1.TriggerAnnotationPrefixed} {
-		v := env.Annotations[key]
-		if v == "" || (strings.Contains(v, "@") && v == env.Status.LastHandledTrigger) {
-			continue
-		}
-		return key + "=" + v
-	}
-	return ""
-}
 
 // setTrigger sets the trigger annotation to value, as `kubectl annotate`
 // would, but never over a trigger still pending: it waits until the
@@ -39,7 +24,7 @@ func (a *app) setTrigger(ctx context.Context, s *session, name, value string, p 
 		if err != nil {
 			return nil, err
 		}
-		if pending := pendingTrigger(env); pending != "" {
+		if pending := testrun.Unconsumed(env); pending != "" {
 			p.show(fmt.Sprintf("waiting: %s is still pending (the operator has not consumed it yet)", pending))
 		} else {
 			patched := env.DeepCopy()
@@ -68,7 +53,7 @@ func (a *app) setTrigger(ctx context.Context, s *session, name, value string, p 
 // lastRunNumber is the highest run number a suite has, 0 for none.
 func lastRunNumber(env *v1alpha1.DevEnvironment, suite string) int64 {
 	var n int64
-	if t := testStatus(env, suite); t != nil {
+	if t := env.Status.Test(suite); t != nil {
 		for _, r := range t.Runs {
 			n = max(n, r.Number)
 		}
@@ -79,7 +64,7 @@ func lastRunNumber(env *v1alpha1.DevEnvironment, suite string) int64 {
 // newestRunAfter is the newest run of suite numbered above after, or nil.
 func newestRunAfter(env *v1alpha1.DevEnvironment, suite string, after int64) *v1alpha1.TestRun {
 	var newest *v1alpha1.TestRun
-	if t := testStatus(env, suite); t != nil {
+	if t := env.Status.Test(suite); t != nil {
 		for i := range t.Runs {
 			r := &t.Runs[i]
 			if r.Number > after && (newest == nil || r.Number > newest.Number) {
@@ -88,18 +73,6 @@ func newestRunAfter(env *v1alpha1.DevEnvironment, suite string, after int64) *v1
 		}
 	}
 	return newest
-}
-
-// runNumbered is run n of suite, or nil once it left the history.
-func runNumbered(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
-	if t := testStatus(env, suite); t != nil {
-		for i := range t.Runs {
-			if t.Runs[i].Number == n {
-				return &t.Runs[i]
-			}
-		}
-	}
-	return nil
 }
 
 // finished says whether a run has its final result.

@@ -59,7 +59,7 @@ func notReadySummary(env *v1alpha1.DevEnvironment) string {
 	}
 	var parts []string
 	for _, c := range env.Status.Components {
-		if c.Phase != v1alpha1.PhaseReady {
+		if !c.Ready() {
 			parts = append(parts, c.Name+" "+string(c.Phase))
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -23,7 +23,7 @@ import (
 // container) fills the workspace first when the suite has a source.
 const (
 	ContainerTest  = "test"
-	ContainerFetch = build.ContainerFetch
+	ContainerFetch = pods.ContainerFetch
 )
 
 // DefaultTimeout is a run's deadline when the spec sets none (the CRD
@@ -85,14 +85,14 @@ func Job(req JobRequest) (*batchv1.Job, error) {
 	if req.Image == "" {
 		return nil, fmt.Errorf("suite %s: no image to run", s.Name)
 	}
-	volumes := append(build.WorkspaceVolumes(),
+	volumes := append(pods.WorkspaceVolumes(),
 		corev1.Volume{Name: "home", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	var initContainers []corev1.Container
 	if req.Source != nil {
 		if req.HelperImage == "" {
 			return nil, fmt.Errorf("suite %s mounts source %s, but this operator has no helper image to fetch it (--helper-image)", s.Name, req.Source.Source)
 		}
-		fetch, extra, err := build.FetchContainer(req.HelperImage, *req.Source, req.SourceSecret)
+		fetch, extra, err := pods.FetchContainer(req.HelperImage, *req.Source, req.SourceSecret)
 		if err != nil {
 			return nil, err
 		}
@@ -126,18 +126,18 @@ func Job(req JobRequest) (*batchv1.Job, error) {
 					// environment's ServiceAccount.
 					AutomountServiceAccountToken: ptr.To(true),
 					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              build.RestrictedPod(),
+					SecurityContext:              pods.RestrictedPod(),
 					Volumes:                      volumes,
 					InitContainers:               initContainers,
 					Containers: []corev1.Container{{
 						Name: ContainerTest, Image: req.Image, Command: s.Command,
-						WorkingDir: build.WorkspaceDir, Env: env,
+						WorkingDir: pods.WorkspaceDir, Env: env,
 						VolumeMounts: []corev1.VolumeMount{
-							{Name: build.VolumeWorkspace, MountPath: build.WorkspaceDir},
-							{Name: build.VolumeTmp, MountPath: "/tmp"},
+							{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir},
+							{Name: pods.VolumeTmp, MountPath: "/tmp"},
 							{Name: "home", MountPath: homeDir},
 						},
-						SecurityContext:          build.RestrictedContainer(),
+						SecurityContext:          pods.RestrictedContainer(),
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 				},

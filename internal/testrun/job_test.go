@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -62,11 +62,11 @@ func TestJobSpec(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pod.InitContainers).To(HaveLen(1))
 			fetch := pod.InitContainers[0]
-			g.Expect(fetch.Name).To(Equal(build.ContainerFetch))
+			g.Expect(fetch.Name).To(Equal(pods.ContainerFetch))
 			g.Expect(fetch.Image).To(Equal("devloop:1"))
-			g.Expect(fetch.Command).To(Equal([]string{build.HelperBinary}))
+			g.Expect(fetch.Command).To(Equal([]string{pods.HelperBinary}))
 			g.Expect(strings.Join(fetch.Args, " ")).To(ContainSubstring(`"digest":"sha256:abc"`))
-			g.Expect(fetch.Args).To(ContainElements("--dest", build.WorkspaceDir, "--credentials"))
+			g.Expect(fetch.Args).To(ContainElements("--dest", pods.WorkspaceDir, "--credentials"))
 			g.Expect(fetch.Args).NotTo(ContainElement("--cache-root"), "test pods have no build cache")
 			g.Expect(pod.Volumes).To(ContainElement(HaveField("Name", "source-credentials")))
 		}},

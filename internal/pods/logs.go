@@ -1,0 +1,40 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// LogReader reads the end of a container's log.
+type LogReader interface {
+	TailLog(ctx context.Context, namespace, pod, container string, lines int64) (string, error)
+}
+
+// Logs reads container logs through the API server.
+type Logs struct {
+	Clientset kubernetes.Interface
+}
+
+// TailLog returns the last lines of a container's log, at most 64 KiB.
+func (p Logs) TailLog(ctx context.Context, namespace, pod, container string, lines int64) (string, error) {
+	limit := int64(64 * 1024)
+	b, err := p.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
+		Container: container, TailLines: &lines, LimitBytes: &limit,
+	}).DoRaw(ctx)
+	return string(b), err
+}
+
+// WaitingReason is ": <container> <reason>" of the first container that
+// waits for something other than starting (ImagePullBackOff, say), or "".
+func WaitingReason(pod *corev1.Pod) string {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+			return fmt.Sprintf(": %s %s", cs.Name, w.Reason)
+		}
+	}
+	return ""
+}
