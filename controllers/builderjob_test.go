@@ -21,6 +21,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // apiEnv has one image compiled by a run step for two platforms.
@@ -56,11 +57,11 @@ func apiEnv(ns string) *v1alpha1.DevEnvironment {
 // builderJobs lists the environment's builder Jobs by platform label.
 func builderJobs(g Gomega, ns string) map[string]batchv1.Job {
 	jobs := &batchv1.JobList{}
-	g.Expect(k8s.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{LabelRole: "build"})).To(Succeed())
+	g.Expect(k8s.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleBuild})).To(Succeed())
 	out := map[string]batchv1.Job{}
 	for _, j := range jobs.Items {
 		if j.DeletionTimestamp == nil {
-			out[j.Labels[LabelPlatform]] = j
+			out[j.Labels[v1alpha1.LabelPlatform]] = j
 		}
 	}
 	return out
@@ -173,7 +174,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		g.Expect(remote.Write(ref, img)).To(Succeed(), platform)
 		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2})
 		finishJob(t, &job,
-			[]corev1.ContainerStatus{terminated(build.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
+			[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
 			[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, string(report))}, true)
 	}
 
@@ -218,7 +219,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	failed := jobs["linux-arm64"]
 	logs.set(ns, failed.Name+"-x1", build.ContainerBuild, "go: downloading nothing\ncmd/broken/main.go:3:2: undefined: handler\n")
 	finishJob(t, &failed,
-		[]corev1.ContainerStatus{terminated(build.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 2, "")},
+		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 2, "")},
 		nil, false)
 
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // benchManifests is how many manifests components the bench environment
@@ -101,13 +102,16 @@ spec:
 		Client:               cl,
 		APIReader:            s.APIReader,
 		Recorder:             s.Recorder,
-		Engine:               s.Engine,
+		Identity:             s.Identity,
+		Builds:               s.Builds,
+		Deploy:               s.Deploy,
 		NoCrossNamespaceRefs: s.NoCrossNamespaceRefs,
 		WaitInterval:         s.WaitInterval,
 		Sources:              s.Sources,
-		Images:               s.Images,
-		Logs:                 s.Logs,
 	}
+	tests := *s.Tests.(*testrun.Engine)
+	tests.Client = cl
+	r.Tests = &tests
 	req := ctrl.Request{NamespacedName: key}
 	// Warm up: the bench reconciler resolves the sources once.
 	_, err := r.Reconcile(context.Background(), req)

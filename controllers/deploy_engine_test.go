@@ -75,7 +75,7 @@ func markAvailable(t testing.TB, ns, name string) {
 }
 
 func componentOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
-	return lastStatus(env, name)
+	return env.Status.Component(name)
 }
 
 func expectGone(t *testing.T, obj client.Object) {
@@ -185,7 +185,8 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
 		g.Expect(c.Release).NotTo(BeNil())
 	})
-	g.Expect(*componentOf(env, "web").Release).To(Equal(v1alpha1.ReleaseStatus{Name: "site", Namespace: ns, Revision: 1, Status: "deployed"}))
+	g.Expect(*componentOf(env, "web").Release).To(Equal(v1alpha1.ReleaseStatus{Name: "site", Namespace: ns, Revision: 1, Status: "deployed",
+		Workloads: []v1alpha1.ObjectRef{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "site"}}}), "the release's workloads, for kubectl devloop logs")
 	img := imageOf(env, "web", "web")
 	cm := &corev1.ConfigMap{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-version"}, cm)).To(Succeed())

@@ -35,11 +35,14 @@ type DevEnvironmentReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 
-	// Engine deploys components whose images are built (DeployEngine).
-	Engine ComponentEngine
-	// DefaultServiceAccount is impersonated for environments that name no
-	// spec.serviceAccountName (the deploy engine holds its own copy).
-	DefaultServiceAccount string
+	// Identity is who every request made for an environment acts as.
+	Identity Identities
+	// Builds builds components' images.
+	Builds ImageBuilder
+	// Deploy deploys components whose images are built.
+	Deploy Deployer
+	// Tests runs test suites as Jobs.
+	Tests TestRunner
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
 	// WaitInterval is how soon an environment waiting on a rollout or a
@@ -51,30 +54,13 @@ type DevEnvironmentReconciler struct {
 	// them); DefaultDriftInterval when zero.
 	DriftInterval time.Duration
 
-	// APIReader reads Secrets, Flux objects and pods straight from the API
-	// server: caching them would watch every Secret and pod in the cluster.
+	// APIReader reads namespaces straight from the API server.
 	APIReader client.Reader
 	// Sources resolves and fetches sources; nil disables the sources step
 	// (and with it every image that needs a source).
 	Sources *source.Fetcher
-	// Images configures image builds.
-	Images ImageOptions
-	// Logs reads builder and test pod logs; nil when unavailable.
-	Logs LogReader
-	// Impersonate gives the client test Jobs are created and deleted
-	// through, acting as the environment's ServiceAccount (DeployEngine
-	// does); nil writes them as the operator.
-	Impersonate Impersonator
-	// TestStartTimeout is how long a test pod may wait to start (an image
-	// that cannot be pulled) before its run ends with Error;
-	// DefaultTestStartTimeout when zero.
-	TestStartTimeout time.Duration
-	// Exec runs builds in warm builder pods (run.keepWarm) as the
-	// environment's ServiceAccount (DeployEngine does); nil refuses them.
-	Exec PodExecutor
 
 	resolved resolutions
-	warm     *warmBuilds
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
@@ -96,15 +82,12 @@ type DevEnvironmentReconciler struct {
 // reconcile; spec changes and annotation changes (trigger, reconcile
 // requests) do.
 func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent int) error {
-	if r.Engine == nil {
+	if r.Identity == nil || r.Builds == nil || r.Deploy == nil || r.Tests == nil {
 		// A reconciler that deployed nothing would still report Ready.
-		return errors.New("DevEnvironmentReconciler needs an Engine")
+		return errors.New("DevEnvironmentReconciler needs Identity, Builds, Deploy and Tests")
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.warm == nil {
-		r.warm = newWarmBuilds()
 	}
 	// Builder Jobs are owned by their environment, so a finished build
 	// reconciles it at once instead of at the next poll; a build in a warm
@@ -113,7 +96,7 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 		For(&v1alpha1.DevEnvironment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
-		WatchesRawSource(crsource.Channel(r.warm.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(crsource.Channel(r.Builds.Wake(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
 		Complete(r)
 }
@@ -140,7 +123,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	before := env.DeepCopy()
-	s := &scope{env: env, before: before}
+	s := &scope{env: env, before: before, tenant: r.Identity.For(env)}
 
 	var outcome error
 	defer func() {
@@ -191,8 +174,9 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 	if !controllerutil.ContainsFinalizer(env, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	tenant := r.Identity.For(env)
 	for _, c := range teardownOrder(env) {
-		err := r.Engine.FinalizeComponent(ctx, env, c, lastStatus(env, c.Name))
+		err := r.Deploy.FinalizeComponent(ctx, env, c, env.Status.Component(c.Name), tenant)
 		if err != nil && (fault.IsPermanent(err) || apierrors.IsForbidden(err)) && r.namespaceTerminating(ctx, env.Namespace) {
 			// The environment's namespace is going away and took the
 			// ServiceAccount's rights with it: what is left in that
@@ -206,6 +190,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 		}
 	}
 	r.resolved.forget(env.UID)
+	r.Builds.Forget(env.UID)
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))
@@ -218,16 +203,6 @@ func (r *DevEnvironmentReconciler) namespaceTerminating(ctx context.Context, ns 
 		return apierrors.IsNotFound(err)
 	}
 	return !n.DeletionTimestamp.IsZero()
-}
-
-// lastStatus is a component's status entry, or nil.
-func lastStatus(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
-	for i := range env.Status.Components {
-		if env.Status.Components[i].Name == name {
-			return &env.Status.Components[i]
-		}
-	}
-	return nil
 }
 
 // teardownOrder is the reverse DAG order, or reverse declaration order
@@ -259,12 +234,11 @@ func (r *DevEnvironmentReconciler) recordTransition(before, after *v1alpha1.DevE
 	if now == nil || (old != nil && old.Status == now.Status && old.Message == now.Message) {
 		return
 	}
-	var stalling *StallingError
-	var waiting *WaitingError
+	stalling, waiting := fault.AsStalled(outcome), fault.AsWaiting(outcome)
 	switch {
-	case errors.As(outcome, &stalling):
+	case stalling != nil:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, stalling.Reason, "Reconcile", "%s", now.Message)
-	case errors.As(outcome, &waiting):
+	case waiting != nil:
 		// Progress is not news; the condition carries it.
 	case outcome != nil:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1alpha1.ReasonReconcileError, "Reconcile", "%s", now.Message)

@@ -3,47 +3,55 @@ package controllers
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
-// ComponentResult is what an engine reports about one component.
-type ComponentResult struct {
-	// Phase the component is in after the engine ran.
-	Phase v1alpha1.ComponentPhase
-	// Message says why, in words for `kubectl get`.
-	Message string
+// The engines the steps call, one small interface each. Each engine owns
+// its orchestration next to its mechanics and reports outcomes as
+// internal/fault errors with a reason; the reconciler only orders the
+// calls, gates them on the DAG and summarizes status.
+
+// Identities gives the tenant of one reconcile: who every request made
+// for the environment acts as (identity.Identity).
+type Identities interface {
+	For(env *v1alpha1.DevEnvironment) *identity.Tenant
 }
 
-// ComponentEngine builds and deploys one component whose dependencies are
-// Ready, and removes what it deployed. The build and deploy engines
-// implement it; the reconciler only orders the calls and gates them on the
-// DAG.
-type ComponentEngine interface {
+// ImageBuilder builds components' images (build.Engine).
+type ImageBuilder interface {
+	// Session starts one reconcile's builds of env.
+	Session(env *v1alpha1.DevEnvironment, t *identity.Tenant, sources source.Resolved) *build.Session
+	// Wake reports environments whose out-of-reconcile build ended.
+	Wake() <-chan event.GenericEvent
+	// Forget drops what the engine remembers of a deleted environment.
+	Forget(env types.UID)
+}
+
+// Deployer deploys one component whose dependencies are Ready and whose
+// images are built, and removes what it deployed (deploy.Engine).
+type Deployer interface {
 	// ReconcileComponent brings c to its declared state. It is called on
 	// every reconcile while c's dependencies are Ready and must be
-	// idempotent. An error is a failure to retry (or a *StallingError).
-	// in gives access to what the reconcile resolved and fetched.
-	ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs) (ComponentResult, error)
-	// FinalizeComponent removes what ReconcileComponent deployed. Called in
-	// reverse dependency order when the environment is deleted.
-	// st is the component's last status (nil when it has none): the
-	// inventory and the release to remove are read from it.
-	FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error
+	// idempotent.
+	ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved) (deploy.Result, error)
+	// FinalizeComponent removes what ReconcileComponent deployed. st is
+	// the component's last status (nil when it has none): the inventory
+	// and the release to remove are read from it.
+	FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error
 }
 
-// ComponentInputs is what one reconcile of an environment resolved, shared
-// by every component of that reconcile: sources are fetched at most once and
-// an engine may keep per-reconcile state (its impersonating client) in it.
-type ComponentInputs struct {
-	// Artifact fetches a source's content by name (once per reconcile).
-	Artifact func(name string) (*source.Artifact, error)
-	// Source returns a source's resolved reference, which tag templates
-	// render from.
-	Source func(name string) (source.Ref, bool)
-
-	// clients are the impersonating clients of this reconcile, by user.
-	clients map[string]client.Client
+// TestRunner runs test suites as Jobs (testrun.Engine).
+type TestRunner interface {
+	// TakeTrigger moves a plain trigger annotation into pending.
+	TakeTrigger(ctx context.Context, env, before *v1alpha1.DevEnvironment) (retrySoon bool, err error)
+	// Run records, starts, observes and trims test runs.
+	Run(ctx context.Context, in testrun.Inputs) (testrun.Hints, error)
 }

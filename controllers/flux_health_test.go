@@ -171,7 +171,7 @@ type envRecorder struct {
 
 func watchEnvironments(t *testing.T, ns string) *envRecorder {
 	t.Helper()
-	wc, err := client.NewWithWatch(deployEngine.Config, client.Options{Scheme: testenv.Scheme()})
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,9 @@ package controllers
 import (
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -27,10 +26,11 @@ type scope struct {
 	refs map[string]source.Ref
 	// artifacts are the sources fetched during this reconcile.
 	artifacts map[string]*source.Artifact
-	// builder pushes to the environment's registry; made on first use.
-	builder *build.Builder
-	// tenant acts as the environment's ServiceAccount; made on first use.
-	tenant client.Client
+	// tenant acts as the environment's ServiceAccount; its client is made
+	// on first use.
+	tenant *identity.Tenant
+	// builds are this reconcile's image builds; made on first use.
+	builds *build.Session
 
 	// requeueAfter is the soonest time something must be looked at again
 	// even if nothing changes (a branch to resolve again); zero is never.
@@ -75,40 +75,24 @@ func (s *scope) wrote() {
 // missing.
 func (s *scope) componentStatus(name string) *v1alpha1.ComponentStatus {
 	st := &s.env.Status
-	for i := range st.Components {
-		if st.Components[i].Name == name {
-			return &st.Components[i]
-		}
+	if c := st.Component(name); c != nil {
+		return c
 	}
 	st.Components = append(st.Components, v1alpha1.ComponentStatus{Name: name, Phase: v1alpha1.PhasePending})
 	return &st.Components[len(st.Components)-1]
 }
 
-// testStatus returns the status entry of a test suite, adding it when
-// missing.
-func (s *scope) testStatus(name string) *v1alpha1.TestStatus {
-	st := &s.env.Status
-	for i := range st.Tests {
-		if st.Tests[i].Name == name {
-			return &st.Tests[i]
-		}
-	}
-	st.Tests = append(st.Tests, v1alpha1.TestStatus{Name: name})
-	return &st.Tests[len(st.Tests)-1]
-}
-
 // isReady reports whether a component is Ready, or a test suite has passed
 // its latest run.
 func (s *scope) isReady(name string) bool {
-	for _, c := range s.env.Status.Components {
-		if c.Name == name {
-			return c.Phase == v1alpha1.PhaseReady
-		}
+	if c := s.env.Status.Component(name); c != nil {
+		return c.Ready()
 	}
-	for _, t := range s.env.Status.Tests {
-		if t.Name == name {
-			return len(t.Runs) > 0 && t.Runs[0].Result == v1alpha1.ResultPassed
-		}
-	}
-	return false
+	return s.env.Status.Test(name).Passed()
+}
+
+// Ref is a source's resolved reference (source.Resolved).
+func (s *scope) Ref(name string) (source.Ref, bool) {
+	ref, ok := s.refs[name]
+	return ref, ok
 }

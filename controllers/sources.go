@@ -2,9 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -14,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/digest"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -89,7 +88,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 			interval = src.Interval.Duration
 		}
 		key := string(s.env.UID) + "/" + src.Name
-		specHash := hashJSON(src)
+		specHash := digest.JSON(src)
 		last, ok := r.resolved.get(key)
 		st := sourceStatus(s.env, src.Name)
 		if !ok || last.spec != specHash || last.request != request || now.Sub(last.at) >= interval {
@@ -105,7 +104,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 					kept = append(kept, sourceStatus(s.env, rest.Name))
 				}
 				s.env.Status.Sources = kept
-				return sourceError(src.Name, err)
+				return sourceError(err)
 			}
 			if last.ref.Key() != ref.Key() || st.Revision == "" {
 				// New content: its digest is known once fetched (git) or
@@ -148,11 +147,11 @@ func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name 
 	}
 	creds, err := source.LoadCredentials(ctx, fetcher.Reader, s.env.Namespace, src)
 	if err != nil {
-		return nil, sourceError(name, err)
+		return nil, sourceError(err)
 	}
 	a, err := r.Sources.Fetch(ctx, ref, creds)
 	if err != nil {
-		return nil, sourceError(name, err)
+		return nil, sourceError(err)
 	}
 	if s.artifacts == nil {
 		s.artifacts = map[string]*source.Artifact{}
@@ -178,18 +177,6 @@ func sourceStatus(env *v1alpha1.DevEnvironment, name string) v1alpha1.SourceStat
 	return v1alpha1.SourceStatus{Name: name}
 }
 
-// hashJSON is a short stable hash of a value's JSON form.
-func hashJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Spec types always marshal; a failure here is a programming error
-		// and must not silently collide with another hash.
-		panic(fmt.Sprintf("hashing %T: %v", v, err))
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // fetcherFor is the fetcher for src: one that reads Secrets and Flux
 // objects as the environment's ServiceAccount when src names any (so a
 // source cannot name what that ServiceAccount may not read), the
@@ -199,9 +186,34 @@ func (r *DevEnvironmentReconciler) fetcherFor(s *scope, src v1alpha1.Source) (*s
 	if !names {
 		return r.Sources, nil
 	}
-	c, err := r.tenant(s)
+	c, err := s.tenant.Client()
 	if err != nil {
 		return nil, err
 	}
 	return r.Sources.ReadingWith(c), nil
+}
+
+// sourceError maps a source failure: a permanent one stalls the
+// environment (reason SourceFailed); anything else is retried.
+func sourceError(err error) error {
+	if fault.IsPermanent(err) {
+		return fault.Stalled(v1alpha1.ReasonSourceFailed, err)
+	}
+	return err
+}
+
+// resolvedSources gives the engines this reconcile's sources
+// (source.Resolved): references as resolved, content fetched at most once.
+type resolvedSources struct {
+	r *DevEnvironmentReconciler
+	s *scope
+}
+
+func (rs resolvedSources) Ref(name string) (source.Ref, bool) { return rs.s.Ref(name) }
+
+func (rs resolvedSources) Artifact(ctx context.Context, name string) (*source.Artifact, error) {
+	if rs.r.Sources == nil {
+		return nil, fault.Stalledf(v1alpha1.ReasonSourceFailed, "source %q: this operator fetches no sources", name)
+	}
+	return rs.r.artifact(ctx, rs.s, name)
 }

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/message"
 )
 
 // summarize derives the conditions and the printer-column fields from the
@@ -22,10 +22,9 @@ import (
 func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 	st := &env.Status
 	st.ComponentsReady = componentsReady(env)
-	st.LastTestResult = lastTestResult(env)
+	st.LastTestResult = st.LatestTestResult()
 
-	var stalling *StallingError
-	var waiting *WaitingError
+	stalling, waiting := fault.AsStalled(outcome), fault.AsWaiting(outcome)
 	switch {
 	case env.Spec.Suspend:
 		// Suspension changes nothing deployed; Ready keeps its status and
@@ -43,12 +42,12 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 		removeCondition(env, v1alpha1.ConditionReconciling)
 		removeCondition(env, v1alpha1.ConditionStalled)
 		st.ObservedGeneration = env.Generation
-	case errors.As(outcome, &stalling):
+	case stalling != nil:
 		setReady(env, metav1.ConditionFalse, stalling.Reason, outcome.Error())
 		setCondition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, stalling.Reason, outcome.Error())
 		removeCondition(env, v1alpha1.ConditionReconciling)
 		st.ObservedGeneration = env.Generation
-	case errors.As(outcome, &waiting):
+	case waiting != nil:
 		setReady(env, metav1.ConditionFalse, waiting.Reason, outcome.Error())
 		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, waiting.Reason, outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
@@ -86,49 +85,20 @@ func componentsReady(env *v1alpha1.DevEnvironment) string {
 	return fmt.Sprintf("%d/%d", ready, len(env.Spec.Components))
 }
 
-// lastTestResult is the suite and result of the most recently started run
-// that finished.
-func lastTestResult(env *v1alpha1.DevEnvironment) string {
-	var latest *v1alpha1.TestRun
-	var suite string
-	for i := range env.Status.Tests {
-		for j := range env.Status.Tests[i].Runs {
-			run := &env.Status.Tests[i].Runs[j]
-			if run.CompletionTime == nil {
-				continue
-			}
-			if latest == nil || run.CompletionTime.After(latest.CompletionTime.Time) {
-				latest, suite = run, env.Status.Tests[i].Name
-			}
-		}
-	}
-	if latest == nil {
-		return ""
-	}
-	return fmt.Sprintf("%s: %s", suite, latest.Result)
-}
-
 func setReady(env *v1alpha1.DevEnvironment, status metav1.ConditionStatus, reason, message string) {
 	setCondition(env, v1alpha1.ConditionReady, status, reason, message)
 }
 
-func setCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, message string) {
+func setCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&env.Status.Conditions, metav1.Condition{
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            truncate(message, 32*1024),
+		Message:            message.Truncate(msg, 32*1024),
 		ObservedGeneration: env.Generation,
 	})
 }
 
 func removeCondition(env *v1alpha1.DevEnvironment, typ string) {
 	meta.RemoveStatusCondition(&env.Status.Conditions, typ)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -7,11 +7,10 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/release"
-	helmtime "helm.sh/helm/v3/pkg/time"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
@@ -22,15 +21,15 @@ func TestResultFor(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeZero())
 
-	res, err = resultFor(&StallingError{Reason: "X", Err: errors.New("bad spec")})
+	res, err = resultFor(&fault.StalledError{Reason: "X", Err: errors.New("bad spec")})
 	g.Expect(err).NotTo(HaveOccurred(), "a stalled environment waits for a spec change, not a backoff")
 	g.Expect(res.RequeueAfter).To(BeZero())
 
-	res, err = resultFor(&WaitingError{Err: errors.New("rolling out"), RequeueAfter: time.Second})
+	res, err = resultFor(&fault.WaitingError{Err: errors.New("rolling out"), RequeueAfter: time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(time.Second))
 
-	res, err = resultFor(&WaitingError{Err: errors.New("rolling out")})
+	res, err = resultFor(&fault.WaitingError{Err: errors.New("rolling out")})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(defaultWaitInterval))
 
@@ -52,9 +51,9 @@ func TestSummarizeConformsToKstatus(t *testing.T) {
 		kstatus    status.Status
 	}{
 		{"success", false, nil, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, false, false, status.CurrentStatus},
-		{"cycle", false, &StallingError{Reason: v1alpha1.ReasonDependencyCycle, Err: errors.New("dependency cycle: a -> b -> a")},
+		{"cycle", false, &fault.StalledError{Reason: v1alpha1.ReasonDependencyCycle, Err: errors.New("dependency cycle: a -> b -> a")},
 			metav1.ConditionFalse, v1alpha1.ReasonDependencyCycle, true, false, status.FailedStatus},
-		{"waiting", false, &WaitingError{Reason: v1alpha1.ReasonProgressing, Err: errors.New("1 of 2 components not Ready")},
+		{"waiting", false, &fault.WaitingError{Reason: v1alpha1.ReasonProgressing, Err: errors.New("1 of 2 components not Ready")},
 			metav1.ConditionFalse, v1alpha1.ReasonProgressing, false, true, status.InProgressStatus},
 		{"transient", false, errors.New("timeout"), metav1.ConditionFalse, v1alpha1.ReasonReconcileError, false, true, status.InProgressStatus},
 		{"suspended before any reconcile", true, nil, metav1.ConditionUnknown, v1alpha1.ReasonSuspended, false, false, status.InProgressStatus},
@@ -114,22 +113,5 @@ func TestRolloutPollBacksOff(t *testing.T) {
 	}
 	if got := (&DevEnvironmentReconciler{}).rolloutPoll(&scope{env: &v1alpha1.DevEnvironment{}, before: &v1alpha1.DevEnvironment{}}, now); got != minRolloutPoll {
 		t.Errorf("no Ready condition yet: %s, want %s", got, minRolloutPoll)
-	}
-}
-
-// TestRecentlyDeployedReleaseIsNotCheckedForDrift: within the quiet period
-// after a Helm action the release is rolling out.
-func TestRecentlyDeployedReleaseIsNotCheckedForDrift(t *testing.T) {
-	at := func(ago time.Duration) *release.Release {
-		return &release.Release{Info: &release.Info{LastDeployed: helmtime.Time{Time: time.Now().Add(-ago)}}}
-	}
-	if !recentlyDeployed(at(2*time.Second), 10*time.Second) {
-		t.Error("deployed 2s ago, quiet 10s: want recently deployed")
-	}
-	if recentlyDeployed(at(time.Minute), 10*time.Second) {
-		t.Error("deployed a minute ago: want checked")
-	}
-	if recentlyDeployed(at(0), 0) || recentlyDeployed(nil, time.Minute) {
-		t.Error("no quiet period, or no release: want checked")
 	}
 }

@@ -13,9 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
-	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // step is one stage of a reconcile. Steps run in order; the first error
@@ -48,18 +50,18 @@ func (r *DevEnvironmentReconciler) steps() []step {
 // the libraries parse them, operator policy) and builds the DAG.
 func (r *DevEnvironmentReconciler) planEnvironment(ctx context.Context, s *scope) error {
 	if err := r.checkPolicy(s.env); err != nil {
-		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
+		return fault.Stalled(v1alpha1.ReasonInvalidSpec, err)
 	}
 	p, err := plan.Build(&s.env.Spec)
 	var cycle *plan.CycleError
 	switch {
 	case errors.As(err, &cycle):
-		return &StallingError{Reason: v1alpha1.ReasonDependencyCycle, Err: err}
+		return fault.Stalled(v1alpha1.ReasonDependencyCycle, err)
 	case err != nil:
-		return &StallingError{Reason: v1alpha1.ReasonInvalidSpec, Err: err}
+		return fault.Stalled(v1alpha1.ReasonInvalidSpec, err)
 	}
 	s.plan = p
-	if err := r.removeDropped(ctx, s.env, p); err != nil {
+	if err := r.removeDropped(ctx, s, p); err != nil {
 		return err
 	}
 	pruneStatus(s.env, p)
@@ -70,7 +72,8 @@ func (r *DevEnvironmentReconciler) planEnvironment(ctx context.Context, s *scope
 // their status still says what: a release, or an inventory — before their
 // status entries go. A failure keeps the entry, so the next reconcile tries
 // again.
-func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, env *v1alpha1.DevEnvironment, p *plan.Plan) error {
+func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, s *scope, p *plan.Plan) error {
+	env := s.env
 	for i := range env.Status.Components {
 		st := &env.Status.Components[i]
 		if _, ok := p.Components[st.Name]; ok || (st.Release == nil && len(st.Inventory) == 0) {
@@ -81,7 +84,7 @@ func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, env *v1alp
 			c.Helm = &v1alpha1.HelmSpec{}
 		}
 		log.FromContext(ctx).Info("removing a component dropped from the spec", "component", st.Name)
-		if err := r.Engine.FinalizeComponent(ctx, env, c, st); err != nil {
+		if err := r.Deploy.FinalizeComponent(ctx, env, c, st, s.tenant); err != nil {
 			return fmt.Errorf("removing dropped component %s: %w", st.Name, err)
 		}
 	}
@@ -129,7 +132,7 @@ func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
 	var pending []string
 	manifests := false
-	in := r.componentInputs(ctx, s)
+	sources := resolvedSources{r: r, s: s}
 	for _, name := range s.plan.ComponentOrder() {
 		c := s.plan.Components[name]
 		st := s.componentStatus(name)
@@ -142,7 +145,12 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		}
 		st.WaitingFor = nil
 		if len(c.Images) > 0 {
-			built, msg, err := r.buildImages(ctx, s, c, st)
+			builds := s.imageBuilds(r)
+			built, msg, err := builds.BuildImages(ctx, c, st)
+			if builds.RequeueAfter > 0 {
+				s.requeueWithin(builds.RequeueAfter)
+			}
+			s.unwatched = s.unwatched || builds.Poll
 			if err != nil {
 				// A registry that is down is waited for, not a failure of
 				// the component.
@@ -159,7 +167,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 				continue
 			}
 		}
-		res, err := r.Engine.ReconcileComponent(ctx, s.env, c, st, in)
+		res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, sources)
 		if err != nil {
 			st.Phase = v1alpha1.PhaseFailed
 			st.Message = err.Error()
@@ -168,7 +176,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		st.Phase, st.Message = res.Phase, res.Message
 		if len(st.Drift) > 0 && r.Recorder != nil {
 			r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
-				"%s", truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), maxEventNote))
+				"%s", message.Truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), message.MaxEventNote))
 		}
 		if c.Manifests != nil || c.Helm != nil {
 			manifests = true
@@ -186,7 +194,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		if s.unwatched {
 			after = r.rolloutPoll(s, time.Now())
 		}
-		return &WaitingError{
+		return &fault.WaitingError{
 			Reason:       v1alpha1.ReasonProgressing,
 			RequeueAfter: after,
 			Err:          fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
@@ -227,9 +235,6 @@ func (r *DevEnvironmentReconciler) rolloutPoll(s *scope, now time.Time) time.Dur
 	return min(max(waited/4, minRolloutPoll), ceiling)
 }
 
-// maxEventNote keeps an event's note below the API's 1 KiB limit.
-const maxEventNote = 1000
-
 // DefaultDriftInterval is how often a Ready environment with manifests
 // components is reconciled to find and correct hand edits.
 const DefaultDriftInterval = 5 * time.Minute
@@ -241,19 +246,34 @@ func (r *DevEnvironmentReconciler) driftInterval() time.Duration {
 	return DefaultDriftInterval
 }
 
-// componentInputs gives the engine the sources of this reconcile.
-func (r *DevEnvironmentReconciler) componentInputs(ctx context.Context, s *scope) *ComponentInputs {
-	return &ComponentInputs{
-		Artifact: func(name string) (*source.Artifact, error) {
-			if r.Sources == nil {
-				return nil, &StallingError{Reason: v1alpha1.ReasonSourceFailed,
-					Err: fmt.Errorf("source %q: this operator fetches no sources", name)}
-			}
-			return r.artifact(ctx, s, name)
-		},
-		Source: func(name string) (source.Ref, bool) {
-			ref, ok := s.refs[name]
-			return ref, ok
-		},
+// imageBuilds is this reconcile's build session, made on first use.
+func (s *scope) imageBuilds(r *DevEnvironmentReconciler) *build.Session {
+	if s.builds == nil {
+		s.builds = r.Builds.Session(s.env, s.tenant, resolvedSources{r: r, s: s})
 	}
+	return s.builds
+}
+
+// takeTrigger is the triggers step: a plain trigger annotation moves into
+// pending (the first of the protocol's three writes, see internal/testrun).
+func (r *DevEnvironmentReconciler) takeTrigger(ctx context.Context, s *scope) error {
+	retry, err := r.Tests.TakeTrigger(ctx, s.env, s.before)
+	if retry {
+		s.retrySoon()
+	}
+	return err
+}
+
+// runTests is the tests step: test requests recorded, runs started,
+// observed and trimmed (internal/testrun).
+func (r *DevEnvironmentReconciler) runTests(ctx context.Context, s *scope) error {
+	hints, err := r.Tests.Run(ctx, testrun.Inputs{Env: s.env, Before: s.before, Plan: s.plan,
+		Sources: resolvedSources{r: r, s: s}, Tenant: s.tenant})
+	if hints.RetrySoon {
+		s.retrySoon()
+	}
+	if hints.RequeueAfter > 0 {
+		s.requeueWithin(hints.RequeueAfter)
+	}
+	return err
 }

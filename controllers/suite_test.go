@@ -11,15 +11,19 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // k8s talks to the envtest API server; engine is the component engine the
@@ -31,7 +35,8 @@ var (
 	reg    *testRegistry
 	logs   = &fakeLogs{}
 
-	deployEngine    *DeployEngine
+	// restConfig is the test admin's connection.
+	restConfig      *rest.Config
 	suiteReconciler *DevEnvironmentReconciler
 )
 
@@ -64,28 +69,40 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	deployEngine = &DeployEngine{
-		Config: env.Config,
+	restConfig = env.Config
+	strict := &identity.Identity{Config: env.Config, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme()}
+	// The DAG and build tests' environments, which name no ServiceAccount,
+	// act as the operator, through the manager's client.
+	lenient := &identity.Identity{Config: env.Config, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme(),
+		AllowOperatorIdentity: true, OperatorClient: mgr.GetClient()}
+	routed := &routedEngine{scripted: engine, real: &deploy.Engine{
 		Mapper: mgr.GetRESTMapper(),
-		Scheme: mgr.GetScheme(),
 		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts"},
-	}
-	routed := &routedEngine{scripted: engine, real: deployEngine}
+	}, strict: strict, lenient: lenient}
+	recorder := mgr.GetEventRecorder("devloop")
 	r := &DevEnvironmentReconciler{
 		Client:               mgr.GetClient(),
-		Recorder:             mgr.GetEventRecorder("devloop"),
-		Engine:               routed,
+		Recorder:             recorder,
+		Identity:             routed,
+		Deploy:               routed,
 		NoCrossNamespaceRefs: true,
 		WaitInterval:         200 * time.Millisecond,
 		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources"},
-		// Every reconcile checks that unchanged images are still pushed.
-		Images: ImageOptions{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
-		Logs:   logs,
+		Builds: &build.Engine{
+			// Every reconcile checks that unchanged images are still pushed.
+			Options:   build.Options{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
+			Cache:     mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Logs:      logs,
+			Exec:      suiteExec,
+			Events:    recorder,
+		},
 		// Test Jobs are created as the environment's ServiceAccount; a
 		// test pod that cannot pull its image ends its run quickly.
-		Impersonate:      routed,
-		TestStartTimeout: time.Second,
-		Exec:             suiteExec,
+		Tests: &testrun.Engine{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: recorder, Logs: logs,
+			HelperImage: helperImage, StartTimeout: time.Second,
+		},
 	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -138,38 +155,41 @@ func newNamespace(t testing.TB) string {
 // one manager.
 type routedEngine struct {
 	scripted *scriptedEngine
-	real     *DeployEngine
+	real     *deploy.Engine
 	deployNS sync.Map // namespace -> true
+	// strict refuses environments without a ServiceAccount; lenient lets
+	// them act as the operator.
+	strict, lenient *identity.Identity
 }
 
 // useDeployEngine makes environments in ns deploy for real.
 func useDeployEngine(ns string) { suiteEngine().deployNS.Store(ns, true) }
 
-func suiteEngine() *routedEngine { return suiteReconciler.Engine.(*routedEngine) }
+func suiteEngine() *routedEngine { return suiteReconciler.Deploy.(*routedEngine) }
 
-func (e *routedEngine) pick(ns string) ComponentEngine {
+func (e *routedEngine) pick(ns string) Deployer {
 	if _, ok := e.deployNS.Load(ns); ok {
 		return e.real
 	}
 	return e.scripted
 }
 
-func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs) (ComponentResult, error) {
-	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, in)
+func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved) (deploy.Result, error) {
+	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, t, sources)
 }
 
-// ClientFor acts as the environment's ServiceAccount where the real
-// engine runs or the environment names one; the DAG and build tests'
-// environments, which name none, keep the operator's client.
-func (e *routedEngine) ClientFor(env *v1alpha1.DevEnvironment) (client.Client, string, error) {
+// For acts as the environment's ServiceAccount where the real engine runs
+// or the environment names one; the DAG and build tests' environments,
+// which name none, act as the operator.
+func (e *routedEngine) For(env *v1alpha1.DevEnvironment) *identity.Tenant {
 	if _, ok := e.deployNS.Load(env.Namespace); ok || env.Spec.ServiceAccountName != "" {
-		return e.real.ClientFor(env)
+		return e.strict.For(env)
 	}
-	return k8s, "", nil
+	return e.lenient.For(env)
 }
 
-func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) error {
-	return e.pick(env.Namespace).FinalizeComponent(ctx, env, c, st)
+func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
+	return e.pick(env.Namespace).FinalizeComponent(ctx, env, c, st, t)
 }
 
 // scriptedEngine stands in for the build and deploy engines: each
@@ -211,22 +231,22 @@ func (e *scriptedEngine) finalizedIn(ns string) []string {
 	return append([]string(nil), e.finalized[ns]...)
 }
 
-func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *ComponentInputs) (ComponentResult, error) {
+func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant, _ source.Resolved) (deploy.Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	key := env.Namespace + "/" + c.Name
 	e.reconciled[key]++
 	if err := e.errs[key]; err != nil {
-		return ComponentResult{}, err
+		return deploy.Result{}, err
 	}
 	phase, ok := e.phases[key]
 	if !ok {
 		phase = v1alpha1.PhaseReady
 	}
-	return ComponentResult{Phase: phase, Message: "scripted " + string(phase)}, nil
+	return deploy.Result{Phase: phase, Message: "scripted " + string(phase)}, nil
 }
 
-func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus) error {
+func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.finalized[env.Namespace] = append(e.finalized[env.Namespace], c.Name)

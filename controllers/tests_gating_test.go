@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
@@ -95,7 +95,7 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	pod := job.Spec.Template.Spec
 	g.Expect(pod.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + img.Digest))
 	g.Expect(pod.InitContainers).To(HaveLen(1))
-	g.Expect(pod.InitContainers[0].Name).To(Equal(build.ContainerFetch))
+	g.Expect(pod.InitContainers[0].Name).To(Equal(pods.ContainerFetch))
 	g.Expect(pod.InitContainers[0].Image).To(Equal(helperImage))
 	g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring(srcDigest.String()), "the resolved source")
 	endTestJob(t, job, 0, "", "self-test ok\n")

@@ -204,7 +204,7 @@ func expectEvent(t testing.TB, ns, reason, text string) {
 // jobNames lists the environment's test Jobs that are not being deleted.
 func jobNames(g Gomega, ns string) []string {
 	list := &batchv1.JobList{}
-	g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{LabelRole: roleTest})).To(Succeed())
+	g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleTest})).To(Succeed())
 	var out []string
 	for _, j := range list.Items {
 		if j.DeletionTimestamp == nil {

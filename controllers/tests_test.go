@@ -37,7 +37,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 		g.Expect(testStatusOf(env, "unit").Runs).To(BeEmpty(), "nothing runs until asked")
 	})
 	counted := func(result v1alpha1.TestResult) float64 {
-		return testutil.ToFloat64(testRunsTotal.WithLabelValues(ns, "tests", "unit", string(result)))
+		return testutil.ToFloat64(testrun.RunsTotal.WithLabelValues(ns, "tests", "unit", string(result)))
 	}
 
 	// Run 1 passes.
@@ -48,7 +48,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation), "the request was taken")
 	job := getJob(t, ns, "tests-unit-1")
 	g.Expect(metav1.IsControlledBy(job, env)).To(BeTrue())
-	g.Expect(job.Labels).To(HaveKeyWithValue(LabelSuite, "unit"))
+	g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelSuite, "unit"))
 	pod := job.Spec.Template.Spec
 	g.Expect(pod.ServiceAccountName).To(Equal("runner"))
 	g.Expect(pod.Containers[0].Image).To(Equal("busybox:1.36"))
@@ -127,7 +127,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 		v1alpha1.ResultTimedOut: 1, v1alpha1.ResultError: 1, v1alpha1.ResultCancelled: 1} {
 		g.Expect(counted(result)).To(Equal(n), "runs counted as %s", result)
 	}
-	g.Expect(testutil.CollectAndCount(testRunDuration, "devloop_test_run_duration_seconds")).To(BeNumerically(">=", 1))
+	g.Expect(testutil.CollectAndCount(testrun.RunDuration, "devloop_test_run_duration_seconds")).To(BeNumerically(">=", 1))
 	readyCurrent(g, env)
 	expectKstatus(t, env, status.CurrentStatus)
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // TestTriggerForms walks the trigger grammar through the operator: a
@@ -174,7 +175,7 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g.Expect(recorded).NotTo(BeEmpty())
 
 	setPending := func(id string) {
-		raw, err := json.Marshal(pendingTrigger{ID: id, Key: v1alpha1.TriggerAnnotation, Value: "unit"})
+		raw, err := json.Marshal(testrun.Pending{ID: id, Key: v1alpha1.TriggerAnnotation, Value: "unit"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func() error {
 			cur := &v1alpha1.DevEnvironment{}

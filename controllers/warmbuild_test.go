@@ -21,6 +21,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/identity"
 )
 
 // fakeExec plays the kubelet's exec for warm builders: envtest runs no
@@ -33,7 +34,7 @@ type fakeExec struct {
 
 var suiteExec = &fakeExec{}
 
-func (f *fakeExec) Exec(_ context.Context, _ *v1alpha1.DevEnvironment, _, _, container string, command []string, stdout, stderr io.Writer) error {
+func (f *fakeExec) Exec(_ context.Context, _ *identity.Tenant, _, _, container string, command []string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, command)
 	run := f.run
@@ -106,7 +107,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	})
 	expectKstatus(t, env, status.InProgressStatus)
 	g.Expect(pod.OwnerReferences).To(HaveLen(1))
-	g.Expect(pod.Labels).To(HaveKeyWithValue(LabelRole, "warm-build"))
+	g.Expect(pod.Labels).To(HaveKeyWithValue(v1alpha1.LabelRole, v1alpha1.RoleWarmBuild))
 	g.Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(pod.Spec.InitContainers).To(HaveLen(1))
 	g.Expect(pod.Spec.InitContainers[0].Image).To(Equal(helperImage))

@@ -154,3 +154,25 @@ func (i *ImageSpec) BuildPlatforms() []string {
 	}
 	return i.Platforms
 }
+
+// LatestTestResult is "<suite>: <result>" of the run that finished last,
+// or "" when none has (the LAST-TEST printer column).
+func (s *DevEnvironmentStatus) LatestTestResult() string {
+	var latest *TestRun
+	var suite string
+	for i := range s.Tests {
+		for j := range s.Tests[i].Runs {
+			run := &s.Tests[i].Runs[j]
+			if run.CompletionTime == nil {
+				continue
+			}
+			if latest == nil || run.CompletionTime.After(latest.CompletionTime.Time) {
+				latest, suite = run, s.Tests[i].Name
+			}
+		}
+	}
+	if latest == nil {
+		return ""
+	}
+	return suite + ": " + string(latest.Result)
+}

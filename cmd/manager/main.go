@@ -14,12 +14,17 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/controllers"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 func main() {
@@ -58,8 +63,15 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	var cacheOpts cache.Options
+	if opts.watchNamespace != "" {
+		// One namespace only: the operator sees, and reconciles,
+		// nothing outside it.
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 newScheme(),
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress: opts.probeAddr,
 		LeaderElection:         opts.leaderElect,
@@ -76,37 +88,52 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	engine := &controllers.DeployEngine{
+	// Each engine and the identity they act as are made once and shared
+	// by every reconcile.
+	tenants := &identity.Identity{
 		Config:                mgr.GetConfig(),
 		Mapper:                mgr.GetRESTMapper(),
 		Scheme:                mgr.GetScheme(),
 		DefaultServiceAccount: opts.defaultServiceAccount,
 		AllowOperatorIdentity: opts.allowOperatorIdentity,
-		Charts:                &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
-		DriftQuietPeriod:      controllers.DefaultDriftQuietPeriod,
 	}
+	logs := pods.Logs{Clientset: clientset}
+	recorder := mgr.GetEventRecorder("devloop")
 	r := &controllers.DevEnvironmentReconciler{
-		Client:                mgr.GetClient(),
-		APIReader:             mgr.GetAPIReader(),
-		Recorder:              mgr.GetEventRecorder("devloop"),
-		DefaultServiceAccount: opts.defaultServiceAccount,
-		NoCrossNamespaceRefs:  opts.noCrossNamespaceRefs,
-		DriftInterval:         opts.driftInterval,
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		Recorder:             recorder,
+		NoCrossNamespaceRefs: opts.noCrossNamespaceRefs,
+		DriftInterval:        opts.driftInterval,
 		Sources: &source.Fetcher{
 			Reader:  mgr.GetAPIReader(),
 			Root:    filepath.Join(opts.workDir, "sources"),
 			MaxSize: opts.maxSourceSize,
 		},
-		Images: controllers.ImageOptions{
-			HelperImage:  opts.helperImage,
-			Compression:  opts.layerCompression,
-			BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
+		Identity: tenants,
+		Builds: &build.Engine{
+			Options: build.Options{
+				HelperImage:  opts.helperImage,
+				Compression:  opts.layerCompression,
+				BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
+			},
+			Cache:     mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Logs:      logs,
+			Events:    recorder,
 		},
-		Logs:   controllers.PodLogs{Clientset: clientset},
-		Engine: engine,
-		// Test Jobs are written as the environment's ServiceAccount too.
-		Impersonate: engine,
-		Exec:        engine,
+		Deploy: &deploy.Engine{
+			Mapper:           mgr.GetRESTMapper(),
+			Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
+			DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
+		},
+		Tests: &testrun.Engine{
+			Client:      mgr.GetClient(),
+			APIReader:   mgr.GetAPIReader(),
+			Events:      recorder,
+			Logs:        logs,
+			HelperImage: opts.helperImage,
+		},
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
@@ -147,6 +174,7 @@ type options struct {
 	maxSourceSize         int64
 	driftInterval         time.Duration
 	layerCompression      source.Compression
+	watchNamespace        string
 }
 
 // restConfig loads the given kubeconfig, or the in-cluster config,
@@ -175,6 +203,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
+	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

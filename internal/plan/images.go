@@ -2,13 +2,15 @@ package plan
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 )
 
 // checkImages parses every image reference with go-containerregistry, the
@@ -40,7 +42,7 @@ func checkImages(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) field.Erro
 				}
 			}
 			for k, tmpl := range img.Tags {
-				if err := CheckTagTemplate(tmpl); err != nil {
+				if err := build.CheckTagTemplate(tmpl); err != nil {
 					errs = append(errs, field.Invalid(ip.Child("tags").Index(k), tmpl, err.Error()))
 				}
 			}
@@ -78,9 +80,25 @@ func checkHelm(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) field.ErrorL
 		if release == "" {
 			release = c.Name
 		}
-		if err := chartutil.ValidateReleaseName(release); err != nil {
+		if err := checkReleaseName(release); err != nil {
 			errs = append(errs, field.Invalid(root.Child("components").Index(i).Child("helm", "releaseName"), release, err.Error()))
 		}
 	}
 	return errs
+}
+
+// releaseName is Helm's rule for release names (a DNS-1123 subdomain of
+// at most maxReleaseName characters). It is written here rather than
+// called from Helm's chartutil so that what only plans (the kubectl
+// plugin) does not link the Helm SDK; a test holds it to Helm's.
+var releaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+const maxReleaseName = 53
+
+// checkReleaseName accepts what Helm accepts as a release name.
+func checkReleaseName(name string) error {
+	if len(name) > maxReleaseName || !releaseName.MatchString(name) {
+		return fmt.Errorf("invalid release name: it must be at most %d characters of lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", maxReleaseName)
+	}
+	return nil
 }

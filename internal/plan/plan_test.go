@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
@@ -77,17 +78,6 @@ func TestBuildRejects(t *testing.T) {
 	}
 }
 
-func TestRenderTag(t *testing.T) {
-	g := NewWithT(t)
-	tag, err := RenderTag("{{ .ShortRevision }}-{{.Image}}", TagValues{ShortRevision: "0123456789ab", Image: "team/ctl"})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(tag).To(Equal("0123456789ab-team-ctl"))
-	_, err = RenderTag("-{{ .Revision }}", TagValues{Revision: "abc"})
-	g.Expect(err).To(MatchError(ContainSubstring("not a valid tag")))
-	_, err = RenderTag("{{ .Revision", TagValues{})
-	g.Expect(err).To(HaveOccurred())
-}
-
 // FuzzBuild builds specs from arbitrary input: Build never panics, and when
 // it accepts a spec, Order holds every component and test after its
 // dependencies.
@@ -142,4 +132,17 @@ func FuzzBuild(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReleaseNamesAsHelmChecksThem holds checkReleaseName to Helm's own
+// rule.
+func TestReleaseNamesAsHelmChecksThem(t *testing.T) {
+	names := []string{"web", "a", "a.b", "a-b.c-d", "-a", "a-", "A", "a_b", "a..b", ".a", "a.",
+		strings.Repeat("a", 53), strings.Repeat("a", 54), "ünï", "a/b", "1", "0-0"}
+	for _, n := range names {
+		ours, helms := checkReleaseName(n) == nil, chartutil.ValidateReleaseName(n) == nil
+		if ours != helms {
+			t.Errorf("release name %q: devloop accepts=%v, Helm accepts=%v", n, ours, helms)
+		}
+	}
 }

@@ -211,3 +211,13 @@ func (f *Fetcher) httpClient() *http.Client {
 	}
 	return &http.Client{Timeout: f.timeout()}
 }
+
+// Resolved is what one reconcile resolved and fetched, by source name:
+// the engines read sources through it, so each is fetched at most once
+// per reconcile.
+type Resolved interface {
+	// Ref is a source's resolved reference; false when it is not resolved.
+	Ref(name string) (Ref, bool)
+	// Artifact fetches a source's content.
+	Artifact(ctx context.Context, name string) (*Artifact, error)
+}

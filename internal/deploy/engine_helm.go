@@ -1,4 +1,4 @@
-package controllers
+package deploy
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/digest"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -27,58 +28,61 @@ const defaultHelmTimeout = 5 * time.Minute
 // a row with the same chart and values stalls the environment with Helm's
 // error; ReconcileRelease itself rolls back failed upgrades and uninstalls
 // failed installs between the attempts.
-func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs, user string, cl client.Client, images []deploy.BuiltImage, refs map[string]deploy.ImageRef) (ComponentResult, error) {
+func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, sources source.Resolved, t *identity.Tenant, cl client.Client, images []BuiltImage, refs map[string]ImageRef) (Result, error) {
 	h := c.Helm
 	var art *source.Artifact
 	if h.Chart.Source != "" {
 		var err error
-		if art, err = in.Artifact(h.Chart.Source); err != nil {
-			return ComponentResult{}, err
+		if art, err = sources.Artifact(ctx, h.Chart.Source); err != nil {
+			return Result{}, err
 		}
 	}
 	// valuesFrom is read as the environment's ServiceAccount: the
 	// operator's own right to read Secrets is not lent to the tenant.
-	vals, err := deploy.ComposeValues(ctx, cl, env.Namespace, h, refs)
+	vals, err := ComposeValues(ctx, cl, env.Namespace, h, refs)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
 	charts := e.Charts
 	if charts == nil {
 		// Charts from sources need no cache; oci and repo charts fail
 		// with the loader's own message.
-		charts = &deploy.ChartLoader{}
+		charts = &ChartLoader{}
 	}
 	chrt, err := charts.Load(ctx, h.Chart, art, plainHTTPChart(env, h.Chart.OCI))
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
-	req := e.releaseRequest(env, c, user)
+	req, err := e.releaseRequest(env, c, t)
+	if err != nil {
+		return Result{}, err
+	}
 	req.Chart, req.Values = chrt, vals
-	opts := deploy.ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
+	opts := ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
 	req.Mutate = func(objs []*unstructured.Unstructured) error {
-		deploy.Label(objs, opts)
-		_, err := deploy.RewriteImages(objs, images)
+		Label(objs, opts)
+		_, err := RewriteImages(objs, images)
 		return err
 	}
 	// The image mapping is part of what the release renders: a new digest
 	// upgrades the release even when chart and values are unchanged.
-	req.RenderKey = hashJSON(images)
+	req.RenderKey = digest.JSON(images)
 
 	started := time.Now()
-	out, err := deploy.ReconcileRelease(ctx, req)
+	out, err := ReconcileRelease(ctx, req)
 	log.FromContext(ctx).V(1).Info("helm release checked", "component", c.Name, "actions", out.Actions,
 		"took", time.Since(started).Round(time.Millisecond).String())
 	st.Release = releaseStatus(st.Release, req, out)
 	if err != nil {
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
-			return ComponentResult{}, err
+			return Result{}, err
 		}
 		n := countFailure(st.Release, out.Digest)
 		if n >= e.maxReleaseFailures() {
-			return ComponentResult{}, &StallingError{Reason: v1alpha1.ReasonDeployFailed,
-				Err: fmt.Errorf("helm release %s/%s failed %d times in a row: %w", req.Namespace, req.ReleaseName, n, err)}
+			return Result{}, fault.Stalled(v1alpha1.ReasonDeployFailed,
+				fmt.Errorf("helm release %s/%s failed %d times in a row: %w", req.Namespace, req.ReleaseName, n, err))
 		}
-		return ComponentResult{}, fmt.Errorf("helm release %s/%s (attempt %d of %d): %w", req.Namespace, req.ReleaseName, n, e.maxReleaseFailures(), err)
+		return Result{}, fmt.Errorf("helm release %s/%s (attempt %d of %d): %w", req.Namespace, req.ReleaseName, n, e.maxReleaseFailures(), err)
 	}
 	st.Release.Failures, st.Release.FailedDigest = 0, ""
 	if out.Changed() {
@@ -88,27 +92,28 @@ func (e *DeployEngine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvir
 
 	cfg, err := req.Configs(req.Namespace)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
-	rls, err := deploy.LastRelease(cfg, req.ReleaseName)
+	rls, err := LastRelease(cfg, req.ReleaseName)
 	if err != nil {
-		return ComponentResult{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+		return Result{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
 	}
-	objs, err := deploy.ReleaseManifest(rls, e.Mapper)
+	objs, err := ReleaseManifest(rls, e.Mapper)
 	if err != nil {
-		return ComponentResult{}, fmt.Errorf("release %s/%s manifest: %w", req.Namespace, req.ReleaseName, err)
+		return Result{}, fmt.Errorf("release %s/%s manifest: %w", req.Namespace, req.ReleaseName, err)
 	}
 	st.Drift = nil
 	if !out.Changed() && !recentlyDeployed(rls, e.DriftQuietPeriod) {
 		drift, err := correctReleaseDrift(ctx, cl, objs, opts)
 		if err != nil {
-			return ComponentResult{}, fmt.Errorf("release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+			return Result{}, fmt.Errorf("release %s/%s: %w", req.Namespace, req.ReleaseName, err)
 		}
 		st.Drift = boundDrift(drift)
 	}
-	deployed := make([]deploy.ObjRef, 0, len(objs))
+	st.Release.Workloads = workloads(objs)
+	deployed := make([]ObjRef, 0, len(objs))
 	for _, o := range objs {
-		deployed = append(deployed, deploy.RefOf(o))
+		deployed = append(deployed, RefOf(o))
 	}
 	return readiness(ctx, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
 }
@@ -124,15 +129,15 @@ func recentlyDeployed(rls *release.Release, quiet time.Duration) bool {
 // drift): an upgrade would not, since Helm sees nothing to change. Only a
 // release with drift is applied, so devloop takes no field ownership from
 // Helm otherwise. Hooks and crds/ are not in the manifest and not checked.
-func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured, opts deploy.ApplyOptions) ([]string, error) {
-	drift, err := deploy.Drift(ctx, cl, objs, opts)
+func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured, opts ApplyOptions) ([]string, error) {
+	drift, err := Drift(ctx, cl, objs, opts)
 	if err != nil {
 		return nil, fmt.Errorf("looking for drift: %w", err)
 	}
 	if len(drift) == 0 {
 		return nil, nil
 	}
-	if _, err := deploy.Apply(ctx, cl, objs, opts); err != nil {
+	if _, err := Apply(ctx, cl, objs, opts); err != nil {
 		return nil, fmt.Errorf("correcting drift: %w", err)
 	}
 	return drift, nil
@@ -142,7 +147,7 @@ func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstruct
 // Helm stored, or, when nothing is stored (an install that failed and was
 // uninstalled), the release's name and namespace, so the failure count has
 // a place to live.
-func releaseStatus(prev *v1alpha1.ReleaseStatus, req deploy.ReleaseRequest, out deploy.Outcome) *v1alpha1.ReleaseStatus {
+func releaseStatus(prev *v1alpha1.ReleaseStatus, req ReleaseRequest, out Outcome) *v1alpha1.ReleaseStatus {
 	st := &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
 	if out.Release.Name != "" {
 		st.Name, st.Namespace = out.Release.Name, out.Release.Namespace
@@ -165,10 +170,14 @@ func countFailure(st *v1alpha1.ReleaseStatus, digest string) int {
 }
 
 // releaseRequest is the identity and placement of a component's release.
-func (e *DeployEngine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, user string) deploy.ReleaseRequest {
+func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant) (ReleaseRequest, error) {
+	user, err := t.User()
+	if err != nil {
+		return ReleaseRequest{}, err
+	}
 	h := c.Helm
-	req := deploy.ReleaseRequest{
-		Configs:         deploy.NewConfigFactory(e.Config, user),
+	req := ReleaseRequest{
+		Configs:         NewConfigFactory(t.BaseConfig(), user),
 		ReleaseName:     h.ReleaseName,
 		Namespace:       h.Namespace,
 		CreateNamespace: h.CreateNamespace,
@@ -183,14 +192,17 @@ func (e *DeployEngine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.
 	if h.Timeout != nil && h.Timeout.Duration > 0 {
 		req.Timeout = h.Timeout.Duration
 	}
-	return req
+	return req, nil
 }
 
 // uninstall removes the component's release. A release that is not there
 // (never installed, or its namespace deleted by hand with its storage)
 // is done.
-func (e *DeployEngine) uninstall(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, user string) error {
-	req := e.releaseRequest(env, c, user)
+func (e *Engine) uninstall(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
+	req, err := e.releaseRequest(env, c, t)
+	if err != nil {
+		return err
+	}
 	if st != nil && st.Release != nil {
 		// The release status names what was installed, even if the spec
 		// has since moved it.
@@ -200,7 +212,7 @@ func (e *DeployEngine) uninstall(ctx context.Context, env *v1alpha1.DevEnvironme
 	if err != nil {
 		return err
 	}
-	rls, err := deploy.LastRelease(cfg, req.ReleaseName)
+	rls, err := LastRelease(cfg, req.ReleaseName)
 	if err != nil {
 		return fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
 	}
@@ -208,7 +220,7 @@ func (e *DeployEngine) uninstall(ctx context.Context, env *v1alpha1.DevEnvironme
 		return nil
 	}
 	log.FromContext(ctx).Info("uninstalling helm release", "component", c.Name, "release", req.ReleaseName, "namespace", req.Namespace)
-	_, err = deploy.Uninstall(cfg, deploy.ActionOptions{ReleaseName: req.ReleaseName, Namespace: req.Namespace,
+	_, err = Uninstall(cfg, ActionOptions{ReleaseName: req.ReleaseName, Namespace: req.Namespace,
 		Timeout: req.Timeout, Description: "DevEnvironment " + env.Name + " deleted"})
 	if err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", req.Namespace, req.ReleaseName, err)
@@ -225,4 +237,28 @@ func plainHTTPChart(env *v1alpha1.DevEnvironment, oci string) bool {
 	}
 	host, _, _ := strings.Cut(r.Prefix, "/")
 	return strings.HasPrefix(strings.TrimPrefix(oci, "oci://"), host+"/")
+}
+
+// maxWorkloads bounds ReleaseStatus.Workloads, as the CRD declares.
+const maxWorkloads = 64
+
+// workloads are the objects among objs that run pods, for clients that
+// look for a release's pods without reading Helm's storage.
+func workloads(objs []*unstructured.Unstructured) []v1alpha1.ObjectRef {
+	var out []v1alpha1.ObjectRef
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		switch {
+		case gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet" || gvk.Kind == "ReplicaSet"),
+			gvk.Group == "batch" && gvk.Kind == "Job",
+			gvk.Group == "" && gvk.Kind == "Pod":
+		default:
+			continue
+		}
+		if len(out) == maxWorkloads {
+			break
+		}
+		out = append(out, v1alpha1.ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	return out
 }

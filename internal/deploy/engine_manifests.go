@@ -1,4 +1,4 @@
-package controllers
+package deploy
 
 import (
 	"context"
@@ -11,8 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // maxInventory is the most objects one manifests component may apply: the
@@ -25,53 +26,53 @@ const maxInventory = 256
 // The inventory in status is widened to old ∪ new before applying, so an
 // apply that fails half-way loses track of nothing; it is narrowed to what
 // was applied only once the stale objects are pruned.
-func (e *DeployEngine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, in *ComponentInputs, cl client.Client, images []deploy.BuiltImage) (ComponentResult, error) {
+func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, sources source.Resolved, cl client.Client, images []BuiltImage) (Result, error) {
 	m := c.Manifests
-	art, err := in.Artifact(m.Source)
+	art, err := sources.Artifact(ctx, m.Source)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
 	ns := m.Namespace
 	if ns == "" {
 		ns = env.Namespace
 	}
-	objs, err := deploy.Render(art.Dir, m.Paths, ns, e.Mapper)
+	objs, err := Render(art.Dir, m.Paths, ns, e.Mapper)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
-	if _, err := deploy.RewriteImages(objs, images); err != nil {
-		return ComponentResult{}, err
+	if _, err := RewriteImages(objs, images); err != nil {
+		return Result{}, err
 	}
 	old := fromStatusInventory(st.Inventory)
-	widened := deploy.Union(old, deploy.NewInventory(objs))
+	widened := Union(old, NewInventory(objs))
 	if n := len(widened.Entries); n > maxInventory {
-		return ComponentResult{}, fault.Permanentf("manifests: %d objects (with those to prune), more than the %d one component may apply: split it", n, maxInventory)
+		return Result{}, fault.Permanentf("manifests: %d objects (with those to prune), more than the %d one component may apply: split it", n, maxInventory)
 	}
 	st.Inventory = toStatusInventory(widened)
 
-	opts := deploy.ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
+	opts := ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
 	digest, err := manifestsDigest(objs)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
 	// Drift is looked for only while the objects to apply are those last
 	// applied: what differs then was changed by hand, and the Apply below
 	// puts it back. A changed source or image is an update, not drift.
 	var drift []string
 	if st.AppliedDigest == digest {
-		if drift, err = deploy.Drift(ctx, cl, objs, opts); err != nil {
-			return ComponentResult{}, fmt.Errorf("looking for drift: %w", err)
+		if drift, err = Drift(ctx, cl, objs, opts); err != nil {
+			return Result{}, fmt.Errorf("looking for drift: %w", err)
 		}
 	}
 	st.Drift = nil
-	applied, err := deploy.Apply(ctx, cl, objs, opts)
+	applied, err := Apply(ctx, cl, objs, opts)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
 	st.AppliedDigest = digest
 	st.Drift = boundDrift(drift)
-	if _, err := deploy.Prune(ctx, cl, environmentLabel(env), deploy.Diff(old, applied)); err != nil {
-		return ComponentResult{}, fmt.Errorf("pruning: %w", err)
+	if _, err := Prune(ctx, cl, environmentLabel(env), Diff(old, applied)); err != nil {
+		return Result{}, fmt.Errorf("pruning: %w", err)
 	}
 	st.Inventory = toStatusInventory(applied)
 	return readiness(ctx, cl, applied.Entries, fmt.Sprintf("%d objects applied", len(applied.Entries)))
@@ -95,7 +96,7 @@ func boundDrift(drift []string) []string {
 			out = append(out, fmt.Sprintf("and %d more objects changed by hand", len(drift)-i))
 			break
 		}
-		out = append(out, truncate(l, maxDriftLineLen))
+		out = append(out, message.Truncate(l, maxDriftLineLen))
 	}
 	return out
 }
@@ -116,18 +117,18 @@ func manifestsDigest(objs []*unstructured.Unstructured) (string, error) {
 
 // readiness is Ready when every object is Current by kstatus, else
 // Deploying with what it waits for.
-func readiness(ctx context.Context, cl client.Reader, refs []deploy.ObjRef, done string) (ComponentResult, error) {
-	notReady, err := deploy.Ready(ctx, cl, refs)
+func readiness(ctx context.Context, cl client.Reader, refs []ObjRef, done string) (Result, error) {
+	notReady, err := Ready(ctx, cl, refs)
 	if err != nil {
-		return ComponentResult{}, err
+		return Result{}, err
 	}
 	if len(notReady) > 0 {
-		return ComponentResult{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(notReady)}, nil
+		return Result{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(notReady)}, nil
 	}
-	return ComponentResult{Phase: v1alpha1.PhaseReady, Message: done + ", all Current"}, nil
+	return Result{Phase: v1alpha1.PhaseReady, Message: done + ", all Current"}, nil
 }
 
-func toStatusInventory(inv deploy.Inventory) []v1alpha1.ObjectRef {
+func toStatusInventory(inv Inventory) []v1alpha1.ObjectRef {
 	out := make([]v1alpha1.ObjectRef, 0, len(inv.Entries))
 	for _, r := range inv.Entries {
 		out = append(out, v1alpha1.ObjectRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
@@ -135,10 +136,10 @@ func toStatusInventory(inv deploy.Inventory) []v1alpha1.ObjectRef {
 	return out
 }
 
-func fromStatusInventory(refs []v1alpha1.ObjectRef) deploy.Inventory {
-	var inv deploy.Inventory
+func fromStatusInventory(refs []v1alpha1.ObjectRef) Inventory {
+	var inv Inventory
 	for _, r := range refs {
-		inv.Entries = append(inv.Entries, deploy.ObjRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
+		inv.Entries = append(inv.Entries, ObjRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
 	}
 	return inv
 }

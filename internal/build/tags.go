@@ -1,8 +1,9 @@
-package plan
+package build
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"regexp"
 	"strings"
 	"text/template"
@@ -57,3 +58,52 @@ func CheckTagTemplate(tmpl string) error {
 	})
 	return err
 }
+
+// revisionTemplate matches a tag template made from the source revision.
+var revisionTemplate = regexp.MustCompile(`\{\{ ?\.(Revision|ShortRevision) ?\}\}`)
+
+// TagTemplates are an image's tag templates and the values they render
+// from, all but the content hash known when the build is planned. Render
+// is called once, by the build, when the content hash is known; Revision
+// then names the tag made from the source revision, so nothing renders
+// the templates again to find it.
+type TagTemplates struct {
+	Templates []string
+	Values    TagValues
+
+	rendered []string
+	revision string
+}
+
+// NewTagTemplates are the templates of an image named image of component,
+// built from a source (named source, "" for none) at revision.
+func NewTagTemplates(templates []string, component, image, source, revision string) *TagTemplates {
+	v := TagValues{Revision: revision, Source: source, Image: image, Component: component}
+	v.ShortRevision = revision
+	if len(v.ShortRevision) > 12 {
+		v.ShortRevision = v.ShortRevision[:12]
+	}
+	return &TagTemplates{Templates: templates, Values: v}
+}
+
+// Render renders every template with contentHash, in order.
+func (t *TagTemplates) Render(contentHash string) ([]string, error) {
+	v := t.Values
+	v.ContentHash = contentHash
+	t.rendered, t.revision = nil, ""
+	for i, tmpl := range t.Templates {
+		tag, err := RenderTag(tmpl, v)
+		if err != nil {
+			return nil, fault.Permanentf("tags[%d]: %w", i, err)
+		}
+		if t.revision == "" && t.Values.Source != "" && revisionTemplate.MatchString(tmpl) {
+			t.revision = tag
+		}
+		t.rendered = append(t.rendered, tag)
+	}
+	return t.rendered, nil
+}
+
+// Revision is the tag the last Render made from the source revision (the
+// first template using it), or "" when there is none.
+func (t *TagTemplates) Revision() string { return t.revision }

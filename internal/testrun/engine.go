@@ -1,4 +1,4 @@
-package controllers
+package testrun
 
 import (
 	"context"
@@ -12,25 +12,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
-// DefaultTestStartTimeout is how long a test pod may wait with an image
+// DefaultStartTimeout is how long a test pod may wait with an image
 // that cannot be pulled (or a container that cannot be created) before its
 // run ends with Error.
-const DefaultTestStartTimeout = 2 * time.Minute
-
-// Labels of test Jobs and their pods, next to LabelEnvironment and
-// LabelRole=test.
-const (
-	LabelSuite = "devloop.dev/suite"
-	LabelRun   = "devloop.dev/run"
-	roleTest   = "test"
-)
+const DefaultStartTimeout = 2 * time.Minute
 
 // testPass is one reconcile's work on the test suites, in three phases:
 // decide in memory (record trigger requests and OnChange runs, finish runs
@@ -41,9 +38,13 @@ const (
 // from a stale cache fails to commit and changes nothing, so no run is
 // started twice, and none is lost by an older status overwriting a newer.
 type testPass struct {
-	r   *DevEnvironmentReconciler
-	s   *scope
-	now time.Time
+	e      *Engine
+	env    *v1alpha1.DevEnvironment
+	before *v1alpha1.DevEnvironment
+	plan   *plan.Plan
+	in     Inputs
+	now    time.Time
+	hints  Hints
 
 	// jobs are the environment's test Jobs by name, from the cache.
 	jobs map[string]*batchv1.Job
@@ -56,33 +57,34 @@ type testPass struct {
 	notes []func()
 }
 
-func (r *DevEnvironmentReconciler) testStartTimeout() time.Duration {
-	if r.TestStartTimeout > 0 {
-		return r.TestStartTimeout
+func (e *Engine) startTimeout() time.Duration {
+	if e.StartTimeout > 0 {
+		return e.StartTimeout
 	}
-	return DefaultTestStartTimeout
+	return DefaultStartTimeout
 }
 
-// runTests is the tests step: see testPass.
-func (r *DevEnvironmentReconciler) runTests(ctx context.Context, s *scope) error {
-	if s.plan == nil {
-		return nil
+// Run is the tests step of one reconcile: see testPass. Status it owns is
+// written by in.Env's own locked patch; the hints say when to look again.
+func (e *Engine) Run(ctx context.Context, in Inputs) (Hints, error) {
+	if in.Plan == nil {
+		return Hints{}, nil
 	}
-	p := &testPass{r: r, s: s, now: time.Now()}
-	for _, name := range s.plan.Order {
-		if _, ok := s.plan.Tests[name]; ok {
-			s.testStatus(name)
+	p := &testPass{e: e, env: in.Env, before: in.Before, plan: in.Plan, in: in, now: time.Now()}
+	for _, name := range in.Plan.Order {
+		if _, ok := in.Plan.Tests[name]; ok {
+			p.testStatus(name)
 		}
 	}
 	if err := p.listJobs(ctx); err != nil {
-		return err
+		return p.hints, err
 	}
 	p.takePending(ctx)
 	p.takeTokens()
 	p.enqueueOnChange()
-	for i := range s.env.Spec.Tests {
-		if err := p.advance(ctx, &s.env.Spec.Tests[i]); err != nil {
-			return err
+	for i := range p.env.Spec.Tests {
+		if err := p.advance(ctx, &p.env.Spec.Tests[i]); err != nil {
+			return p.hints, err
 		}
 	}
 	p.trimHistory()
@@ -90,20 +92,42 @@ func (r *DevEnvironmentReconciler) runTests(ctx context.Context, s *scope) error
 		if err := p.commit(ctx); err != nil {
 			p.restore()
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				s.retrySoon()
-				return nil
+				p.hints.RetrySoon = true
+				return p.hints, nil
 			}
-			return fmt.Errorf("recording test runs: %w", err)
+			return p.hints, fmt.Errorf("recording test runs: %w", err)
 		}
 	}
-	return p.act(ctx)
+	return p.hints, p.act(ctx)
+}
+
+// testStatus returns the status entry of a suite, adding it when missing.
+func (p *testPass) testStatus(name string) *v1alpha1.TestStatus {
+	if st := p.env.Status.Test(name); st != nil {
+		return st
+	}
+	p.env.Status.Tests = append(p.env.Status.Tests, v1alpha1.TestStatus{Name: name})
+	return &p.env.Status.Tests[len(p.env.Status.Tests)-1]
+}
+
+// wrote notes that env was written and holds the version written (see
+// Inputs.Before).
+func (p *testPass) wrote() { p.before.ResourceVersion = p.env.ResourceVersion }
+
+func (p *testPass) requeueWithin(d time.Duration) {
+	if d < time.Second {
+		d = time.Second
+	}
+	if p.hints.RequeueAfter == 0 || d < p.hints.RequeueAfter {
+		p.hints.RequeueAfter = d
+	}
 }
 
 func (p *testPass) listJobs(ctx context.Context) error {
-	env := p.s.env
+	env := p.env
 	list := &batchv1.JobList{}
-	if err := p.r.List(ctx, list, client.InNamespace(env.Namespace),
-		client.MatchingLabels{LabelEnvironment: env.Name, LabelRole: roleTest}); err != nil {
+	if err := p.e.Client.List(ctx, list, client.InNamespace(env.Namespace),
+		client.MatchingLabels{v1alpha1.LabelEnvironment: env.Name, v1alpha1.LabelRole: v1alpha1.RoleTest}); err != nil {
 		return fmt.Errorf("listing test jobs: %w", err)
 	}
 	p.jobs = map[string]*batchv1.Job{}
@@ -118,8 +142,8 @@ func (p *testPass) listJobs(ctx context.Context) error {
 // takePending records the pending trigger (step 2 of the annotation
 // protocol in triggers.go) unless status already holds its id.
 func (p *testPass) takePending(ctx context.Context) {
-	env := p.s.env
-	pt, raw, ok, err := readPending(env)
+	env := p.env
+	pt, raw, ok, err := ReadPending(env)
 	if !ok {
 		return
 	}
@@ -138,14 +162,14 @@ func (p *testPass) takePending(ctx context.Context) {
 
 // takeTokens handles token triggers not handled yet; they stay in place.
 func (p *testPass) takeTokens() {
-	env := p.s.env
-	for _, key := range triggerKeys {
+	env := p.env
+	for _, key := range TriggerKeys {
 		v, ok := env.Annotations[key]
-		if !ok || !isTokenTrigger(v) || tokenHandled(env, key, v) {
+		if !ok || !IsToken(v) || TokenHandled(env, key, v) {
 			continue
 		}
 		p.applyTrigger(key, v)
-		recordToken(env, key, v)
+		RecordToken(env, key, v)
 	}
 }
 
@@ -153,14 +177,14 @@ func (p *testPass) takeTokens() {
 // dependencies are all Ready with a set of image digests it has not run
 // for yet.
 func (p *testPass) enqueueOnChange() {
-	env := p.s.env
+	env := p.env
 	for i := range env.Spec.Tests {
 		suite := &env.Spec.Tests[i]
 		if suite.Trigger != v1alpha1.TriggerOnChange || len(p.componentsWaiting(suite)) > 0 {
 			continue
 		}
-		set := testrun.DigestSet(imagesUnderTest(env, suite))
-		st := p.s.testStatus(suite.Name)
+		set := DigestSet(imagesUnderTest(env, suite))
+		st := p.testStatus(suite.Name)
 		if st.DigestSet == set {
 			continue
 		}
@@ -173,7 +197,7 @@ func (p *testPass) enqueueOnChange() {
 // at most one run waiting, so requests arriving faster than runs finish
 // cannot grow status without bound.
 func (p *testPass) enqueue(suite, what string) string {
-	st := p.s.testStatus(suite)
+	st := p.testStatus(suite)
 	for i := range st.Runs {
 		if st.Runs[i].Result == v1alpha1.ResultPending {
 			st.Runs[i].Requests++
@@ -184,21 +208,21 @@ func (p *testPass) enqueue(suite, what string) string {
 	for _, r := range st.Runs {
 		n = max(n, r.Number+1)
 	}
-	st.Runs = append([]v1alpha1.TestRun{{Number: n, Trigger: truncate(what, 300), Result: v1alpha1.ResultPending, Requests: 1}}, st.Runs...)
+	st.Runs = append([]v1alpha1.TestRun{{Number: n, Trigger: message.Truncate(what, 300), Result: v1alpha1.ResultPending, Requests: 1}}, st.Runs...)
 	return fmt.Sprintf("%s #%d queued", suite, n)
 }
 
 // cancel ends a suite's running and queued runs.
 func (p *testPass) cancel(suite, what string) string {
-	st := p.s.testStatus(suite)
+	st := p.testStatus(suite)
 	var done []string
 	for i := range st.Runs {
 		run := &st.Runs[i]
 		switch run.Result {
 		case v1alpha1.ResultPending:
-			run.Message = "cancelled by " + truncate(what, 300) + " before it started"
+			run.Message = "cancelled by " + message.Truncate(what, 300) + " before it started"
 		case v1alpha1.ResultRunning:
-			run.Message = "cancelled by " + truncate(what, 300)
+			run.Message = "cancelled by " + message.Truncate(what, 300)
 			if run.JobName != "" {
 				p.delete(run.JobName)
 			}
@@ -220,7 +244,7 @@ func (p *testPass) cancel(suite, what string) string {
 // finished one recorded; the queued run starts when nothing runs and its
 // dependencies are met, or says what it waits for.
 func (p *testPass) advance(ctx context.Context, suite *v1alpha1.TestSuite) error {
-	st := p.s.testStatus(suite.Name)
+	st := p.testStatus(suite.Name)
 	st.Message = ""
 	var active, queued *v1alpha1.TestRun
 	for i := range st.Runs {
@@ -259,10 +283,10 @@ func (p *testPass) advance(ctx context.Context, suite *v1alpha1.TestSuite) error
 func (p *testPass) waitingFor(suite *v1alpha1.TestSuite) []string {
 	waits := p.componentsWaiting(suite)
 	for _, d := range suite.DependsOn {
-		if _, ok := p.s.plan.Tests[d]; !ok {
+		if _, ok := p.plan.Tests[d]; !ok {
 			continue
 		}
-		dep := p.s.testStatus(d)
+		dep := p.testStatus(d)
 		switch {
 		case len(dep.Runs) == 0:
 			waits = append(waits, fmt.Sprintf("suite %s to pass (it has not run; trigger it)", d))
@@ -271,13 +295,13 @@ func (p *testPass) waitingFor(suite *v1alpha1.TestSuite) []string {
 		}
 	}
 	if suite.Source != "" {
-		if _, ok := p.s.refs[suite.Source]; !ok {
+		if _, ok := p.in.Sources.Ref(suite.Source); !ok {
 			waits = append(waits, "source "+suite.Source+" to be resolved")
 		}
 	}
 	if b := suite.Image.Built; b != "" {
-		if c, ist := builtImageStatus(p.s.env, b); ist == nil || ist.Digest == "" {
-			waits = append(waits, fmt.Sprintf("image %s of component %s to be built", b, c))
+		if c, ist := p.env.BuiltImage(b); ist == nil || ist.Digest == "" {
+			waits = append(waits, fmt.Sprintf("image %s of component %s to be built", b, componentName(c)))
 		}
 	}
 	return waits
@@ -288,11 +312,11 @@ func (p *testPass) waitingFor(suite *v1alpha1.TestSuite) []string {
 func (p *testPass) componentsWaiting(suite *v1alpha1.TestSuite) []string {
 	var waits []string
 	for _, d := range suite.DependsOn {
-		if _, ok := p.s.plan.Components[d]; !ok {
+		if _, ok := p.plan.Components[d]; !ok {
 			continue
 		}
 		phase := v1alpha1.PhasePending
-		if st := lastStatus(p.s.env, d); st != nil && st.Phase != "" {
+		if st := p.env.Status.Component(d); st != nil && st.Phase != "" {
 			phase = st.Phase
 		}
 		if phase != v1alpha1.PhaseReady {
@@ -306,13 +330,13 @@ func (p *testPass) componentsWaiting(suite *v1alpha1.TestSuite) []string {
 // every test Job no kept run names (dropped runs, suites gone from the
 // spec) and every Job still active whose run has ended.
 func (p *testPass) trimHistory() {
-	env := p.s.env
+	env := p.env
 	limit := env.Spec.HistoryLimitOrDefault()
 	kept := map[string]v1alpha1.TestResult{}
 	for i := range env.Status.Tests {
 		st := &env.Status.Tests[i]
-		st.Runs, _ = testrun.Trim(st.Runs, limit)
-		testrun.ShrinkTails(st.Runs)
+		st.Runs, _ = Trim(st.Runs, limit)
+		ShrinkTails(st.Runs)
 		for _, r := range st.Runs {
 			if r.JobName != "" {
 				kept[r.JobName] = r.Result
@@ -363,27 +387,27 @@ func testStateOf(env *v1alpha1.DevEnvironment) testState {
 // touched (which only a committed, hence current, view may do).
 func (p *testPass) needsCommit() bool {
 	return len(p.creates) > 0 || len(p.deletes) > 0 ||
-		!equality.Semantic.DeepEqual(testStateOf(p.s.env), testStateOf(p.s.before))
+		!equality.Semantic.DeepEqual(testStateOf(p.env), testStateOf(p.before))
 }
 
 // commit writes status with an optimistic lock on the version this
 // reconcile read (or the one takeTrigger wrote).
 func (p *testPass) commit(ctx context.Context) error {
 	// The printer column goes with the runs it summarizes.
-	p.s.env.Status.LastTestResult = lastTestResult(p.s.env)
-	base := p.s.before.DeepCopy()
-	base.ResourceVersion = p.s.env.ResourceVersion
-	if err := p.r.Status().Patch(ctx, p.s.env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	p.env.Status.LastTestResult = p.env.Status.LatestTestResult()
+	base := p.before.DeepCopy()
+	base.ResourceVersion = p.env.ResourceVersion
+	if err := p.e.Client.Status().Patch(ctx, p.env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	p.s.wrote()
+	p.wrote()
 	return nil
 }
 
 // restore puts back the test status the reconcile started from, so the
 // final (unlocked) status patch does not write what failed to commit.
 func (p *testPass) restore() {
-	env, before := p.s.env, p.s.before.DeepCopy()
+	env, before := p.env, p.before.DeepCopy()
 	env.Status.Tests = before.Status.Tests
 	env.Status.LastHandledTrigger = before.Status.LastHandledTrigger
 	env.Status.LastHandledTriggerID = before.Status.LastHandledTriggerID
@@ -406,14 +430,14 @@ func (p *testPass) act(ctx context.Context) error {
 		n()
 	}
 	if p.pendingRaw != "" {
-		if err := p.r.removePending(ctx, p.s.env, p.pendingRaw); err != nil {
+		if err := p.e.removePending(ctx, p.env, p.pendingRaw); err != nil {
 			return fmt.Errorf("removing the recorded trigger: %w", err)
 		}
 	}
 	if len(p.creates) == 0 && len(p.deletes) == 0 {
 		return nil
 	}
-	cl, _, idErr := p.r.jobClient(p.s.env)
+	cl, idErr := p.in.Tenant.Client()
 	for _, job := range p.creates {
 		if err := p.create(ctx, cl, idErr, job); err != nil {
 			return err
@@ -424,17 +448,68 @@ func (p *testPass) act(ctx context.Context) error {
 			log.FromContext(ctx).Info("cannot delete test job: no identity", "job", name, "error", idErr.Error())
 			continue
 		}
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.s.env.Namespace, Name: name}}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.env.Namespace, Name: name}}
 		err := cl.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !apierrors.IsNotFound(err) {
 			// Written by the final status patch; the next reconcile
 			// tries again.
-			if job := p.jobs[name]; job != nil && p.s.plan.Tests[job.Labels[LabelSuite]] != nil {
-				st := p.s.testStatus(job.Labels[LabelSuite])
-				st.Message = truncate("cannot delete job "+name+": "+err.Error(), maxEventNote)
+			if job := p.jobs[name]; job != nil && p.plan.Tests[job.Labels[v1alpha1.LabelSuite]] != nil {
+				st := p.testStatus(job.Labels[v1alpha1.LabelSuite])
+				st.Message = message.Truncate("cannot delete job "+name+": "+err.Error(), message.MaxEventNote)
 			}
 			log.FromContext(ctx).Error(err, "deleting test job", "job", name)
 		}
 	}
 	return nil
+}
+
+// Engine runs an environment's test suites as Jobs, end to end: the
+// trigger annotation taken exactly once, queued runs gated on their
+// dependencies, Jobs created as the environment's ServiceAccount, their
+// outcome and log tail recorded, history trimmed. It is made once.
+type Engine struct {
+	// Client is the manager's: test Jobs are read from its cache, the
+	// environment's annotations and status written through it.
+	Client client.Client
+	// APIReader reads Jobs the cache has not seen and test pods straight
+	// from the API server.
+	APIReader client.Reader
+	// Events records run starts and ends; nil records nothing.
+	Events events.EventRecorder
+	// Logs reads test pod logs; nil leaves runs without a tail.
+	Logs pods.LogReader
+	// HelperImage fetches a suite's source in its pod.
+	HelperImage string
+	// StartTimeout is how long a test pod may wait to start (an image that
+	// cannot be pulled) before its run ends with Error;
+	// DefaultStartTimeout when zero.
+	StartTimeout time.Duration
+}
+
+// Inputs are what one reconcile shares with the tests step.
+type Inputs struct {
+	// Env is the environment being reconciled; the step records runs in
+	// its status.
+	Env *v1alpha1.DevEnvironment
+	// Before is Env as the reconcile read it. Each write the step makes
+	// moves Before's resourceVersion to the version written, so the
+	// reconcile's final status patch, computed against Before, carries no
+	// stale precondition.
+	Before *v1alpha1.DevEnvironment
+	// Plan is the checked spec; nil when it did not plan (nothing runs).
+	Plan *plan.Plan
+	// Sources are the resolved sources suites fetch.
+	Sources source.Resolved
+	// Tenant creates and deletes test Jobs.
+	Tenant *identity.Tenant
+}
+
+// Hints say when the reconcile should look again.
+type Hints struct {
+	// RequeueAfter is the soonest look needed even if nothing changes (a
+	// pod that cannot pull its image); zero is never.
+	RequeueAfter time.Duration
+	// RetrySoon: a write lost a race with a newer version; look again
+	// shortly.
+	RetrySoon bool
 }

@@ -1,8 +1,7 @@
-package controllers
+package testrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,56 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
-	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/message"
 )
-
-// Impersonator gives a client acting as an environment's ServiceAccount,
-// and that account's name.
-type Impersonator interface {
-	ClientFor(env *v1alpha1.DevEnvironment) (client.Client, string, error)
-}
-
-// ClientFor is an uncached client acting as the environment's
-// ServiceAccount (or the operator, when it allows that and there is none),
-// and the ServiceAccount's name.
-func (e *DeployEngine) ClientFor(env *v1alpha1.DevEnvironment) (client.Client, string, error) {
-	user, err := e.identity(env)
-	if err != nil {
-		return nil, "", err
-	}
-	cl, err := e.client(nil, user)
-	if err != nil {
-		return nil, "", err
-	}
-	sa := env.Spec.ServiceAccountName
-	if sa == "" {
-		sa = e.DefaultServiceAccount
-	}
-	return cl, sa, nil
-}
-
-// jobClient is what test Jobs are written through: the environment's
-// ServiceAccount when the reconciler impersonates, else the operator.
-func (r *DevEnvironmentReconciler) jobClient(env *v1alpha1.DevEnvironment) (client.Client, string, error) {
-	if r.Impersonate != nil {
-		return r.Impersonate.ClientFor(env)
-	}
-	sa := env.Spec.ServiceAccountName
-	if sa == "" {
-		sa = r.DefaultServiceAccount
-	}
-	return r.Client, sa, nil
-}
 
 // observe reads a running run's Job and records its end.
 func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) error {
-	env := p.s.env
+	env := p.env
 	job := p.jobs[run.JobName]
 	if job == nil {
 		// The cache may not have seen a Job created a moment ago.
 		live := &batchv1.Job{}
-		err := p.r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: run.JobName}, live)
+		err := p.e.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: run.JobName}, live)
 		switch {
 		case err == nil && metav1.IsControlledBy(live, env):
 			job = live
@@ -88,23 +49,23 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 		run.StartTime = &metav1.Time{Time: job.CreationTimestamp.Time}
 	}
 	pods := &corev1.PodList{}
-	if err := p.r.APIReader.List(ctx, pods, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+	if err := p.e.APIReader.List(ctx, pods, client.InNamespace(env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return fmt.Errorf("listing pods of test job %s: %w", job.Name, err)
 	}
-	timeout := p.r.testStartTimeout()
-	out := testrun.Read(job, pods.Items, p.now, timeout)
+	timeout := p.e.startTimeout()
+	out := Read(job, pods.Items, p.now, timeout)
 	if out.Result == v1alpha1.ResultRunning {
 		if !out.Started && len(pods.Items) > 0 {
 			// Job events say when the test ends, but nothing changes on
 			// the Job while its pod fails to pull an image: look again.
-			p.s.requeueWithin(min(timeout/2, 30*time.Second))
+			p.requeueWithin(min(timeout/2, 30*time.Second))
 		}
 		return nil
 	}
 	run.ExitCode = out.ExitCode
 	run.CompletionTime = out.CompletionTime
 	if out.Pod != "" {
-		run.LogTail = p.r.testLogTail(ctx, env.Namespace, out.Pod, out.Container)
+		run.LogTail = p.e.logTail(ctx, env.Namespace, out.Pod, out.Container)
 	}
 	if out.StopJob {
 		p.delete(job.Name)
@@ -115,7 +76,7 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 
 // end records a run's result.
 func (p *testPass) end(suite string, run *v1alpha1.TestRun, result v1alpha1.TestResult, msg string) {
-	run.Result, run.Message = result, truncate(msg, 1024)
+	run.Result, run.Message = result, message.Truncate(msg, 1024)
 	if run.CompletionTime == nil {
 		run.CompletionTime = &metav1.Time{Time: p.now}
 	}
@@ -126,9 +87,9 @@ func (p *testPass) end(suite string, run *v1alpha1.TestRun, result v1alpha1.Test
 // created once that is committed. A run that cannot have a Job (no
 // identity, a spec the Job cannot express) ends with Error.
 func (p *testPass) start(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) {
-	env := p.s.env
+	env := p.env
 	if run.JobName == "" {
-		run.JobName = testrun.JobName(env.Name, suite.Name, run.Number)
+		run.JobName = JobName(env.Name, suite.Name, run.Number)
 		run.Images = imagesUnderTest(env, suite)
 	}
 	job, err := p.testJob(suite, run)
@@ -143,54 +104,50 @@ func (p *testPass) start(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) {
 // testJob is the Job of a run, from the spec and what the run recorded
 // (the digests it tests), so a Job made again after a crash is the same.
 func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*batchv1.Job, error) {
-	env := p.s.env
-	_, sa, err := p.r.jobClient(env)
-	if err != nil {
-		var stalling *StallingError
-		if errors.As(err, &stalling) {
-			err = stalling.Err
+	env := p.env
+	if _, err := p.in.Tenant.User(); err != nil {
+		if stalled := fault.AsStalled(err); stalled != nil {
+			err = stalled.Err
 		}
 		return nil, fmt.Errorf("no identity to run the test job as: %w", err)
 	}
+	sa := p.in.Tenant.ServiceAccount()
 	image := suite.Image.Ref
 	if b := suite.Image.Built; b != "" {
-		_, ist := builtImageStatus(env, b)
+		_, ist := env.BuiltImage(b)
 		digest := run.Images[b]
 		if ist == nil || ist.Repository == "" || digest == "" {
 			return nil, fmt.Errorf("image %s has no pushed digest", b)
 		}
-		image = pullRepository(env, b, ist.Repository) + "@" + digest
+		image = env.PullRepository(b, ist.Repository) + "@" + digest
 	}
-	req := testrun.JobRequest{
-		Name: run.JobName, Namespace: env.Namespace, Owner: ownerRef(env), Suite: suite,
-		Image: image, ServiceAccount: sa, HelperImage: p.r.Images.HelperImage,
-		Labels: map[string]string{LabelEnvironment: env.Name, LabelRole: roleTest, LabelSuite: suite.Name,
-			LabelRun: strconv.FormatInt(run.Number, 10)},
+	req := JobRequest{
+		Name: run.JobName, Namespace: env.Namespace, Owner: env.ControllerRef(), Suite: suite,
+		Image: image, ServiceAccount: sa, HelperImage: p.e.HelperImage,
+		Labels: map[string]string{v1alpha1.LabelEnvironment: env.Name, v1alpha1.LabelRole: v1alpha1.RoleTest, v1alpha1.LabelSuite: suite.Name,
+			v1alpha1.LabelRun: strconv.FormatInt(run.Number, 10)},
 		Env: []corev1.EnvVar{{Name: "DEVLOOP_NAMESPACE", Value: env.Namespace}, {Name: "DEVLOOP_ENVIRONMENT", Value: env.Name},
 			{Name: "DEVLOOP_SUITE", Value: suite.Name}, {Name: "DEVLOOP_RUN", Value: strconv.FormatInt(run.Number, 10)}},
 	}
 	if suite.Source != "" {
-		ref, ok := p.s.refs[suite.Source]
+		ref, ok := p.in.Sources.Ref(suite.Source)
 		if !ok {
 			return nil, fmt.Errorf("source %s is not resolved", suite.Source)
 		}
 		req.Source = &ref
-		for _, src := range env.Spec.Sources {
-			if src.Name == suite.Source {
-				req.SourceSecret = sourceSecretName(src)
-			}
+		if src := env.Spec.Source(suite.Source); src != nil {
+			req.SourceSecret = src.SecretName()
 		}
 	}
-	return testrun.Job(req)
+	return Job(req)
 }
 
 // create creates a committed run's Job as the environment's
 // ServiceAccount. A refusal ends the run with Error naming who was refused
 // what; other failures are retried.
 func (p *testPass) create(ctx context.Context, cl client.Client, idErr error, job *batchv1.Job) error {
-	env := p.s.env
-	suite := job.Labels[LabelSuite]
-	st := p.s.testStatus(suite)
+	suite := job.Labels[v1alpha1.LabelSuite]
+	st := p.testStatus(suite)
 	var run *v1alpha1.TestRun
 	for i := range st.Runs {
 		if st.Runs[i].JobName == job.Name {
@@ -211,10 +168,7 @@ func (p *testPass) create(ctx context.Context, cl client.Client, idErr error, jo
 		// Created by an earlier reconcile that stopped before recording
 		// the start.
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
-		user := "the operator"
-		if p.r.Impersonate != nil {
-			user = deploy.ServiceAccountUser(env.Namespace, job.Spec.Template.Spec.ServiceAccountName)
-		}
+		user := p.in.Tenant.Describe()
 		p.end(suite, run, v1alpha1.ResultError, fmt.Sprintf("cannot create job %s as %s: %v", job.Name, user, err))
 		p.flushNotes()
 		return nil
@@ -239,13 +193,13 @@ func (p *testPass) flushNotes() {
 // finished queues the event and metrics of a run that ended.
 func (p *testPass) finished(suite string, run *v1alpha1.TestRun) {
 	r := *run
-	env := p.s.env
+	env := p.env
 	p.notes = append(p.notes, func() {
-		testRunsTotal.WithLabelValues(env.Namespace, env.Name, suite, string(r.Result)).Inc()
+		RunsTotal.WithLabelValues(env.Namespace, env.Name, suite, string(r.Result)).Inc()
 		took := ""
 		if r.StartTime != nil && r.CompletionTime != nil {
 			d := r.CompletionTime.Sub(r.StartTime.Time)
-			testRunDuration.WithLabelValues(env.Namespace, env.Name, suite).Observe(d.Seconds())
+			RunDuration.WithLabelValues(env.Namespace, env.Name, suite).Observe(d.Seconds())
 			took = " after " + d.Round(time.Second).String()
 		}
 		typ, reason := corev1.EventTypeWarning, v1alpha1.ReasonTestFailed
@@ -261,7 +215,7 @@ func (p *testPass) finished(suite string, run *v1alpha1.TestRun) {
 		}
 		if r.Message != "" {
 			note += ": " + r.Message
-		} else if last := lastLine(r.LogTail); last != "" && r.Result != v1alpha1.ResultPassed {
+		} else if last := message.LastLine(r.LogTail); last != "" && r.Result != v1alpha1.ResultPassed {
 			note += ": " + last
 		}
 		p.event(typ, reason, "RunTest", note)
@@ -269,21 +223,21 @@ func (p *testPass) finished(suite string, run *v1alpha1.TestRun) {
 }
 
 func (p *testPass) event(typ, reason, action, note string) {
-	if p.r.Recorder != nil {
-		p.r.Recorder.Eventf(p.s.env, nil, typ, reason, action, "%s", truncate(note, maxEventNote))
+	if p.e.Events != nil {
+		p.e.Events.Eventf(p.env, nil, typ, reason, action, "%s", message.Truncate(note, message.MaxEventNote))
 	}
 }
 
-// testLogTail is the end of a test container's log, at most 4 KiB.
-func (r *DevEnvironmentReconciler) testLogTail(ctx context.Context, namespace, pod, container string) string {
-	if r.Logs == nil {
+// logTail is the end of a test container's log, at most 4 KiB.
+func (e *Engine) logTail(ctx context.Context, namespace, pod, container string) string {
+	if e.Logs == nil {
 		return ""
 	}
-	out, err := r.Logs.TailLog(ctx, namespace, pod, container, 200)
+	out, err := e.Logs.TailLog(ctx, namespace, pod, container, 200)
 	if err != nil {
 		return "(log not available: " + err.Error() + ")"
 	}
-	return testrun.Tail(out, testrun.MaxLogTail)
+	return Tail(out, MaxLogTail)
 }
 
 // imagesUnderTest are the digests a run tests: the images of the
@@ -291,7 +245,7 @@ func (r *DevEnvironmentReconciler) testLogTail(ctx context.Context, namespace, p
 func imagesUnderTest(env *v1alpha1.DevEnvironment, suite *v1alpha1.TestSuite) map[string]string {
 	images := map[string]string{}
 	for _, d := range suite.DependsOn {
-		if st := lastStatus(env, d); st != nil {
+		if st := env.Status.Component(d); st != nil {
 			for _, img := range st.Images {
 				if img.Digest != "" {
 					images[img.Name] = img.Digest
@@ -300,7 +254,7 @@ func imagesUnderTest(env *v1alpha1.DevEnvironment, suite *v1alpha1.TestSuite) ma
 		}
 	}
 	if b := suite.Image.Built; b != "" {
-		if _, ist := builtImageStatus(env, b); ist != nil && ist.Digest != "" {
+		if _, ist := env.BuiltImage(b); ist != nil && ist.Digest != "" {
 			images[b] = ist.Digest
 		}
 	}
@@ -310,15 +264,10 @@ func imagesUnderTest(env *v1alpha1.DevEnvironment, suite *v1alpha1.TestSuite) ma
 	return images
 }
 
-// builtImageStatus finds the component building image and its status.
-func builtImageStatus(env *v1alpha1.DevEnvironment, image string) (string, *v1alpha1.ImageStatus) {
-	for i := range env.Spec.Components {
-		c := &env.Spec.Components[i]
-		for j := range c.Images {
-			if c.Images[j].Name == image {
-				return c.Name, findImageStatus(env, c.Name, image)
-			}
-		}
+// componentName is c's name, or "" for none.
+func componentName(c *v1alpha1.Component) string {
+	if c == nil {
+		return ""
 	}
-	return "", nil
+	return c.Name
 }

@@ -1,4 +1,4 @@
-package controllers
+package testrun
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/internal/message"
 )
 
 // A trigger annotation is handled exactly once, across crashes and a
@@ -35,75 +36,51 @@ import (
 // removed. Token triggers (`<suites>@<token>`) are never moved: status
 // records the value handled per key, in the same locked write as the runs.
 
-// pendingTrigger is the value of devloop.dev/trigger-pending.
-type pendingTrigger struct {
-	ID    string `json:"id"`
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-var triggerKeys = []string{v1alpha1.TriggerAnnotation, v1alpha1.TriggerAnnotationPrefixed}
-
-func isTokenTrigger(v string) bool { return strings.Contains(v, "@") }
-
 // takeTrigger is step 1: it moves a plain trigger annotation into
 // pending. One request is pending at a time; the next is taken once the
 // pending one is recorded.
-func (r *DevEnvironmentReconciler) takeTrigger(ctx context.Context, s *scope) error {
-	env := s.env
+// It reports retrySoon when the write lost a race (a newer version
+// exists): not a failure, only a stale read. before is updated as
+// Inputs.Before says.
+func (e *Engine) TakeTrigger(ctx context.Context, env, before *v1alpha1.DevEnvironment) (retrySoon bool, err error) {
 	if _, ok := env.Annotations[v1alpha1.TriggerPendingAnnotation]; ok {
-		return nil
+		return false, nil
 	}
-	for _, key := range triggerKeys {
+	for _, key := range TriggerKeys {
 		v, ok := env.Annotations[key]
-		if !ok || isTokenTrigger(v) {
+		if !ok || IsToken(v) {
 			continue
 		}
-		data, err := json.Marshal(pendingTrigger{ID: env.ResourceVersion, Key: key, Value: v})
+		data, err := Pending{ID: env.ResourceVersion, Key: key, Value: v}.Encode()
 		if err != nil {
-			return err
+			return false, err
 		}
 		base := env.DeepCopy()
 		delete(env.Annotations, key)
-		env.Annotations[v1alpha1.TriggerPendingAnnotation] = string(data)
-		err = r.Patch(ctx, env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		env.Annotations[v1alpha1.TriggerPendingAnnotation] = data
+		err = e.Client.Patch(ctx, env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
 			// env is now the object as stored: the pending annotation
 			// and a newer resourceVersion, and the status this reconcile
 			// read (the lock proved it current).
 			log.FromContext(ctx).V(1).Info("took trigger", "key", key, "value", v, "id", base.ResourceVersion)
-			s.wrote()
-			return nil
+			before.ResourceVersion = env.ResourceVersion
+			return false, nil
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			*env = *base
-			s.retrySoon()
-			return nil
+			return true, nil
 		default:
 			*env = *base
-			return fmt.Errorf("taking the %s annotation: %w", key, err)
+			return false, fmt.Errorf("taking the %s annotation: %w", key, err)
 		}
 	}
-	return nil
-}
-
-// readPending parses the pending annotation; a value the operator cannot
-// read (edited by hand) is dropped with an event rather than wedging every
-// later trigger.
-func readPending(env *v1alpha1.DevEnvironment) (p pendingTrigger, raw string, ok bool, err error) {
-	raw, ok = env.Annotations[v1alpha1.TriggerPendingAnnotation]
-	if !ok {
-		return p, "", false, nil
-	}
-	if err := json.Unmarshal([]byte(raw), &p); err != nil || p.ID == "" {
-		return p, raw, true, fmt.Errorf("annotation %s=%q is not what the operator wrote; it is dropped", v1alpha1.TriggerPendingAnnotation, raw)
-	}
-	return p, raw, true, nil
+	return false, nil
 }
 
 // removePending is step 3: it removes the pending annotation if it still
 // holds raw.
-func (r *DevEnvironmentReconciler) removePending(ctx context.Context, env *v1alpha1.DevEnvironment, raw string) error {
+func (e *Engine) removePending(ctx context.Context, env *v1alpha1.DevEnvironment, raw string) error {
 	path := "/metadata/annotations/" + strings.ReplaceAll(v1alpha1.TriggerPendingAnnotation, "/", "~1")
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": path, "value": raw},
@@ -114,7 +91,7 @@ func (r *DevEnvironmentReconciler) removePending(ctx context.Context, env *v1alp
 	}
 	// A copy: the reply's status must not replace what this reconcile has
 	// decided since it was committed.
-	err = r.Patch(ctx, env.DeepCopy(), client.RawPatch(types.JSONPatchType, patch))
+	err = e.Client.Patch(ctx, env.DeepCopy(), client.RawPatch(types.JSONPatchType, patch))
 	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
 		// Gone, or holding something else already: nothing to remove.
 		return nil
@@ -122,43 +99,21 @@ func (r *DevEnvironmentReconciler) removePending(ctx context.Context, env *v1alp
 	return err
 }
 
-// tokenHandled reports whether a token trigger value was handled for key.
-func tokenHandled(env *v1alpha1.DevEnvironment, key, value string) bool {
-	for _, t := range env.Status.HandledTriggerTokens {
-		if t == key+"="+value {
-			return true
-		}
-	}
-	return false
-}
-
-// recordToken remembers the token value handled for key, replacing the
-// key's previous one.
-func recordToken(env *v1alpha1.DevEnvironment, key, value string) {
-	kept := []string{key + "=" + value}
-	for _, t := range env.Status.HandledTriggerTokens {
-		if !strings.HasPrefix(t, key+"=") {
-			kept = append(kept, t)
-		}
-	}
-	env.Status.HandledTriggerTokens = kept
-}
-
 // applyTrigger records what a trigger asks for: queued runs or
 // cancellations, the TriggerHandled condition, and the events to emit
 // once recorded. An unknown suite or label changes nothing else.
 func (p *testPass) applyTrigger(key, value string) {
-	env := p.s.env
-	env.Status.LastHandledTrigger = truncate(value, testrun.MaxValue)
+	env := p.env
+	env.Status.LastHandledTrigger = message.Truncate(value, MaxValue)
 	what := key + "=" + value
-	tr, err := testrun.Parse(value)
+	tr, err := Parse(value)
 	var names []string
 	if err == nil {
 		names, err = tr.Resolve(env.Spec.Tests)
 	}
 	if err != nil {
 		reason := v1alpha1.ReasonInvalidTrigger
-		if _, ok := err.(*testrun.UnknownError); ok {
+		if _, ok := err.(*UnknownError); ok {
 			reason = v1alpha1.ReasonUnknownTestSuite
 		}
 		p.setTriggerCondition(metav1.ConditionFalse, reason, err.Error())
@@ -179,5 +134,8 @@ func (p *testPass) applyTrigger(key, value string) {
 }
 
 func (p *testPass) setTriggerCondition(status metav1.ConditionStatus, reason, msg string) {
-	setCondition(p.s.env, v1alpha1.ConditionTriggerHandled, status, reason, truncate(msg, maxEventNote))
+	meta.SetStatusCondition(&p.env.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionTriggerHandled, Status: status, Reason: reason,
+		Message: message.Truncate(msg, message.MaxEventNote), ObservedGeneration: p.env.Generation,
+	})
 }

@@ -1,4 +1,4 @@
-package controllers
+package build
 
 import (
 	"context"
@@ -16,7 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -25,45 +28,46 @@ import (
 // process exec'd into it as the environment's ServiceAccount, outside the
 // reconcile (warmBuilds), which it wakes when done. It returns a result
 // once every platform image is pushed and tagged, nil meanwhile.
-func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec build.Image, ref source.Ref, inputs string, render func(string) ([]string, error)) (*build.Result, string, error) {
-	if err := r.needHelperImage(img); err != nil {
+func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+	spec Image, ref source.Ref, inputs string, tags *TagTemplates) (*Result, string, error) {
+	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
-	if r.Exec == nil {
-		return nil, "", &StallingError{Reason: v1alpha1.ReasonBuildFailed,
-			Err: fmt.Errorf("image %s: run.keepWarm needs an operator that can exec into pods", img.Name)}
-	}
-	tenant, err := r.tenant(s)
+	tenant, err := s.tenant.Client()
 	if err != nil {
 		return nil, "", err
 	}
 	digests := map[string]v1.Hash{}
 	var waiting []string
-	for _, p := range buildPlatforms(img) {
-		req, err := r.builderRequest(ctx, tenant, s, img, spec, ref, p, warmPodName(s.env.Name, img.Name, p))
+	for _, p := range img.BuildPlatforms() {
+		req, err := s.builderRequest(ctx, tenant, img, spec, ref, p, warmPodName(s.env.Name, img.Name, p))
 		if err != nil {
 			return nil, "", err
 		}
-		pod, msg, err := r.ensureWarmPod(ctx, tenant, req)
+		pod, msg, err := ensureWarmPod(ctx, tenant, req)
 		if err != nil {
 			return nil, "", err
 		}
 		if pod == nil {
-			s.unwatched = true // nothing reports the pod starting
+			s.Poll = true // nothing reports the pod starting
 			waiting = append(waiting, msg)
 			continue
 		}
 		key := string(pod.UID) + "/" + inputs
-		run := r.warm.lookup(key)
+		warm := s.e.warmBuilds()
+		run := warm.lookup(key)
 		if run == nil {
-			command, err := build.WarmBuildCommand(req)
+			command, err := WarmBuildCommand(req)
 			if err != nil {
 				return nil, "", err
 			}
 			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision)
-			run = r.warm.start(key, s.env, func(ctx context.Context, stdout, stderr *tailBuffer) error {
-				return r.Exec.Exec(ctx, s.env, pod.Namespace, pod.Name, build.ContainerWarm, command, stdout, stderr)
+			tenant, exec := s.tenant, s.e.Exec
+			run = warm.start(key, s.env, func(ctx context.Context, stdout, stderr *tailBuffer) error {
+				if exec != nil {
+					return exec.Exec(ctx, tenant, pod.Namespace, pod.Name, ContainerWarm, command, stdout, stderr)
+				}
+				return tenant.Exec(ctx, pod.Namespace, pod.Name, ContainerWarm, command, stdout, stderr)
 			})
 		}
 		// Status tells this run from an earlier one by its start (which
@@ -78,16 +82,16 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 		case out.err != nil && out.exitCode == nil:
 			// The exec itself broke (the pod went away, the API server
 			// restarted): the next reconcile builds again.
-			r.warm.forget(key)
+			warm.forget(key)
 			// A refused exec is a failed connection upgrade whose error
 			// carries only the API server's message, not a Status.
 			if strings.Contains(out.err.Error(), "forbidden") {
-				return nil, "", &StallingError{Reason: v1alpha1.ReasonForbidden,
-					Err: fmt.Errorf("image %s: exec into warm builder %s: %w (run.keepWarm needs create on pods/exec for the environment's ServiceAccount)", img.Name, pod.Name, out.err)}
+				return nil, "", fault.Stalledf(v1alpha1.ReasonForbidden,
+					"image %s: exec into warm builder %s: %w (run.keepWarm needs create on pods/exec for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
 			}
 			return nil, "", fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
 		case out.err != nil:
-			return nil, "", r.warmBuildFailed(img, ist, pod.Name, out)
+			return nil, "", warmBuildFailed(img, ist, pod.Name, out)
 		default:
 			h, err := v1.NewHash(out.report.Digest)
 			if err != nil {
@@ -99,15 +103,15 @@ func (r *DevEnvironmentReconciler) buildWarm(ctx context.Context, s *scope, img 
 	if len(waiting) > 0 {
 		return nil, strings.Join(waiting, "; "), nil
 	}
-	res, err := r.publishBuilt(ctx, s, img, ist, digests, render)
+	res, err := s.publishBuilt(ctx, img, ist, digests, tags)
 	return res, "", err
 }
 
 // ensureWarmPod creates the warm builder, or replaces one whose spec
 // changed or that stopped. It returns the pod once its builder container
 // runs, else a message saying what it waits for.
-func (r *DevEnvironmentReconciler) ensureWarmPod(ctx context.Context, tenant client.Client, req build.JobRequest) (*corev1.Pod, string, error) {
-	want, err := build.WarmPod(req)
+func ensureWarmPod(ctx context.Context, tenant client.Client, req JobRequest) (*corev1.Pod, string, error) {
+	want, err := WarmPod(req)
 	if err != nil {
 		return nil, "", err
 	}
@@ -117,55 +121,43 @@ func (r *DevEnvironmentReconciler) ensureWarmPod(ctx context.Context, tenant cli
 	case apierrors.IsNotFound(err):
 		log.FromContext(ctx).Info("starting warm builder", "pod", req.Name)
 		if err := tenant.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, "", tenantError(err, "create warm builder pod "+req.Name)
+			return nil, "", identity.Refused(err, "create warm builder pod "+req.Name)
 		}
 		return nil, "starting warm builder " + req.Name, nil
 	case err != nil:
-		return nil, "", tenantError(err, "get warm builder pod "+req.Name)
+		return nil, "", identity.Refused(err, "get warm builder pod "+req.Name)
 	}
 	if !pod.DeletionTimestamp.IsZero() {
 		return nil, "waiting for the previous warm builder " + req.Name + " to stop", nil
 	}
 	stopped := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	if stopped || pod.Annotations[build.AnnotationSpecHash] != want.Annotations[build.AnnotationSpecHash] {
+	if stopped || pod.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
 		log.FromContext(ctx).Info("replacing warm builder", "pod", req.Name, "phase", pod.Status.Phase)
 		if err := tenant.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, "", tenantError(err, "delete warm builder pod "+req.Name)
+			return nil, "", identity.Refused(err, "delete warm builder pod "+req.Name)
 		}
 		return nil, "replacing warm builder " + req.Name, nil
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == build.ContainerWarm && cs.State.Running != nil {
+		if cs.Name == ContainerWarm && cs.State.Running != nil {
 			return pod, "", nil
 		}
 	}
-	return nil, "waiting for warm builder " + req.Name + " to start" + podWaitingReason(pod), nil
-}
-
-// podWaitingReason is ": <reason>" of the first waiting container
-// (ImagePullBackOff, say), or "".
-func podWaitingReason(pod *corev1.Pod) string {
-	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-	for _, cs := range statuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
-			return fmt.Sprintf(": %s %s", cs.Name, w.Reason)
-		}
-	}
-	return ""
+	return nil, "waiting for warm builder " + req.Name + " to start" + pods.WaitingReason(pod), nil
 }
 
 // warmBuildFailed records a failed build and stalls the environment until
 // the inputs change, as for a builder Job.
-func (r *DevEnvironmentReconciler) warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod string, out warmOutcome) error {
+func warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod string, out warmOutcome) error {
 	ist.Build.Result = v1alpha1.BuildFailed
 	ist.Build.ExitCode = out.exitCode
 	markCompleted(ist.Build)
 	ist.Build.LogTail = out.logTail
 	msg := fmt.Sprintf("image %s: build failed in warm builder %s: exit code %d", img.Name, pod, *out.exitCode)
-	if last := lastLine(out.logTail); last != "" {
+	if last := message.LastLine(out.logTail); last != "" {
 		msg += ": " + last
 	}
-	return &StallingError{Reason: v1alpha1.ReasonBuildFailed, Err: errors.New(msg)}
+	return fault.Stalled(v1alpha1.ReasonBuildFailed, errors.New(msg))
 }
 
 // warmPodName is "<env>-<image>-<arch>-warm", at most 63 characters.

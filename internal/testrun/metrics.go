@@ -1,4 +1,4 @@
-package controllers
+package testrun
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -8,11 +8,11 @@ import (
 // Test run metrics, served with controller-runtime's on the manager's
 // metrics endpoint.
 var (
-	testRunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	RunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "devloop_test_runs_total",
 		Help: "Test runs that ended, by suite and result (Passed, Failed, TimedOut, Cancelled, Error).",
 	}, []string{"namespace", "environment", "suite", "result"})
-	testRunDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	RunDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "devloop_test_run_duration_seconds",
 		Help:    "How long test runs took, from their Job's creation to their end.",
 		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
@@ -20,5 +20,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(testRunsTotal, testRunDuration)
+	metrics.Registry.MustRegister(RunsTotal, RunDuration)
 }

@@ -1,4 +1,4 @@
-package controllers
+package build
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/message"
 )
 
 // warmBuildTimeout bounds one build in a warm builder when the spec's
@@ -53,7 +53,7 @@ type warmRun struct {
 // warmOutcome is how a build ended: a report, or an error with the build
 // command's exit code (nil when the exec itself failed) and its log tail.
 type warmOutcome struct {
-	report   build.AssembleReport
+	report   AssembleReport
 	err      error
 	exitCode *int32
 	logTail  string
@@ -106,7 +106,7 @@ func (w *warmBuilds) start(key string, env *v1alpha1.DevEnvironment, exec func(c
 		err := exec(ctx, stdout, stderr)
 		out := warmOutcome{logTail: stderr.String()}
 		if err == nil {
-			report := lastLine(stdout.String())
+			report := message.LastLine(stdout.String())
 			if jerr := json.Unmarshal([]byte(report), &out.report); jerr != nil || out.report.Digest == "" {
 				err = fmt.Errorf("the warm builder reported %q, not a digest", report)
 			}

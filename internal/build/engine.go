@@ -1,0 +1,488 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/digest"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// Options configures how the engine builds images.
+type Options struct {
+	// HelperImage is the operator's own image, run by builder pods for
+	// fetching sources and pushing images. Images with a run step need it.
+	HelperImage string
+	// BaseCacheDir caches base image layers on disk; empty disables it.
+	BaseCacheDir string
+	// Transport is the HTTP transport to registries; tests count requests
+	// with it. Nil is the default transport.
+	Transport http.RoundTripper
+	// BaseInterval is how often a base image tag is resolved again; one
+	// minute when zero.
+	BaseInterval time.Duration
+	// VerifyInterval is how often an image built from unchanged inputs is
+	// checked to still be in the registry; five minutes when zero.
+	VerifyInterval time.Duration
+	// Compression of built layers, in process and in builder pods; the
+	// zero value is auto (see Registry).
+	Compression source.Compression
+}
+
+// PodExecutor runs a command in a container of a running pod as the
+// tenant (identity.Tenant.Exec does); tests script it.
+type PodExecutor interface {
+	Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdout, stderr io.Writer) error
+}
+
+// Engine builds components' images end to end: unchanged inputs do
+// nothing, images without a run step are assembled in-process, images
+// with one by builder Jobs or in warm builder pods. It is made once and
+// shared by every reconcile.
+type Engine struct {
+	Options Options
+	// Cache reads builder Jobs (the operator watches the Jobs it owns).
+	Cache client.Reader
+	// APIReader lists builder pods straight from the API server.
+	APIReader client.Reader
+	// Logs reads builder pod logs; nil leaves failed builds without a tail.
+	Logs pods.LogReader
+	// Exec runs builds in warm builders; nil execs as the tenant.
+	Exec PodExecutor
+	// Events records ImagePushed; nil records nothing.
+	Events events.EventRecorder
+
+	memo     memo
+	warmOnce sync.Once
+	warm     *warmBuilds
+}
+
+// Wake reports environments whose warm build ended, so the controller
+// reconciles them at once.
+func (e *Engine) Wake() <-chan event.GenericEvent { return e.warmBuilds().wake }
+
+func (e *Engine) warmBuilds() *warmBuilds {
+	e.warmOnce.Do(func() { e.warm = newWarmBuilds() })
+	return e.warm
+}
+
+// Forget drops what the engine remembers of a deleted environment.
+func (e *Engine) Forget(env types.UID) { e.memo.forget(env) }
+
+// Session is one reconcile's builds of one environment: the registry
+// client (and its credentials) is made once and only when a registry
+// must be asked, so a no-op reconcile does neither.
+type Session struct {
+	e       *Engine
+	env     *v1alpha1.DevEnvironment
+	tenant  *identity.Tenant
+	sources source.Resolved
+	builder *Builder
+
+	// RequeueAfter is the soonest something must be looked at again even
+	// if nothing changes (a base tag to resolve, a push to verify); zero
+	// is never.
+	RequeueAfter time.Duration
+	// Poll is set when a build waits for what no event reports (a warm
+	// builder pod starting).
+	Poll bool
+}
+
+// Session starts the builds of one reconcile of env.
+func (e *Engine) Session(env *v1alpha1.DevEnvironment, tenant *identity.Tenant, sources source.Resolved) *Session {
+	return &Session{e: e, env: env, tenant: tenant, sources: sources}
+}
+
+func (s *Session) requeueWithin(d time.Duration) {
+	if d < time.Second {
+		d = time.Second
+	}
+	if s.RequeueAfter == 0 || d < s.RequeueAfter {
+		s.RequeueAfter = d
+	}
+}
+
+// BuildImages brings every image of a component to its inputs. It
+// returns false and what it waits for while a builder runs. Errors are
+// fault-classified: Stalled (reason BuildFailed, InvalidSpec, Forbidden)
+// until the spec changes, Unavailable while the registry is down.
+func (s *Session) BuildImages(ctx context.Context, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
+	done := true
+	var message string
+	for i := range c.Images {
+		img := &c.Images[i]
+		ist := imageStatus(st, img.Name)
+		ok, msg, err := s.buildImage(ctx, c, img, ist)
+		if err != nil {
+			return false, "", err
+		}
+		if !ok {
+			done, message = false, msg
+		}
+	}
+	pruneImageStatus(st, c)
+	return done, message, nil
+}
+
+// buildImage builds one image if its inputs changed since its digest was
+// pushed.
+func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, string, error) {
+	var ref source.Ref
+	if img.Source != "" {
+		var ok bool
+		if ref, ok = s.sources.Ref(img.Source); !ok {
+			return false, "", fault.Stalledf(v1alpha1.ReasonBuildFailed,
+				"image %s: source %q is not resolved (no source engine in this operator)", img.Name, img.Source)
+		}
+	}
+	baseDigest, err := s.resolveBase(ctx, img.Base)
+	if err != nil {
+		return false, "", buildError(img.Name, err)
+	}
+	src, err := s.sourceInputs(ctx, img, ref)
+	if err != nil {
+		return false, "", err
+	}
+	inputs := digest.JSON(struct {
+		Component, Source, Base string
+		Image                   *v1alpha1.ImageSpec
+		Registry                *v1alpha1.RegistrySpec
+	}{c.Name, src, baseDigest, img, s.env.Spec.Registry})
+	if ist.Inputs == inputs && ist.Digest != "" {
+		held, err := s.stillPushed(ctx, img, ist)
+		if err != nil {
+			return false, "", buildError(img.Name, err)
+		}
+		if held {
+			return true, "", nil
+		}
+		// The registry lost the image (wiped, garbage-collected): build
+		// and push it again, builder Jobs included.
+		log.FromContext(ctx).Info("image missing from the registry; pushing it again", "image", img.Name, "digest", ist.Digest)
+		if img.Run != nil {
+			tenant, err := s.tenant.Client()
+			if err != nil {
+				return false, "", err
+			}
+			if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace),
+				client.MatchingLabels{v1alpha1.LabelEnvironment: s.env.Name, v1alpha1.LabelImage: img.Name, v1alpha1.LabelRole: v1alpha1.RoleBuild},
+				client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				return false, "", identity.Refused(err, "delete builder jobs of image "+img.Name)
+			}
+			return false, "image " + img.Name + " is missing from the registry: building it again", nil
+		}
+	}
+
+	spec := imageSpec(img, ref, baseDigest)
+	tags := NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
+	var res *Result
+	if img.Run == nil {
+		dir := ""
+		if img.Source != "" {
+			a, err := s.sources.Artifact(ctx, img.Source)
+			if err != nil {
+				return false, "", err
+			}
+			dir = a.Dir
+			spec.Prebuilt = a.Prebuilt
+			if a.Kind == source.KindOCI {
+				spec.SourceRepository = a.URL
+			}
+		}
+		b, err := s.registry(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		log.FromContext(ctx).Info("building image in-process", "image", img.Name, "revision", ref.Revision)
+		if res, err = b.Build(ctx, spec, dir, tags.Render); err != nil {
+			return false, "", buildError(img.Name, err)
+		}
+	} else {
+		var msg string
+		if img.Run.KeepWarm {
+			res, msg, err = s.buildWarm(ctx, img, ist, spec, ref, inputs, tags)
+		} else {
+			res, msg, err = s.buildWithJobs(ctx, img, ist, spec, ref, inputs, tags)
+		}
+		if err != nil || res == nil {
+			return false, msg, err
+		}
+	}
+	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
+	ist.Inputs, ist.Revision = inputs, ref.Revision
+	ist.RevisionTag = tags.Revision()
+	if res.Pushed && s.e.Events != nil {
+		s.e.Events.Eventf(s.env, nil, corev1.EventTypeNormal, "ImagePushed", "Build",
+			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
+	}
+	return true, "", nil
+}
+
+// sourceInputs is what of the image's source its inputs hash covers: the
+// resolved revision, or, for an image that names paths, the content of
+// just those paths, so a change elsewhere in the source does not rebuild
+// it. Such an image keeps the revision (and revision tag) it was built
+// from until its own paths change.
+func (s *Session) sourceInputs(ctx context.Context, img *v1alpha1.ImageSpec, ref source.Ref) (string, error) {
+	if img.Source == "" || len(img.Paths) == 0 {
+		return ref.Key(), nil
+	}
+	a, err := s.sources.Artifact(ctx, img.Source)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, 0, len(img.Paths))
+	for i, p := range img.Paths {
+		d, err := source.PathDigest(a.Dir, p)
+		if err != nil {
+			return "", fault.Stalledf(v1alpha1.ReasonBuildFailed,
+				"image %s: paths[%d]: %w (source %s at %s)", img.Name, i, err, img.Source, ref.Revision)
+		}
+		parts = append(parts, p+"="+d)
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// stillPushed checks, at most once per verify interval, that the registry
+// still holds an image built from unchanged inputs and its tags, so a wiped
+// registry heals instead of leaving ImagePullBackOff behind.
+func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
+	interval := s.e.Options.VerifyInterval
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	key := string(s.env.UID) + "/verified/" + img.Name
+	if last, ok := s.e.memo.get(key); ok && last.digest == ist.Digest && time.Since(last.at) < interval {
+		return true, nil
+	}
+	b, err := s.registry(ctx)
+	if err != nil {
+		return false, err
+	}
+	held, err := b.Holds(ctx, img.Name, ist.Digest, ist.Tags)
+	if err != nil || !held {
+		return false, err
+	}
+	s.e.memo.put(key, memoEntry{digest: ist.Digest, at: time.Now()})
+	s.requeueWithin(interval)
+	return true, nil
+}
+
+// imageSpec is the image to build, with its base pinned to the digest the
+// inputs were computed from, so the build uses exactly that base.
+func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image {
+	base := img.Base
+	if base != "" && baseDigest != "" {
+		base = pinDigest(base, baseDigest)
+	}
+	return Image{
+		Name: img.Name, Base: base, Platforms: img.Platforms, Layers: img.Layers,
+		Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env,
+		WorkingDir: img.WorkingDir, User: img.User,
+		SourceURL: ref.URL, Revision: ref.ID,
+	}
+}
+
+// registry is the environment's registry client, made once per reconcile
+// with the credentials of spec.registry.credentialsRef.
+func (s *Session) registry(ctx context.Context) (*Builder, error) {
+	if s.builder != nil {
+		return s.builder, nil
+	}
+	reg := s.env.Spec.Registry
+	if reg == nil {
+		return nil, fault.Stalled(v1alpha1.ReasonInvalidSpec, errors.New("spec.registry: images need a registry to push to"))
+	}
+	var keychain authn.Keychain
+	if reg.CredentialsRef != nil {
+		tenant, err := s.tenant.Client()
+		if err != nil {
+			return nil, err
+		}
+		data, err := readDockerConfigSecret(ctx, tenant, s.env.Namespace, reg.CredentialsRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if keychain, err = KeychainFromDockerConfig(data); err != nil {
+			return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.registry.credentialsRef: Secret %s: %w", reg.CredentialsRef.Name, err)
+		}
+	}
+	var opts []Option
+	if s.e.Options.BaseCacheDir != "" {
+		opts = append(opts, WithCacheDir(s.e.Options.BaseCacheDir))
+	}
+	if s.e.Options.Transport != nil {
+		opts = append(opts, WithTransport(s.e.Options.Transport))
+	}
+	b, err := NewBuilder(Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain,
+		Compression: s.e.Options.Compression}, opts...)
+	if err != nil {
+		return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.registry: %w", err)
+	}
+	s.builder = b
+	return b, nil
+}
+
+// readDockerConfigSecret reads a kubernetes.io/dockerconfigjson Secret's document,
+// as the environment's ServiceAccount.
+func readDockerConfigSecret(ctx context.Context, tenant client.Reader, namespace, name string) ([]byte, error) {
+	secret := &corev1.Secret{}
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, secret); err != nil {
+		return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.registry.credentialsRef: reading Secret %s: %w", name, err)
+	}
+	data, ok := secret.Data[corev1.DockerConfigJsonKey]
+	if secret.Type != corev1.SecretTypeDockerConfigJson || !ok {
+		return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec,
+			"spec.registry.credentialsRef: Secret %s is of type %q; want %s with key %s", name, secret.Type, corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey)
+	}
+	return data, nil
+}
+
+// resolveBase returns the digest a base reference names, asking the
+// registry at most once per interval (or per reconcile request).
+func (s *Session) resolveBase(ctx context.Context, base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	if d := digestOf(base); d != "" {
+		return d, nil
+	}
+	interval := s.e.Options.BaseInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	key := string(s.env.UID) + "/base/" + base
+	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	if last, ok := s.e.memo.get(key); ok && last.request == request && time.Since(last.at) < interval {
+		s.requeueWithin(time.Until(last.at.Add(interval)))
+		return last.digest, nil
+	}
+	b, err := s.registry(ctx)
+	if err != nil {
+		return "", err
+	}
+	d, err := b.ResolveBase(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	s.e.memo.put(key, memoEntry{request: request, digest: d, at: time.Now()})
+	s.requeueWithin(interval)
+	return d, nil
+}
+
+// digestOf returns the digest of a reference pinned by digest, else "".
+func digestOf(ref string) string {
+	if d, err := name.NewDigest(ref); err == nil {
+		return d.DigestStr()
+	}
+	return ""
+}
+
+// pinDigest names the same repository as ref, by digest: "busybox:1.36"
+// becomes "index.docker.io/library/busybox@sha256:...".
+func pinDigest(ref, digest string) string {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		// ResolveBase already parsed it; keep the reference as written.
+		return ref
+	}
+	return r.Context().Digest(digest).Name()
+}
+
+// imageStatus returns the status entry of an image, adding it when
+// missing.
+func imageStatus(st *v1alpha1.ComponentStatus, name string) *v1alpha1.ImageStatus {
+	if ist := st.Image(name); ist != nil {
+		return ist
+	}
+	st.Images = append(st.Images, v1alpha1.ImageStatus{Name: name})
+	return &st.Images[len(st.Images)-1]
+}
+
+// pruneImageStatus drops images no longer in the component's spec.
+func pruneImageStatus(st *v1alpha1.ComponentStatus, c *v1alpha1.Component) {
+	kept := st.Images[:0]
+	for _, is := range st.Images {
+		for _, img := range c.Images {
+			if img.Name == is.Name {
+				kept = append(kept, is)
+				break
+			}
+		}
+	}
+	st.Images = kept
+}
+
+// buildError maps a build failure to what the environment shows: a
+// permanent one stalls it naming the image, a registry being down leaves it
+// Waiting with backoff, anything else is retried.
+func buildError(image string, err error) error {
+	if fault.AsStalled(err) != nil {
+		return err
+	}
+	err = fmt.Errorf("image %s: %w", image, err)
+	if fault.IsPermanent(err) {
+		return fault.Stalled(v1alpha1.ReasonBuildFailed, err)
+	}
+	return err
+}
+
+// memo remembers, per environment, the base digests resolved and the
+// pushes verified, so the registry is asked once per interval.
+type memo struct {
+	mu sync.Mutex
+	m  map[string]memoEntry
+}
+
+type memoEntry struct {
+	request, digest string
+	at              time.Time
+}
+
+func (c *memo) get(key string) (memoEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[key]
+	return r, ok
+}
+
+func (c *memo) put(key string, r memoEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]memoEntry{}
+	}
+	c.m[key] = r
+}
+
+func (c *memo) forget(env types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prefix := string(env) + "/"
+	for k := range c.m {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.m, k)
+		}
+	}
+}

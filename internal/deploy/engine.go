@@ -1,0 +1,128 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// DefaultMaxReleaseFailures is how many reconciles in a row a Helm release
+// may fail before the environment is Stalled with the Helm error.
+const DefaultMaxReleaseFailures = 3
+
+// DefaultDriftQuietPeriod is the operator's DriftQuietPeriod.
+const DefaultDriftQuietPeriod = 10 * time.Second
+
+// Result is what the engine reports about one component.
+type Result struct {
+	// Phase the component is in after the engine ran.
+	Phase v1alpha1.ComponentPhase
+	// Message says why, in words for `kubectl get`.
+	Message string
+}
+
+// Engine deploys components whose images are built: a Helm release or a
+// set of manifests, with every image the environment built rewritten to
+// its digest-pinned reference, and reports them Ready when every object
+// is Current by kstatus. Every request it makes for an environment, reads
+// included, is made as the environment's tenant (identity), so an
+// environment can deploy no more than its ServiceAccount may.
+type Engine struct {
+	// Mapper is the manager's, shared by every client.
+	Mapper meta.RESTMapper
+	// Charts loads charts; its CacheDir holds downloaded archives.
+	Charts *ChartLoader
+	// MaxReleaseFailures is DefaultMaxReleaseFailures when zero.
+	MaxReleaseFailures int
+	// DriftQuietPeriod is how long after a Helm action its release is
+	// not checked for hand edits: it is rolling out, and the check's
+	// dry-run applies, on every rollout poll, would compete with the
+	// rollout for the API server and the node. Zero checks at once.
+	DriftQuietPeriod time.Duration
+}
+
+// ReconcileComponent deploys c and reports whether its objects are ready.
+// A component with neither helm nor manifests (images only) is Ready once
+// its images are built. Errors are fault-classified: a permanent one
+// stalls the environment (reason DeployFailed).
+func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved) (Result, error) {
+	if c.Helm == nil && c.Manifests == nil {
+		return Result{Phase: v1alpha1.PhaseReady, Message: "images built; nothing to deploy"}, nil
+	}
+	cl, err := t.Client()
+	if err != nil {
+		return Result{}, err
+	}
+	images, refs := builtImages(env)
+	var res Result
+	if c.Helm != nil {
+		res, err = e.reconcileHelm(ctx, env, c, st, sources, t, cl, images, refs)
+	} else {
+		res, err = e.reconcileManifests(ctx, env, c, st, sources, cl, images)
+	}
+	return res, deployError(err)
+}
+
+// FinalizeComponent uninstalls the component's release or prunes its
+// inventory. What is already gone (a namespace deleted by hand) is skipped.
+func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
+	if c.Helm == nil && (st == nil || len(st.Inventory) == 0) {
+		return nil
+	}
+	if _, err := t.User(); err != nil {
+		// With no identity nothing was deployed either: an environment
+		// that stalled for want of a ServiceAccount must still go away.
+		log.FromContext(ctx).Info("nothing to remove: no identity to deploy as", "component", c.Name)
+		return nil
+	}
+	cl, err := t.Client()
+	if err != nil {
+		return err
+	}
+	if c.Helm != nil {
+		return e.uninstall(ctx, env, c, st, t)
+	}
+	_, err = Prune(ctx, cl, environmentLabel(env), fromStatusInventory(st.Inventory).Entries)
+	return err
+}
+
+// environmentLabel is the value of LabelEnvironment on everything env
+// applies: its name (a valid label value by the CRD's name rules). Prune
+// only deletes objects carrying it.
+func environmentLabel(env *v1alpha1.DevEnvironment) string { return env.Name }
+
+// deployError maps the package's fault classes: a permanent fault
+// (forbidden, invalid objects) stalls the environment until the spec or
+// the cluster's RBAC changes; anything else is retried.
+func deployError(err error) error {
+	if err == nil || fault.AsStalled(err) != nil || !fault.IsPermanent(err) {
+		return err
+	}
+	return fault.Stalled(v1alpha1.ReasonDeployFailed, err)
+}
+
+// waitingMessage lists what is not ready yet, the first few of them.
+func waitingMessage(notReady []string) string {
+	const shown = 3
+	msg := "waiting for " + strings.Join(notReady[:min(len(notReady), shown)], "; ")
+	if len(notReady) > shown {
+		msg += fmt.Sprintf(" (and %d more)", len(notReady)-shown)
+	}
+	return msg
+}
+
+func (e *Engine) maxReleaseFailures() int {
+	if e.MaxReleaseFailures > 0 {
+		return e.MaxReleaseFailures
+	}
+	return DefaultMaxReleaseFailures
+}

@@ -1,0 +1,48 @@
+package deploy
+
+import (
+	"slices"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// builtImages is every image of the environment that has a pushed digest:
+// as the rewriter matches it (push repository, pull repository, bare name)
+// and as imageValues write it. Deployed references use the pull repository
+// (registry.pullPrefix when set), since nodes pull them.
+func builtImages(env *v1alpha1.DevEnvironment) ([]BuiltImage, map[string]ImageRef) {
+	var images []BuiltImage
+	refs := map[string]ImageRef{}
+	for i := range env.Spec.Components {
+		c := &env.Spec.Components[i]
+		for j := range c.Images {
+			img := &c.Images[j]
+			ist := env.Status.Component(c.Name).Image(img.Name)
+			if ist == nil || ist.Digest == "" || ist.Repository == "" {
+				continue
+			}
+			pull := env.PullRepository(img.Name, ist.Repository)
+			repos := []string{ist.Repository}
+			for _, r := range []string{pull, img.Name} {
+				if !slices.Contains(repos, r) {
+					repos = append(repos, r)
+				}
+			}
+			images = append(images, BuiltImage{Name: img.Name, Repositories: repos, Reference: pull + "@" + ist.Digest})
+			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.Digest, Tag: ist.ContentHash, Revision: revisionTag(ist)}
+		}
+	}
+	return images, refs
+}
+
+// revisionTag is the tag an image was pushed under from its source
+// revision, as its build recorded it; empty when the spec has no such
+// template or the tag is not among those pushed (the image is about to be
+// rebuilt), so imageValues asking for it wait instead of writing a tag
+// that does not exist.
+func revisionTag(ist *v1alpha1.ImageStatus) string {
+	if ist.RevisionTag != "" && slices.Contains(ist.Tags, ist.RevisionTag) {
+		return ist.RevisionTag
+	}
+	return ""
+}
