@@ -4,6 +4,7 @@
 //   - Permanent: retrying cannot help until the spec, a Secret or the
 //     cluster changes (an unknown base image, a denied push, a missing source
 //     path). The environment is Stalled.
+//
 //   - Unavailable: something the environment depends on is down or
 //     overloaded (a registry answering 5xx, a refused connection). The
 //     environment is Reconciling with a Waiting reason and is retried with
@@ -11,6 +12,7 @@
 //
 //   - Stalled (with a reason): like Permanent, where the engine knows the
 //     condition reason to show.
+//
 //   - Waiting (with a reason): work under way elsewhere, looked at again
 //     after an interval without counting as a failure.
 //
