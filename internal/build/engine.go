@@ -25,6 +25,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/digest"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -195,7 +196,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 	}
 
 	spec := imageSpec(img, ref, baseDigest)
-	tags := NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
+	tags := plan.NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
 	var res *Result
 	if img.Run == nil {
 		dir := ""

@@ -19,6 +19,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -30,7 +31,7 @@ const logTailBytes = 2048
 // and a restarted operator finds the Job it created. It returns a result
 // once every platform image is pushed and tagged, nil while Jobs run.
 func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec Image, ref source.Ref, inputs string, tags *TagTemplates) (*Result, string, error) {
+	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates) (*Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
@@ -95,7 +96,7 @@ func (e *Engine) needHelperImage(img *v1alpha1.ImageSpec) error {
 // publishBuilt tags the platform images builder pods pushed (an index for
 // several) and records the build as succeeded.
 func (s *Session) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digests map[string]v1.Hash, tags *TagTemplates) (*Result, error) {
+	digests map[string]v1.Hash, tags *plan.TagTemplates) (*Result, error) {
 	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err

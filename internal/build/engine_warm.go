@@ -19,6 +19,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -29,7 +30,7 @@ import (
 // reconcile (warmBuilds), which it wakes when done. It returns a result
 // once every platform image is pushed and tagged, nil meanwhile.
 func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec Image, ref source.Ref, inputs string, tags *TagTemplates) (*Result, string, error) {
+	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates) (*Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}

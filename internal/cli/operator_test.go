@@ -2,34 +2,30 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/devloop-dev/devloop/controllers"
-	"github.com/devloop-dev/devloop/internal/deploy"
-	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
-// The push tests run the real operator in-process, wired as cmd/manager
-// wires it (source fetcher, in-process image builds, the deploy engine
-// impersonating the environment's ServiceAccount), watching one namespace
-// only, so the other tests can play the operator's part by hand in theirs.
+// The push tests run the real operator as it runs in a cluster: the
+// manager binary, built from cmd/manager, as its own process against the
+// test API server (source fetcher, in-process image builds, the deploy
+// engine impersonating the environment's ServiceAccount), watching one
+// namespace only (--watch-namespace), so the other tests can play the
+// operator's part by hand in theirs.
 var operator struct {
 	once    sync.Once
 	ns      string
 	err     error
-	cancel  context.CancelFunc
+	cmd     *exec.Cmd
 	done    chan struct{}
 	workDir string
 }
@@ -58,48 +54,35 @@ func startOperator() error {
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
-	})
-	if err != nil {
+	manager := filepath.Join(workDir, "manager")
+	build := exec.Command("go", "build", "-o", manager, "./cmd/manager")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the manager: %v\n%s", err, out)
+	}
+	cmd := exec.Command(manager, "--kubeconfig", kubeconfig, "--watch-namespace", ns.Name,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--work-dir", filepath.Join(workDir, "work"), "--helper-image", "registry.test/devloop/manager:test",
+		"--log-level", "error", "--log-format", "console")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
 		return err
 	}
-	r := &controllers.DevEnvironmentReconciler{
-		Client:       mgr.GetClient(),
-		Recorder:     mgr.GetEventRecorder("devloop"),
-		WaitInterval: 200 * time.Millisecond,
-		Sources:      &source.Fetcher{Reader: mgr.GetAPIReader(), Root: filepath.Join(workDir, "sources")},
-		Images:       controllers.ImageOptions{HelperImage: "registry.test/devloop/manager:test", BaseCacheDir: filepath.Join(workDir, "base")},
-		Engine: &controllers.DeployEngine{
-			Config: mgr.GetConfig(),
-			Mapper: mgr.GetRESTMapper(),
-			Scheme: mgr.GetScheme(),
-			Charts: &deploy.ChartLoader{CacheDir: filepath.Join(workDir, "charts")},
-		},
-	}
-	if err := r.SetupWithManager(mgr, 2); err != nil {
-		return err
-	}
-	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = mgr.Start(runCtx)
+		_ = cmd.Wait()
 	}()
-	operator.ns, operator.cancel, operator.done, operator.workDir = ns.Name, cancel, done, workDir
+	operator.ns, operator.cmd, operator.done, operator.workDir = ns.Name, cmd, done, workDir
 	return nil
 }
 
 // stopOperator stops the operator if a test started it.
 func stopOperator() {
-	if operator.cancel == nil {
+	if operator.cmd == nil {
 		return
 	}
-	operator.cancel()
+	_ = operator.cmd.Process.Signal(os.Interrupt)
 	<-operator.done
 	os.RemoveAll(operator.workDir)
 }

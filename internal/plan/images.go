@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
 )
 
 // checkImages parses every image reference with go-containerregistry, the
@@ -42,7 +41,7 @@ func checkImages(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) field.Erro
 				}
 			}
 			for k, tmpl := range img.Tags {
-				if err := build.CheckTagTemplate(tmpl); err != nil {
+				if err := CheckTagTemplate(tmpl); err != nil {
 					errs = append(errs, field.Invalid(ip.Child("tags").Index(k), tmpl, err.Error()))
 				}
 			}
