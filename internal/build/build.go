@@ -10,7 +10,13 @@
 //   - builder Job (an image with a run step): the Job's main container
 //     (`devloop helper assemble`) calls Assemble and PushImage on the
 //     workspace the builder command wrote and reports the digest; the
-//     operator then calls Publish to make the index and move the tags.
+//     operator then calls Publish to make the index and move the tags;
+//     with run.keepWarm the same runs as a process exec'd into a warm
+//     builder pod.
+//
+// Engine (engine*.go) orchestrates them for a component: unchanged inputs
+// build nothing, and a build's result (digest, content, revision and
+// other tags) is recorded in the image's status.
 //
 // Pushes are ordered so no tag ever names a half-written image: blobs, then
 // the manifest by digest, then (for several platforms) the index, then the

@@ -14,6 +14,6 @@
 //     template, for both;
 //   - readiness by kstatus, and drift by server-side dry run.
 //
-// The engine that drives these for a component, in DAG order, is wired in
-// the controllers.
+// Engine (engine*.go) drives these for one component at a time, as the
+// environment's tenant; the reconciler calls it in DAG order.
 package deploy

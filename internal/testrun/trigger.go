@@ -1,5 +1,6 @@
-// Package testrun holds what the reconciler needs to run test suites as
-// Jobs: the trigger annotation's grammar, the Job of a run (its name and
+// Package testrun runs test suites as Jobs, end to end: the trigger
+// annotation's grammar and protocol (the one copy the kubectl plugin also
+// uses), the run state machine (Engine), the Job of a run (its name and
 // spec), reading a finished Job's outcome and log tail, and the bounded
 // history of runs kept in status.
 package testrun
