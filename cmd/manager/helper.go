@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -110,7 +111,7 @@ func fetchInto(ctx context.Context, ref source.Ref, credsDir, dest string) (stri
 func helperAssemble(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper assemble", flag.ContinueOnError)
 	imageJSON := fs.String("image", "", "the image to assemble, as JSON")
-	platform := fs.String("platform", "linux/amd64", "os/arch of the image")
+	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image")
 	dir := fs.String("dir", pods.WorkspaceDir, "directory the layers take files from")
 	registryJSON := fs.String("registry", "", "the registry, as JSON")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")

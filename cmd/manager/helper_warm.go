@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -64,7 +65,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	fs.SetOutput(os.Stderr)
 	refJSON := fs.String("ref", "", "the resolved source reference, as JSON")
 	imageJSON := fs.String("image", "", "the image to assemble, as JSON")
-	platform := fs.String("platform", "linux/amd64", "os/arch of the image")
+	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image")
 	registryJSON := fs.String("registry", "", "the registry, as JSON")
 	commandJSON := fs.String("command", "", "the build command, as a JSON list")
 	dir := fs.String("dir", pods.WorkspaceDir, "the workspace")

@@ -11,11 +11,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // defaultPlatform is built when an image names no platform.
-var defaultPlatform = v1.Platform{OS: "linux", Architecture: "amd64"}
+var defaultPlatform = func() v1.Platform {
+	p, err := v1.ParsePlatform(v1alpha1.DefaultPlatform)
+	if err != nil {
+		panic(err)
+	}
+	return *p
+}()
 
 // parsePlatforms parses "os/arch[/variant]" strings into platforms sorted
 // by name without duplicates. The order is fixed so that the index digest
