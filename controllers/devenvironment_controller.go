@@ -73,7 +73,7 @@ type DevEnvironmentReconciler struct {
 // The deploy engine writes (and reads) everything an environment deploys as
 // the environment's ServiceAccount; the operator needs no rights on the
 // deployed kinds, only the right to impersonate. Secrets and Flux sources
-// the spec names are read as that ServiceAccount too (TenantClients), so
+// the spec names are read as that ServiceAccount too (internal/identity), so
 // the operator has no right to read Secrets at all.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
