@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -15,7 +13,6 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/fault"
-	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/testrun"
 )
@@ -122,90 +119,6 @@ func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 		}
 	}
 	st.Tests = keptTests
-}
-
-// reconcileComponents walks the components in DAG order. A component whose
-// dependencies are not all Ready is Blocked and names them; one whose
-// dependencies are Ready is handed to the engine. Gating is re-evaluated on
-// every reconcile, so a dependency rolling out again blocks its dependents
-// until it is Ready again.
-func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
-	var pending []string
-	manifests := false
-	sources := resolvedSources{r: r, s: s}
-	for _, name := range s.plan.ComponentOrder() {
-		c := s.plan.Components[name]
-		st := s.componentStatus(name)
-		if waiting := s.plan.Graph.WaitingFor(name, s.isReady); len(waiting) > 0 {
-			st.Phase = v1alpha1.PhaseBlocked
-			st.WaitingFor = waiting
-			st.Message = "waiting for " + strings.Join(waiting, ", ") + " to be Ready"
-			pending = append(pending, name)
-			continue
-		}
-		st.WaitingFor = nil
-		if len(c.Images) > 0 {
-			builds := s.imageBuilds(r)
-			built, msg, err := builds.BuildImages(ctx, c, st)
-			if builds.RequeueAfter > 0 {
-				s.requeueWithin(builds.RequeueAfter)
-			}
-			s.unwatched = s.unwatched || builds.Poll
-			if err != nil {
-				// A registry that is down is waited for, not a failure of
-				// the component.
-				st.Phase = v1alpha1.PhaseFailed
-				if fault.IsUnavailable(err) {
-					st.Phase = v1alpha1.PhaseBuilding
-				}
-				st.Message = err.Error()
-				return fmt.Errorf("component %s: %w", name, err)
-			}
-			if !built {
-				st.Phase, st.Message = v1alpha1.PhaseBuilding, msg
-				pending = append(pending, name)
-				continue
-			}
-		}
-		res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, sources)
-		if err != nil {
-			st.Phase = v1alpha1.PhaseFailed
-			st.Message = err.Error()
-			return fmt.Errorf("component %s: %w", name, err)
-		}
-		st.Phase, st.Message = res.Phase, res.Message
-		if len(st.Drift) > 0 && r.Recorder != nil {
-			r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
-				"%s", message.Truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), message.MaxEventNote))
-		}
-		if c.Manifests != nil || c.Helm != nil {
-			manifests = true
-		}
-		if res.Phase != v1alpha1.PhaseReady {
-			pending = append(pending, name)
-			s.unwatched = true // nothing watches the deployed objects
-		}
-	}
-	if len(pending) > 0 {
-		// Builder Jobs and warm builds wake the reconcile when they end,
-		// and blocked components wait on the others: only what nothing
-		// reports is polled soon.
-		after := r.WaitInterval
-		if s.unwatched {
-			after = r.rolloutPoll(s, time.Now())
-		}
-		return &fault.WaitingError{
-			Reason:       v1alpha1.ReasonProgressing,
-			RequeueAfter: after,
-			Err:          fmt.Errorf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", ")),
-		}
-	}
-	if manifests {
-		// Nothing watches the deployed objects: a Ready environment looks
-		// again for hand edits to correct, in manifests and releases.
-		s.requeueWithin(r.driftInterval())
-	}
-	return nil
 }
 
 // minRolloutPoll is the soonest a rollout is looked at again. A look is a

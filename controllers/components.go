@@ -1,0 +1,189 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/message"
+)
+
+// reconcileComponents walks the components in DAG order. Every component
+// whose dependencies are all Ready is handed to the engines, whatever
+// happened to its siblings: a failure is recorded on its component and
+// the walk goes on, so the outcome never depends on the order of the
+// list. A component whose dependencies are not all Ready is Blocked and
+// names them. Gating is re-evaluated on every reconcile, so a dependency
+// rolling out again blocks its dependents until it is Ready again.
+func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *scope) error {
+	var w componentsWalk
+	for _, name := range s.plan.ComponentOrder() {
+		st := s.componentStatus(name)
+		if waiting := s.plan.Graph.WaitingFor(name, s.isReady); len(waiting) > 0 {
+			st.Phase = v1alpha1.PhaseBlocked
+			st.WaitingFor = waiting
+			st.Message = "waiting for " + s.describeDependencies(waiting) + " to be Ready"
+			w.blocked = append(w.blocked, name)
+			continue
+		}
+		st.WaitingFor = nil
+		if err := r.reconcileComponent(ctx, s, name, st, &w); err != nil {
+			st.Phase = v1alpha1.PhaseFailed
+			if fault.IsUnavailable(err) {
+				// A registry that is down is waited for, not a failure of
+				// the component.
+				st.Phase = v1alpha1.PhaseBuilding
+			}
+			st.Message = err.Error()
+			w.failed = append(w.failed, fmt.Errorf("component %s: %w", name, err))
+		}
+	}
+	return r.componentsOutcome(s, &w)
+}
+
+// componentsWalk is what one walk over the components found.
+type componentsWalk struct {
+	// inFlight are components building or rolling out; blocked wait on a
+	// dependency; failed are the errors of components that failed.
+	inFlight, blocked []string
+	failed            []error
+	// deploys is set when a component deploys a release or manifests.
+	deploys bool
+}
+
+// reconcileComponent builds a component's images, then deploys it.
+func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *scope, name string, st *v1alpha1.ComponentStatus, w *componentsWalk) error {
+	c := s.plan.Components[name]
+	if len(c.Images) > 0 {
+		builds := s.imageBuilds(r)
+		built, msg, err := builds.BuildImages(ctx, c, st)
+		if builds.RequeueAfter > 0 {
+			s.requeueWithin(builds.RequeueAfter)
+		}
+		s.unwatched = s.unwatched || builds.Poll
+		if err != nil {
+			return err
+		}
+		if !built {
+			st.Phase, st.Message = v1alpha1.PhaseBuilding, msg
+			w.inFlight = append(w.inFlight, name)
+			return nil
+		}
+	}
+	res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, resolvedSources{r: r, s: s})
+	if err != nil {
+		return err
+	}
+	st.Phase, st.Message = res.Phase, res.Message
+	if len(st.Drift) > 0 && r.Recorder != nil {
+		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
+			"%s", message.Truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), message.MaxEventNote))
+	}
+	if c.Manifests != nil || c.Helm != nil {
+		w.deploys = true
+	}
+	switch res.Phase {
+	case v1alpha1.PhaseReady:
+	case v1alpha1.PhaseFailed:
+		// A workload that failed (a Job out of retries) is the
+		// component's failure: a human must change something.
+		w.failed = append(w.failed, fault.Stalledf(v1alpha1.ReasonDeployFailed, "component %s: %s", name, res.Message))
+	default:
+		w.inFlight = append(w.inFlight, name)
+		s.unwatched = true // nothing watches the deployed objects
+	}
+	return nil
+}
+
+// componentsOutcome is the components step's verdict for summarize:
+//   - work in flight anywhere: Reconciling (Waiting), naming it and any
+//     failure beside it, looked at again soon;
+//   - else a failure that is retried (transient, a registry down): that,
+//     so the environment retries with backoff;
+//   - else a failure that needs a human: Stalled with its reason;
+//   - else components blocked on nothing in flight cannot happen (a
+//     dependency that is not Ready is in flight or failed), but is waited
+//     for like work in flight.
+func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk) error {
+	var failures error
+	if len(w.failed) > 0 {
+		failures = componentErrors(w.failed)
+	}
+	if len(w.inFlight) > 0 || (len(w.blocked) > 0 && len(w.failed) == 0) {
+		pending := append(append([]string{}, w.inFlight...), w.blocked...)
+		msg := fmt.Sprintf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", "))
+		if failures != nil {
+			msg += "; " + failures.Error()
+		}
+		// Builder Jobs and warm builds wake the reconcile when they end,
+		// and blocked components wait on the others: only what nothing
+		// reports is polled soon.
+		after := r.WaitInterval
+		if s.unwatched {
+			after = r.rolloutPoll(s, time.Now())
+		}
+		return &fault.WaitingError{Reason: v1alpha1.ReasonProgressing, RequeueAfter: after, Err: errors.New(msg)}
+	}
+	if failures != nil {
+		var transient, unavailable []error
+		for _, err := range w.failed {
+			switch {
+			case fault.AsStalled(err) != nil || fault.IsPermanent(err):
+			case fault.IsUnavailable(err):
+				unavailable = append(unavailable, err)
+			default:
+				transient = append(transient, err)
+			}
+		}
+		switch {
+		case len(transient) > 0:
+			return failures
+		case len(unavailable) > 0:
+			return fault.Unavailable(failures)
+		}
+		reason := v1alpha1.ReasonDeployFailed
+		if stalled := fault.AsStalled(w.failed[0]); stalled != nil {
+			reason = stalled.Reason
+		}
+		return fault.Stalled(reason, failures)
+	}
+	if w.deploys {
+		// Nothing watches the deployed objects: a Ready environment looks
+		// again for hand edits to correct, in manifests and releases.
+		s.requeueWithin(r.driftInterval())
+	}
+	return nil
+}
+
+// describeDependencies names dependencies with the phase of those that
+// failed: "b, c (Failed)".
+func (s *scope) describeDependencies(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if st := s.env.Status.Component(n); st != nil && st.Phase == v1alpha1.PhaseFailed {
+			out[i] += " (Failed)"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// componentErrors are the failures of several components: one line
+// each, joined with "; ", each still reachable by errors.As.
+type componentErrors []error
+
+func (e componentErrors) Error() string {
+	parts := make([]string, len(e))
+	for i, err := range e {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e componentErrors) Unwrap() []error { return e }
