@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -43,6 +44,10 @@ type ApplyOptions struct {
 	// EstablishTimeout bounds the wait for CRDs; DefaultEstablishTimeout
 	// when zero.
 	EstablishTimeout time.Duration
+	// Replaced, when set, is told each object that was deleted and
+	// created again because a field that cannot change did (a Job's pod
+	// template).
+	Replaced func(ObjRef)
 }
 
 // Apply server-side applies objs with c (which may impersonate the
@@ -125,7 +130,66 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 		time.Sleep(500 * time.Millisecond)
 		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
 	}
+	if isImmutable(err) && len(extra) == 0 && own {
+		// Like Flux's force: an object whose spec cannot change (a Job's
+		// pod template) is deleted and created again, but only one this
+		// environment applied.
+		if rerr := replace(ctx, c, o, opts); rerr != nil {
+			return rerr
+		}
+		if opts.Replaced != nil {
+			opts.Replaced(ref)
+		}
+		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
+	}
 	return classify(c, err, "patch", ref)
+}
+
+// replaceTimeout bounds the wait for a replaced object to be gone.
+const replaceTimeout = 30 * time.Second
+
+// replace deletes the object o names, if this environment owns it, and
+// waits until it is gone so it can be created again.
+func replace(ctx context.Context, c client.Client, o *unstructured.Unstructured, opts ApplyOptions) error {
+	ref := RefOf(o)
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(o.GroupVersionKind())
+	key := client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}
+	if err := c.Get(ctx, key, existing); err != nil {
+		return classify(c, client.IgnoreNotFound(err), "get", ref)
+	}
+	if existing.GetLabels()[LabelEnvironment] != opts.Environment {
+		return fault.Permanentf("%s has a field that cannot change, and it was not applied by this environment: delete it to let devloop create it", describe(c, ref))
+	}
+	uid := existing.GetUID()
+	err := c.Delete(ctx, existing, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(c, err, "delete", ref)
+	}
+	deadline := time.Now().Add(replaceTimeout)
+	for {
+		err := c.Get(ctx, key, existing)
+		if apierrors.IsNotFound(err) || (err == nil && existing.GetUID() != uid) {
+			return nil
+		}
+		if err != nil {
+			return classify(c, err, "get", ref)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replacing %s: still there %s after deleting it", describe(c, ref), replaceTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// isImmutable reports an Invalid answer naming a field that cannot
+// change.
+func isImmutable(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "field is immutable")
 }
 
 // Label sets the environment and component labels Apply sets, for objects

@@ -115,7 +115,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	for _, o := range objs {
 		deployed = append(deployed, RefOf(o))
 	}
-	return readiness(ctx, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+	return readiness(ctx, env, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
 }
 
 // recentlyDeployed says the release's last action was less than quiet ago.

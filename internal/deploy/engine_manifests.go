@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
@@ -65,6 +67,11 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		}
 	}
 	st.Drift = nil
+	var replaced []string
+	opts.Replaced = func(ref ObjRef) {
+		replaced = append(replaced, ref.String())
+		log.FromContext(ctx).Info("replaced an object whose immutable fields changed", "component", c.Name, "object", ref.String())
+	}
 	applied, err := Apply(ctx, cl, objs, opts)
 	if err != nil {
 		return Result{}, err
@@ -75,7 +82,11 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		return Result{}, fmt.Errorf("pruning: %w", err)
 	}
 	st.Inventory = toStatusInventory(applied)
-	return readiness(ctx, cl, applied.Entries, fmt.Sprintf("%d objects applied", len(applied.Entries)))
+	done := fmt.Sprintf("%d objects applied", len(applied.Entries))
+	if len(replaced) > 0 {
+		done += fmt.Sprintf(", %s deleted and created again (a field that cannot change did)", strings.Join(replaced, ", "))
+	}
+	return readiness(ctx, env, cl, applied.Entries, done)
 }
 
 // Bounds of ComponentStatus.Drift, as the CRD declares them.
@@ -115,17 +126,42 @@ func manifestsDigest(objs []*unstructured.Unstructured) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// readiness is Ready when every object is Current by kstatus, else
-// Deploying with what it waits for.
-func readiness(ctx context.Context, cl client.Reader, refs []ObjRef, done string) (Result, error) {
-	notReady, err := Ready(ctx, cl, refs)
+// readiness is Ready when every object is Current by kstatus, Failed
+// when one failed for good (a Job out of retries), else Deploying with
+// what it waits for — a stuck pod named with its image and, for a built
+// image, the registry field its reference came from.
+func readiness(ctx context.Context, env *v1alpha1.DevEnvironment, cl client.Reader, refs []ObjRef, done string) (Result, error) {
+	r, err := Check(ctx, cl, refs)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(notReady) > 0 {
-		return Result{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(notReady)}, nil
+	if len(r.Failed) > 0 {
+		return Result{Phase: v1alpha1.PhaseFailed, Message: done + "; failed: " + strings.Join(r.Failed, "; ")}, nil
+	}
+	if len(r.NotReady) > 0 {
+		for i, line := range r.NotReady {
+			r.NotReady[i] = line + pullHint(env, line)
+		}
+		return Result{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(r.NotReady)}, nil
 	}
 	return Result{Phase: v1alpha1.PhaseReady, Message: done + ", all Current"}, nil
+}
+
+// pullHint names the field a built image's reference came from when a
+// line reports that image failing to pull: the reference is the
+// environment's, not the chart's.
+func pullHint(env *v1alpha1.DevEnvironment, line string) string {
+	reg := env.Spec.Registry
+	if reg == nil || !(strings.Contains(line, "ImagePull") || strings.Contains(line, "ErrImagePull") || strings.Contains(line, "InvalidImageName")) {
+		return ""
+	}
+	if reg.PullPrefix != "" && strings.Contains(line, "(image "+strings.TrimSuffix(reg.PullPrefix, "/")+"/") {
+		return fmt.Sprintf(" (the node pulls built images from spec.registry.pullPrefix %q: check it names the registry as nodes reach it)", reg.PullPrefix)
+	}
+	if reg.PullPrefix == "" && strings.Contains(line, "(image "+strings.TrimSuffix(reg.Prefix, "/")+"/") {
+		return fmt.Sprintf(" (the node pulls built images from spec.registry.prefix %q; set spec.registry.pullPrefix if nodes reach the registry at another address)", reg.Prefix)
+	}
+	return ""
 }
 
 func toStatusInventory(inv Inventory) []v1alpha1.ObjectRef {

@@ -21,22 +21,73 @@ import (
 //
 // Errors are only those of reading; c may be a cached or a direct reader.
 func Ready(ctx context.Context, c client.Reader, refs []ObjRef) (notReady []string, err error) {
+	r, err := Check(ctx, c, refs)
+	return append(r.Failed, r.NotReady...), err
+}
+
+// Readiness is what Check found.
+type Readiness struct {
+	// Failed are objects that failed for good (kstatus Failed: a Job out
+	// of retries): waiting longer changes nothing.
+	Failed []string
+	// NotReady are objects not ready yet. A workload's line names its
+	// first pod that cannot get going (an image that cannot be pulled, a
+	// crash loop, no node to run on), so status says why it waits.
+	NotReady []string
+}
+
+// Check is Ready with failures told apart from what is still in flight.
+func Check(ctx context.Context, c client.Reader, refs []ObjRef) (Readiness, error) {
+	var r Readiness
 	for _, ref := range refs {
 		o := &unstructured.Unstructured{}
 		o.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, o)
 		if apierrors.IsNotFound(err) {
-			notReady = append(notReady, describe(c, ref)+": not found")
+			r.NotReady = append(r.NotReady, describe(c, ref)+": not found")
 			continue
 		}
 		if err != nil {
-			return nil, classify(c, err, "get", ref)
+			return Readiness{}, classify(c, err, "get", ref)
 		}
-		if msg, ok := objectReady(o); !ok {
-			notReady = append(notReady, describe(c, ref)+": "+msg)
+		msg, state := objectState(o)
+		switch state {
+		case objFailed:
+			r.Failed = append(r.Failed, describe(c, ref)+": "+msg)
+		case objWaiting:
+			line := describe(c, ref) + ": " + msg
+			if why := podTrouble(ctx, c, o); why != "" {
+				line += "; " + why
+			}
+			r.NotReady = append(r.NotReady, line)
 		}
 	}
-	return notReady, nil
+	return r, nil
+}
+
+type objectHealth int
+
+const (
+	objReady objectHealth = iota
+	objWaiting
+	objFailed
+)
+
+// objectState is objectReady with kstatus Failed told apart.
+func objectState(o *unstructured.Unstructured) (string, objectHealth) {
+	msg, ok := objectReady(o)
+	switch {
+	case ok:
+		return "", objReady
+	case isFailed(o):
+		return msg, objFailed
+	}
+	return msg, objWaiting
+}
+
+func isFailed(o *unstructured.Unstructured) bool {
+	res, err := status.Compute(o)
+	return err == nil && res.Status == status.FailedStatus
 }
 
 // objectReady is the readiness of one object, with why not.

@@ -1,0 +1,171 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// initJob is an admission-init Job, as the real projects run one before
+// their webhooks, whose argument the test changes.
+func initJob(arg string) string {
+	return `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: admission-init
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: init
+        image: busybox:1.36
+        args: ["` + arg + `"]
+`
+}
+
+// jobsEnv is an environment of one manifests component from an OCI source
+// holding files.
+func jobsEnv(t *testing.T, ns string, files map[string]string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", files)
+	return &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "init", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
+		},
+	}
+}
+
+// endJob writes the status the job controller would write when the Job's
+// pod ended (envtest runs no controllers).
+func endJob(t *testing.T, ns, name string, succeeded bool) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		j := &batchv1.Job{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, j); err != nil {
+			return err
+		}
+		start := metav1.NewTime(time.Now().Add(-time.Minute))
+		now := metav1.Now()
+		j.Status = batchv1.JobStatus{StartTime: &start}
+		if succeeded {
+			j.Status.CompletionTime, j.Status.Succeeded = &now, 1
+			j.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		} else {
+			j.Status.Failed = 1
+			j.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now}}
+		}
+		return k8s.Status().Update(context.Background(), j)
+	}, timeout).Should(Succeed())
+}
+
+// TestFailedJobFailsItsComponent: a Job out of retries is the component's
+// failure, and the environment stalls naming it instead of waiting
+// forever; a changed Job, whose pod template cannot change, is deleted and
+// created again, and its success makes the environment Ready.
+func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	files := map[string]string{"deploy/job.yaml": initJob("v1")}
+	env := jobsEnv(t, ns, files)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(phaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
+	})
+	first := &batchv1.Job{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, first)).To(Succeed())
+	endJob(t, ns, "admission-init", false)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := componentOf(env, "init")
+		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseFailed))
+		g.Expect(c.Message).To(ContainSubstring("failed: jobs.batch/admission-init"))
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("component init:"))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+
+	// The fix changes the Job's pod template: the Job is replaced.
+	files["deploy/job.yaml"] = initJob("v2")
+	reg.pushSource(t, ns+"/src", "dev", files)
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(phaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
+		job := &batchv1.Job{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, job)).To(Succeed())
+		g.Expect(job.UID).NotTo(Equal(first.UID), "a new Job")
+		g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"v2"}))
+	})
+	g.Expect(condition(env, v1alpha1.ConditionReady).Message).NotTo(ContainSubstring("Invalid value"), "no struct dump")
+	endJob(t, ns, "admission-init", true)
+	env = eventually(t, key, readyCurrent)
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestStuckPodIsNamedWithTheRegistryField: a Deployment whose pod cannot
+// pull its built image says so in the component's status, naming the pod,
+// the image and spec.registry.pullPrefix.
+func TestStuckPodIsNamedWithTheRegistryField(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	files["deploy/deployment.yaml"] = webDeployment
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Registry.PullPrefix = "wrong.example:5000/" + ns + "/web"
+	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(phaseOf(env, "web")).To(Equal(v1alpha1.PhaseDeploying))
+	})
+	image := env.Spec.Registry.PullPrefix + "/web@" + imageOf(env, "web", "web").Digest
+
+	// What the kubelet reports for the Deployment's pod.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-abc12", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
+	}
+	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: image, State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"" + image + "\":\n ErrImagePull: dial tcp: lookup wrong.example: no such host"}}}}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		msg := componentOf(env, "web").Message
+		g.Expect(msg).To(ContainSubstring("pod web-abc12: container web (image " + image + "): ImagePullBackOff"))
+		g.Expect(msg).To(ContainSubstring("no such host"))
+		g.Expect(msg).To(ContainSubstring("spec.registry.pullPrefix"))
+		g.Expect(msg).NotTo(ContainSubstring("\n"))
+	})
+	expectKstatus(t, env, status.InProgressStatus)
+}
