@@ -62,6 +62,7 @@ func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *sc
 	c := s.plan.Components[name]
 	if len(c.Images) > 0 {
 		builds := s.imageBuilds(r)
+		builds.Progress = func(msg string) { r.progress(ctx, s, "component "+name+": "+msg) }
 		built, msg, err := builds.BuildImages(ctx, c, st)
 		if builds.RequeueAfter > 0 {
 			s.requeueWithin(builds.RequeueAfter)
@@ -76,7 +77,8 @@ func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *sc
 			return nil
 		}
 	}
-	res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, resolvedSources{r: r, s: s})
+	res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, resolvedSources{r: r, s: s},
+		func(msg string) { r.progress(ctx, s, msg) })
 	if err != nil {
 		return err
 	}

@@ -122,8 +122,8 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 
-	before := env.DeepCopy()
-	s := &scope{env: env, before: before, tenant: r.Identity.For(env)}
+	before, read := env.DeepCopy(), env.DeepCopy()
+	s := &scope{env: env, before: before, read: read, tenant: r.Identity.For(env)}
 
 	var outcome error
 	defer func() {
@@ -131,7 +131,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			env.Status.LastHandledReconcileAt = env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 		}
 		summarize(env, outcome)
-		r.recordTransition(before, env, outcome)
+		r.recordTransition(read, env, outcome)
 		if err := r.Status().Patch(ctx, env, client.MergeFrom(before)); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("patching status: %w", err))
 			return
@@ -147,6 +147,11 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if env.Spec.Suspend {
 		logger.V(1).Info("reconciliation suspended")
 		return ctrl.Result{}, nil
+	}
+	if env.Generation != env.Status.ObservedGeneration {
+		// A new spec: say at once that it is being acted on, before any
+		// step that may take a while.
+		r.progress(ctx, s, fmt.Sprintf("reconciling generation %d", env.Generation))
 	}
 	for _, st := range r.steps() {
 		if outcome != nil && !st.always {

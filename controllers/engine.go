@@ -41,7 +41,8 @@ type Deployer interface {
 	// ReconcileComponent brings c to its declared state. It is called on
 	// every reconcile while c's dependencies are Ready and must be
 	// idempotent.
-	ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved) (deploy.Result, error)
+	// progress is told before a long action starts.
+	ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress deploy.Progress) (deploy.Result, error)
 	// FinalizeComponent removes what ReconcileComponent deployed. st is
 	// the component's last status (nil when it has none): the inventory
 	// and the release to remove are read from it.

@@ -15,8 +15,11 @@ import (
 // the conditions.
 type scope struct {
 	env *v1alpha1.DevEnvironment
-	// before is env as the reconcile read it; the final status patch is
-	// computed against it.
+	// read is env as the reconcile read it: what changed since, for
+	// events and polling.
+	read *v1alpha1.DevEnvironment
+	// before is env as last written (as read, until a step writes): the
+	// final status patch is computed against it.
 	before *v1alpha1.DevEnvironment
 
 	// plan is the checked dependency graph, set by the plan step.

@@ -1,10 +1,14 @@
 package controllers
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
@@ -16,9 +20,9 @@ import (
 // and Stalled, and it keeps them kstatus-conformant:
 //   - Ready is always present;
 //   - Reconciling and Stalled are never both True; a False one is removed;
-//   - observedGeneration advances on success and on a terminal error, so
-//     kstatus reports Current or Failed for this generation, and
-//     InProgress while work is still under way.
+//   - observedGeneration is the generation the operator acts on, written
+//     with every outcome: kstatus reports Current or Failed for it once
+//     done, and InProgress (Reconciling True) while work is under way.
 func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 	st := &env.Status
 	st.ComponentsReady = componentsReady(env)
@@ -51,6 +55,9 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 		setReady(env, metav1.ConditionFalse, waiting.Reason, outcome.Error())
 		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, waiting.Reason, outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
+		// kstatus reads Reconciling as in progress: the generation the
+		// operator is acting on is observed, so status says which.
+		st.ObservedGeneration = env.Generation
 	case fault.IsUnavailable(outcome):
 		// Something the environment needs (a registry, a git server) is
 		// down: retried with backoff, and it heals by itself when it
@@ -58,12 +65,14 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 		setReady(env, metav1.ConditionFalse, v1alpha1.ReasonWaiting, outcome.Error())
 		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonWaiting, "retrying with backoff: "+outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
+		st.ObservedGeneration = env.Generation
 	default:
 		// A transient failure: it will be retried with backoff, so the
 		// environment is still reconciling, not stalled.
 		setReady(env, metav1.ConditionFalse, v1alpha1.ReasonReconcileError, outcome.Error())
 		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonReconcileError, "retrying after error: "+outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
+		st.ObservedGeneration = env.Generation
 	}
 }
 
@@ -101,4 +110,29 @@ func setCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.Condit
 
 func removeCondition(env *v1alpha1.DevEnvironment, typ string) {
 	meta.RemoveStatusCondition(&env.Status.Conditions, typ)
+}
+
+// progress writes, before a long action (a Helm upgrade with hooks, an
+// image build), that the environment is reconciling: Ready False,
+// Reconciling True with msg, observedGeneration current. Status is
+// otherwise written when the reconcile ends, and until then kubectl wait,
+// the plugin and Flux would read the last outcome — Ready — while the
+// action runs. A failed write is only logged: the final one follows.
+func (r *DevEnvironmentReconciler) progress(ctx context.Context, s *scope, msg string) {
+	if c := meta.FindStatusCondition(s.env.Status.Conditions, v1alpha1.ConditionReconciling); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Message == msg && s.env.Status.ObservedGeneration == s.env.Generation {
+		return
+	}
+	summarize(s.env, &fault.WaitingError{Reason: v1alpha1.ReasonProgressing, Err: errors.New(message.Truncate(msg, 1024))})
+	// A copy takes the reply: engines hold pointers into s.env's status
+	// while they run.
+	written := s.env.DeepCopy()
+	if err := r.Status().Patch(ctx, written, client.MergeFrom(s.before)); err != nil {
+		log.FromContext(ctx).V(1).Info("could not write progress", "error", err.Error())
+		return
+	}
+	// What is stored now is the base of the next status write: the
+	// final patch must undo what this one said.
+	s.env.ResourceVersion = written.ResourceVersion
+	*s.before = *written
 }

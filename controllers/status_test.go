@@ -93,7 +93,7 @@ func TestRolloutPollBacksOff(t *testing.T) {
 		env := &v1alpha1.DevEnvironment{}
 		env.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: ready,
 			LastTransitionTime: metav1.NewTime(now.Add(-since))}}
-		return r.rolloutPoll(&scope{env: env, before: env}, now)
+		return r.rolloutPoll(&scope{env: env, before: env, read: env}, now)
 	}
 	for _, c := range []struct {
 		ready metav1.ConditionStatus
@@ -111,7 +111,7 @@ func TestRolloutPollBacksOff(t *testing.T) {
 			t.Errorf("Ready=%s for %s: poll after %s, want %s", c.ready, c.since, got, c.want)
 		}
 	}
-	if got := (&DevEnvironmentReconciler{}).rolloutPoll(&scope{env: &v1alpha1.DevEnvironment{}, before: &v1alpha1.DevEnvironment{}}, now); got != minRolloutPoll {
+	if got := (&DevEnvironmentReconciler{}).rolloutPoll(&scope{env: &v1alpha1.DevEnvironment{}, before: &v1alpha1.DevEnvironment{}, read: &v1alpha1.DevEnvironment{}}, now); got != minRolloutPoll {
 		t.Errorf("no Ready condition yet: %s, want %s", got, minRolloutPoll)
 	}
 }

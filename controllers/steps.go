@@ -142,7 +142,7 @@ func (r *DevEnvironmentReconciler) rolloutPoll(s *scope, now time.Time) time.Dur
 		ceiling = defaultWaitInterval
 	}
 	var waited time.Duration
-	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(s.read.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 		waited = now.Sub(c.LastTransitionTime.Time)
 	}
 	return min(max(waited/4, minRolloutPoll), ceiling)

@@ -174,8 +174,8 @@ func (e *routedEngine) pick(ns string) Deployer {
 	return e.scripted
 }
 
-func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved) (deploy.Result, error) {
-	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, t, sources)
+func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress deploy.Progress) (deploy.Result, error) {
+	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, t, sources, progress)
 }
 
 // For acts as the environment's ServiceAccount where the real engine runs
@@ -231,7 +231,7 @@ func (e *scriptedEngine) finalizedIn(ns string) []string {
 	return append([]string(nil), e.finalized[ns]...)
 }
 
-func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant, _ source.Resolved) (deploy.Result, error) {
+func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant, _ source.Resolved, _ deploy.Progress) (deploy.Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	key := env.Namespace + "/" + c.Name

@@ -108,6 +108,9 @@ type Session struct {
 	// Poll is set when a build waits for what no event reports (a warm
 	// builder pod starting).
 	Poll bool
+	// Progress, when set, is told before an image is built, so status can
+	// say so while the build runs.
+	Progress func(message string)
 }
 
 // Session starts the builds of one reconcile of env.
@@ -195,6 +198,9 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		}
 	}
 
+	if s.Progress != nil {
+		s.Progress("building image " + img.Name)
+	}
 	spec := imageSpec(img, ref, baseDigest)
 	tags := plan.NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
 	var res *Result

@@ -50,11 +50,15 @@ type Engine struct {
 	DriftQuietPeriod time.Duration
 }
 
+// Progress is told, before a long action starts (a Helm install or
+// upgrade), what is about to happen, so status can say so while it runs.
+type Progress func(message string)
+
 // ReconcileComponent deploys c and reports whether its objects are ready.
 // A component with neither helm nor manifests (images only) is Ready once
 // its images are built. Errors are fault-classified: a permanent one
-// stalls the environment (reason DeployFailed).
-func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved) (Result, error) {
+// stalls the environment (reason DeployFailed). progress may be nil.
+func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress Progress) (Result, error) {
 	if c.Helm == nil && c.Manifests == nil {
 		return Result{Phase: v1alpha1.PhaseReady, Message: "images built; nothing to deploy"}, nil
 	}
@@ -65,7 +69,7 @@ func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnviro
 	images, refs := builtImages(env)
 	var res Result
 	if c.Helm != nil {
-		res, err = e.reconcileHelm(ctx, env, c, st, sources, t, cl, images, refs)
+		res, err = e.reconcileHelm(ctx, env, c, st, sources, t, cl, images, refs, progress)
 	} else {
 		res, err = e.reconcileManifests(ctx, env, c, st, sources, cl, images)
 	}

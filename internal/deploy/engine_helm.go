@@ -28,7 +28,7 @@ const defaultHelmTimeout = 5 * time.Minute
 // a row with the same chart and values stalls the environment with Helm's
 // error; ReconcileRelease itself rolls back failed upgrades and uninstalls
 // failed installs between the attempts.
-func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, sources source.Resolved, t *identity.Tenant, cl client.Client, images []BuiltImage, refs map[string]ImageRef) (Result, error) {
+func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, sources source.Resolved, t *identity.Tenant, cl client.Client, images []BuiltImage, refs map[string]ImageRef, progress Progress) (Result, error) {
 	h := c.Helm
 	var art *source.Artifact
 	if h.Chart.Source != "" {
@@ -67,6 +67,13 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	// The image mapping is part of what the release renders: a new digest
 	// upgrades the release even when chart and values are unchanged.
 	req.RenderKey = digest.JSON(images)
+	if progress != nil {
+		req.BeforeAction = func(act Action) {
+			st.Phase = v1alpha1.PhaseDeploying
+			st.Message = fmt.Sprintf("helm %s of release %s/%s in progress", act, req.Namespace, req.ReleaseName)
+			progress("component " + c.Name + ": " + st.Message)
+		}
+	}
 
 	started := time.Now()
 	out, err := ReconcileRelease(ctx, req)

@@ -53,6 +53,10 @@ type ReleaseRequest struct {
 	// one call.
 	MaxHistory int
 	MaxActions int
+	// BeforeAction, when set, is told each action before it runs: an
+	// action may take minutes (hooks, waits), and status must say the
+	// release is changing meanwhile.
+	BeforeAction func(Action)
 }
 
 // Outcome is what ReconcileRelease did.
@@ -166,6 +170,9 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		}
 		done[act] = true
 		out.Actions = append(out.Actions, act)
+		if req.BeforeAction != nil {
+			req.BeforeAction(act)
+		}
 		err = runAction(ctx, cfg, act, req, opts, last, good)
 		if err == nil {
 			continue

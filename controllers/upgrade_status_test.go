@@ -1,0 +1,161 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// TestStatusDuringAHelmUpgradeIsNeverCurrent: a source change upgrades a
+// release whose pre-upgrade hook Job Helm waits for. kstatus, reading the
+// environment as Flux and kubectl wait do, samples it all along: from
+// the moment the hook exists until the upgrade ends it never reads
+// Current, and Ready is never True; once the hook completes the
+// environment is Ready at the new revision.
+func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := chartFiles(t, "upgradehook", "chart")
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upgrades"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "app", Helm: &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, readyCurrent)
+	g.Expect(componentOf(env, "app").Release.Revision).To(Equal(1))
+
+	// A new chart value in the source (no spec change): an upgrade.
+	files["chart/values.yaml"] = "version: \"2\"\n"
+	reg.pushSource(t, ns+"/src", "dev", files)
+
+	sampler := sampleKstatus(t, key)
+	_ = requestReconcile(t, env)
+	hook := client.ObjectKey{Namespace: ns, Name: "app-migrate"}
+	g.Eventually(func() error { return k8s.Get(ctx, hook, &batchv1.Job{}) }, timeout, 20*time.Millisecond).Should(Succeed(), "the pre-upgrade hook runs")
+	hookSeen := time.Now()
+	// Helm waits for the hook: so does everyone reading status.
+	time.Sleep(2 * time.Second)
+	hookRunning := sampler.snapshot()
+	completeJob(t, hook)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "app").Release.Revision).To(Equal(2))
+	})
+	samples := sampler.stop()
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// Between the hook appearing and the snapshot, the upgrade was under
+	// way.
+	var during []kstatusSample
+	for _, s := range hookRunning {
+		if s.at.After(hookSeen) {
+			during = append(during, s)
+		}
+	}
+	g.Expect(during).NotTo(BeEmpty())
+	for _, s := range during {
+		g.Expect(s.status).NotTo(Equal(status.CurrentStatus), "kstatus read Current mid-upgrade at %s: %s", s.at.Format(time.StampMilli), s.message)
+		g.Expect(s.ready).NotTo(Equal(metav1.ConditionTrue), "Ready mid-upgrade at %s", s.at.Format(time.StampMilli))
+	}
+	g.Expect(samples[len(samples)-1].status).To(Equal(status.CurrentStatus))
+}
+
+type kstatusSample struct {
+	at      time.Time
+	status  status.Status
+	ready   metav1.ConditionStatus
+	message string
+}
+
+type kstatusSampler struct {
+	mu      sync.Mutex
+	samples []kstatusSample
+	done    chan struct{}
+	stopped chan struct{}
+}
+
+// sampleKstatus reads the environment every 50 ms and computes its
+// kstatus, as an independent reader would, until stopped.
+func sampleKstatus(t *testing.T, key client.ObjectKey) *kstatusSampler {
+	t.Helper()
+	s := &kstatusSampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(s.stopped)
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			env := &v1alpha1.DevEnvironment{}
+			if err := k8s.Get(context.Background(), key, env); err != nil {
+				continue
+			}
+			res, err := testenv.Kstatus(env)
+			if err != nil {
+				continue
+			}
+			sample := kstatusSample{at: time.Now(), status: res.Status, message: res.Message, ready: metav1.ConditionUnknown}
+			if c := condition(env, v1alpha1.ConditionReady); c != nil {
+				sample.ready = c.Status
+			}
+			s.mu.Lock()
+			s.samples = append(s.samples, sample)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *kstatusSampler) snapshot() []kstatusSample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]kstatusSample(nil), s.samples...)
+}
+
+func (s *kstatusSampler) stop() []kstatusSample {
+	close(s.done)
+	<-s.stopped
+	return s.snapshot()
+}
+
+// completeJob writes the status the job controller would once a Job's
+// pod succeeded.
+func completeJob(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		j := &batchv1.Job{}
+		if err := k8s.Get(context.Background(), key, j); err != nil {
+			return err
+		}
+		start := metav1.NewTime(time.Now().Add(-time.Second))
+		now := metav1.Now()
+		j.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: 1,
+			Conditions: []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
+		return k8s.Status().Update(context.Background(), j)
+	}, timeout).Should(Succeed())
+}
