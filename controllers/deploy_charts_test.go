@@ -104,6 +104,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
 		g.Expect(c.Release).NotTo(BeNil())
+		g.Expect(c.Release.Revision).To(BeNumerically(">", 0), "installed, not only about to be")
 	})
 	expectKstatus(t, env, status.InProgressStatus)
 

@@ -184,6 +184,7 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
 		g.Expect(c.Release).NotTo(BeNil())
+		g.Expect(c.Release.Revision).To(BeNumerically(">", 0), "installed, not only about to be")
 	})
 	g.Expect(*componentOf(env, "web").Release).To(Equal(v1alpha1.ReleaseStatus{Name: "site", Namespace: ns, Revision: 1, Status: "deployed",
 		Workloads: []v1alpha1.ObjectRef{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "site"}}}), "the release's workloads, for kubectl devloop logs")

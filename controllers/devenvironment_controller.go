@@ -11,7 +11,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
-	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -53,6 +51,11 @@ type DevEnvironmentReconciler struct {
 	// found and corrected (status shows them, a DriftCorrected event names
 	// them); DefaultDriftInterval when zero.
 	DriftInterval time.Duration
+
+	// MaxDeletionFailures is how many attempts at removing what a deleted
+	// environment deployed may fail before the rest is abandoned;
+	// DefaultMaxDeletionFailures when zero.
+	MaxDeletionFailures int
 
 	// APIReader reads namespaces straight from the API server.
 	APIReader client.Reader
@@ -171,60 +174,6 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// finalize removes what the environment deployed, in reverse dependency
-// order, then lets the object go.
-func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.DevEnvironment) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(env, v1alpha1.Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	tenant := r.Identity.For(env)
-	for _, c := range teardownOrder(env) {
-		err := r.Deploy.FinalizeComponent(ctx, env, c, env.Status.Component(c.Name), tenant)
-		if err != nil && (fault.IsPermanent(err) || apierrors.IsForbidden(err)) && r.namespaceTerminating(ctx, env.Namespace) {
-			// The environment's namespace is going away and took the
-			// ServiceAccount's rights with it: what is left in that
-			// namespace goes with it, and waiting would wedge the
-			// namespace's deletion forever.
-			log.FromContext(ctx).Info("abandoning removal: the namespace is being deleted", "component", c.Name, "error", err.Error())
-			continue
-		}
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("removing component %s: %w", c.Name, err)
-		}
-	}
-	r.resolved.forget(env.UID)
-	r.Builds.Forget(env.UID)
-	patch := client.MergeFrom(env.DeepCopy())
-	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))
-}
-
-// namespaceTerminating reports whether ns is being deleted (or is gone).
-func (r *DevEnvironmentReconciler) namespaceTerminating(ctx context.Context, ns string) bool {
-	n := &corev1.Namespace{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
-		return apierrors.IsNotFound(err)
-	}
-	return !n.DeletionTimestamp.IsZero()
-}
-
-// teardownOrder is the reverse DAG order, or reverse declaration order
-// when the spec does not plan (a cycle must not wedge a deletion).
-func teardownOrder(env *v1alpha1.DevEnvironment) []*v1alpha1.Component {
-	var out []*v1alpha1.Component
-	if p, err := plan.Build(&env.Spec); err == nil {
-		order := p.ComponentOrder()
-		for i := len(order) - 1; i >= 0; i-- {
-			out = append(out, p.Components[order[i]])
-		}
-		return out
-	}
-	for i := len(env.Spec.Components) - 1; i >= 0; i-- {
-		out = append(out, &env.Spec.Components[i])
-	}
-	return out
 }
 
 // recordTransition emits an event when Ready changes status or message:

@@ -119,8 +119,10 @@ func removeCondition(env *v1alpha1.DevEnvironment, typ string) {
 // the plugin and Flux would read the last outcome — Ready — while the
 // action runs. A failed write is only logged: the final one follows.
 func (r *DevEnvironmentReconciler) progress(ctx context.Context, s *scope, msg string) {
-	if c := meta.FindStatusCondition(s.env.Status.Conditions, v1alpha1.ConditionReconciling); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Message == msg && s.env.Status.ObservedGeneration == s.env.Generation {
+	// What is stored already reads in progress for this generation (a
+	// rollout, a retry): it stays as it is, with its more telling message.
+	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha1.ConditionReconciling); c != nil &&
+		c.Status == metav1.ConditionTrue && s.before.Status.ObservedGeneration == s.env.Generation {
 		return
 	}
 	summarize(s.env, &fault.WaitingError{Reason: v1alpha1.ReasonProgressing, Err: errors.New(message.Truncate(msg, 1024))})

@@ -76,10 +76,8 @@ func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, s *scope, 
 		if _, ok := p.Components[st.Name]; ok || (st.Release == nil && len(st.Inventory) == 0) {
 			continue
 		}
+		// Status says what it deployed: the engine removes both kinds.
 		c := &v1alpha1.Component{Name: st.Name}
-		if st.Release != nil {
-			c.Helm = &v1alpha1.HelmSpec{}
-		}
 		log.FromContext(ctx).Info("removing a component dropped from the spec", "component", st.Name)
 		if err := r.Deploy.FinalizeComponent(ctx, env, c, st, s.tenant); err != nil {
 			return fmt.Errorf("removing dropped component %s: %w", st.Name, err)

@@ -46,6 +46,13 @@ const (
 	// builder Job, read a Secret the spec names).
 	ReasonForbidden = "Forbidden"
 
+	// ReasonDeletionBlocked: the environment is being deleted and
+	// something it deployed cannot be removed (the ServiceAccount may not);
+	// it is tried again, then abandoned (ReasonDeletionAbandoned, a
+	// Warning event naming what may be left).
+	ReasonDeletionBlocked   = "DeletionBlocked"
+	ReasonDeletionAbandoned = "DeletionAbandoned"
+
 	// ReasonDriftCorrected (a Warning event): objects a component deployed
 	// were changed by hand and the reconcile applied them back.
 	ReasonDriftCorrected = "DriftCorrected"
@@ -78,6 +85,9 @@ const (
 	// ReconcileRequestAnnotation asks for an immediate reconcile (what
 	// `kubectl devloop push` sets); any new value does.
 	ReconcileRequestAnnotation = "devloop.dev/reconcile-requested-at"
+	// AbandonOnDeleteAnnotation ("true") lets a deletion that cannot
+	// remove what the environment deployed finish at once, leaving it.
+	AbandonOnDeleteAnnotation = "devloop.dev/abandon-on-delete"
 )
 
 // HistoryLimitOrDefault is the number of test runs kept per suite.

@@ -82,6 +82,11 @@ type DevEnvironmentStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// DeletionFailures counts the attempts, since the environment was
+	// deleted, that could not remove what it deployed; at the operator's
+	// limit the rest is abandoned with a Warning event.
+	// +optional
+	DeletionFailures int32 `json:"deletionFailures,omitempty"`
 }
 
 // SourceStatus is the resolved state of a source.

@@ -56,10 +56,13 @@ type ApplyOptions struct {
 // Established so their custom resources can be applied, then the rest in a
 // dependency-friendly kind order (RBAC and config before workloads,
 // webhooks last). objs are not modified. It returns the inventory of what
-// was applied. Re-applying unchanged objects writes nothing.
+// was applied — on an error, of what was applied before it. Re-applying
+// unchanged objects writes nothing.
 //
-// To never lose track of an object when Apply fails half-way, record
-// Union(old, NewInventory(objs)) before calling it.
+// To never lose track of an object when the process dies half-way,
+// record Union(old, NewInventory(objs)) before calling it; to not keep
+// objects that were never created, narrow it to Union(old, returned)
+// when it fails.
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, opts ApplyOptions) (Inventory, error) {
 	for _, v := range []string{opts.Environment, opts.Component} {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 || v == "" {
@@ -73,23 +76,25 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	slices.SortStableFunc(applied, func(a, b *unstructured.Unstructured) int { return applyRank(a) - applyRank(b) })
 
 	var crds []*unstructured.Unstructured // applied, not yet known Established
+	var done []*unstructured.Unstructured // applied so far
 	for _, o := range applied {
 		if applyRank(o) > rankCRD && len(crds) > 0 {
 			if err := waitEstablished(ctx, c, crds, opts.establishTimeout()); err != nil {
-				return Inventory{}, err
+				return NewInventory(done), err
 			}
 			crds = nil
 		}
 		if err := applyOne(ctx, c, o, opts); err != nil {
-			return Inventory{}, err
+			return NewInventory(done), err
 		}
+		done = append(done, o)
 		if isCRD(o) {
 			crds = append(crds, o)
 		}
 	}
 	if len(crds) > 0 {
 		if err := waitEstablished(ctx, c, crds, opts.establishTimeout()); err != nil {
-			return Inventory{}, err
+			return NewInventory(done), err
 		}
 	}
 	return NewInventory(applied), nil

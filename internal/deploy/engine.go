@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -66,20 +67,59 @@ func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnviro
 	if err != nil {
 		return Result{}, err
 	}
+	if err := e.removeReplaced(ctx, env, c, st, t, cl); err != nil {
+		return Result{}, deployError(err)
+	}
 	images, refs := builtImages(env)
 	var res Result
 	if c.Helm != nil {
 		res, err = e.reconcileHelm(ctx, env, c, st, sources, t, cl, images, refs, progress)
 	} else {
-		res, err = e.reconcileManifests(ctx, env, c, st, sources, cl, images)
+		res, err = e.reconcileManifests(ctx, env, c, st, sources, cl, images, progress)
 	}
 	return res, deployError(err)
 }
 
+// removeReplaced removes what the component deployed that its spec no
+// longer describes: the objects of its manifests once it deploys a chart,
+// its release once it applies manifests (or deploys nothing), a release
+// whose name or namespace changed. Status says what was deployed, so
+// nothing is left behind by a switch or a rename.
+func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, cl client.Client) error {
+	if c.Manifests == nil && len(st.Inventory) > 0 {
+		log.FromContext(ctx).Info("removing the objects of manifests the component no longer applies", "component", c.Name)
+		if _, err := Prune(ctx, cl, environmentLabel(env), fromStatusInventory(st.Inventory).Entries); err != nil {
+			return fmt.Errorf("removing the component's former manifests: %w", err)
+		}
+		st.Inventory, st.AppliedDigest = nil, ""
+	}
+	if st.Release == nil {
+		return nil
+	}
+	if c.Helm != nil {
+		name, ns := releasePlace(env, c)
+		if name == st.Release.Name && ns == st.Release.Namespace {
+			return nil
+		}
+	}
+	log.FromContext(ctx).Info("uninstalling a release the component no longer deploys", "component", c.Name,
+		"release", st.Release.Name, "namespace", st.Release.Namespace)
+	if err := e.uninstallRelease(ctx, t, st.Release.Name, st.Release.Namespace, "DevEnvironment "+env.Name+": component "+c.Name+" moved"); err != nil {
+		return err
+	}
+	st.Release = nil
+	return nil
+}
+
 // FinalizeComponent uninstalls the component's release or prunes its
 // inventory. What is already gone (a namespace deleted by hand) is skipped.
+// Both kinds are removed, as status records them (a component switched
+// from one to the other may have left either); with no status, the
+// release the spec names.
 func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
-	if c.Helm == nil && (st == nil || len(st.Inventory) == 0) {
+	hasRelease := (st != nil && st.Release != nil) || c.Helm != nil
+	hasObjects := st != nil && len(st.Inventory) > 0
+	if !hasRelease && !hasObjects {
 		return nil
 	}
 	if _, err := t.User(); err != nil {
@@ -92,10 +132,29 @@ func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnviron
 	if err != nil {
 		return err
 	}
-	if c.Helm != nil {
-		return e.uninstall(ctx, env, c, st, t)
+	if hasRelease {
+		// The release status names what was installed, even if the spec
+		// has since moved it; the spec's is removed too, in case the
+		// process died between installing it and recording it.
+		var places [][2]string
+		if st != nil && st.Release != nil {
+			places = append(places, [2]string{st.Release.Name, st.Release.Namespace})
+		}
+		if c.Helm != nil {
+			if name, ns := releasePlace(env, c); len(places) == 0 || places[0] != [2]string{name, ns} {
+				places = append(places, [2]string{name, ns})
+			}
+		}
+		for _, p := range places {
+			log.FromContext(ctx).Info("uninstalling helm release", "component", c.Name, "release", p[0], "namespace", p[1])
+			if err := e.uninstallRelease(ctx, t, p[0], p[1], "DevEnvironment "+env.Name+" deleted"); err != nil {
+				return err
+			}
+		}
 	}
-	_, err = Prune(ctx, cl, environmentLabel(env), fromStatusInventory(st.Inventory).Entries)
+	if hasObjects {
+		_, err = Prune(ctx, cl, environmentLabel(env), fromStatusInventory(st.Inventory).Entries)
+	}
 	return err
 }
 

@@ -69,6 +69,11 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	req.RenderKey = digest.JSON(images)
 	if progress != nil {
 		req.BeforeAction = func(act Action) {
+			if st.Release == nil {
+				// Recorded (by the progress write) before anything is
+				// installed, so a deletion finds it whatever happens next.
+				st.Release = &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
+			}
 			st.Phase = v1alpha1.PhaseDeploying
 			st.Message = fmt.Sprintf("helm %s of release %s/%s in progress", act, req.Namespace, req.ReleaseName)
 			progress("component " + c.Name + ": " + st.Message)
@@ -176,6 +181,19 @@ func countFailure(st *v1alpha1.ReleaseStatus, digest string) int {
 	return st.Failures
 }
 
+// releasePlace is the name and namespace of the component's release as
+// the spec says.
+func releasePlace(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) (name, namespace string) {
+	name, namespace = c.Name, env.Namespace
+	if c.Helm != nil && c.Helm.ReleaseName != "" {
+		name = c.Helm.ReleaseName
+	}
+	if c.Helm != nil && c.Helm.Namespace != "" {
+		namespace = c.Helm.Namespace
+	}
+	return name, namespace
+}
+
 // releaseRequest is the identity and placement of a component's release.
 func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant) (ReleaseRequest, error) {
 	user, err := t.User()
@@ -185,52 +203,38 @@ func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Compon
 	h := c.Helm
 	req := ReleaseRequest{
 		Configs:         NewConfigFactory(t.BaseConfig(), user),
-		ReleaseName:     h.ReleaseName,
-		Namespace:       h.Namespace,
 		CreateNamespace: h.CreateNamespace,
 		Timeout:         defaultHelmTimeout,
 	}
-	if req.ReleaseName == "" {
-		req.ReleaseName = c.Name
-	}
-	if req.Namespace == "" {
-		req.Namespace = env.Namespace
-	}
+	req.ReleaseName, req.Namespace = releasePlace(env, c)
 	if h.Timeout != nil && h.Timeout.Duration > 0 {
 		req.Timeout = h.Timeout.Duration
 	}
 	return req, nil
 }
 
-// uninstall removes the component's release. A release that is not there
-// (never installed, or its namespace deleted by hand with its storage)
-// is done.
-func (e *Engine) uninstall(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
-	req, err := e.releaseRequest(env, c, t)
+// uninstallRelease removes a release as the tenant. A release that is
+// not there (never installed, or its namespace deleted by hand with its
+// storage) is done.
+func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, name, namespace, why string) error {
+	user, err := t.User()
 	if err != nil {
 		return err
 	}
-	if st != nil && st.Release != nil {
-		// The release status names what was installed, even if the spec
-		// has since moved it.
-		req.ReleaseName, req.Namespace = st.Release.Name, st.Release.Namespace
-	}
-	cfg, err := req.Configs(req.Namespace)
+	cfg, err := NewConfigFactory(t.BaseConfig(), user)(namespace)
 	if err != nil {
 		return err
 	}
-	rls, err := LastRelease(cfg, req.ReleaseName)
+	rls, err := LastRelease(cfg, name)
 	if err != nil {
-		return fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+		return fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
 	if rls == nil {
 		return nil
 	}
-	log.FromContext(ctx).Info("uninstalling helm release", "component", c.Name, "release", req.ReleaseName, "namespace", req.Namespace)
-	_, err = Uninstall(cfg, ActionOptions{ReleaseName: req.ReleaseName, Namespace: req.Namespace,
-		Timeout: req.Timeout, Description: "DevEnvironment " + env.Name + " deleted"})
+	_, err = Uninstall(cfg, ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why})
 	if err != nil {
-		return fmt.Errorf("uninstalling release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

@@ -25,10 +25,12 @@ const maxInventory = 256
 
 // reconcileManifests renders the component's manifests, pins the built
 // images, applies them, prunes what left the set, and checks readiness.
-// The inventory in status is widened to old ∪ new before applying, so an
-// apply that fails half-way loses track of nothing; it is narrowed to what
-// was applied only once the stale objects are pruned.
-func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, sources source.Resolved, cl client.Client, images []BuiltImage) (Result, error) {
+// The inventory in status is widened to old ∪ new and saved (progress)
+// before applying, so a process that dies half-way loses track of
+// nothing; an apply that fails narrows it to old ∪ what was applied, so
+// what was never created is never deleted; it is narrowed to what was
+// applied once the stale objects are pruned.
+func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, sources source.Resolved, cl client.Client, images []BuiltImage, progress Progress) (Result, error) {
 	m := c.Manifests
 	art, err := sources.Artifact(ctx, m.Source)
 	if err != nil {
@@ -50,7 +52,11 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	if n := len(widened.Entries); n > maxInventory {
 		return Result{}, fault.Permanentf("manifests: %d objects (with those to prune), more than the %d one component may apply: split it", n, maxInventory)
 	}
+	grows := len(widened.Entries) > len(old.Entries)
 	st.Inventory = toStatusInventory(widened)
+	if grows && progress != nil {
+		progress(fmt.Sprintf("component %s: applying %d objects", c.Name, len(objs)))
+	}
 
 	opts := ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
 	digest, err := manifestsDigest(objs)
@@ -74,6 +80,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	}
 	applied, err := Apply(ctx, cl, objs, opts)
 	if err != nil {
+		st.Inventory = toStatusInventory(Union(old, applied))
 		return Result{}, err
 	}
 	st.AppliedDigest = digest

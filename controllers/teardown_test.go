@@ -1,0 +1,173 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+const (
+	clusterRoleYAML = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: %s}\nrules: []\n"
+	configMapYAML   = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {a: b}\n"
+)
+
+func manifestFile(format, name string) string {
+	return fmt.Sprintf(format, name)
+}
+
+// TestNeverCreatedIsNotDeleted: a ServiceAccount forbidden from creating a
+// ClusterRole stalls the environment naming it; deleting the environment
+// then finishes — what was never created is not removed — and removes
+// what was.
+func TestNeverCreatedIsNotDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	role := "devloop-test-" + ns
+	env := jobsEnv(t, ns, map[string]string{
+		"deploy/config.yaml": manifestFile(configMapYAML, "settings"),
+		"deploy/role.yaml":   manifestFile(clusterRoleYAML, role),
+	})
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("forbidden: cannot patch clusterroles"))
+		g.Expect(componentOf(env, "init").Inventory).To(ConsistOf(
+			v1alpha1.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "settings"}), "only what was applied")
+	})
+
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+}
+
+// TestBlockedDeletionIsShownThenAbandoned: a ClusterRole the environment
+// created while it could, and may no longer delete, blocks the deletion
+// with a reason in status and an event; the abandon annotation lets it
+// finish, with a Warning naming what is left.
+func TestBlockedDeletionIsShownThenAbandoned(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	role := "devloop-test-" + ns
+	env := jobsEnv(t, ns, map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)})
+	// For a while, the deployer may manage ClusterRoles.
+	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"*"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "deployer"}}}
+	g.Expect(k8s.Create(ctx, grant)).To(Succeed())
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, readyCurrent)
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())
+
+	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		ready := condition(env, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonDeletionBlocked))
+		g.Expect(ready.Message).To(ContainSubstring("clusterroles"))
+		g.Expect(env.Status.DeletionFailures).To(BeNumerically(">=", 1))
+	})
+	expectEvent(t, ns, v1alpha1.ReasonDeletionBlocked, "cannot remove what the environment deployed")
+
+	patch := client.MergeFrom(env.DeepCopy())
+	env.Annotations = map[string]string{v1alpha1.AbandonOnDeleteAnnotation: "true"}
+	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	expectEvent(t, ns, v1alpha1.ReasonDeletionAbandoned, role)
+	// Left, as the event says.
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())
+	g.Expect(k8s.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}})).To(Succeed())
+	g.Expect(k8s.Delete(ctx, grant)).To(Succeed())
+}
+
+// TestSwitchAndRenameLeaveNothingBehind: a component switched from
+// manifests to a chart removes its objects; a renamed release uninstalls
+// the old one; switched back to manifests, the release goes.
+func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	files := chartFiles(t, "upgradehook", "chart")
+	files["deploy/config.yaml"] = manifestFile(configMapYAML, "from-manifests")
+	env := jobsEnv(t, ns, files)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, readyCurrent)
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "from-manifests"}, &corev1.ConfigMap{})).To(Succeed())
+
+	edit := func(change func(c *v1alpha1.Component)) {
+		t.Helper()
+		g.Eventually(func() error {
+			cur := &v1alpha1.DevEnvironment{}
+			if err := k8s.Get(ctx, key, cur); err != nil {
+				return err
+			}
+			change(&cur.Spec.Components[0])
+			return k8s.Update(ctx, cur)
+		}, timeout).Should(Succeed())
+	}
+	configMap := func(name string) error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+	}
+
+	// manifests -> chart
+	edit(func(c *v1alpha1.Component) {
+		c.Manifests = nil
+		c.Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "first"}
+	})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "init").Inventory).To(BeEmpty())
+	})
+	g.Expect(apierrors.IsNotFound(configMap("from-manifests"))).To(BeTrue(), "the manifests' objects are removed")
+	g.Expect(configMap("first-config")).To(Succeed())
+
+	// release renamed
+	edit(func(c *v1alpha1.Component) { c.Helm.ReleaseName = "second" })
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "init").Release.Name).To(Equal("second"))
+	})
+	g.Expect(apierrors.IsNotFound(configMap("first-config"))).To(BeTrue(), "the old release is uninstalled")
+	g.Expect(releaseSecrets(t, ns, "first")).To(BeZero())
+	g.Expect(configMap("second-config")).To(Succeed())
+
+	// chart -> manifests
+	edit(func(c *v1alpha1.Component) {
+		c.Helm = nil
+		c.Manifests = &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}
+	})
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "init").Release).To(BeNil())
+	})
+	g.Expect(apierrors.IsNotFound(configMap("second-config"))).To(BeTrue(), "the release is uninstalled")
+	g.Expect(releaseSecrets(t, ns, "second")).To(BeZero())
+	g.Expect(configMap("from-manifests")).To(Succeed())
+}
+
+// releaseSecrets counts the Helm storage Secrets of a release.
+func releaseSecrets(t *testing.T, ns, release string) int {
+	t.Helper()
+	list := &corev1.SecretList{}
+	NewWithT(t).Expect(k8s.List(context.Background(), list, client.InNamespace(ns),
+		client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
+	return len(list.Items)
+}
