@@ -19,7 +19,7 @@ type Component struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Name string `json:"name"`
 
 	// DependsOn names components that must be Ready before this one is built
@@ -36,7 +36,7 @@ type Component struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Labels []string `json:"labels,omitempty"`
 
 	// Images built by this component and pushed to the registry. At most 16
@@ -70,7 +70,7 @@ type ImageSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')`,message="must be lower-case letters and digits, separated by '.', '_', '-' or '/' (a repository path such as tools/ginkgo)"
 	Name string `json:"name"`
 
 	// Source the layers (and the run step's workspace) come from.
@@ -142,7 +142,7 @@ type ImageSpec struct {
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=4
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+/[a-z0-9]+(/[a-z0-9]+)?$`
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^[a-z0-9]+/[a-z0-9]+(/[a-z0-9]+)?$')`,message="must be a platform os/arch[/variant], e.g. linux/arm64"
 	// +kubebuilder:validation:items:MaxLength=32
 	Platforms []string `json:"platforms,omitempty"`
 
@@ -155,7 +155,7 @@ type ImageSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=128
-	// +kubebuilder:validation:items:Pattern=`^([a-zA-Z0-9_.-]|\{\{ ?\.(ContentHash|Revision|ShortRevision|Source|Image|Component) ?\}\})+$`
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^([a-zA-Z0-9_.-]|\{\{ ?\.(ContentHash|Revision|ShortRevision|Source|Image|Component) ?\}\})+$')`,message="must be a tag template of letters, digits, '_', '.', '-' and {{ .ContentHash }}, {{ .Revision }}, {{ .ShortRevision }}, {{ .Source }}, {{ .Image }} or {{ .Component }}"
 	Tags []string `json:"tags,omitempty"`
 }
 
@@ -194,7 +194,7 @@ type BuildRun struct {
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$')`,message="must be a duration such as 30s, 5m or 1h30m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// KeepWarm keeps a builder pod running between builds of this image
@@ -222,7 +222,7 @@ type BuildCache struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MaxLength=256
-	// +kubebuilder:validation:items:Pattern=`^/`
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^/')`,message="must be an absolute path, starting with /"
 	Paths []string `json:"paths,omitempty"`
 }
 
@@ -240,14 +240,14 @@ type LayerMapping struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^/')`,message="must be an absolute path, starting with /"
 	To string `json:"to"`
 
 	// Mode of the copied files as an octal string, e.g. "0755". Default:
 	// the mode in the source.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4
-	// +kubebuilder:validation:Pattern=`^0?[0-7]{3}$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^0?[0-7]{3}$')`,message="must be an octal file mode such as 0755 or 644"
 	Mode string `json:"mode,omitempty"`
 }
 
@@ -257,7 +257,7 @@ type EnvVar struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[A-Za-z_][A-Za-z0-9_]*$')`,message="must be an environment variable name: letters, digits and '_', not starting with a digit"
 	Name string `json:"name"`
 
 	// Value of the variable.
@@ -275,13 +275,13 @@ type HelmSpec struct {
 	// ReleaseName of the Helm release; the component name when empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=53
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	ReleaseName string `json:"releaseName,omitempty"`
 
 	// Namespace the release is installed in; this namespace when empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Namespace string `json:"namespace,omitempty"`
 
 	// CreateNamespace creates the release namespace when it is missing.
@@ -314,7 +314,7 @@ type HelmSpec struct {
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$')`,message="must be a duration such as 30s, 5m or 1h30m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -340,13 +340,13 @@ type ChartRef struct {
 	// OCI is a chart reference of the form oci://host/repo/chart.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^oci://.+`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^oci://.+')`,message="must be a chart reference starting with oci://"
 	OCI string `json:"oci,omitempty"`
 
 	// Repo is an HTTP(S) chart repository URL (with index.yaml).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^https?://.+`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^https?://.+')`,message="must be an http:// or https:// URL"
 	Repo string `json:"repo,omitempty"`
 
 	// Name of the chart in repo.
@@ -398,7 +398,7 @@ type ImageValue struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$')`,message="must be a dot-separated values path such as image.tag"
 	Path string `json:"path"`
 
 	// From is the part written: Reference (repository@digest, the default),
@@ -431,6 +431,6 @@ type ManifestsSpec struct {
 	// empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Namespace string `json:"namespace,omitempty"`
 }

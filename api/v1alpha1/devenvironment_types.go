@@ -39,7 +39,7 @@ type DevEnvironmentSpec struct {
 	// rights through it. Empty means the operator's --default-service-account.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="must be a ServiceAccount name: lower-case letters, digits, '-' and '.' (a DNS-1123 subdomain)"
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// Registry is where built images are pushed. Required when any component
@@ -90,7 +90,7 @@ type RegistrySpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=200
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')`,message="must be host[:port] with an optional /path and no scheme, e.g. 10.250.0.1:5000/team (plain HTTP is set with insecure)"
 	Prefix string `json:"prefix"`
 
 	// Insecure allows plain HTTP to the registry. Without it devloop uses
@@ -104,7 +104,7 @@ type RegistrySpec struct {
 	// references use it; pushes use Prefix.
 	// +optional
 	// +kubebuilder:validation:MaxLength=200
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')`,message="must be host[:port] with an optional /path and no scheme, e.g. 10.250.0.1:5000/team (plain HTTP is set with insecure)"
 	PullPrefix string `json:"pullPrefix,omitempty"`
 
 	// CredentialsRef names a Secret of type kubernetes.io/dockerconfigjson in

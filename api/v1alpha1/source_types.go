@@ -15,7 +15,7 @@ type Source struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Name string `json:"name"`
 
 	// Git fetches a repository at a branch, tag or commit.
@@ -37,7 +37,7 @@ type Source struct {
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$')`,message="must be a duration such as 30s, 5m or 1h30m"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
@@ -47,7 +47,7 @@ type GitSource struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^(https?|ssh)://.+|^[a-zA-Z0-9._-]+@[a-zA-Z0-9._-]+:.+`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(https?|ssh)://.+|^[a-zA-Z0-9._-]+@[a-zA-Z0-9._-]+:.+')`,message="must be an https://, http:// or ssh:// URL, or user@host:path"
 	URL string `json:"url"`
 
 	// Ref selects what to check out; the default branch when empty.
@@ -77,7 +77,7 @@ type GitRef struct {
 	// Commit SHA to check out.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^[0-9a-f]{7,64}$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[0-9a-f]{7,64}$')`,message="must be a commit SHA: 7 to 64 lower-case hex digits"
 	Commit string `json:"commit,omitempty"`
 }
 
@@ -90,20 +90,20 @@ type OCISource struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+$')`,message="must be a repository host[:port]/path with no scheme, e.g. 10.250.0.1:5000/team/src"
 	Repository string `json:"repository"`
 
 	// Tag to follow; resolved to a digest every interval. "latest" when
 	// neither tag nor digest is set.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$')`,message="must be a tag: up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'"
 	Tag string `json:"tag,omitempty"`
 
 	// Digest pins the artifact, e.g. sha256:...
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
-	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^sha256:[a-f0-9]{64}$')`,message="must be a digest: sha256: and 64 lower-case hex digits"
 	Digest string `json:"digest,omitempty"`
 
 	// Insecure allows plain HTTP to this registry.
@@ -133,6 +133,6 @@ type FluxSourceReference struct {
 	// the operator runs with --no-cross-namespace-refs.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Namespace string `json:"namespace,omitempty"`
 }

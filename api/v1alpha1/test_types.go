@@ -25,7 +25,7 @@ type TestSuite struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Name string `json:"name"`
 
 	// Labels group suites: `trigger=label:e2e` runs every suite labelled e2e.
@@ -33,7 +33,7 @@ type TestSuite struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Labels []string `json:"labels,omitempty"`
 
 	// Image the suite runs in.
@@ -73,7 +73,7 @@ type TestSuite struct {
 	// +kubebuilder:default="30m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$')`,message="must be a duration such as 30s, 5m or 1h30m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// Trigger is Manual (only on request) or OnChange (also after each
