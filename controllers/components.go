@@ -40,7 +40,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 				// the component.
 				st.Phase = v1alpha1.PhaseBuilding
 			}
-			st.Message = err.Error()
+			st.Message = message.Truncate(message.Condense(err.Error()), 4096)
 			w.failed = append(w.failed, fmt.Errorf("component %s: %w", name, err))
 		}
 	}

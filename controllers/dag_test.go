@@ -42,7 +42,9 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 		g.Expect(d.Message).To(Equal("waiting for c (Failed) to be Ready"))
 		ready := condition(env, v1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Message).To(ContainSubstring("component c: helm install c"))
+		g.Expect(ready.Message).To(ContainSubstring("component c: helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"),
+			"the cause, not only the first line")
+		g.Expect(findComponent(env, "c").Message).To(Equal("helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"))
 		g.Expect(condition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "a transient failure is retried")
 	})
 	g.Expect(engine.calls(ns, "b")).To(BeNumerically(">", 0))

@@ -103,7 +103,7 @@ func setCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.Condit
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            message.Truncate(msg, 32*1024),
+		Message:            message.Truncate(message.Condense(msg), 32*1024),
 		ObservedGeneration: env.Generation,
 	})
 }

@@ -24,3 +24,31 @@ func LastLine(s string) string {
 	}
 	return Truncate(s, 300)
 }
+
+// Condense puts a multi-line message (a Helm error listing its causes,
+// "1 error occurred:\n\t* job failed: BackoffLimitExceeded") on one line,
+// so a status column or a condition shows the cause and not just the
+// first line: lines trimmed, list bullets dropped, a line ending in ':'
+// followed by a space, others by "; ".
+func Condense(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		line = strings.TrimSpace(strings.TrimPrefix(line, "* "))
+		if line == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
