@@ -84,6 +84,11 @@ type ImageSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Base string `json:"base,omitempty"`
+	// BaseInsecure pulls the base image over plain HTTP, for a base on a
+	// registry without TLS other than spec.registry's (which
+	// spec.registry.insecure covers).
+	// +optional
+	BaseInsecure bool `json:"baseInsecure,omitempty"`
 
 	// Run is an optional compile step in a builder pod in the cluster; its
 	// output in /workspace is what layers take files from.

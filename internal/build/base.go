@@ -41,13 +41,26 @@ func (b *Builder) parseReference(ref string) (name.Reference, error) {
 	return r, nil
 }
 
+// parseBase parses a base image reference; insecure (the image's
+// baseInsecure) allows plain HTTP to its registry whatever it is.
+func (b *Builder) parseBase(ref string, insecure bool) (name.Reference, error) {
+	if !insecure {
+		return b.parseReference(ref)
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err == nil && b.guard != nil {
+		b.guard.allowPlainHTTP(r.Context().RegistryStr())
+	}
+	return r, err
+}
+
 // fetchBase resolves the base of image to a digest and fetches its
 // manifest (an image or an index): one GET, nothing else is downloaded.
-func (b *Builder) fetchBase(ctx context.Context, image, base string) (*baseImage, error) {
+func (b *Builder) fetchBase(ctx context.Context, image, base string, insecure bool) (*baseImage, error) {
 	if base == "" {
 		return &baseImage{image: image}, nil
 	}
-	ref, err := b.parseReference(base)
+	ref, err := b.parseBase(base, insecure)
 	if err != nil {
 		return nil, fault.Permanentf("image %s: base image %q is not a valid reference: %v", image, base, err)
 	}

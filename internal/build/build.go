@@ -63,6 +63,8 @@ type Image struct {
 	Name string
 	// Base is the base image reference (tag or digest); empty is scratch.
 	Base string
+	// BaseInsecure allows plain HTTP to the base image's registry.
+	BaseInsecure bool `json:",omitempty"`
 	// Platforms as "os/arch[/variant]"; empty means linux/amd64. More than
 	// one produces an image index.
 	Platforms []string
@@ -131,6 +133,8 @@ type Builder struct {
 	// uncompressed pushes source layers as plain tars: the registry is
 	// local (source.LocalRegistry), where gzip costs more than it saves.
 	uncompressed bool
+	// guard refuses plain HTTP to registries not marked insecure.
+	guard *schemeGuard
 }
 
 // Option configures a Builder.
@@ -189,6 +193,7 @@ func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
 	if reg.Insecure {
 		guard.plainHTTPHost = b.registryHost
 	}
+	b.guard = guard
 	b.remoteOpts = []remote.Option{remote.WithTransport(guard), remote.WithUserAgent("devloop")}
 	if reg.Keychain != nil {
 		b.remoteOpts = append(b.remoteOpts, remote.WithAuthFromKeychain(reg.Keychain))
@@ -231,11 +236,11 @@ func (b *Builder) repository(image string) (name.Repository, error) {
 
 // ResolveBase asks the registry which digest the base reference names now
 // (one HEAD request, no download). Empty base is scratch and resolves to "".
-func (b *Builder) ResolveBase(ctx context.Context, base string) (string, error) {
+func (b *Builder) ResolveBase(ctx context.Context, base string, insecure bool) (string, error) {
 	if base == "" {
 		return "", nil
 	}
-	ref, err := b.parseReference(base)
+	ref, err := b.parseBase(base, insecure)
 	if err != nil {
 		return "", fault.Permanentf("base image %q is not a valid reference: %v", base, err)
 	}
@@ -320,7 +325,7 @@ func (b *Builder) assemblePlatforms(ctx context.Context, img Image, list []strin
 	if err != nil {
 		return nil, err
 	}
-	base, err := b.fetchBase(ctx, img.Name, img.Base)
+	base, err := b.fetchBase(ctx, img.Name, img.Base, img.BaseInsecure)
 	if err != nil {
 		return nil, err
 	}

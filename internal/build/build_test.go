@@ -407,7 +407,7 @@ func TestResolveBase(t *testing.T) {
 	base := pushBase(t, host, "base/static", "linux/amd64")
 	b, rt := testBuilder(t, host)
 
-	d, err := b.ResolveBase(context.Background(), base)
+	d, err := b.ResolveBase(context.Background(), base, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d).To(Equal(tagDigest(t, host, "base/static", "latest")))
 	for _, r := range rt.take() {
@@ -417,7 +417,7 @@ func TestResolveBase(t *testing.T) {
 		}
 	}
 
-	d, err = b.ResolveBase(context.Background(), "")
+	d, err = b.ResolveBase(context.Background(), "", false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d).To(BeEmpty())
 }

@@ -160,7 +160,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 				"image %s: source %q is not resolved (no source engine in this operator)", img.Name, img.Source)
 		}
 	}
-	baseDigest, err := s.resolveBase(ctx, img.Base)
+	baseDigest, err := s.resolveBase(ctx, img.Base, img.BaseInsecure)
 	if err != nil {
 		return false, "", buildError(img.Name, err)
 	}
@@ -304,7 +304,7 @@ func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image
 		base = pinDigest(base, baseDigest)
 	}
 	return Image{
-		Name: img.Name, Base: base, Platforms: img.Platforms, Layers: img.Layers,
+		Name: img.Name, Base: base, BaseInsecure: img.BaseInsecure, Platforms: img.Platforms, Layers: img.Layers,
 		Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env,
 		WorkingDir: img.WorkingDir, User: img.User,
 		SourceURL: ref.URL, Revision: ref.ID,
@@ -368,7 +368,7 @@ func readDockerConfigSecret(ctx context.Context, tenant client.Reader, namespace
 
 // resolveBase returns the digest a base reference names, asking the
 // registry at most once per interval (or per reconcile request).
-func (s *Session) resolveBase(ctx context.Context, base string) (string, error) {
+func (s *Session) resolveBase(ctx context.Context, base string, insecure bool) (string, error) {
 	if base == "" {
 		return "", nil
 	}
@@ -389,7 +389,7 @@ func (s *Session) resolveBase(ctx context.Context, base string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	d, err := b.ResolveBase(ctx, base)
+	d, err := b.ResolveBase(ctx, base, insecure)
 	if err != nil {
 		return "", err
 	}

@@ -143,18 +143,23 @@ func pushError(err error, repo string) error {
 
 // baseError classifies an error of fetching the base image of image.
 func baseError(err error, image, base string) error {
+	// The engine names the image itself when it calls without one.
+	prefix := ""
+	if image != "" {
+		prefix = "image " + image + ": "
+	}
 	switch classify(err) {
 	case failureNotFound:
-		return fault.Permanent(explain(err, "image %s: base image %s not found: %s", image, base, registryWords(err)))
+		return fault.Permanent(explain(err, "%sbase image %s not found: %s", prefix, base, registryWords(err)))
 	case failureDenied:
-		return fault.Permanent(explain(err, "image %s: pull access denied to base image %s: check credentialsRef: %s", image, base, registryWords(err)))
+		return fault.Permanent(explain(err, "%spull access denied to base image %s: check credentialsRef: %s", prefix, base, registryWords(err)))
 	case failureUnavailable:
-		return fault.Unavailable(explain(err, "image %s: registry of base image %s unavailable: %v", image, base, err))
+		return fault.Unavailable(explain(err, "%sregistry of base image %s unavailable: %v", prefix, base, err))
 	case failurePlainHTTP:
-		return fault.Permanent(explain(err, "image %s: base image %s: %v", image, base, err))
+		return fault.Permanent(explain(err, "%sbase image %s: %v; for a base on another plain-HTTP registry, set baseInsecure: true on the image", prefix, base, err))
 	}
 	if err == nil {
 		return nil
 	}
-	return explain(err, "image %s: base image %s: %v", image, base, err)
+	return explain(err, "%sbase image %s: %v", prefix, base, err)
 }

@@ -178,7 +178,7 @@ func TestRegistryDownIsUnavailable(t *testing.T) {
 			g.Expect(fault.IsUnavailable(err)).To(BeTrue(), err.Error())
 			g.Expect(err.Error()).To(ContainSubstring("registry unavailable for " + host + "/team/app"))
 
-			_, err = b.ResolveBase(context.Background(), host+"/base/static:latest")
+			_, err = b.ResolveBase(context.Background(), host+"/base/static:latest", false)
 			g.Expect(fault.IsUnavailable(err)).To(BeTrue(), "%v", err)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -46,21 +47,33 @@ func (e *PlainHTTPError) Error() string {
 	return fmt.Sprintf("refusing plain HTTP to registry %s: HTTPS failed and the registry is not marked insecure (set spec.registry.insecure: true to allow plain HTTP)", e.Host)
 }
 
-// schemeGuard fails every http:// request unless it goes to the one
-// registry host that is allowed plain HTTP (Registry.Insecure). Base images
-// on other registries stay HTTPS-only even then.
+// schemeGuard fails every http:// request unless it goes to a registry
+// host allowed plain HTTP: the environment's own when Registry.Insecure,
+// and the registries of base images marked baseInsecure. Base images on
+// other registries stay HTTPS-only.
 type schemeGuard struct {
 	next http.RoundTripper
-	// plainHTTPHost is the host:port allowed plain HTTP; empty allows none.
+	// plainHTTPHost is the environment's registry when it is insecure;
+	// empty allows none.
 	plainHTTPHost string
+	// baseHosts are the hosts of bases marked insecure.
+	baseHosts sync.Map
 }
 
-// RoundTrip refuses plain HTTP to any host but the allowed one.
+// allowPlainHTTP allows plain HTTP to host from now on.
+func (g *schemeGuard) allowPlainHTTP(host string) { g.baseHosts.Store(strings.ToLower(host), true) }
+
+func (g *schemeGuard) plainHTTPAllowed(host string) bool {
+	if g.plainHTTPHost != "" && strings.EqualFold(host, g.plainHTTPHost) {
+		return true
+	}
+	_, ok := g.baseHosts.Load(strings.ToLower(host))
+	return ok
+}
+
+// RoundTrip refuses plain HTTP to any host but the allowed ones.
 func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && (g.plainHTTPHost == "" || !strings.EqualFold(req.URL.Host, g.plainHTTPHost)) {
-		if req.Body != nil {
-			req.Body.Close()
-		}
+	if req.URL.Scheme == "http" && !g.plainHTTPAllowed(req.URL.Host) {
 		return nil, &PlainHTTPError{Host: req.URL.Host}
 	}
 	return g.next.RoundTrip(req)

@@ -35,7 +35,7 @@ func TestPlainHTTPOnlyWhenInsecure(t *testing.T) {
 			g.Expect(r.Scheme).To(Equal("https"), "a plain HTTP request left the process: %v", r)
 		}
 
-		_, err = b.ResolveBase(context.Background(), host+"/base/static:latest")
+		_, err = b.ResolveBase(context.Background(), host+"/base/static:latest", false)
 		g.Expect(errors.As(err, &plain)).To(BeTrue(), "%v", err)
 	})
 
@@ -62,5 +62,16 @@ func TestPlainHTTPOnlyWhenInsecure(t *testing.T) {
 		g.Expect(errors.As(err, &plain)).To(BeTrue(), "%v", err)
 		g.Expect(plain.Host).To(Equal(other))
 		g.Expect(err.Error()).To(ContainSubstring("image app"))
+		g.Expect(err.Error()).To(ContainSubstring("baseInsecure"), "the message says how to allow it")
+
+		// Resolving names no image: the message has no empty one.
+		_, err = b.ResolveBase(context.Background(), other+"/base/static:latest", false)
+		g.Expect(err.Error()).To(HavePrefix("base image " + other))
+
+		// baseInsecure marks the base's registry plain HTTP.
+		_, err = b.ResolveBase(context.Background(), other+"/base/static:latest", true)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = b.Build(context.Background(), Image{Name: "app", Base: other + "/base/static:latest", BaseInsecure: true}, "", nil)
+		g.Expect(err).NotTo(HaveOccurred())
 	})
 }
