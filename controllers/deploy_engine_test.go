@@ -374,6 +374,31 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	g.Expect(rel.Failures).To(Equal(3))
 	g.Expect(rel.FailedDigest).To(HavePrefix("sha256:"))
 	expectKstatus(t, env, status.FailedStatus)
+
+	// Any later reconcile (here, an unrelated annotation) leaves the
+	// stalled release alone: the same chart and values would fail again.
+	key := client.ObjectKeyFromObject(env)
+	patch := client.MergeFrom(env.DeepCopy())
+	env.Annotations = map[string]string{"example.com/note": "looked at"}
+	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("not retried until the chart, values or images change"))
+		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"), "the cause stays")
+		g.Expect(componentOf(env, "site").Release.Failures).To(Equal(3), "the count matches what the docs say")
+	})
+	// A reconcile request allows one more attempt, which fails again.
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(env.Annotations[v1alpha1.ReconcileRequestAnnotation]))
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("failed 3 times in a row"))
+		g.Expect(stalled.Message).NotTo(ContainSubstring("not retried"), "it was tried")
+		g.Expect(componentOf(env, "site").Release.Failures).To(Equal(3))
+	})
+	expectKstatus(t, env, status.FailedStatus)
 }
 
 func TestHandEditsAreShownAndCorrected(t *testing.T) {

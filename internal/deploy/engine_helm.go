@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -80,6 +81,9 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		}
 	}
 
+	if err := e.stalledRelease(env, st, req); err != nil {
+		return Result{}, err
+	}
 	started := time.Now()
 	out, err := ReconcileRelease(ctx, req)
 	log.FromContext(ctx).V(1).Info("helm release checked", "component", c.Name, "actions", out.Actions,
@@ -169,6 +173,32 @@ func releaseStatus(prev *v1alpha1.ReleaseStatus, req ReleaseRequest, out Outcome
 		st.Failures, st.FailedDigest = prev.Failures, prev.FailedDigest
 	}
 	return st
+}
+
+// notRetried ends the message of a release that stalled and is left.
+const notRetried = "; not retried until the chart, values or images change, or a reconcile is requested (kubectl devloop push, or the devloop.dev/reconcile-requested-at annotation)"
+
+// stalledRelease is the Stalled error of a release that failed
+// MaxReleaseFailures times in a row with the chart, values and images req
+// would install again: trying again would fail the same way. A new
+// reconcile request allows one more attempt.
+func (e *Engine) stalledRelease(env *v1alpha1.DevEnvironment, st *v1alpha1.ComponentStatus, req ReleaseRequest) error {
+	rel := st.Release
+	if rel == nil || rel.Failures < e.maxReleaseFailures() || rel.FailedDigest != releaseDigest(req) {
+		return nil
+	}
+	if r := env.Annotations[v1alpha1.ReconcileRequestAnnotation]; r != "" && r != env.Status.LastHandledReconcileAt {
+		rel.Failures = e.maxReleaseFailures() - 1
+		return nil
+	}
+	msg := st.Message
+	if msg == "" {
+		msg = fmt.Sprintf("helm release %s/%s failed %d times in a row", req.Namespace, req.ReleaseName, rel.Failures)
+	}
+	if !strings.HasSuffix(msg, notRetried) {
+		msg += notRetried
+	}
+	return fault.Stalled(v1alpha1.ReasonDeployFailed, errors.New(msg))
 }
 
 // countFailure records a failed reconcile of the chart and values digest
