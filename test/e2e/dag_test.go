@@ -73,6 +73,9 @@ func TestDiamondWithAFailingJob(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 	started := time.Now()
 	got := waitEnv(t, key, 3*time.Minute, true, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		for _, name := range []string{"a", "b", "c", "d"} {
+			g.Expect(componentOf(env, name)).NotTo(BeNil(), "component %s has a status", name)
+		}
 		g.Expect(componentOf(env, "b").Phase).To(Equal(v1alpha1.PhaseReady))
 		g.Expect(componentOf(env, "c").Phase).To(Equal(v1alpha1.PhaseFailed))
 		g.Expect(componentOf(env, "c").Message).To(ContainSubstring("jobs.batch/migrate"))
@@ -144,6 +147,7 @@ spec:
 	})
 	since := time.Now()
 	got := waitEnv(t, key, 30*time.Second, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(componentOf(env, "app")).NotTo(BeNil())
 		msg := componentOf(env, "app").Message
 		g.Expect(msg).To(MatchRegexp(`pod app-\S+: container app \(image ` + wrong + `/app@sha256:[0-9a-f]+\): (ErrImagePull|ImagePullBackOff)`))
 		g.Expect(msg).To(ContainSubstring("spec.registry.pullPrefix"))
