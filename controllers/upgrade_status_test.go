@@ -9,7 +9,6 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +56,7 @@ func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 	// Helm waits for the hook: so does everyone reading status.
 	time.Sleep(2 * time.Second)
 	hookRunning := sampler.snapshot()
-	completeJob(t, hook)
+	endJob(t, hook.Namespace, hook.Name, true)
 
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
@@ -139,23 +138,4 @@ func (s *kstatusSampler) stop() []kstatusSample {
 	close(s.done)
 	<-s.stopped
 	return s.snapshot()
-}
-
-// completeJob writes the status the job controller would once a Job's
-// pod succeeded.
-func completeJob(t *testing.T, key client.ObjectKey) {
-	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		j := &batchv1.Job{}
-		if err := k8s.Get(context.Background(), key, j); err != nil {
-			return err
-		}
-		start := metav1.NewTime(time.Now().Add(-time.Second))
-		now := metav1.Now()
-		j.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: 1,
-			Conditions: []batchv1.JobCondition{
-				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
-		return k8s.Status().Update(context.Background(), j)
-	}, timeout).Should(Succeed())
 }
