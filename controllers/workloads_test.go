@@ -41,8 +41,13 @@ func jobsEnv(t *testing.T, ns string, files map[string]string) *v1alpha1.DevEnvi
 	useDeployEngine(ns)
 	deployer(t, ns, "deployer", true)
 	reg.pushSource(t, ns+"/src", "dev", files)
+	return jobsEnvSpec(ns, "jobs")
+}
+
+// jobsEnvSpec is jobsEnv's environment, named name, without its setup.
+func jobsEnvSpec(ns, name string) *v1alpha1.DevEnvironment {
 	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{

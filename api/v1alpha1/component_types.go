@@ -438,4 +438,13 @@ type ManifestsSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Namespace string `json:"namespace,omitempty"`
+
+	// Adopt takes over objects the manifests name that exist already and
+	// that this environment did not create (another environment's, or made
+	// by hand): they are then this environment's, changed by it and
+	// deleted with it. Without it such an object stops the component, naming
+	// its owner: devloop never takes over, nor deletes, what it did not
+	// create.
+	// +optional
+	Adopt bool `json:"adopt,omitempty"`
 }

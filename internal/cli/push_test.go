@@ -49,9 +49,16 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // appTree is a source directory: manifests, a site for the image, and
 // files .gitignore and .devloopignore leave out.
 func appTree(t *testing.T, page string) string {
+	return appTreeFor(t, page, "web")
+}
+
+// appTreeFor is appTree with the ConfigMap named "<name>-config": two
+// environments in one namespace may not both apply one object (the second
+// would be refused, as it does not own it).
+func appTreeFor(t *testing.T, page, name string) string {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hello\n",
+		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-config\ndata:\n  greeting: hello\n",
 		"site/index.html":    page,
 		".gitignore":         "*.log\n/tmp/\n",
 		".devloopignore":     "secret.txt\n",
@@ -189,7 +196,7 @@ func TestPushWatch(t *testing.T) {
 	ns := operatorNamespace(t)
 	watched := uniqueName("watched")
 	createEnv(t, ns, watched, pushedSpec(host, "watched-src"))
-	dir := appTree(t, "<h1>v1</h1>")
+	dir := appTreeFor(t, "<h1>v1</h1>", watched)
 
 	stdin, typed := io.Pipe()
 	defer typed.Close()

@@ -20,7 +20,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	const calls = 20
 	createEnv(t, ns, "concurrent", v1alpha1.DevEnvironmentSpec{
 		ServiceAccountName: "deployer",
-		Tests: []v1alpha1.TestSuite{{Name: "unit", Image: v1alpha1.TestImage{Ref: "registry.test/busybox:1.36"}, Command: []string{"true"}}},
+		Tests:              []v1alpha1.TestSuite{{Name: "unit", Image: v1alpha1.TestImage{Ref: "registry.test/busybox:1.36"}, Command: []string{"true"}}},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -29,6 +29,10 @@ const FieldManager = "devloop"
 const (
 	LabelEnvironment = "devloop.dev/environment"
 	LabelComponent   = "devloop.dev/component"
+	// AnnotationOwner is "<namespace>/<name>" of the DevEnvironment that
+	// created an object: the label holds only the name, which two
+	// environments in two namespaces may share.
+	AnnotationOwner = "devloop.dev/owner"
 )
 
 // DefaultEstablishTimeout bounds the wait for applied CRDs to be served.
@@ -41,6 +45,17 @@ type ApplyOptions struct {
 	Environment string
 	// Component is the value of LabelComponent.
 	Component string
+	// Owner is the value of AnnotationOwner: "<namespace>/<name>" of the
+	// environment. Empty leaves ownership to the label (tests of the
+	// mechanics alone).
+	Owner string
+	// Known reports objects this environment applied before (its
+	// inventory); any other object that exists already is taken over only
+	// with Adopt.
+	Known func(ObjRef) bool
+	// Adopt takes over existing objects that another owner created
+	// (spec.components[].manifests.adopt).
+	Adopt bool
 	// EstablishTimeout bounds the wait for CRDs; DefaultEstablishTimeout
 	// when zero.
 	EstablishTimeout time.Duration
@@ -105,17 +120,9 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 // this environment's label belongs to someone else: it is applied without
 // devloop's labels so that Prune never deletes it.
 func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured, opts ApplyOptions, extra ...client.ApplyOption) error {
-	own := true
-	if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(o.GroupVersionKind())
-		err := c.Get(ctx, client.ObjectKey{Name: o.GetName()}, existing)
-		switch {
-		case err == nil:
-			own = existing.GetLabels()[LabelEnvironment] == opts.Environment
-		case !apierrors.IsNotFound(err):
-			return classify(c, err, "get", RefOf(o))
-		}
+	own, err := checkOwner(ctx, c, o, opts, len(extra) > 0)
+	if err != nil {
+		return err
 	}
 	if own {
 		setOwnerLabels(o, opts)
@@ -127,7 +134,7 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 	unstructured.RemoveNestedField(o.Object, "status")
 	ref := RefOf(o)
 	applyOpts := append([]client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}, extra...)
-	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
+	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
 	// A kind whose CRD was just established may not be in the client's
 	// discovery cache yet; the dynamic RESTMapper refreshes on a miss, so
 	// one retry after a short pause is enough.
@@ -214,6 +221,66 @@ func setOwnerLabels(o *unstructured.Unstructured, opts ApplyOptions) {
 	labels[LabelEnvironment] = opts.Environment
 	labels[LabelComponent] = opts.Component
 	o.SetLabels(labels)
+	if opts.Owner != "" {
+		annotations := o.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationOwner] = opts.Owner
+		o.SetAnnotations(annotations)
+	}
+}
+
+// ownedBy reports whether this environment created o: its owner
+// annotation names it, or (objects applied before the annotation existed)
+// there is none and the label names it.
+func ownedBy(o *unstructured.Unstructured, opts ApplyOptions) bool {
+	if owner, ok := o.GetAnnotations()[AnnotationOwner]; ok && opts.Owner != "" {
+		return owner == opts.Owner
+	}
+	return o.GetLabels()[LabelEnvironment] == opts.Environment
+}
+
+// checkOwner decides whether o may be applied as this environment's: an
+// object that does not exist, or that it created, is; an existing
+// Namespace someone else created is applied without devloop's labels (it
+// is shared, and never pruned); any other existing object is refused,
+// naming its owner, unless opts.Adopt — devloop never takes over what it
+// did not create, and so never prunes it. Objects in opts.Known and dry
+// runs (the drift check) skip the read.
+func checkOwner(ctx context.Context, c client.Client, o *unstructured.Unstructured, opts ApplyOptions, dryRun bool) (bool, error) {
+	ref := RefOf(o)
+	namespace := o.GetKind() == "Namespace" && o.GroupVersionKind().Group == ""
+	if !namespace && (dryRun || opts.Owner == "" || (opts.Known != nil && opts.Known(ref))) {
+		return true, nil
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(o.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsForbidden(err):
+		// The ServiceAccount may not read it: the apply that follows says
+		// what it may not do (the check guards devloop's own judgement,
+		// not the ServiceAccount's rights, which are its own).
+		return true, nil
+	case err != nil:
+		return false, classify(c, err, "get", ref)
+	case ownedBy(existing, opts):
+		return true, nil
+	case namespace:
+		return false, nil
+	case opts.Adopt:
+		return true, nil
+	}
+	owner := "no DevEnvironment (created outside devloop)"
+	if other := existing.GetAnnotations()[AnnotationOwner]; other != "" {
+		owner = "DevEnvironment " + other
+	} else if other := existing.GetLabels()[LabelEnvironment]; other != "" {
+		owner = "DevEnvironment " + other
+	}
+	return false, fault.Permanentf("%s already exists and belongs to %s: devloop does not take over what it did not create (delete it, or set adopt: true on the component's manifests to take it over)", describe(c, ref), owner)
 }
 
 func (o ApplyOptions) establishTimeout() time.Duration {

@@ -88,7 +88,7 @@ func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnviro
 func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, cl client.Client) error {
 	if c.Manifests == nil && len(st.Inventory) > 0 {
 		log.FromContext(ctx).Info("removing the objects of manifests the component no longer applies", "component", c.Name)
-		if _, err := Prune(ctx, cl, environmentLabel(env), fromStatusInventory(st.Inventory).Entries); err != nil {
+		if _, err := Prune(ctx, cl, ownerOptions(env, c), fromStatusInventory(st.Inventory).Entries); err != nil {
 			return fmt.Errorf("removing the component's former manifests: %w", err)
 		}
 		st.Inventory, st.AppliedDigest = nil, ""
@@ -153,15 +153,18 @@ func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnviron
 		}
 	}
 	if hasObjects {
-		_, err = Prune(ctx, cl, environmentLabel(env), fromStatusInventory(st.Inventory).Entries)
+		_, err = Prune(ctx, cl, ownerOptions(env, c), fromStatusInventory(st.Inventory).Entries)
 	}
 	return err
 }
 
-// environmentLabel is the value of LabelEnvironment on everything env
-// applies: its name (a valid label value by the CRD's name rules). Prune
-// only deletes objects carrying it.
-func environmentLabel(env *v1alpha1.DevEnvironment) string { return env.Name }
+// ownerOptions say who applies for component c of env: the label is the
+// environment's name (a valid label value by the CRD's name rules), the
+// owner annotation its namespace and name. Prune only deletes what they
+// name.
+func ownerOptions(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) ApplyOptions {
+	return ApplyOptions{Environment: env.Name, Component: c.Name, Owner: env.Namespace + "/" + env.Name}
+}
 
 // deployError maps the package's fault classes: a permanent fault
 // (forbidden, invalid objects) stalls the environment until the spec or

@@ -59,7 +59,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		return Result{}, err
 	}
 	req.Chart, req.Values = chrt, vals
-	opts := ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
+	opts := ownerOptions(env, c)
 	req.Mutate = func(objs []*unstructured.Unstructured) error {
 		Label(objs, opts)
 		_, err := RewriteImages(objs, images)

@@ -58,7 +58,13 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		progress(fmt.Sprintf("component %s: applying %d objects", c.Name, len(objs)))
 	}
 
-	opts := ApplyOptions{Environment: environmentLabel(env), Component: c.Name}
+	opts := ownerOptions(env, c)
+	opts.Adopt = m.Adopt
+	known := map[ObjRef]bool{}
+	for _, r := range old.Entries {
+		known[r] = true
+	}
+	opts.Known = func(r ObjRef) bool { return known[r] }
 	digest, err := manifestsDigest(objs)
 	if err != nil {
 		return Result{}, err
@@ -85,7 +91,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	}
 	st.AppliedDigest = digest
 	st.Drift = boundDrift(drift)
-	if _, err := Prune(ctx, cl, environmentLabel(env), Diff(old, applied)); err != nil {
+	if _, err := Prune(ctx, cl, opts, Diff(old, applied)); err != nil {
 		return Result{}, fmt.Errorf("pruning: %w", err)
 	}
 	st.Inventory = toStatusInventory(applied)

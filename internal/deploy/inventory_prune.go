@@ -11,13 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Prune deletes the stale objects (see Diff) that carry environment as
-// their LabelEnvironment, and returns those it deleted. Objects already
-// gone are skipped; so are objects without the label — someone else's, like
-// a Namespace that existed before devloop applied it — or of another
-// environment. Namespaces and CRDs go last: deleting them deletes what they
+// Prune deletes the stale objects (see Diff) that the environment opts
+// names created (ownedBy), and returns those it deleted. Objects already
+// gone are skipped; so are objects someone else created — a Namespace that
+// existed before devloop applied it, a same-named environment's in another
+// namespace. Namespaces and CRDs go last: deleting them deletes what they
 // hold, which may still be listed.
-func Prune(ctx context.Context, c client.Client, environment string, stale []ObjRef) (deleted []ObjRef, err error) {
+func Prune(ctx context.Context, c client.Client, opts ApplyOptions, stale []ObjRef) (deleted []ObjRef, err error) {
 	ordered := slices.Clone(stale)
 	slices.SortStableFunc(ordered, func(a, b ObjRef) int { return pruneRank(a) - pruneRank(b) })
 	for _, ref := range ordered {
@@ -30,7 +30,7 @@ func Prune(ctx context.Context, c client.Client, environment string, stale []Obj
 		if err != nil {
 			return deleted, classify(c, err, "get", ref)
 		}
-		if o.GetLabels()[LabelEnvironment] != environment || o.GetDeletionTimestamp() != nil {
+		if !ownedBy(o, opts) || o.GetDeletionTimestamp() != nil {
 			continue
 		}
 		// Only delete the object that was read: a recreated one of the same

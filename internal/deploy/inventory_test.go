@@ -106,7 +106,7 @@ func TestPruneRemovedFiles(t *testing.T) {
 	stale := Diff(first, second)
 	g.Expect(stale).To(HaveLen(3))
 
-	deleted, err := Prune(ctx, k8s, opts.Environment, stale)
+	deleted, err := Prune(ctx, k8s, opts, stale)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(deleted).To(Equal([]ObjRef{
 		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "pruned", Name: "api"},
@@ -123,7 +123,7 @@ func TestPruneRemovedFiles(t *testing.T) {
 	g.Expect(pre.DeletionTimestamp).To(BeNil())
 
 	// Pruning again finds nothing to do; kstatus sees the rest as it is.
-	deleted, err = Prune(ctx, k8s, opts.Environment, stale)
+	deleted, err = Prune(ctx, k8s, opts, stale)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(deleted).To(BeEmpty())
 	g.Expect(kstatusOf(g, ObjRef{Version: "v1", Kind: "Namespace", Name: "pruned"})).To(BeEquivalentTo("Terminating"))
@@ -136,7 +136,7 @@ func TestPruneSkipsOtherEnvironments(t *testing.T) {
 	createNamespace(t, "other-env")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other-env", Name: "theirs", Labels: map[string]string{LabelEnvironment: "someone-else"}}}
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
-	deleted, err := Prune(ctx, k8s, "prune-env", []ObjRef{
+	deleted, err := Prune(ctx, k8s, ApplyOptions{Environment: "prune-env"}, []ObjRef{
 		{Version: "v1", Kind: "ConfigMap", Namespace: "other-env", Name: "theirs"},
 		{Version: "v1", Kind: "ConfigMap", Namespace: "other-env", Name: "gone-already"},
 		{Group: "gone.dev", Version: "v1", Kind: "Thing", Namespace: "other-env", Name: "crd-removed"},

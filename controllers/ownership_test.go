@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
+)
+
+// gadgetCRD is a CustomResourceDefinition manifest.
+const gadgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.ownership.devloop.dev}
+spec:
+  group: ownership.devloop.dev
+  names: {kind: Gadget, plural: gadgets, singular: gadget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// TestExistingCRDIsNotTakenOver: a manifest naming a CRD that exists
+// already (installed by hand, cluster-wide) stops its component naming
+// the owner; deleting the environment leaves the CRD. With adopt: true
+// the environment takes it over, and then deletes it with itself.
+func TestExistingCRDIsNotTakenOver(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	env := jobsEnv(t, ns, map[string]string{"deploy/crd.yaml": gadgetCRD})
+	allowCRDs(t, ns, "deployer")
+	crd := &unstructured.Unstructured{}
+	g.Expect(yamlInto(gadgetCRD, &crd.Object)).To(Succeed())
+	g.Expect(k8s.Create(ctx, crd)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), crd) })
+
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("gadgets.ownership.devloop.dev already exists and belongs to no DevEnvironment"))
+		g.Expect(stalled.Message).To(ContainSubstring("adopt: true"))
+	})
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(crd.GroupVersionKind())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
+	g.Expect(got.GetLabels()).NotTo(HaveKey(deploy.LabelEnvironment), "not relabelled")
+
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed(), "the CRD survives the environment")
+
+	// Adopted on purpose: the environment's from then on.
+	adopting := jobsEnvSpec(ns, "adopts")
+	adopting.Spec.Components[0].Manifests.Adopt = true
+	g.Expect(k8s.Create(ctx, adopting)).To(Succeed())
+	eventually(t, client.ObjectKeyFromObject(adopting), readyCurrent)
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
+	g.Expect(got.GetAnnotations()).To(HaveKeyWithValue(deploy.AnnotationOwner, ns+"/adopts"))
+	g.Expect(k8s.Delete(ctx, adopting)).To(Succeed())
+	expectGone(t, got)
+}
+
+// TestSameNamedEnvironmentsKeepTheirOwnObjects: environments named alike
+// in two namespaces apply the same cluster-scoped object; the second is
+// refused naming the first, and deleting it leaves the first's object.
+func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	role := "devloop-shared-" + newNamespace(t)
+	files := map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)}
+	var keys []client.ObjectKey
+	for range 2 {
+		ns := newNamespace(t)
+		env := jobsEnv(t, ns, files)
+		grantClusterRoles(t, ns)
+		keys = append(keys, client.ObjectKeyFromObject(env))
+		g.Expect(k8s.Create(ctx, env)).To(Succeed())
+		if len(keys) == 1 {
+			eventually(t, keys[0], readyCurrent)
+		}
+	}
+	eventually(t, keys[1], func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("belongs to DevEnvironment " + keys[0].Namespace + "/" + keys[0].Name))
+	})
+
+	g.Expect(k8s.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed(), "the other environment's object stays")
+
+	g.Expect(k8s.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[0].Namespace, Name: keys[0].Name}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{}))
+	}, timeout).Should(BeTrue(), "its owner's deletion removes it")
+}
+
+// grantClusterRoles lets ns's deployer manage ClusterRoles.
+func grantClusterRoles(t *testing.T, ns string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"*"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "deployer"}}}
+	g.Expect(k8s.Create(ctx, grant)).To(Succeed())
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+}
+
+// yamlInto decodes a YAML manifest into obj.
+func yamlInto(doc string, obj any) error { return yaml.Unmarshal([]byte(doc), obj) }
