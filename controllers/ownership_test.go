@@ -125,3 +125,38 @@ func grantClusterRoles(t *testing.T, ns string) {
 
 // yamlInto decodes a YAML manifest into obj.
 func yamlInto(doc string, obj any) error { return yaml.Unmarshal([]byte(doc), obj) }
+
+// TestTwoEnvironmentsClaimingOneRelease: the second environment naming a
+// release the first installed is Stalled "owned by" and upgrades nothing;
+// deleting it leaves the first's release installed.
+func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	files := chartFiles(t, "upgradehook", "chart")
+	first := jobsEnv(t, ns, files)
+	helmComponent := func(env *v1alpha1.DevEnvironment) {
+		env.Spec.Components[0].Manifests = nil
+		env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "shared"}
+	}
+	helmComponent(first)
+	g.Expect(k8s.Create(ctx, first)).To(Succeed())
+	first = eventually(t, client.ObjectKeyFromObject(first), readyCurrent)
+	g.Expect(componentOf(first, "init").Release.Revision).To(Equal(1))
+
+	second := jobsEnvSpec(ns, "second")
+	helmComponent(second)
+	g.Expect(k8s.Create(ctx, second)).To(Succeed())
+	eventually(t, client.ObjectKeyFromObject(second), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("helm release " + ns + "/shared is owned by another DevEnvironment (uid " + string(first.UID) + ")"))
+	})
+	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "no revision written by the second")
+
+	g.Expect(k8s.Delete(ctx, second)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}})
+	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "the first's release stays installed")
+	eventually(t, client.ObjectKeyFromObject(first), readyCurrent)
+}

@@ -59,6 +59,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		return Result{}, err
 	}
 	req.Chart, req.Values = chrt, vals
+	req.Owner = string(env.UID)
 	opts := ownerOptions(env, c)
 	req.Mutate = func(objs []*unstructured.Unstructured) error {
 		Label(objs, opts)
@@ -243,10 +244,11 @@ func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Compon
 	return req, nil
 }
 
-// uninstallRelease removes a release as the tenant. A release that is
-// not there (never installed, or its namespace deleted by hand with its
-// storage) is done.
-func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, name, namespace, why string) error {
+// uninstallRelease removes a release as the tenant, if owner (the
+// environment's UID) installed it. A release that is not there (never
+// installed, or its namespace deleted by hand with its storage) is done;
+// one someone else installed is left.
+func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner, name, namespace, why string) error {
 	user, err := t.User()
 	if err != nil {
 		return err
@@ -260,6 +262,10 @@ func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, name,
 		return fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
 	}
 	if rls == nil {
+		return nil
+	}
+	if !ReleaseOwnedBy(rls, owner) {
+		log.FromContext(ctx).Info("leaving a release this environment does not own", "release", name, "namespace", namespace)
 		return nil
 	}
 	_, err = Uninstall(cfg, ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why})

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/release"
@@ -99,3 +100,35 @@ func (o *Observer) Latest() (ReleaseInfo, bool) {
 // DigestLabel is the release label holding the digest of the chart and
 // values a revision was made from; an equal digest means nothing to do.
 const DigestLabel = "devloop.dev/digest"
+
+// OwnerLabel is the release label holding the UID of the DevEnvironment
+// that installed the release: another environment naming the same
+// release is refused instead of upgrading or uninstalling it.
+const OwnerLabel = "devloop.dev/owner-uid"
+
+// ReleaseOwnedBy reports whether owner (an environment's UID) installed
+// rls. A release devloop installed before the owner label existed (a
+// digest label but no owner) counts as its own; one installed outside
+// devloop (neither) does not.
+func ReleaseOwnedBy(rls *release.Release, owner string) bool {
+	if o := rls.Labels[OwnerLabel]; o != "" {
+		return o == owner
+	}
+	return rls.Labels[DigestLabel] != ""
+}
+
+// NotOwnedError is a release that exists and belongs to someone else.
+type NotOwnedError struct {
+	Namespace, Name string
+	// Owner is the owning environment's UID, or "" for a release
+	// installed outside devloop.
+	Owner string
+}
+
+func (e *NotOwnedError) Error() string {
+	who := "was installed outside devloop"
+	if e.Owner != "" {
+		who = "is owned by another DevEnvironment (uid " + e.Owner + ")"
+	}
+	return fmt.Sprintf("helm release %s/%s %s: devloop does not take it over; give this component another helm.releaseName or helm.namespace, or uninstall the release", e.Namespace, e.Name, who)
+}

@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // Action is one Helm step ReconcileRelease may take.
@@ -53,6 +55,9 @@ type ReleaseRequest struct {
 	// one call.
 	MaxHistory int
 	MaxActions int
+	// Owner, when set, is stored with the release (OwnerLabel): a release
+	// with another owner is refused (NotOwnedError) before any action.
+	Owner string
 	// BeforeAction, when set, is told each action before it runs: an
 	// action may take minutes (hooks, waits), and status must say the
 	// release is changing meanwhile.
@@ -130,7 +135,7 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		Timeout:         req.Timeout,
 		CreateNamespace: req.CreateNamespace,
 		MaxHistory:      orDefaultInt(req.MaxHistory, DefaultMaxHistory),
-		Labels:          map[string]string{DigestLabel: digestLabel(out.Digest)},
+		Labels:          releaseLabels(req, out.Digest),
 		// Helm's schema check validates nothing against an API server
 		// that supports field validation (every supported one, 1.27+):
 		// kubectl's ParamVerifyingSchema only asks whether the server
@@ -155,6 +160,10 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		if err != nil {
 			out.Failure, err = classifyHelm("reading release history", err)
 			return out, err
+		}
+		if last != nil && req.Owner != "" && !ReleaseOwnedBy(last, req.Owner) {
+			out.Release = ReleaseInfo{}
+			return out, fault.Permanent(&NotOwnedError{Namespace: req.Namespace, Name: req.ReleaseName, Owner: last.Labels[OwnerLabel]})
 		}
 		act, ok := nextAction[st]
 		if !ok { // in sync
@@ -303,4 +312,14 @@ func orDefaultInt(v, def int) int {
 		return v
 	}
 	return def
+}
+
+// releaseLabels are the labels stored with every revision: the digest of
+// what it installs and, when set, its owner.
+func releaseLabels(req ReleaseRequest, digest string) map[string]string {
+	labels := map[string]string{DigestLabel: digestLabel(digest)}
+	if req.Owner != "" {
+		labels[OwnerLabel] = req.Owner
+	}
+	return labels
 }
