@@ -81,6 +81,13 @@ type TestSuite struct {
 	// +optional
 	// +kubebuilder:default=Manual
 	Trigger TestTrigger `json:"trigger,omitempty"`
+
+	// ServiceAccountToken mounts the environment's ServiceAccount token
+	// into the test pod, for suites that talk to the cluster (end-to-end
+	// suites). Off by default: the suite's code, which the author
+	// controls, gets no credentials it did not ask for.
+	// +optional
+	ServiceAccountToken bool `json:"serviceAccountToken,omitempty"`
 }
 
 // TestImage is an external image or one the environment builds; exactly

@@ -122,9 +122,10 @@ func Job(req JobRequest) (*batchv1.Job, error) {
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
 					ServiceAccountName: req.ServiceAccount,
-					// End-to-end suites talk to the cluster as the
-					// environment's ServiceAccount.
-					AutomountServiceAccountToken: ptr.To(true),
+					// Only suites that ask (end-to-end suites talking to
+					// the cluster as the environment's ServiceAccount) get
+					// its token.
+					AutomountServiceAccountToken: ptr.To(req.Suite.ServiceAccountToken),
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext:              pods.RestrictedPod(),
 					Volumes:                      volumes,

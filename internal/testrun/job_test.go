@@ -130,3 +130,18 @@ func TestJobDefaultTimeout(t *testing.T) {
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(1800)))
 }
+
+// TestJobTokenOnlyWhenAsked: a test pod runs the author's code; it gets
+// the ServiceAccount's token only when the suite asks for it.
+func TestJobTokenOnlyWhenAsked(t *testing.T) {
+	g := NewWithT(t)
+	suite := &v1alpha1.TestSuite{Name: "s", Command: []string{"true"}}
+	job, err := Job(JobRequest{Name: "x", Image: "busybox", ServiceAccount: "deployer", Suite: suite})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*job.Spec.Template.Spec.AutomountServiceAccountToken).To(BeFalse())
+
+	suite.ServiceAccountToken = true
+	job, err = Job(JobRequest{Name: "x", Image: "busybox", ServiceAccount: "deployer", Suite: suite})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*job.Spec.Template.Spec.AutomountServiceAccountToken).To(BeTrue())
+}
