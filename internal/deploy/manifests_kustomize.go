@@ -94,8 +94,14 @@ func checkKustomization(root, dir string, visited map[string]bool) error {
 	}
 	// Entries that name files; krusty fetches those that are URLs.
 	files := concat(k.Crds, k.Configurations, k.Generators, k.Transformers, k.Validators)
-	for _, p := range k.Patches {
+	for _, p := range append(append([]types.Patch{}, k.Patches...), k.PatchesJson6902...) {
 		files = append(files, p.Path)
+	}
+	for _, p := range k.PatchesStrategicMerge {
+		// A one-line entry is a path (an inline patch spans lines).
+		if !strings.Contains(string(p), "\n") {
+			files = append(files, string(p))
+		}
 	}
 	for _, r := range k.Replacements {
 		files = append(files, r.Path)

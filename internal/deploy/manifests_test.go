@@ -1,8 +1,12 @@
 package deploy
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -89,6 +93,23 @@ func TestRenderRefuses(t *testing.T) {
 	}
 	write("httpfile/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
 	write("httpfile/kustomization.yaml", "resources: [cm.yaml]\npatches:\n- path: https://example.com/patch.yaml\n")
+	// Every field that names a patch file, pointed at a server that
+	// counts requests: none may reach it.
+	var fetched atomic.Int32
+	patchServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		_, _ = io.WriteString(w, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {x: y}\n")
+	}))
+	defer patchServer.Close()
+	write("smpurl/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+	write("smpurl/kustomization.yaml", "resources: [cm.yaml]\npatchesStrategicMerge:\n- "+patchServer.URL+"/smp.yaml\n")
+	write("jsonurl/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+	write("jsonurl/kustomization.yaml", "resources: [cm.yaml]\npatchesJson6902:\n- target: {version: v1, kind: ConfigMap, name: cm}\n  path: "+patchServer.URL+"/json.yaml\n")
+	defer func() {
+		if n := fetched.Load(); n != 0 {
+			t.Errorf("kustomize fetched %d patch files from the network", n)
+		}
+	}()
 
 	cases := []struct {
 		name, dir, path, want string
@@ -96,6 +117,8 @@ func TestRenderRefuses(t *testing.T) {
 		{"kustomization escaping the source", filepath.Join(testdata, "escape"), "overlay", `resource "../../outside" leaves the source`},
 		{"remote base", testdata, "remote", `remote resource "https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v3.3.1" is not allowed`},
 		{"remote patch file", scratch, "httpfile", `remote file "https://example.com/patch.yaml" is not allowed`},
+		{"remote patchesStrategicMerge file", scratch, "smpurl", `remote file "` + patchServer.URL + `/smp.yaml" is not allowed`},
+		{"remote patchesJson6902 file", scratch, "jsonurl", `remote file "` + patchServer.URL + `/json.yaml" is not allowed`},
 		{"symlink out of the source", scratch, "symlinked", "leaves the source"},
 		{"path escaping the source", filepath.Join(testdata, "plain"), "../outside", "manifests path ../outside: leaves the source"},
 		{"missing path", testdata, "nope", "manifests path nope: not found in the source"},
