@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilexec "k8s.io/client-go/util/exec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -163,4 +164,36 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 		g.Expect(replaced.UID).NotTo(Equal(pod.UID))
 		g.Expect(replaced.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=mod"}))
 	}, timeout).Should(Succeed())
+}
+
+// TestWarmBuilderOfAnotherOwnerIsLeftAlone: a pod with the warm
+// builder's name that this environment did not create (another
+// environment's, or made by hand) is neither exec'd into nor replaced; the
+// environment stalls naming it.
+func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	squatter := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-api-amd64-warm"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	g.Expect(k8s.Create(ctx, squatter)).To(Succeed())
+	env := apiEnv(ns)
+	img := &env.Spec.Components[0].Images[0]
+	img.Platforms = []string{"linux/amd64"}
+	img.Run.KeepWarm = true
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+
+	eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("warm builder pod api-api-amd64-warm exists and belongs to another owner"))
+	})
+	pod := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(squatter), pod)).To(Succeed())
+	g.Expect(pod.UID).To(Equal(squatter.UID), "not replaced")
+	g.Expect(suiteExec.callsWith(ns)).To(BeZero(), "never exec'd into")
 }

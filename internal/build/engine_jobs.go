@@ -52,6 +52,9 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 		if err != nil {
 			return nil, "", err
 		}
+		if !metav1.IsControlledBy(job, s.env) {
+			return nil, "", notOurs("builder Job", jobName)
+		}
 		jobPods := &corev1.PodList{}
 		if err := s.e.APIReader.List(ctx, jobPods, client.InNamespace(s.env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: jobName}); err != nil {
 			return nil, "", err
@@ -275,4 +278,11 @@ func truncateName(base, suffix string) string {
 // sanitize makes an image name ("tools/ginkgo") fit a resource name.
 func sanitize(s string) string {
 	return strings.NewReplacer("/", "-", ".", "-", "_", "-").Replace(s)
+}
+
+// notOurs is the Stalled error of a builder this environment would use
+// but did not create: it is never used, replaced or deleted.
+func notOurs(what, name string) error {
+	return fault.Stalledf(v1alpha1.ReasonBuildFailed,
+		"%s %s exists and belongs to another owner: devloop neither uses nor replaces it (rename the image, or remove it)", what, name)
 }

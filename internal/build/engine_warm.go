@@ -128,6 +128,9 @@ func ensureWarmPod(ctx context.Context, tenant client.Client, req JobRequest) (*
 	case err != nil:
 		return nil, "", identity.Refused(err, "get warm builder pod "+req.Name)
 	}
+	if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != req.Owner.UID {
+		return nil, "", notOurs("warm builder pod", req.Name)
+	}
 	if !pod.DeletionTimestamp.IsZero() {
 		return nil, "waiting for the previous warm builder " + req.Name + " to stop", nil
 	}
