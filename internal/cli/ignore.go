@@ -86,7 +86,10 @@ func loadIgnore(dir string) (*ignoreMatcher, error) {
 // directory) stays out; it is a source.ExcludeFunc.
 func (m *ignoreMatcher) Exclude(rel string, isDir bool) bool {
 	parts := strings.Split(rel, "/")
-	if parts[0] == ".git" {
+	// The repository's own .git, and any nested repository's .git
+	// directory (its config may hold credentials in remote URLs); a .git
+	// file (a submodule's pointer) deeper down is kept.
+	if parts[0] == ".git" || (isDir && parts[len(parts)-1] == ".git") {
 		return true
 	}
 	return m.m != nil && m.m.Match(parts, isDir)

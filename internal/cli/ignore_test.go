@@ -47,9 +47,10 @@ func TestIgnoreRules(t *testing.T) {
 		files map[string]string
 		want  []string
 	}{{
-		name:  "nothing ignored but .git",
-		files: map[string]string{"a.go": "", ".git/config": "", "sub/.git": "a file named .git in a subdirectory is kept"},
-		want:  []string{"a.go", "sub/.git"},
+		name: "nothing ignored but .git directories",
+		files: map[string]string{"a.go": "", ".git/config": "", "sub/.git": "a file named .git in a subdirectory is kept",
+			"vendor/lib/.git/config": "[remote \"origin\"]\n\turl = https://user:token@example.com/lib.git\n", "vendor/lib/lib.go": ""},
+		want: []string{"a.go", "sub/.git", "vendor/lib/lib.go"},
 	}, {
 		name: "gitignore patterns, anchored and not",
 		files: map[string]string{

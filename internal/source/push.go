@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -164,6 +165,11 @@ func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry) error {
 	if info.Mode()&fs.ModeSymlink != 0 {
 		if link, err = os.Readlink(path); err != nil {
 			return err
+		}
+		if target := filepath.ToSlash(filepath.Join(filepath.Dir(filepath.FromSlash(rel)), link)); filepath.IsAbs(link) || target == ".." || strings.HasPrefix(target, "../") {
+			// The operator refuses such a link when it extracts the
+			// source; refusing here says so before anything is pushed.
+			return fmt.Errorf("%s is a symbolic link to %s, outside the pushed directory: replace it with what it points to, or list it in .devloopignore", rel, link)
 		}
 	}
 	hdr, err := tar.FileInfoHeader(info, link)

@@ -140,3 +140,30 @@ func TestRemoteDigestAndPush(t *testing.T) {
 		t.Fatalf("plain HTTP without insecure: err = %v, want a refusal naming insecure: true", err)
 	}
 }
+
+// TestPackDirRefusesLinksLeavingTheDirectory: an absolute symlink, or one
+// climbing out of the pushed directory, is refused before anything is
+// pushed (the operator would refuse it on extraction); one inside stays.
+func TestPackDirRefusesLinksLeavingTheDirectory(t *testing.T) {
+	for name, link := range map[string]string{"absolute": "/etc/passwd", "climbing": "../../outside"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, map[string]string{"sub/a.txt": "a"})
+			if err := os.Symlink(link, filepath.Join(dir, "sub", "link")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := PackDir(dir, nil, CompressionNone)
+			if err == nil || !strings.Contains(err.Error(), "sub/link is a symbolic link to "+link+", outside the pushed directory") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"sub/a.txt": "a"})
+	if err := os.Symlink("a.txt", filepath.Join(dir, "sub", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PackDir(dir, nil, CompressionNone); err != nil {
+		t.Fatalf("a link inside the directory: %v", err)
+	}
+}
