@@ -399,3 +399,29 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 	})
 	expectKstatus(t, env, status.FailedStatus)
 }
+
+// TestTagMovedByAnotherEnvironmentIsReported: two environments push one
+// image name to one repository under the same fixed tag; the second push
+// moves the tag away from the first's digest, which the second did not
+// push, and says so in a Warning event.
+func TestTagMovedByAnotherEnvironmentIsReported(t *testing.T) {
+	g := NewWithT(t)
+	shared := reg.host + "/shared-" + newNamespace(t)
+	var envs []*v1alpha1.DevEnvironment
+	for i, binary := range []string{"first binary", "second binary"} {
+		ns := newNamespace(t)
+		reg.pushSource(t, ns+"/src", "dev", webSource(binary))
+		env := webEnv(ns)
+		env.Spec.Registry.Prefix = shared
+		env.Spec.Components[0].Manifests = nil
+		env.Spec.Components[0].Images[0].Tags = []string{"{{ .ContentHash }}", "latest"}
+		g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+		envs = append(envs, eventually(t, client.ObjectKeyFromObject(env), readyCurrent))
+		if i == 0 {
+			continue
+		}
+		first := imageOf(envs[0], "web", "web").Digest
+		expectEvent(t, ns, v1alpha1.ReasonTagMoved, "tag latest named "+first+", which this environment did not push")
+	}
+	g.Expect(reg.tagDigest(t, strings.TrimPrefix(shared, reg.host+"/")+"/web", "latest")).To(Equal(imageOf(envs[1], "web", "web").Digest))
+}

@@ -53,6 +53,11 @@ const (
 	ReasonDeletionBlocked   = "DeletionBlocked"
 	ReasonDeletionAbandoned = "DeletionAbandoned"
 
+	// ReasonTagMoved (a Warning event): a push moved a tag that named a
+	// digest this environment had not pushed: another environment (or
+	// someone else) pushes to the same repository.
+	ReasonTagMoved = "TagMoved"
+
 	// ReasonDriftCorrected (a Warning event): objects a component deployed
 	// were changed by hand and the reconcile applied them back.
 	ReasonDriftCorrected = "DriftCorrected"

@@ -105,6 +105,9 @@ type Result struct {
 	// Pushed reports whether anything was written (a blob, a manifest or a
 	// tag); false when the registry already held all of it.
 	Pushed bool
+	// MovedFrom names, for each rendered tag that named another digest
+	// before this push moved it, that digest.
+	MovedFrom map[string]string
 }
 
 // Builder builds and pushes images to one registry. Its remote options are
@@ -284,7 +287,7 @@ func (b *Builder) finish(ctx context.Context, image string, repo name.Repository
 	if err != nil {
 		return nil, err
 	}
-	uploaded, pushed, err := b.publish(ctx, repo, top, tags)
+	uploaded, pushed, moved, err := b.publish(ctx, repo, top, tags)
 	if err != nil {
 		return nil, err
 	}
@@ -295,6 +298,7 @@ func (b *Builder) finish(ctx context.Context, image string, repo name.Repository
 		Tags:        tags,
 		Uploaded:    uploaded,
 		Pushed:      pushed,
+		MovedFrom:   moved,
 	}, nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -236,6 +238,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 			return false, msg, err
 		}
 	}
+	s.reportMovedTags(img.Name, ist.Digest, res)
 	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
 	ist.Inputs, ist.Revision = inputs, ref.Revision
 	ist.RevisionTag = tags.Revision()
@@ -490,6 +493,24 @@ func (c *memo) forget(env types.UID) {
 	for k := range c.m {
 		if strings.HasPrefix(k, prefix) {
 			delete(c.m, k)
+		}
+	}
+}
+
+// reportMovedTags emits a Warning for each tag the push moved away from a
+// digest this environment had not pushed (previous is the digest it
+// recorded last): two environments pushing to one repository move each
+// other's tags, and a pod started from such a tag would run the other's
+// build.
+func (s *Session) reportMovedTags(image, previous string, res *Result) {
+	if s.e.Events == nil {
+		return
+	}
+	for _, tag := range slices.Sorted(maps.Keys(res.MovedFrom)) {
+		if from := res.MovedFrom[tag]; from != previous {
+			s.e.Events.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonTagMoved, "Build",
+				"image %s: tag %s named %s, which this environment did not push, and now names %s: another environment or tool pushes to %s",
+				image, tag, from, res.Digest, res.Repository)
 		}
 	}
 }

@@ -28,6 +28,9 @@ type pushState struct {
 	manifestMissing bool
 	// tagsToMove are the tags that do not name the digest yet.
 	tagsToMove []string
+	// previous is the digest each tag to move named before, for those
+	// that named one.
+	previous map[string]string
 }
 
 // inRegistry asks the registry (HEAD requests only) whether repo holds
@@ -37,14 +40,15 @@ func (b *Builder) inRegistry(ctx context.Context, repo name.Repository, digest v
 	switch {
 	case isNotFound(err):
 		// Without the manifest no tag can name it: every tag moves.
-		return pushState{manifestMissing: true, tagsToMove: tags}, nil
 	case err != nil:
 		return pushState{}, pushError(err, repo.String())
 	case desc.Digest != digest:
 		return pushState{}, fmt.Errorf("push to %s: the registry answered %s for %s", repo, desc.Digest, digest)
 	}
-	var state pushState
+	state := pushState{manifestMissing: isNotFound(err), previous: map[string]string{}}
 	for _, tag := range tags {
+		// Where each tag points before it moves: a tag another
+		// environment moved since this one last pushed is reported.
 		desc, err := b.puller.Head(ctx, repo.Tag(tag))
 		switch {
 		case isNotFound(err):
@@ -53,6 +57,9 @@ func (b *Builder) inRegistry(ctx context.Context, repo name.Repository, digest v
 			return pushState{}, pushError(err, repo.String())
 		case desc.Digest != digest:
 			state.tagsToMove = append(state.tagsToMove, tag)
+			if tag != digest.Hex {
+				state.previous[tag] = desc.Digest.String()
+			}
 		}
 	}
 	return state, nil
@@ -68,35 +75,35 @@ func isNotFound(err error) bool {
 // blobs, then the manifest (an index after its images) by digest, and only
 // then the tags, so a push failing midway leaves every tag where it was.
 // It returns the blobs uploaded and whether anything was written.
-func (b *Builder) publish(ctx context.Context, repo name.Repository, top pushable, tags []string) (uploaded int, pushed bool, err error) {
+func (b *Builder) publish(ctx context.Context, repo name.Repository, top pushable, tags []string) (uploaded int, pushed bool, moved map[string]string, err error) {
 	digest, err := top.Digest()
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	state, err := b.inRegistry(ctx, repo, digest, tags)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	if !state.manifestMissing && len(state.tagsToMove) == 0 {
-		return 0, false, nil
+		return 0, false, nil, nil
 	}
 
 	pusher, err := b.newPusher()
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	ctx, count := withUploadCounter(ctx)
 	if state.manifestMissing {
 		if err := pusher.Push(ctx, repo.Digest(digest.String()), top); err != nil {
-			return int(count.Load()), true, pushError(err, repo.String())
+			return int(count.Load()), true, nil, pushError(err, repo.String())
 		}
 	}
 	for _, tag := range state.tagsToMove {
 		if err := pusher.Put(ctx, repo.Tag(tag), top); err != nil {
-			return int(count.Load()), true, pushError(err, repo.String())
+			return int(count.Load()), true, nil, pushError(err, repo.String())
 		}
 	}
-	return int(count.Load()), true, nil
+	return int(count.Load()), true, state.previous, nil
 }
 
 // pushByDigest pushes image (blobs, then the manifest) by digest, without
