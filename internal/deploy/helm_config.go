@@ -23,15 +23,9 @@ type ConfigFactory func(namespace string) (*action.Configuration, error)
 // in the release namespace, Helm's default, so `helm list` sees them.
 const HelmDriver = "secret"
 
-// ServiceAccountUser is the user name the API server gives a
-// ServiceAccount, the form rest.Config impersonation expects.
-func ServiceAccountUser(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
-}
-
 // NewConfigFactory builds configurations that talk to the cluster cfg
 // points at. When impersonate is not empty every request, release storage
-// included, is made as that user (see ServiceAccountUser), so a release can
+// included, is made as that user (see identity.ServiceAccountUser), so a release can
 // do no more than the ServiceAccount may.
 func NewConfigFactory(cfg *rest.Config, impersonate string) ConfigFactory {
 	return func(namespace string) (*action.Configuration, error) {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
 )
 
 func newNamespace(t *testing.T) string {
@@ -186,7 +187,7 @@ func TestImpersonationDenied(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "deployer"}}})).To(Succeed())
 
 	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ServiceAccountUser(ns, "deployer")), ReleaseName: "denied", Namespace: ns,
+		Configs: NewConfigFactory(cfg, identity.ServiceAccountUser(ns, "deployer")), ReleaseName: "denied", Namespace: ns,
 		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false},
 	}
 	out, err := ReconcileRelease(ctx, req)
@@ -196,7 +197,7 @@ func TestImpersonationDenied(t *testing.T) {
 	g.Expect(out.Actions).To(Equal([]Action{ActionInstall}), "no remediation of a denial")
 
 	// Without even the Secrets, reading the history is what is denied.
-	req.Configs = NewConfigFactory(cfg, ServiceAccountUser(ns, "nobody"))
+	req.Configs = NewConfigFactory(cfg, identity.ServiceAccountUser(ns, "nobody"))
 	_, err = ReconcileRelease(ctx, req)
 	g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("cannot list secrets in namespace " + ns))

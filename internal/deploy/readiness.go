@@ -73,39 +73,29 @@ const (
 	objFailed
 )
 
-// objectState is objectReady with kstatus Failed told apart.
+// objectState is the readiness of one object, with why not: ready when
+// Current by kstatus (a Job only once complete), failed when kstatus says
+// Failed, else waiting. kstatus is computed once.
 func objectState(o *unstructured.Unstructured) (string, objectHealth) {
-	msg, ok := objectReady(o)
+	res, err := status.Compute(o)
 	switch {
-	case ok:
-		return "", objReady
-	case isFailed(o):
-		return msg, objFailed
+	case err != nil:
+		return fmt.Sprintf("computing status: %v", err), objWaiting
+	case res.Status == status.FailedStatus:
+		return nonEmpty(res.Message, string(res.Status)), objFailed
+	case res.Status != status.CurrentStatus:
+		return nonEmpty(res.Message, string(res.Status)), objWaiting
+	case o.GetKind() == "Job" && o.GroupVersionKind().Group == "batch" && !jobComplete(o):
+		return res.Message, objWaiting
 	}
-	return msg, objWaiting
+	return "", objReady
 }
 
-func isFailed(o *unstructured.Unstructured) bool {
-	res, err := status.Compute(o)
-	return err == nil && res.Status == status.FailedStatus
-}
-
-// objectReady is the readiness of one object, with why not.
-func objectReady(o *unstructured.Unstructured) (string, bool) {
-	res, err := status.Compute(o)
-	if err != nil {
-		return fmt.Sprintf("computing status: %v", err), false
+func nonEmpty(s, otherwise string) string {
+	if s == "" {
+		return otherwise
 	}
-	if res.Status != status.CurrentStatus {
-		if res.Message == "" {
-			return string(res.Status), false
-		}
-		return res.Message, false
-	}
-	if o.GetKind() == "Job" && o.GroupVersionKind().Group == "batch" && !jobComplete(o) {
-		return res.Message, false
-	}
-	return "", true
+	return s
 }
 
 func jobComplete(o *unstructured.Unstructured) bool {
