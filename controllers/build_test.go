@@ -73,17 +73,7 @@ func requestReconcile(t *testing.T, env *v1alpha1.DevEnvironment) string {
 }
 
 func imageOf(env *v1alpha1.DevEnvironment, component, image string) *v1alpha1.ImageStatus {
-	for i := range env.Status.Components {
-		if env.Status.Components[i].Name != component {
-			continue
-		}
-		for j := range env.Status.Components[i].Images {
-			if env.Status.Components[i].Images[j].Name == image {
-				return &env.Status.Components[i].Images[j]
-			}
-		}
-	}
-	return nil
+	return env.Status.Component(component).Image(image)
 }
 
 func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {

@@ -267,10 +267,5 @@ func phaseOf(env *v1alpha1.DevEnvironment, name string) v1alpha1.ComponentPhase 
 }
 
 func findComponent(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
-	for i := range env.Status.Components {
-		if env.Status.Components[i].Name == name {
-			return &env.Status.Components[i]
-		}
-	}
-	return nil
+	return env.Status.Component(name)
 }

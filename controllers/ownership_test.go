@@ -109,8 +109,9 @@ func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
 	}, timeout).Should(BeTrue(), "its owner's deletion removes it")
 }
 
-// grantClusterRoles lets ns's deployer manage ClusterRoles.
-func grantClusterRoles(t *testing.T, ns string) {
+// grantClusterRoles lets ns's deployer manage ClusterRoles, through the
+// ClusterRole and binding it returns.
+func grantClusterRoles(t *testing.T, ns string) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -121,6 +122,7 @@ func grantClusterRoles(t *testing.T, ns string) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "deployer"}}}
 	g.Expect(k8s.Create(ctx, grant)).To(Succeed())
 	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	return grant, binding
 }
 
 // yamlInto decodes a YAML manifest into obj.

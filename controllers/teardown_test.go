@@ -63,13 +63,7 @@ func TestBlockedDeletionIsShownThenAbandoned(t *testing.T) {
 	role := "devloop-test-" + ns
 	env := jobsEnv(t, ns, map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)})
 	// For a while, the deployer may manage ClusterRoles.
-	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"*"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "deployer"}}}
-	g.Expect(k8s.Create(ctx, grant)).To(Succeed())
-	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	grant, binding := grantClusterRoles(t, ns)
 	g.Expect(k8s.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = eventually(t, key, readyCurrent)

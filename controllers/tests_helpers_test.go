@@ -81,26 +81,12 @@ func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 }
 
 func testStatusOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.TestStatus {
-	for i := range env.Status.Tests {
-		if env.Status.Tests[i].Name == name {
-			return &env.Status.Tests[i]
-		}
-	}
-	return nil
+	return env.Status.Test(name)
 }
 
 // runOf is run number n of a suite, or nil.
 func runOf(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
-	st := testStatusOf(env, suite)
-	if st == nil {
-		return nil
-	}
-	for i := range st.Runs {
-		if st.Runs[i].Number == n {
-			return &st.Runs[i]
-		}
-	}
-	return nil
+	return env.Status.Test(suite).Run(n)
 }
 
 func numbersOf(env *v1alpha1.DevEnvironment, suite string) []int64 {

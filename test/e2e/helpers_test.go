@@ -167,23 +167,12 @@ func readyNow(g Gomega, env *v1alpha1.DevEnvironment) {
 
 // imageOf is the status of image name.
 func imageOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ImageStatus {
-	for i := range env.Status.Components {
-		for j := range env.Status.Components[i].Images {
-			if env.Status.Components[i].Images[j].Name == name {
-				return &env.Status.Components[i].Images[j]
-			}
-		}
-	}
-	return nil
+	_, ist := env.BuiltImage(name)
+	return ist
 }
 
 func componentOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
-	for i := range env.Status.Components {
-		if env.Status.Components[i].Name == name {
-			return &env.Status.Components[i]
-		}
-	}
-	return nil
+	return env.Status.Component(name)
 }
 
 // readyPods lists the Running, Ready pods with the label selector.
