@@ -25,6 +25,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/memo"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -63,7 +64,7 @@ type DevEnvironmentReconciler struct {
 	// (and with it every image that needs a source).
 	Sources *source.Fetcher
 
-	resolved resolutions
+	resolved memo.Map[resolution]
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch

@@ -62,7 +62,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 				message.Truncate(fmt.Sprintf("%s: left what components %s deployed: %s", why, strings.Join(failed, ", "), cause.Error()), message.MaxEventNote))
 		}
 	}
-	r.resolved.forget(env.UID)
+	r.resolved.Forget(env.UID)
 	r.Builds.Forget(env.UID)
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)

@@ -3,16 +3,15 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/digest"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/memo"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -34,40 +33,6 @@ type resolution struct {
 	at      time.Time
 }
 
-// resolutions is the reconciler's memory of resolved references.
-type resolutions struct {
-	mu sync.Mutex
-	m  map[string]resolution
-}
-
-func (c *resolutions) get(key string) (resolution, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[key]
-	return r, ok
-}
-
-func (c *resolutions) put(key string, r resolution) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]resolution{}
-	}
-	c.m[key] = r
-}
-
-// forget drops an environment's entries when it is deleted.
-func (c *resolutions) forget(env types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prefix := string(env) + "/"
-	for k := range c.m {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			delete(c.m, k)
-		}
-	}
-}
-
 // resolveSources turns every source into an immutable reference: a branch
 // into a commit, a tag into a digest. A reference resolved less than an
 // interval ago is reused, unless the source's spec changed or a reconcile
@@ -87,9 +52,9 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		if src.Interval != nil && src.Interval.Duration > 0 {
 			interval = src.Interval.Duration
 		}
-		key := string(s.env.UID) + "/" + src.Name
+		key := memo.Key(s.env.UID, src.Name)
 		specHash := digest.JSON(src)
-		last, ok := r.resolved.get(key)
+		last, ok := r.resolved.Get(key)
 		st := sourceStatus(s.env, src.Name)
 		if !ok || last.spec != specHash || last.request != request || now.Sub(last.at) >= interval {
 			log.FromContext(ctx).V(1).Info("resolving source", "source", src.Name)
@@ -112,7 +77,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 				st.Digest = ref.Digest
 			}
 			last = resolution{spec: specHash, request: request, ref: ref, at: now}
-			r.resolved.put(key, last)
+			r.resolved.Put(key, last)
 			st.LastResolveTime = &metav1.Time{Time: now}
 		}
 		st.Revision = last.ref.Revision

@@ -27,6 +27,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/digest"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/memo"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -76,7 +77,7 @@ type Engine struct {
 	// Events records ImagePushed; nil records nothing.
 	Events events.EventRecorder
 
-	memo     memo
+	recent   memo.Map[memoEntry]
 	warmOnce sync.Once
 	warm     *warmBuilds
 }
@@ -91,7 +92,7 @@ func (e *Engine) warmBuilds() *warmBuilds {
 }
 
 // Forget drops what the engine remembers of a deleted environment.
-func (e *Engine) Forget(env types.UID) { e.memo.forget(env) }
+func (e *Engine) Forget(env types.UID) { e.recent.Forget(env) }
 
 // Session is one reconcile's builds of one environment: the registry
 // client (and its credentials) is made once and only when a registry
@@ -282,8 +283,8 @@ func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 	if interval <= 0 {
 		interval = 5 * time.Minute
 	}
-	key := string(s.env.UID) + "/verified/" + img.Name
-	if last, ok := s.e.memo.get(key); ok && last.digest == ist.Digest && time.Since(last.at) < interval {
+	key := memo.Key(s.env.UID, "verified/"+img.Name)
+	if last, ok := s.e.recent.Get(key); ok && last.digest == ist.Digest && time.Since(last.at) < interval {
 		return true, nil
 	}
 	b, err := s.registry(ctx)
@@ -294,7 +295,7 @@ func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 	if err != nil || !held {
 		return false, err
 	}
-	s.e.memo.put(key, memoEntry{digest: ist.Digest, at: time.Now()})
+	s.e.recent.Put(key, memoEntry{digest: ist.Digest, at: time.Now()})
 	s.requeueWithin(interval)
 	return true, nil
 }
@@ -382,9 +383,9 @@ func (s *Session) resolveBase(ctx context.Context, base string, insecure bool) (
 	if interval <= 0 {
 		interval = time.Minute
 	}
-	key := string(s.env.UID) + "/base/" + base
+	key := memo.Key(s.env.UID, "base/"+base)
 	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
-	if last, ok := s.e.memo.get(key); ok && last.request == request && time.Since(last.at) < interval {
+	if last, ok := s.e.recent.Get(key); ok && last.request == request && time.Since(last.at) < interval {
 		s.requeueWithin(time.Until(last.at.Add(interval)))
 		return last.digest, nil
 	}
@@ -396,7 +397,7 @@ func (s *Session) resolveBase(ctx context.Context, base string, insecure bool) (
 	if err != nil {
 		return "", err
 	}
-	s.e.memo.put(key, memoEntry{request: request, digest: d, at: time.Now()})
+	s.e.recent.Put(key, memoEntry{request: request, digest: d, at: time.Now()})
 	s.requeueWithin(interval)
 	return d, nil
 }
@@ -458,43 +459,10 @@ func buildError(image string, err error) error {
 	return err
 }
 
-// memo remembers, per environment, the base digests resolved and the
-// pushes verified, so the registry is asked once per interval.
-type memo struct {
-	mu sync.Mutex
-	m  map[string]memoEntry
-}
-
+// memoEntry is a base digest resolved, or a push verified, and when.
 type memoEntry struct {
 	request, digest string
 	at              time.Time
-}
-
-func (c *memo) get(key string) (memoEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[key]
-	return r, ok
-}
-
-func (c *memo) put(key string, r memoEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]memoEntry{}
-	}
-	c.m[key] = r
-}
-
-func (c *memo) forget(env types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prefix := string(env) + "/"
-	for k := range c.m {
-		if strings.HasPrefix(k, prefix) {
-			delete(c.m, k)
-		}
-	}
 }
 
 // reportMovedTags emits a Warning for each tag the push moved away from a
