@@ -243,3 +243,9 @@ func (p *Policy) HostKeyCallback(next ssh.HostKeyCallback) ssh.HostKeyCallback {
 		return next(hostname, remote, key)
 	}
 }
+
+// ContextClient is a client through ContextTransport, with the redirect
+// cap, for clients made once per process.
+func ContextClient() *http.Client {
+	return &http.Client{Transport: ContextTransport, CheckRedirect: CheckRedirect}
+}

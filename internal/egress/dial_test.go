@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,7 +53,7 @@ func TestClientRefusesDeniedAddressBeforeAnyRequest(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	p := denyLoopback(t)
 	for _, u := range []string{
-		srv.URL + "/index.yaml",                  // a literal denied address
+		srv.URL + "/index.yaml",                    // a literal denied address
 		"http://localhost:" + port + "/index.yaml", // a name resolving to one
 	} {
 		_, err := p.Client(0).Get(u)
@@ -187,5 +186,4 @@ func TestSSHChecks(t *testing.T) {
 	if err := cb("git.example:22", &net.TCPAddr{IP: net.ParseIP("192.0.2.1"), Port: 22}, nil); err != nil || !called {
 		t.Errorf("allowed address: %v, next called %v", err, called)
 	}
-	_ = netip.Addr{}
 }

@@ -118,6 +118,9 @@ const headTarget = "HEAD->"
 // lsRemote lists the remote's references without cloning: name -> hash,
 // peeled tags as "<tag>^{}", and HEAD's branch under headTarget.
 func lsRemote(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error) {
+	if err := sshEgress(ctx, url, auth); err != nil {
+		return nil, err
+	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
 	list, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
 	if err != nil {
@@ -367,6 +370,9 @@ func fetchCommit(ctx context.Context, s subject, ref Ref, auth transport.AuthMet
 		return repo, err
 	}
 	fetch := func(repo *git.Repository, depth int, specs ...config.RefSpec) error {
+		if err := sshEgress(ctx, ref.URL, auth); err != nil {
+			return err
+		}
 		err := repo.FetchContext(ctx, &git.FetchOptions{
 			RemoteName: "origin",
 			RefSpecs:   specs,

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
@@ -99,6 +100,10 @@ type Fetcher struct {
 	Root string
 	// HTTP is the client for artifact downloads and OCI registries.
 	HTTP *http.Client
+	// Egress is the policy every connection to a git server, registry or
+	// artifact server is checked against (see internal/egress); nil checks
+	// nothing (helper pods, in the tenant's network).
+	Egress *egress.Policy
 	// Timeout bounds one resolve or fetch.
 	Timeout time.Duration
 	// MaxSize bounds the extracted size of one source, in bytes.
@@ -119,7 +124,7 @@ func (f *Fetcher) ReadingWith(r client.Reader) *Fetcher {
 // tag names, or reads a Flux object's status.artifact. Nothing is
 // downloaded. Secrets are read from namespace.
 func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.Source) (Ref, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
 	defer cancel()
 	switch {
 	case src.Git != nil:
@@ -136,7 +141,7 @@ func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.So
 // when the store does not hold it yet, and verifies its digest. creds may
 // be nil.
 func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Artifact, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
 	defer cancel()
 	var (
 		s    subject
@@ -209,7 +214,7 @@ func (f *Fetcher) httpClient() *http.Client {
 	if f.HTTP != nil {
 		return f.HTTP
 	}
-	return &http.Client{Timeout: f.timeout()}
+	return f.Egress.Client(f.timeout())
 }
 
 // Resolved is what one reconcile resolved and fetched, by source name:
