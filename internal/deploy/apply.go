@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,8 +22,39 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
-// FieldManager is the server-side apply field manager of every write.
+// FieldManager is the server-side apply field manager of writes without
+// an owner (ApplyOptions.Owner empty: tests of the mechanics alone). It is
+// also the manager every environment shared before each got its own
+// (FieldManagerFor); Apply migrates what that shared manager owns to the
+// environment's manager (see migrateLegacyManager).
 const FieldManager = "devloop"
+
+// maxFieldManager is the API server's limit on a field manager's length.
+const maxFieldManager = 128
+
+// FieldManagerFor is the server-side apply field manager of one
+// environment, "devloop/<namespace>/<name>": two environments never share
+// one, so neither can take fields over from the other by force, and an
+// object's managedFields say which environment set what. Names too long
+// for the API server's 128 characters keep a prefix and end in a hash of
+// the whole owner.
+func FieldManagerFor(owner string) string {
+	m := FieldManager + "/" + owner
+	if len(m) <= maxFieldManager {
+		return m
+	}
+	sum := sha256.Sum256([]byte(owner))
+	suffix := "-" + hex.EncodeToString(sum[:])[:16]
+	return m[:maxFieldManager-len(suffix)] + suffix
+}
+
+// fieldManager is the manager of opts' writes.
+func (o ApplyOptions) fieldManager() string {
+	if o.Owner == "" {
+		return FieldManager
+	}
+	return FieldManagerFor(o.Owner)
+}
 
 // Labels set on every applied object. Prune deletes only objects that
 // carry the environment's label, so a Namespace (or anything else) that
@@ -66,7 +99,8 @@ type ApplyOptions struct {
 }
 
 // Apply server-side applies objs with c (which may impersonate the
-// environment's ServiceAccount) under FieldManager, forcing ownership of
+// environment's ServiceAccount) under the environment's own field manager
+// (FieldManagerFor), forcing ownership of
 // conflicting fields: Namespaces first, then CRDs, waiting until they are
 // Established so their custom resources can be applied, then the rest in a
 // dependency-friendly kind order (RBAC and config before workloads,
@@ -133,7 +167,7 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 	unstructured.RemoveNestedField(o.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(o.Object, "status")
 	ref := RefOf(o)
-	applyOpts := append([]client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}, extra...)
+	applyOpts := append([]client.ApplyOption{client.FieldOwner(opts.fieldManager()), client.ForceOwnership}, extra...)
 	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
 	// A kind whose CRD was just established may not be in the client's
 	// discovery cache yet; the dynamic RESTMapper refreshes on a miss, so
@@ -153,6 +187,9 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 			opts.Replaced(ref)
 		}
 		err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)
+	}
+	if err == nil && own && len(extra) == 0 {
+		err = migrateLegacyManager(ctx, c, o, opts.fieldManager())
 	}
 	return classify(c, err, "patch", ref)
 }

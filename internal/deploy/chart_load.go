@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -45,6 +46,9 @@ type ChartLoader struct {
 	CacheDir string
 	// HTTP is the client for chart repositories and registries.
 	HTTP *http.Client
+	// Egress is the policy every connection to a chart repository or
+	// registry is checked against (see internal/egress), when HTTP is nil.
+	Egress *egress.Policy
 	// Timeout bounds each download; MaxIndexSize and MaxChartSize cap a
 	// repository index and a chart archive, in bytes.
 	Timeout      time.Duration
@@ -347,5 +351,5 @@ func (l *ChartLoader) httpClient() *http.Client {
 	if l.HTTP != nil {
 		return l.HTTP
 	}
-	return &http.Client{Timeout: l.timeout()}
+	return l.Egress.Client(l.timeout())
 }
