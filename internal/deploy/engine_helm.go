@@ -90,6 +90,12 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	log.FromContext(ctx).V(1).Info("helm release checked", "component", c.Name, "actions", out.Actions,
 		"took", time.Since(started).Round(time.Millisecond).String())
 	st.Release = releaseStatus(st.Release, req, out)
+	var locked *ReleaseLockedError
+	if errors.As(err, &locked) {
+		// Not a failure: someone's action may be running. Looked at
+		// again like any rollout in flight.
+		return Result{Phase: v1alpha1.PhaseDeploying, Message: locked.Error()}, nil
+	}
 	if err != nil {
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
 			return Result{}, err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -25,7 +26,9 @@ const (
 	ActionRollback  Action = "rollback"
 	ActionUninstall Action = "uninstall"
 	// ActionUnlock marks a release left pending-* (by a process that died
-	// mid-action) failed, so Helm accepts the next action.
+	// mid-action) failed, so Helm accepts the next action. It runs only
+	// once the pending revision is stale (see lockExpiry): until then the
+	// call ends with a *ReleaseLockedError.
 	ActionUnlock Action = "unlock"
 )
 
@@ -43,7 +46,10 @@ type ReleaseRequest struct {
 	Namespace   string
 	Chart       *chart.Chart
 	// Values are the composed values (see ComposeValues).
-	Values          map[string]any
+	Values map[string]any
+	// Timeout bounds each action. It is also how long a pending revision
+	// that this process did not write is left alone after it started
+	// (plus lockGrace): someone else's helm action may still be running.
 	Timeout         time.Duration
 	CreateNamespace bool
 	// Mutate, when set, edits rendered objects before they are applied.
@@ -123,7 +129,95 @@ func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) 
 	cfg.Releases.Driver = obs
 	out, err := reconcileRelease(ctx, cfg, req)
 	out.Observed = obs.Observed()
+	written.record(out.Observed)
 	return out, err
+}
+
+// lockGrace is added to the action timeout before a pending revision
+// someone else wrote counts as stale: Helm writes the final status after
+// the timeout fires.
+const lockGrace = time.Minute
+
+// ReleaseLockedError says a release is pending-* by an action that may
+// still be running (someone's helm upgrade, or an operator process that
+// died less than the timeout ago): it is left alone until Until.
+type ReleaseLockedError struct {
+	Namespace, Name string
+	Revision        int
+	Status          release.Status
+	Since, Until    time.Time
+}
+
+func (e *ReleaseLockedError) Error() string {
+	return fmt.Sprintf("helm release %s/%s revision %d is %s since %s: another helm action may be running; devloop unlocks it if it is still %s at %s",
+		e.Namespace, e.Name, e.Revision, e.Status, e.Since.UTC().Format(time.RFC3339), e.Status, e.Until.UTC().Format(time.RFC3339))
+}
+
+// lockExpiry is when the pending revision last may be unlocked. A
+// revision this process wrote and is no longer acting on (reconciles of a
+// release are serialized: one owner, one reconcile at a time) was left by
+// an action that ended without finishing, and may be unlocked at once.
+// Any other — someone's helm command, or a previous operator process
+// (their labels cannot tell: helm upgrade copies the previous revision's
+// labels, devloop's owner label included) — only once the action timeout
+// and lockGrace have passed since it started.
+func lockExpiry(cfg *action.Configuration, last *release.Release, timeout time.Duration) time.Time {
+	if written.wrote(last) {
+		return time.Time{}
+	}
+	if obs, ok := cfg.Releases.Driver.(*Observer); ok {
+		// Written by an action of this very call, which has returned.
+		for _, ri := range obs.Observed() {
+			if ri.Namespace == last.Namespace && ri.Name == last.Name && ri.Revision == last.Version {
+				return time.Time{}
+			}
+		}
+	}
+	since := last.Info.LastDeployed.Time
+	if since.IsZero() {
+		since = last.Info.FirstDeployed.Time
+	}
+	if timeout <= 0 {
+		timeout = defaultActionTimeout
+	}
+	return since.Add(timeout + lockGrace)
+}
+
+// defaultActionTimeout is Helm's own default action timeout.
+const defaultActionTimeout = 5 * time.Minute
+
+// revisionBook remembers, per release, the latest revision this process
+// wrote.
+type revisionBook struct {
+	mu     sync.Mutex
+	latest map[string]int
+}
+
+// written is this process's book: a restart forgets it, so a revision left
+// pending by a previous process waits out the timeout.
+var written = &revisionBook{latest: map[string]int{}}
+
+// record notes the newest revision of each release among one call's
+// writes (a reinstall starts again at 1, so it replaces what was known).
+func (b *revisionBook) record(observed []ReleaseInfo) {
+	newest := map[string]int{}
+	for _, ri := range observed {
+		key := ri.Namespace + "/" + ri.Name
+		if ri.Name != "" && ri.Revision > newest[key] {
+			newest[key] = ri.Revision
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key, v := range newest {
+		b.latest[key] = v
+	}
+}
+
+func (b *revisionBook) wrote(rls *release.Release) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.latest[rls.Namespace+"/"+rls.Name] == rls.Version
 }
 
 func reconcileRelease(ctx context.Context, cfg *action.Configuration, req ReleaseRequest) (Outcome, error) {
@@ -168,6 +262,12 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		act, ok := nextAction[st]
 		if !ok { // in sync
 			return out, lastErr
+		}
+		if act == ActionUnlock {
+			if until := lockExpiry(cfg, last, req.Timeout); time.Now().Before(until) {
+				return out, &ReleaseLockedError{Namespace: req.Namespace, Name: req.ReleaseName, Revision: last.Version,
+					Status: last.Info.Status, Since: last.Info.LastDeployed.Time, Until: until}
+			}
 		}
 		if done[act] {
 			// The action that would come next already ran in this call:

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -161,7 +163,7 @@ func TestPendingInstallRecovered(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.Releases.Create(&release.Release{
 		Name: "stuck", Namespace: ns, Version: 1, Chart: req.Chart, Config: req.Values,
-		Info: &release.Info{Status: release.StatusPendingInstall},
+		Info: &release.Info{Status: release.StatusPendingInstall, LastDeployed: helmtime.Time{Time: time.Now().Add(-defaultActionTimeout - lockGrace - time.Second)}},
 	})).To(Succeed())
 
 	out, err := ReconcileRelease(ctx, req)
@@ -169,6 +171,51 @@ func TestPendingInstallRecovered(t *testing.T) {
 	g.Expect(out.Actions).To(Equal([]Action{ActionUnlock, ActionUninstall, ActionInstall}))
 	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
 	g.Expect(out.Observed[0].Status).To(Equal(release.StatusFailed), "the observer saw the unlock")
+}
+
+// TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout: a pending-upgrade
+// revision this process did not write, younger than the action timeout,
+// may be someone's helm upgrade still running: it is left pending, and the
+// call says until when; once older, it is unlocked and remediated.
+func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	req := ReleaseRequest{
+		Configs: NewConfigFactory(cfg, ""), ReleaseName: "busy", Namespace: ns,
+		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false}, Timeout: 2 * time.Minute,
+	}
+	out, err := ReconcileRelease(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Release.Revision).To(Equal(1))
+
+	// Someone else's helm upgrade, started 30s ago, is running.
+	cfg, err := req.Configs(ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	started := time.Now().Add(-30 * time.Second)
+	g.Expect(cfg.Releases.Create(&release.Release{
+		Name: "busy", Namespace: ns, Version: 2, Chart: req.Chart, Config: req.Values,
+		Info: &release.Info{Status: release.StatusPendingUpgrade, LastDeployed: helmtime.Time{Time: started}},
+	})).To(Succeed())
+
+	req.Values = map[string]any{"failHook": false, "changed": "yes"}
+	out, err = ReconcileRelease(ctx, req)
+	var locked *ReleaseLockedError
+	g.Expect(errors.As(err, &locked)).To(BeTrue(), "%v", err)
+	g.Expect(out.Actions).To(BeEmpty(), "nothing done to a release that may be changing")
+	g.Expect(locked.Until).To(BeTemporally("~", started.Add(2*time.Minute+lockGrace), time.Second))
+	g.Expect(err.Error()).To(ContainSubstring("helm release " + ns + "/busy revision 2 is pending-upgrade since"))
+	last, err := LastRelease(cfg, "busy")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(last.Info.Status).To(Equal(release.StatusPendingUpgrade), "still pending")
+
+	// The same, started longer ago than the timeout: stale, unlocked.
+	last.Info.LastDeployed = helmtime.Time{Time: time.Now().Add(-2*time.Minute - lockGrace - time.Second)}
+	g.Expect(cfg.Releases.Update(last)).To(Succeed())
+	out, err = ReconcileRelease(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Actions[0]).To(Equal(ActionUnlock))
+	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
 }
 
 func TestImpersonationDenied(t *testing.T) {
