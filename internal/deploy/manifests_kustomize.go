@@ -1,14 +1,15 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
@@ -25,39 +26,22 @@ func kustomizationFile(dir string) string {
 	return ""
 }
 
-// buildKustomization runs `kustomize build dir` in-process. Before krusty
-// sees the tree, every kustomization it would load is checked for remote
-// references (krusty clones git URLs and downloads HTTP files before any
-// filesystem check could refuse them) and for paths leaving root; the
-// filesystem krusty reads then refuses anything outside root as well, which
-// catches symlinks and fields the check does not know.
+// buildKustomization runs `kustomize build dir` with a loader that cannot
+// reach the network (kustomizeOffline). Before that, every kustomization
+// it would load is checked for remote references and for paths leaving
+// root, for a clear message naming the file; the filesystem krusty reads
+// then refuses anything outside root as well, which catches symlinks and
+// fields the check does not know.
 func buildKustomization(root, dir string) ([]*unstructured.Unstructured, error) {
 	rel, _ := filepath.Rel(root, dir)
 	if err := checkKustomization(root, dir, map[string]bool{}); err != nil {
 		return nil, fault.Permanent(err)
 	}
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
-	opts.PluginConfig = types.DisabledPluginConfig()
-	resMap, err := krusty.MakeKustomizer(opts).Run(newRootedFS(root), dir)
+	objs, err := kustomizeOffline(context.Background(), root, dir)
 	if err != nil {
 		return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
 	}
-	out := make([]*unstructured.Unstructured, 0, resMap.Size())
-	for _, r := range resMap.Resources() {
-		// Through JSON, so numbers are int64 as unstructured expects
-		// (DeepCopy panics on kyaml's int).
-		b, err := r.MarshalJSON()
-		if err != nil {
-			return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
-		}
-		out = append(out, u)
-	}
-	return out, nil
+	return objs, nil
 }
 
 // checkKustomization walks the kustomizations reachable from dir through
@@ -127,10 +111,16 @@ func isRemote(entry string) bool {
 	if _, after, ok := strings.Cut(entry, "="); ok && !strings.Contains(entry, "?") {
 		entry = after
 	}
-	return strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") ||
+	lower := strings.ToLower(entry)
+	return strings.Contains(entry, "://") || gitUser.MatchString(entry) ||
+		strings.HasPrefix(lower, "git::") || strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "github.com:") ||
 		strings.Contains(entry, "?ref=") || strings.Contains(entry, "?version=") ||
 		strings.Contains(strings.TrimPrefix(entry, "./"), "//")
 }
+
+// gitUser is the user@ that starts an scp-style git address
+// (deploy@host:repo.git), which kustomize clones.
+var gitUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
 
 func concat(lists ...[]string) []string {
 	var out []string
