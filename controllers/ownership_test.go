@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,4 +162,34 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}})
 	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "the first's release stays installed")
 	eventually(t, client.ObjectKeyFromObject(first), readyCurrent)
+}
+
+// TestEachEnvironmentItsOwnFieldManager: two environments in two
+// namespaces apply their manifests under one field manager each, named
+// after the environment; neither's objects name the other's or a shared
+// one.
+func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	files := map[string]string{"deploy/config.yaml": manifestFile(configMapYAML, "settings")}
+	var namespaces []string
+	for range 2 {
+		ns := newNamespace(t)
+		env := jobsEnv(t, ns, files)
+		g.Expect(k8s.Create(ctx, env)).To(Succeed())
+		eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+		namespaces = append(namespaces, ns)
+	}
+	for _, ns := range namespaces {
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+		var appliers []string
+		for _, e := range cm.ManagedFields {
+			if e.Operation == metav1.ManagedFieldsOperationApply {
+				appliers = append(appliers, e.Manager)
+			}
+		}
+		g.Expect(appliers).To(Equal([]string{deploy.FieldManagerFor(ns + "/jobs")}), ns)
+		g.Expect(appliers[0]).To(Equal("devloop/" + ns + "/jobs"))
+	}
 }
