@@ -35,8 +35,9 @@ const deletionRetry = 10 * time.Second
 // MaxDeletionFailures attempts, or at once with the abandon-on-delete
 // annotation, or when the environment's namespace is going away, the
 // rest is abandoned with a Warning event naming it, so a deletion never
-// hangs.
-func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.DevEnvironment) (ctrl.Result, error) {
+// hangs. removeCtx, under the reconcile deadline, bounds the removals;
+// ctx the writes that report them.
+func (r *DevEnvironmentReconciler) finalize(ctx, removeCtx context.Context, env *v1alpha1.DevEnvironment) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(env, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -44,7 +45,10 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 	var failed []string
 	var errs []error
 	for _, c := range teardownOrder(env) {
-		err := r.Deploy.FinalizeComponent(ctx, env, c, env.Status.Component(c.Name), tenant)
+		err := r.Deploy.FinalizeComponent(removeCtx, env, c, env.Status.Component(c.Name), tenant)
+		if err != nil && removeCtx.Err() != nil && ctx.Err() == nil {
+			err = r.cutShort(err)
+		}
 		if err != nil {
 			failed = append(failed, c.Name)
 			errs = append(errs, fmt.Errorf("component %s: %w", c.Name, err))
@@ -62,7 +66,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx context.Context, env *v1alpha1.D
 				message.Truncate(fmt.Sprintf("%s: left what components %s deployed: %s", why, strings.Join(failed, ", "), cause.Error()), message.MaxEventNote))
 		}
 	}
-	r.resolved.Forget(env.UID)
+	r.forgetSources(env.UID)
 	r.Builds.Forget(env.UID)
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)

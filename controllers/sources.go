@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -56,7 +57,11 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		specHash := digest.JSON(src)
 		last, ok := r.resolved.Get(key)
 		st := sourceStatus(s.env, src.Name)
-		if !ok || last.spec != specHash || last.request != request || now.Sub(last.at) >= interval {
+		// A pinned commit or digest names the same content for as long
+		// as the spec says so: resolved once (a short SHA is expanded,
+		// which may take a full fetch), not every interval.
+		stale := now.Sub(last.at) >= interval && !pinned(src)
+		if !ok || last.spec != specHash || last.request != request || stale {
 			log.FromContext(ctx).V(1).Info("resolving source", "source", src.Name)
 			fetcher, err := r.fetcherFor(s, src)
 			var ref source.Ref
@@ -69,7 +74,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 					kept = append(kept, sourceStatus(s.env, rest.Name))
 				}
 				s.env.Status.Sources = kept
-				return sourceError(err)
+				return sourceError(fieldError(s.env, src.Name, err))
 			}
 			if last.ref.Key() != ref.Key() || st.Revision == "" {
 				// New content: its digest is known once fetched (git) or
@@ -86,12 +91,55 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		kept = append(kept, st)
 	}
 	s.env.Status.Sources = kept
+	// What this resolution names stays in the store; what an earlier one
+	// named may be collected.
+	refs := make([]source.Ref, 0, len(s.refs))
+	for _, ref := range s.refs {
+		refs = append(refs, ref)
+	}
+	r.Sources.Using(s.env.UID, refs...)
 	return nil
 }
 
+// pinned says whether a source names immutable content.
+func pinned(src v1alpha1.Source) bool {
+	return (src.Git != nil && src.Git.Ref != nil && src.Git.Ref.Commit != "") ||
+		(src.OCI != nil && src.OCI.Digest != "")
+}
+
+// fieldError prefixes a source's error with its field in the spec
+// ("spec.sources[1].git"), so a Stalled condition says what to fix.
+func fieldError(env *v1alpha1.DevEnvironment, name string, err error) error {
+	for i, src := range env.Spec.Sources {
+		if src.Name != name {
+			continue
+		}
+		kind := "sourceRef"
+		switch {
+		case src.Git != nil:
+			kind = "git"
+		case src.OCI != nil:
+			kind = "oci"
+		}
+		return fmt.Errorf("spec.sources[%d].%s: %w", i, kind, err)
+	}
+	return err
+}
+
+// forgetSources drops what is remembered of a deleted environment's
+// sources: its resolutions, and its share of the store (entries nobody
+// else uses are removed).
+func (r *DevEnvironmentReconciler) forgetSources(env types.UID) {
+	r.resolved.Forget(env)
+	if r.Sources != nil {
+		r.Sources.Forget(env)
+	}
+}
+
 // artifact fetches the content of a source for an in-process build, once
-// per reconcile and once per content (the fetcher's store keeps it), and
-// records its digest in status.
+// per reconcile and once per content (the fetcher's store keeps it, and
+// serves it to an environment only once its own credentials passed the
+// origin's access check), and records its digest in status.
 func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name string) (*source.Artifact, error) {
 	if a, ok := s.artifacts[name]; ok {
 		return a, nil
@@ -112,11 +160,13 @@ func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name 
 	}
 	creds, err := source.LoadCredentials(ctx, fetcher.Reader, s.env.Namespace, src)
 	if err != nil {
-		return nil, sourceError(err)
+		return nil, sourceError(fieldError(s.env, name, err))
 	}
-	a, err := r.Sources.Fetch(ctx, ref, creds)
+	// The store is shared by every environment: Serve checks this
+	// environment's own access to the origin before handing out content.
+	a, err := r.Sources.Serve(ctx, s.env.UID, ref, creds)
 	if err != nil {
-		return nil, sourceError(err)
+		return nil, sourceError(fieldError(s.env, name, err))
 	}
 	if s.artifacts == nil {
 		s.artifacts = map[string]*source.Artifact{}

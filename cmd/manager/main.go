@@ -109,6 +109,9 @@ func run(args []string) error {
 			Reader:  mgr.GetAPIReader(),
 			Root:    filepath.Join(opts.workDir, "sources"),
 			MaxSize: opts.maxSourceSize,
+			// The store is collected to stay within these bounds.
+			MaxStoreBytes: opts.sourceStoreMaxBytes,
+			MaxEnvBytes:   opts.sourceStoreEnvMaxBytes,
 		},
 		Identity: tenants,
 		Builds: &build.Engine{
@@ -172,9 +175,13 @@ type options struct {
 	helperImage           string
 	workDir               string
 	maxSourceSize         int64
-	driftInterval         time.Duration
-	layerCompression      source.Compression
-	watchNamespace        string
+	// sourceStoreMaxBytes and sourceStoreEnvMaxBytes bound the source
+	// store and one environment's share of it.
+	sourceStoreMaxBytes    int64
+	sourceStoreEnvMaxBytes int64
+	driftInterval          time.Duration
+	layerCompression       source.Compression
+	watchNamespace         string
 }
 
 // restConfig loads the given kubeconfig, or the in-cluster config,
@@ -202,11 +209,16 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.helperImage, "helper-image", os.Getenv("DEVLOOP_HELPER_IMAGE"), "the operator's own image, run by builder pods to fetch sources and push images ($DEVLOOP_HELPER_IMAGE)")
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
+	fs.Int64Var(&o.sourceStoreMaxBytes, "source-store-max-bytes", 2<<30, "bound of the fetched source store, in bytes: least recently used entries no environment uses now are removed to stay within it (keep it below the work directory's size limit, with room for fetches in progress)")
+	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what one environment's sources may take of the source store, in bytes; 0 is half of --source-store-max-bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.sourceStoreMaxBytes < 1 || o.sourceStoreEnvMaxBytes < 0 {
+		return o, fmt.Errorf("--source-store-max-bytes must be positive and --source-store-env-max-bytes not negative")
 	}
 	if o.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)

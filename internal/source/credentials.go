@@ -66,6 +66,7 @@ func loadCredentials(ctx context.Context, r client.Reader, namespace string, src
 	if err := creds.validate(kind); err != nil {
 		return nil, s.permanent("secret %q: %v", ref.Name, err)
 	}
+	creds.Version = secret.ResourceVersion
 	return creds, nil
 }
 

@@ -72,6 +72,12 @@ func TestLoadCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if got != nil {
+				if got.Version == "" {
+					t.Error("credentials do not record the Secret's resourceVersion")
+				}
+				got.Version = ""
+			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}

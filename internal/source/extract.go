@@ -51,7 +51,7 @@ func (e *readError) Unwrap() error { return e.err }
 // absolute or escaping paths, symlinks that are absolute or resolve outside
 // dir, hard links to anything but a regular file of the archive, device
 // files and fifos. maxSize bounds the bytes actually written, whatever the
-// headers claim. Errors for bad archives are fault.Permanent.
+// headers claim, with each hard link counted at its file's size. Errors for bad archives are fault.Permanent.
 func ExtractTar(r io.Reader, dir string, maxSize int64) error {
 	x, err := newExtractor(dir, maxSize, false)
 	if err != nil {
@@ -342,6 +342,13 @@ func (x *extractor) hardlink(name, target string) error {
 	if old == name {
 		return nil
 	}
+	// A link costs as much as a copy: every walk of the tree (the digest,
+	// a build's layer, the store's accounting) reads it again. A million
+	// links to one big file must not pass as free.
+	if fi.Size() > x.remaining {
+		return tooLarge(x.limit)
+	}
+	x.remaining -= fi.Size()
 	if err := x.prepare(name); err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ var gitStrategyHook func(strategy string)
 
 var commitPattern = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 
+// fullCommit is a commit as the store and the helper pods take it.
+var fullCommit = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
 func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src v1alpha1.Source) (Ref, error) {
 	g := src.Git
 	s := subject{src.Name, "git", redactURL(g.URL)}
@@ -61,14 +64,21 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src v1alpha1
 	if g.Ref != nil {
 		want = *g.Ref
 	}
+	var c string
 	if want.Commit != "" {
-		c := strings.ToLower(want.Commit)
+		c = strings.ToLower(want.Commit)
 		if !commitPattern.MatchString(c) {
 			return Ref{}, s.permanent("commit %q is not a hex SHA", want.Commit)
 		}
-		// A commit names itself: nothing to ask the server.
-		ref.Revision, ref.ID, ref.Commit = "sha1:"+c, c, c
-		return ref, nil
+		if fullCommit.MatchString(c) {
+			// A full commit names itself: nothing to ask the server here;
+			// Serve checks access before any content is handed out.
+			ref.Revision, ref.ID, ref.Commit = "sha1:"+c, c, c
+			return ref, nil
+		}
+		if len(c) > 40 {
+			return Ref{}, s.permanent("commit %q is longer than a SHA-1: SHA-256 repositories are not supported", want.Commit)
+		}
 	}
 
 	creds, err := loadCredentials(ctx, f.Reader, namespace, src)
@@ -78,6 +88,14 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src v1alpha1
 	auth, err := gitAuth(g.URL, creds)
 	if err != nil {
 		return Ref{}, s.permanent("%v", err)
+	}
+	if c != "" {
+		full, err := f.expandCommit(ctx, s, g.URL, c, auth)
+		if err != nil {
+			return Ref{}, err
+		}
+		ref.Revision, ref.ID, ref.Commit = "sha1:"+full, full, full
+		return ref, nil
 	}
 	refs, err := lsRemote(ctx, g.URL, auth)
 	if err != nil {
@@ -488,4 +506,90 @@ func checkTreeSize(commit *object.Commit, limit int64) error {
 		}
 		return nil
 	})
+}
+
+// expandCommit turns a short SHA into the full commit it abbreviates in
+// the repository at url, read with the environment's own auth: from the
+// advertised refs when a branch or tag is at it, else by fetching every
+// branch and tag into a private staging directory that is removed at
+// once. A prefix matching more than one commit is refused.
+func (f *Fetcher) expandCommit(ctx context.Context, s subject, url, short string, auth transport.AuthMethod) (string, error) {
+	refs, err := lsRemote(ctx, url, auth)
+	if err != nil {
+		return "", gitError(s, auth, err)
+	}
+	found := map[string]bool{}
+	for name, h := range refs {
+		if name != headTarget && strings.HasPrefix(h, short) {
+			found[h] = true
+		}
+	}
+	if len(found) == 0 {
+		if gitStrategyHook != nil {
+			gitStrategyHook("expand-full")
+		}
+		staging, err := f.stagingDir("expand-")
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s, err)
+		}
+		defer func() { _ = os.RemoveAll(staging) }()
+		st := filesystem.NewStorage(osfs.New(staging), cache.NewObjectLRUDefault())
+		repo, err := git.Init(st, nil)
+		if err != nil {
+			return "", err
+		}
+		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
+			return "", err
+		}
+		err = repo.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: "origin",
+			RefSpecs: []config.RefSpec{
+				"+refs/heads/*:refs/devloop/heads/*",
+				"+refs/tags/*:refs/devloop/tags/*",
+			},
+			Auth: auth,
+			Tags: git.NoTags,
+		})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return "", gitError(s, auth, err)
+		}
+		commits, err := repo.CommitObjects()
+		if err != nil {
+			return "", err
+		}
+		err = commits.ForEach(func(c *object.Commit) error {
+			if h := c.Hash.String(); strings.HasPrefix(h, short) {
+				found[h] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", s.permanent("commit %s not found in any branch or tag", short)
+	case 1:
+		for h := range found {
+			return h, nil
+		}
+	}
+	return "", s.permanent("commit %s is ambiguous: %d commits start with it; give more digits", short, len(found))
+}
+
+// checkGitAccess is the access check of a git entry: the repository
+// answers an ls-remote with the environment's own credentials.
+func checkGitAccess(ctx context.Context, s subject, ref Ref, creds *Credentials) error {
+	if err := checkGitURL(ref.URL); err != nil {
+		return s.permanent("%v", err)
+	}
+	auth, err := gitAuth(ref.URL, creds)
+	if err != nil {
+		return s.permanent("%v", err)
+	}
+	if _, err := lsRemote(ctx, ref.URL, auth); err != nil {
+		return gitError(s, auth, err)
+	}
+	return nil
 }

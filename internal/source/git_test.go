@@ -208,11 +208,9 @@ func TestGitFetch(t *testing.T) {
 			t.Errorf("a.txt = %q", got)
 		}
 	})
-	t.Run("short commit", func(t *testing.T) {
-		a := fetch(t, r.c0[:10])
-		if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "zero" {
-			t.Errorf("a.txt = %q", got)
-		}
+	t.Run("short commit is refused: Resolve expands it", func(t *testing.T) {
+		_, err := f.Fetch(ctx, Ref{Source: "app", Kind: KindGit, URL: r.url, Commit: r.c0[:10]}, nil)
+		expectError(t, err, permanent, []string{"invalid commit", "full 40-hex"})
 	})
 	t.Run("unknown commit", func(t *testing.T) {
 		_, err := f.Fetch(ctx, Ref{Source: "app", Kind: KindGit, URL: r.url, Commit: strings.Repeat("1", 40)}, nil)

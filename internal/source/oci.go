@@ -282,3 +282,21 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 	}
 	return false
 }
+
+// checkOCIAccess is the access check of an OCI entry: the registry answers
+// a HEAD of the manifest, by digest, with the environment's own
+// credentials.
+func (f *Fetcher) checkOCIAccess(ctx context.Context, s subject, ref Ref, creds *Credentials) error {
+	repo, err := parseRepository(ref.URL, ref.Insecure)
+	if err != nil {
+		return s.permanent("invalid repository: %v", err)
+	}
+	c, err := f.ociClient(ctx, ref.Insecure, creds)
+	if err != nil {
+		return s.permanent("%v", err)
+	}
+	if _, err := remote.Head(repo.Digest(ref.Digest), c.opts...); err != nil {
+		return c.error(s, "manifest "+ref.Digest, err)
+	}
+	return nil
+}

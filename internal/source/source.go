@@ -3,18 +3,55 @@
 //
 // Resolving is cheap and turns a moving reference (a branch, a tag) into an
 // immutable Ref; fetching downloads the content a Ref names into a local
-// directory, once per content: a Ref already fetched is served from the
-// store without network. The same code runs in the operator and in the
+// directory, once per content. The same code runs in the operator and in the
 // init container of builder and test pods (`devloop helper fetch`), which
-// receives the Ref as JSON so it fetches exactly what the operator resolved.
+// receives the Ref as JSON so it fetches exactly what the operator resolved,
+// with the environment's own Secret, into a store of its own.
+//
+// # The shared store
+//
+// The operator's store is shared by every environment, so content is keyed
+// by what was verified and served only after a check:
+//
+//   - A git entry is keyed by the full 40-hex commit and the repository URL
+//     it was fetched from; a short SHA in the spec is expanded to the full
+//     commit when resolving (from the server's advertised refs, else by a
+//     full fetch into a private staging directory) and is never a key. An
+//     OCI or Flux entry is keyed by its full digest.
+//   - Serve hands an entry to one environment only after that environment's
+//     own credentials were accepted by the origin: git ls-remote of the URL,
+//     an OCI manifest HEAD of the digest in the repository. A Flux artifact's
+//     Ref exists only once the environment's impersonated reader could read
+//     the Flux object, which is its check. A positive check is remembered
+//     per environment, entry and credentials Secret resourceVersion for
+//     Fetcher.AccessTTL; a refusal is a fault.Permanent error and no content.
+//
+// The store is bounded (Fetcher.MaxStoreBytes) and collects garbage. Sizes
+// count every path, hard links included, at its full size plus a small
+// overhead. An entry is in use, and never evicted, while it is being
+// written or read by a Fetch or Serve, and while it is the current content
+// of a live environment's source: what its latest resolution named
+// (Fetcher.Using) or what it was last served. Everything else may go, least
+// recently used first, entries no environment uses before the others. Each
+// environment is charged for the entries it was served, up to
+// Fetcher.MaxEnvBytes: to admit one more, its own least recently used
+// entries that it no longer uses go first, and if its sources in use alone
+// exceed the share, the fetch fails with a fault.Permanent error naming
+// the source. Forget (an environment was deleted) drops its charges and
+// removes the entries nobody else uses; entries no environment was charged
+// for (after an operator restart) go after an hour unused.
 package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -59,11 +96,24 @@ type Ref struct {
 	Insecure bool `json:"insecure,omitempty"`
 }
 
-// Key identifies the content a Ref names, for caching: the commit for git,
-// the digest otherwise.
+// Key identifies the content a Ref names: the commit for git, the digest
+// otherwise. Resolve gives only full commits and digests.
 func (r Ref) Key() string {
 	if r.Kind == KindGit {
 		return "git-" + r.Commit
+	}
+	return r.Digest
+}
+
+// storeKey is the store entry of a Ref: what was verified when it was
+// filled. A commit is served only to those who may read the repository it
+// was fetched from, so a git entry is also keyed by that URL: an access
+// check of one repository proves nothing about a commit fetched from
+// another.
+func (r Ref) storeKey() string {
+	if r.Kind == KindGit {
+		sum := sha256.Sum256([]byte(r.URL))
+		return "git-" + r.Commit + "-" + hex.EncodeToString(sum[:8])
 	}
 	return r.Digest
 }
@@ -90,6 +140,10 @@ type Credentials struct {
 	SSHIdentity, KnownHosts []byte
 	// DockerConfigJSON is a .dockerconfigjson document for OCI sources.
 	DockerConfigJSON []byte
+	// Version is the resourceVersion of the Secret they were read from
+	// (empty from a mounted Secret): a positive access check is remembered
+	// only for these credentials.
+	Version string
 }
 
 // Fetcher resolves and fetches sources.
@@ -108,6 +162,15 @@ type Fetcher struct {
 	Timeout time.Duration
 	// MaxSize bounds the extracted size of one source, in bytes.
 	MaxSize int64
+	// MaxStoreBytes bounds the store; zero is unbounded (a helper pod's
+	// private store).
+	MaxStoreBytes int64
+	// MaxEnvBytes bounds what one environment is charged for in the store;
+	// zero is half of MaxStoreBytes.
+	MaxEnvBytes int64
+	// AccessTTL is how long a positive access check is trusted; zero is
+	// DefaultAccessTTL.
+	AccessTTL time.Duration
 }
 
 // ReadingWith is f reading Secrets and Flux objects with r instead: a
@@ -140,34 +203,64 @@ func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.So
 // Fetch makes the content of ref available on disk, downloading it only
 // when the store does not hold it yet, and verifies its digest. creds may
 // be nil.
+//
+// Fetch does not check access before serving what the store holds: it is
+// for a store private to one environment (a helper pod's). The operator's
+// shared store is read through Serve.
 func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Artifact, error) {
 	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
 	defer cancel()
-	var (
-		s    subject
-		fill filler
-	)
+	ref, s, fill, err := f.prepare(ref, creds)
+	if err != nil {
+		return nil, err
+	}
+	return f.stored(ctx, s, ref, fill, "")
+}
+
+// Serve is Fetch for the environment env of a store shared between
+// environments: it first checks with env's own credentials that the origin
+// grants it the content (see the package doc), then serves the entry,
+// charging it to env.
+func (f *Fetcher) Serve(ctx context.Context, env types.UID, ref Ref, creds *Credentials) (*Artifact, error) {
+	if env == "" {
+		return nil, errors.New("source: Serve needs the requesting environment")
+	}
+	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	defer cancel()
+	ref, s, fill, err := f.prepare(ref, creds)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.checkAccess(ctx, env, s, ref, creds); err != nil {
+		return nil, err
+	}
+	return f.stored(ctx, s, ref, fill, env)
+}
+
+// prepare checks a Ref and picks how to fill its entry.
+func (f *Fetcher) prepare(ref Ref, creds *Credentials) (Ref, subject, filler, error) {
+	var s subject
 	switch ref.Kind {
 	case KindGit:
 		s = subject{ref.Source, "git", redactURL(ref.URL)}
 		ref.Commit = strings.ToLower(ref.Commit)
-		if !commitPattern.MatchString(ref.Commit) {
-			return nil, s.permanent("invalid commit %q", ref.Commit)
+		if !fullCommit.MatchString(ref.Commit) {
+			// A short SHA is expanded by Resolve; as a key it would let
+			// anyone pre-seed a colliding prefix.
+			return ref, s, nil, s.permanent("invalid commit %q: a full 40-hex commit is needed", ref.Commit)
 		}
-		fill = f.fetchGit(s, ref, creds)
+		return ref, s, f.fetchGit(s, ref, creds), nil
 	case KindOCI:
 		s = subject{ref.Source, "oci", ref.URL}
 		if !strings.HasPrefix(ref.Digest, "sha256:") {
-			return nil, s.permanent("invalid manifest digest %q", ref.Digest)
+			return ref, s, nil, s.permanent("invalid manifest digest %q", ref.Digest)
 		}
-		fill = f.fetchOCI(s, ref, creds)
+		return ref, s, f.fetchOCI(s, ref, creds), nil
 	case KindArtifact:
 		s = subject{ref.Source, "artifact", ref.URL}
-		fill = f.fetchArtifact(s, ref)
-	default:
-		return nil, fault.Permanentf("source %q: unknown kind %q", ref.Source, ref.Kind)
+		return ref, s, f.fetchArtifact(s, ref), nil
 	}
-	return f.stored(ctx, s, ref, fill)
+	return ref, s, nil, fault.Permanentf("source %q: unknown kind %q", ref.Source, ref.Kind)
 }
 
 // LoadCredentials reads the Secret a source refers to (nil when it refers
@@ -192,8 +285,9 @@ func CredentialsFromDir(dir string) (*Credentials, error) {
 
 // Defaults for a zero Fetcher field.
 const (
-	DefaultTimeout = 2 * time.Minute
-	DefaultMaxSize = 1 << 30
+	DefaultTimeout   = 2 * time.Minute
+	DefaultMaxSize   = 1 << 30
+	DefaultAccessTTL = 10 * time.Minute
 )
 
 func (f *Fetcher) timeout() time.Duration {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The store keeps one entry per content key under Fetcher.Root:
@@ -45,7 +46,9 @@ type entryMeta struct {
 
 // validKey guards the store against a Ref that arrived as JSON naming a
 // path ("../x"): keys become directory names.
-var validKey = regexp.MustCompile(`^(git-[0-9a-f]{7,64}|sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`)
+// A git key is the full commit and a hash of the URL (Ref.storeKey); a
+// short SHA is never a key.
+var validKey = regexp.MustCompile(`^(git-[0-9a-f]{40}-[0-9a-f]{16}|sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`)
 
 // entryName maps a content key to a directory name; colons are kept out of
 // paths because tools splitting PATH-like lists trip over them.
@@ -65,18 +68,33 @@ type filler func(ctx context.Context, content, scratch string) (entryMeta, error
 // missing. Concurrent calls for the same key in this process wait for one
 // another; across processes the atomic rename decides and the loser's copy
 // is dropped.
-func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler) (*Artifact, error) {
+//
+// env, when set, is the environment served: the entry is charged to it and
+// stays in use for it (see the package doc).
+func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, env types.UID) (*Artifact, error) {
 	if f.Root == "" {
 		return nil, errors.New("source: Fetcher.Root is not set")
 	}
-	name, err := entryName(ref.Key())
+	name, err := entryName(ref.storeKey())
 	if err != nil {
 		return nil, s.permanent("%v", err)
 	}
 	entry := filepath.Join(f.Root, name)
+	release := f.hold(name, env)
+	defer release()
+	hit := func(a *Artifact) (*Artifact, error) {
+		a, err := checked(s, ref, a)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.admit(s, name, -1, env); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
 
 	if a, ok := f.load(s, entry, ref); ok {
-		return checked(s, ref, a)
+		return hit(a)
 	}
 	unlock, err := lockKey(ctx, entry)
 	if err != nil {
@@ -84,7 +102,7 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler) (
 	}
 	defer unlock()
 	if a, ok := f.load(s, entry, ref); ok {
-		return checked(s, ref, a)
+		return hit(a)
 	}
 	// An entry that exists but cannot be read was damaged from outside the
 	// store (rename makes partial entries impossible); it is replaced.
@@ -135,6 +153,10 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler) (
 	}
 	if meta.Boot == "" {
 		syncFS(tmp)
+	}
+	// Room is made, or the entry refused, before it becomes visible.
+	if err := f.admit(s, name, entrySize(tmp), env); err != nil {
+		return nil, err
 	}
 	if err := os.Rename(tmp, entry); err != nil {
 		if a, ok := f.load(s, entry, ref); ok {

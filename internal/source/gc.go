@@ -1,0 +1,463 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/devloop-dev/devloop/internal/memo"
+)
+
+// What the store keeps in memory about itself, one state per root (every
+// Fetcher copy of one store shares it). The rules are in the package doc.
+
+// pathOverhead is what each path of an entry costs beyond its bytes: a
+// million empty files are not free either.
+const pathOverhead = 512
+
+// orphanTTL is how long an entry no environment is charged for (left from
+// before an operator restart) stays unused before it is removed.
+const orphanTTL = time.Hour
+
+// envTTL is how long an environment that is neither seen nor forgotten
+// (deleted while the operator was away) keeps its entries in use.
+const envTTL = 24 * time.Hour
+
+type storeState struct {
+	mu      sync.Mutex
+	scanned bool
+	entries map[string]*entryState
+	envs    map[types.UID]*envState
+	// checks holds positive access checks: the time of the check under
+	// memo.Key(env, storeKey+"\x00"+credentials version).
+	checks memo.Map[time.Time]
+}
+
+type entryState struct {
+	size int64
+	used time.Time
+	// holds counts Fetch and Serve calls reading or writing the entry.
+	holds int
+	// charged are the environments it counts against.
+	charged map[types.UID]bool
+	// released is set when the last environment charged for it was
+	// forgotten: nobody will ask for it again.
+	released bool
+}
+
+type envState struct {
+	// current are the entries of its sources' latest resolution.
+	current map[string]bool
+	seen    time.Time
+}
+
+var stores sync.Map // root -> *storeState
+
+func (f *Fetcher) state() *storeState {
+	v, _ := stores.LoadOrStore(filepath.Clean(f.Root), &storeState{
+		entries: map[string]*entryState{},
+		envs:    map[types.UID]*envState{},
+	})
+	return v.(*storeState)
+}
+
+// scan learns what the store holds from disk, once per process. Entries
+// found are charged to nobody until an environment is served them.
+func (st *storeState) scan(root string) {
+	if st.scanned {
+		return
+	}
+	st.scanned = true
+	des, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		if !de.IsDir() || de.Name() == tmpDir || st.entries[de.Name()] != nil {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			continue
+		}
+		st.entries[de.Name()] = &entryState{size: entrySize(filepath.Join(root, de.Name())), used: info.ModTime(), charged: map[types.UID]bool{}}
+	}
+}
+
+// entrySize is what an entry takes: every path's bytes, a hard link's as
+// much as its first name's, plus pathOverhead each.
+func entrySize(dir string) int64 {
+	var total int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		total += pathOverhead
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// Using records the entries of env's sources as just resolved: they stay
+// in use (not evicted) until env resolves to others or is forgotten.
+func (f *Fetcher) Using(env types.UID, refs ...Ref) {
+	if f.Root == "" || env == "" {
+		return
+	}
+	st := f.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	cur := map[string]bool{}
+	for _, r := range refs {
+		if name, err := entryName(r.storeKey()); err == nil {
+			cur[name] = true
+		}
+	}
+	st.envs[env] = &envState{current: cur, seen: time.Now()}
+}
+
+// Forget drops what the store keeps for a deleted environment: its access
+// checks, its charges, and the entries nobody else uses.
+func (f *Fetcher) Forget(env types.UID) {
+	if f.Root == "" {
+		return
+	}
+	st := f.state()
+	st.checks.Forget(env)
+	st.mu.Lock()
+	delete(st.envs, env)
+	var gone []string
+	st.uncharge(env)
+	gone = st.collect(f.Root, time.Now())
+	st.mu.Unlock()
+	removeEvicted(gone)
+}
+
+// inUse says whether an entry may not be evicted now.
+func (st *storeState) inUse(name string, e *entryState) bool {
+	if e.holds > 0 {
+		return true
+	}
+	for _, u := range st.envs {
+		if u.current[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// collect forgets environments not seen for envTTL, and evicts entries no
+// environment is charged for: at once when a forgotten environment left
+// them, after orphanTTL unused when they predate this process. Called
+// with st.mu held; the returned directories are removed by the caller
+// after unlocking.
+func (st *storeState) collect(root string, now time.Time) []string {
+	for uid, u := range st.envs {
+		if now.Sub(u.seen) > envTTL {
+			delete(st.envs, uid)
+			st.uncharge(uid)
+		}
+	}
+	var gone []string
+	for name, e := range st.entries {
+		if e.size < 0 || len(e.charged) > 0 || st.inUse(name, e) {
+			continue
+		}
+		if !e.released && now.Sub(e.used) < orphanTTL {
+			continue
+		}
+		if dir := st.evict(root, name); dir != "" {
+			gone = append(gone, dir)
+		}
+	}
+	return gone
+}
+
+// uncharge drops env's charges.
+func (st *storeState) uncharge(env types.UID) {
+	for _, e := range st.entries {
+		if e.charged[env] {
+			delete(e.charged, env)
+			e.released = len(e.charged) == 0
+		}
+	}
+}
+
+// evict takes an entry out of the store at once (a rename under .tmp) and
+// returns what is left to remove, "" when there is nothing.
+func (st *storeState) evict(root, name string) string {
+	delete(st.entries, name)
+	tmpRoot := filepath.Join(root, tmpDir)
+	if err := os.MkdirAll(tmpRoot, 0o755); err != nil {
+		return ""
+	}
+	dst, err := os.MkdirTemp(tmpRoot, "evicted-")
+	if err != nil {
+		return ""
+	}
+	if err := os.Rename(filepath.Join(root, name), filepath.Join(dst, "entry")); err != nil {
+		_ = os.Remove(dst)
+		return ""
+	}
+	return dst
+}
+
+func removeEvicted(dirs []string) {
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+func (f *Fetcher) maxEnvBytes() int64 {
+	switch {
+	case f.MaxEnvBytes > 0:
+		return f.MaxEnvBytes
+	case f.MaxStoreBytes > 0:
+		return f.MaxStoreBytes / 2
+	}
+	return 0
+}
+
+// hold marks an entry in use by a Fetch or Serve, before it is loaded, so
+// it cannot be evicted while it is being read; env (when set) uses it from
+// now on. The returned func ends the hold.
+func (f *Fetcher) hold(name string, env types.UID) func() {
+	st := f.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.scan(f.Root)
+	e := st.entries[name]
+	if e == nil {
+		// Not stored yet (or stored by another process): a placeholder
+		// that admit fills in.
+		e = &entryState{size: -1, charged: map[types.UID]bool{}}
+		st.entries[name] = e
+	}
+	e.holds++
+	if env != "" {
+		u := st.envs[env]
+		if u == nil {
+			u = &envState{current: map[string]bool{}}
+			st.envs[env] = u
+		}
+		u.current[name] = true
+		u.seen = time.Now()
+	}
+	return func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		e.holds--
+		if e.holds == 0 && e.size < 0 && st.entries[name] == e {
+			delete(st.entries, name) // the fill failed
+		}
+	}
+}
+
+// admit makes room for an entry of size bytes about to be served to env
+// (written when fresh, or found in the store), and records it: env's own
+// unused entries go first when its share is exceeded, then the least
+// recently used unused entries of the store. An entry that does not fit
+// the share with env's sources in use is a Permanent error naming the
+// source; one that does not fit the store for others' sources in use is
+// Unavailable.
+//
+// size is the fresh entry's, or -1 for an entry found in the store.
+func (f *Fetcher) admit(s subject, name string, size int64, env types.UID) error {
+	st := f.state()
+	if size < 0 {
+		st.mu.Lock()
+		known := int64(-1)
+		if e := st.entries[name]; e != nil {
+			known = e.size
+		}
+		st.mu.Unlock()
+		if size = known; size < 0 {
+			size = entrySize(filepath.Join(f.Root, name))
+		}
+	}
+	st.mu.Lock()
+	gone, err := st.admit(f, s, name, size, env)
+	st.mu.Unlock()
+	removeEvicted(gone)
+	return err
+}
+
+func (st *storeState) admit(f *Fetcher, s subject, name string, size int64, env types.UID) ([]string, error) {
+	now := time.Now()
+	e := st.entries[name]
+	if e == nil {
+		e = &entryState{charged: map[types.UID]bool{}}
+		st.entries[name] = e
+	}
+	fresh := e.size < 0
+	if fresh {
+		e.size = size
+	}
+	e.used = now
+	gone := st.collect(f.Root, now)
+
+	if share := f.maxEnvBytes(); env != "" && share > 0 && !e.charged[env] {
+		if size > share {
+			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes, more than an environment's share of the source store (%d bytes)", size, share))
+		}
+		charged := func() int64 {
+			var n int64
+			for _, x := range st.entries {
+				if x.charged[env] {
+					n += x.size
+				}
+			}
+			return n
+		}
+		for _, victim := range st.lru(func(n string, x *entryState) bool { return n != name && x.charged[env] }) {
+			if charged()+size <= share {
+				break
+			}
+			delete(st.entries[victim].charged, env)
+			if len(st.entries[victim].charged) == 0 {
+				if dir := st.evict(f.Root, victim); dir != "" {
+					gone = append(gone, dir)
+				}
+			}
+		}
+		if used := charged(); used+size > share {
+			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes; this environment's share of the source store is %d bytes and its sources in use hold %d", size, share, used))
+		}
+	}
+	if limit := f.MaxStoreBytes; limit > 0 && fresh {
+		total := func() int64 {
+			var n int64
+			for x, e := range st.entries {
+				if x != name && e.size > 0 {
+					n += e.size
+				}
+			}
+			return n
+		}
+		if size > limit {
+			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes, more than the whole source store (%d bytes)", size, limit))
+		}
+		for _, victim := range st.lru(func(n string, _ *entryState) bool { return n != name }) {
+			if total()+size <= limit {
+				break
+			}
+			if dir := st.evict(f.Root, victim); dir != "" {
+				gone = append(gone, dir)
+			}
+		}
+		if used := total(); used+size > limit {
+			e.size = -1
+			return gone, s.unavailable("the source store is full: %d of its %d bytes hold sources in use, %d more are needed", used, limit, size)
+		}
+	}
+	if env != "" {
+		e.charged[env] = true
+		e.released = false
+	}
+	return gone, nil
+}
+
+// refuse is a refused admission; a fresh entry is not recorded.
+func (st *storeState) refuse(s subject, name string, fresh bool, msg string) error {
+	if fresh {
+		st.entries[name].size = -1
+	}
+	return s.permanent("%s", msg)
+}
+
+// lru lists the evictable entries that match, least recently used first,
+// those no environment is charged for before the others.
+func (st *storeState) lru(match func(string, *entryState) bool) []string {
+	var names []string
+	for n, e := range st.entries {
+		if e.size >= 0 && match(n, e) && !st.inUse(n, e) {
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		ea, eb := st.entries[a], st.entries[b]
+		if c := boolCompare(len(ea.charged) > 0, len(eb.charged) > 0); c != 0 {
+			return c
+		}
+		if c := ea.used.Compare(eb.used); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// checkAccess asks the origin whether env's own credentials grant it the
+// content of ref, unless it said yes less than AccessTTL ago for the same
+// credentials.
+func (f *Fetcher) checkAccess(ctx context.Context, env types.UID, s subject, ref Ref, creds *Credentials) error {
+	if ref.Kind == KindArtifact {
+		// The Ref exists only because env's impersonated reader could
+		// read the Flux object: that was the check.
+		return nil
+	}
+	version := ""
+	if creds != nil {
+		version = creds.Version
+	}
+	st := f.state()
+	key := memo.Key(env, ref.storeKey()+"\x00"+version)
+	if at, ok := st.checks.Get(key); ok && time.Since(at) < f.accessTTL() {
+		return nil
+	}
+	var err error
+	switch ref.Kind {
+	case KindGit:
+		err = checkGitAccess(ctx, s, ref, creds)
+	case KindOCI:
+		err = f.checkOCIAccess(ctx, s, ref, creds)
+	}
+	if err != nil {
+		return fmt.Errorf("access check with this environment's credentials: %w", err)
+	}
+	st.checks.Put(key, time.Now())
+	return nil
+}
+
+func (f *Fetcher) accessTTL() time.Duration {
+	if f.AccessTTL > 0 {
+		return f.AccessTTL
+	}
+	return DefaultAccessTTL
+}
+
+// stagingDir is a fresh private directory for work whose result must not
+// be shared (expanding a short SHA with one environment's credentials).
+func (f *Fetcher) stagingDir(prefix string) (string, error) {
+	if f.Root == "" {
+		return os.MkdirTemp("", "devloop-"+prefix)
+	}
+	tmpRoot := filepath.Join(f.Root, tmpDir)
+	if err := os.MkdirAll(tmpRoot, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(tmpRoot, prefix)
+}
