@@ -21,6 +21,7 @@ import (
 	"github.com/devloop-dev/devloop/controllers"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -109,6 +110,7 @@ func run(args []string) error {
 			Reader:  mgr.GetAPIReader(),
 			Root:    filepath.Join(opts.workDir, "sources"),
 			MaxSize: opts.maxSourceSize,
+			Egress:  opts.egress,
 			// The store is collected to stay within these bounds.
 			MaxStoreBytes: opts.sourceStoreMaxBytes,
 			MaxEnvBytes:   opts.sourceStoreEnvMaxBytes,
@@ -119,6 +121,9 @@ func run(args []string) error {
 				HelperImage:  opts.helperImage,
 				Compression:  opts.layerCompression,
 				BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
+				// Registries (spec.registry.prefix, bases) are dialled
+				// through the egress policy.
+				Transport: opts.egress.Transport(),
 			},
 			Cache:     mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
@@ -127,7 +132,7 @@ func run(args []string) error {
 		},
 		Deploy: &deploy.Engine{
 			Mapper:           mgr.GetRESTMapper(),
-			Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts")},
+			Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts"), Egress: opts.egress},
 			DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
 		},
 		Tests: &testrun.Engine{
@@ -175,6 +180,7 @@ type options struct {
 	helperImage           string
 	workDir               string
 	maxSourceSize         int64
+	egress                *egress.Policy
 	// sourceStoreMaxBytes and sourceStoreEnvMaxBytes bound the source
 	// store and one environment's share of it.
 	sourceStoreMaxBytes    int64
@@ -213,6 +219,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what one environment's sources may take of the source store, in bytes; 0 is half of --source-store-max-bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
+	egressFlags := registerEgressFlags(fs)
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -224,6 +231,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)
 	}
 	var err error
+	if o.egress, err = egressFlags.policy(); err != nil {
+		return o, err
+	}
 	if o.layerCompression, err = source.ParseCompression(*layerCompression); err != nil {
 		return o, fmt.Errorf("--layer-compression %w", err)
 	}
