@@ -1,0 +1,108 @@
+package source
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// otherGitRepo is a repository with one commit of its own, as file URL.
+func otherGitRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "other")
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("tenant c"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Add("b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "c", Email: "c@example.com", When: time.Unix(1700000000, 0)}
+	if _, err := wt.Commit("c", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + dir
+}
+
+// The store is shared, so an entry is served to an environment only after
+// its own credentials passed the origin: one without them, or one naming
+// another repository it may read, gets nothing of what another fetched.
+func TestServeChecksAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
+	r := newGitRepo(t)
+	const user, password = "dev", "s3cret-Pa55"
+	srv, requests := gitHTTPServer(t, r, user, password)
+	url := srv.URL + "/repo"
+	ctx := context.Background()
+	f := newFetcher(t)
+	good := &Credentials{Username: user, Password: password, Version: "1"}
+	ref := Ref{Source: "app", Kind: KindGit, URL: url, Commit: r.c0}
+
+	a, err := f.Serve(ctx, "tenant-a", ref, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "zero" {
+		t.Fatalf("a.txt = %q", got)
+	}
+
+	t.Run("a positive check is remembered", func(t *testing.T) {
+		before := requests.n.Load()
+		if _, err := f.Serve(ctx, "tenant-a", ref, good); err != nil {
+			t.Fatal(err)
+		}
+		if n := requests.n.Load() - before; n != 0 {
+			t.Errorf("serving a checked entry again made %d requests", n)
+		}
+	})
+	t.Run("new credentials are checked again", func(t *testing.T) {
+		before := requests.n.Load()
+		rotated := *good
+		rotated.Version = "2"
+		if _, err := f.Serve(ctx, "tenant-a", ref, &rotated); err != nil {
+			t.Fatal(err)
+		}
+		if n := requests.n.Load() - before; n == 0 {
+			t.Error("a new Secret version was not checked against the origin")
+		}
+	})
+	t.Run("without credentials", func(t *testing.T) {
+		got, err := f.Serve(ctx, "tenant-b", ref, nil)
+		expectError(t, err, permanent, []string{`source "app": git ` + url, "authentication required"})
+		if got != nil {
+			t.Errorf("content served: %+v", got)
+		}
+	})
+	t.Run("with wrong credentials", func(t *testing.T) {
+		_, err := f.Serve(ctx, "tenant-b", ref, &Credentials{Username: user, Password: "wrong-Pa55"})
+		expectError(t, err, permanent, []string{"authentication failed"}, "wrong-Pa55", password)
+	})
+	t.Run("another repository it may read", func(t *testing.T) {
+		// Tenant C's own public repository does not hold the commit: the
+		// check of C's repository proves nothing about A's entry.
+		other := otherGitRepo(t)
+		_, err := f.Serve(ctx, "tenant-c", Ref{Source: "app", Kind: KindGit, URL: other, Commit: r.c0}, nil)
+		expectError(t, err, permanent, []string{"not found"})
+	})
+	t.Run("a remembered check expires", func(t *testing.T) {
+		short := *f
+		short.AccessTTL = time.Nanosecond
+		if err := os.Rename(r.dir, r.dir+".gone"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = os.Rename(r.dir+".gone", r.dir) }()
+		_, err := short.Serve(ctx, "tenant-a", ref, good)
+		expectError(t, err, permanent, []string{"access check"})
+	})
+}
