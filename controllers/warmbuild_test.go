@@ -26,7 +26,8 @@ import (
 )
 
 // fakeExec plays the kubelet's exec for warm builders: envtest runs no
-// pods. Each call is recorded and answered by run.
+// pods. Each call is recorded; the push step is answered by run, the
+// others succeed unless fail says otherwise.
 type fakeExec struct {
 	mu    sync.Mutex
 	calls [][]string
@@ -40,10 +41,24 @@ func (f *fakeExec) Exec(_ context.Context, _ *identity.Tenant, _, _, container s
 	f.calls = append(f.calls, command)
 	run := f.run
 	f.mu.Unlock()
-	if container != build.ContainerWarm {
-		return fmt.Errorf("exec into container %q", container)
+	step := ""
+	for i := range command[:len(command)-1] {
+		if command[i] == "--step" {
+			step = command[i+1]
+		}
+	}
+	// Each step runs where WarmBuildSteps says: credentials only in the
+	// agent, the build command only in the build container.
+	want := map[string]string{build.WarmStepFetch: build.ContainerWarmAgent, build.WarmStepRun: build.ContainerWarm, build.WarmStepPush: build.ContainerWarmAgent}[step]
+	if want == "" || container != want {
+		return fmt.Errorf("step %q exec'd into container %q", step, container)
 	}
 	return run(command, stdout, stderr)
+}
+
+// isStep reports whether command is the warm build's step.
+func isStep(command []string, step string) bool {
+	return strings.Contains(strings.Join(command, " "), "--step "+step)
 }
 
 func (f *fakeExec) set(run func(command []string, stdout, stderr io.Writer) error) {
@@ -73,13 +88,18 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "deployer", true)
 	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
 	img.Run.KeepWarm = true
 	var pushed string
 	suiteExec.set(func(command []string, stdout, stderr io.Writer) error {
-		// What `helper build` does at the end: push, then report.
+		if !isStep(command, build.WarmStepPush) {
+			return nil
+		}
+		// What `helper build --step push` does: push, then report.
 		image, err := random.Image(256, 1)
 		if err != nil {
 			return err
@@ -98,7 +118,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(k8s.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	podKey := client.ObjectKey{Namespace: ns, Name: "api-api-amd64-warm"}
+	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}
 	pod := &corev1.Pod{}
 	g.Eventually(func() error { return k8s.Get(ctx, podKey, pod) }, timeout).Should(Succeed())
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -114,6 +134,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(pod.Spec.InitContainers[0].Image).To(Equal(helperImage))
 	g.Expect(pod.Spec.InitContainers[0].Args).To(ContainElements("install", build.WarmHelper))
 	warm := pod.Spec.Containers[0]
+	g.Expect(warm.Name).To(Equal(build.ContainerWarm))
 	g.Expect(warm.Image).To(Equal("golang:1.25"))
 	g.Expect(warm.Command).To(Equal([]string{build.WarmHelper, "helper", "idle"}))
 	g.Expect(warm.Env).To(ContainElement(corev1.EnvVar{Name: "CGO_ENABLED", Value: "0"}))
@@ -122,8 +143,9 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 
 	// The kubelet starts it: the build is exec'd, once.
 	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: build.ContainerWarm,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
 	st := imageOf(env, "api", "api")
@@ -134,7 +156,10 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	expectKstatus(t, env, status.CurrentStatus)
 
 	// A change that does not compile: exit code and log tail in status.
-	suiteExec.set(func(_ []string, _, stderr io.Writer) error {
+	suiteExec.set(func(command []string, _, stderr io.Writer) error {
+		if !isStep(command, build.WarmStepRun) {
+			return nil
+		}
 		fmt.Fprintln(stderr, "cmd/api/main.go:2:1: syntax error: unexpected }")
 		return utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}
 	})
@@ -176,11 +201,13 @@ func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
 	ns := newNamespace(t)
 	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	squatter := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-api-amd64-warm"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
 	g.Expect(k8s.Create(ctx, squatter)).To(Succeed())
+	deployer(t, ns, "deployer", true)
 	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
 	img.Run.KeepWarm = true
@@ -190,7 +217,7 @@ func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
 		stalled := condition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("warm builder pod api-api-amd64-warm exists and belongs to another owner"))
+		g.Expect(stalled.Message).To(ContainSubstring("warm builder pod " + squatter.Name + " exists and belongs to another owner"))
 	})
 	pod := &corev1.Pod{}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(squatter), pod)).To(Succeed())

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -55,69 +56,104 @@ func helperInstall(args []string) error {
 	return os.Rename(tmp, *to)
 }
 
-// helperBuild is one build in a warm builder: fetch the source into a
-// cleared workspace, run the build command there, assemble and push the
-// image. The AssembleReport is the last line on stdout; everything else
-// goes to stderr. Builds in one pod take turns (a lock file): a restarted
-// operator may exec the same build while the first still runs.
+// helperBuild is one step of a build in a warm builder (--step): fetch
+// the source into a cleared workspace (in the agent container, which has
+// the credentials), run the build command there (in the build container,
+// which has none), assemble and push the image (agent again). The
+// AssembleReport is the last line on stdout; everything else goes to
+// stderr. Steps of builds in one pod take turns (a lock file): a restarted
+// operator may exec a build while an earlier one still runs. The fetch
+// step writes --token into the workspace; the later steps refuse a
+// workspace that names another build.
 func helperBuild(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper build", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	refJSON := fs.String("ref", "", "the resolved source reference, as JSON")
-	imageJSON := fs.String("image", "", "the image to assemble, as JSON")
-	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image")
-	registryJSON := fs.String("registry", "", "the registry, as JSON")
-	commandJSON := fs.String("command", "", "the build command, as a JSON list")
+	step := fs.String("step", "", "fetch, run or push")
+	token := fs.String("token", "", "names this build across its steps")
+	refJSON := fs.String("ref", "", "the resolved source reference, as JSON (fetch)")
+	imageJSON := fs.String("image", "", "the image to assemble, as JSON (push)")
+	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image (push)")
+	registryJSON := fs.String("registry", "", "the registry, as JSON (push)")
+	commandJSON := fs.String("command", "", "the build command, as a JSON list (run)")
 	dir := fs.String("dir", pods.WorkspaceDir, "the workspace")
-	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret")
-	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")
+	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
+	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var ref source.Ref
-	if err := json.Unmarshal([]byte(*refJSON), &ref); err != nil {
-		return fmt.Errorf("--ref: %w", err)
+	if *token == "" || strings.ContainsAny(*token, "/\\\n") {
+		return errors.New("--token: want a plain word")
 	}
-	var img build.Image
-	if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
-		return fmt.Errorf("--image: %w", err)
-	}
-	var command []string
-	if err := json.Unmarshal([]byte(*commandJSON), &command); err != nil || len(command) == 0 {
-		return fmt.Errorf("--command: want a JSON list of at least one word (%v)", err)
-	}
-
 	unlock, err := lockWorkspace(*dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := clearWorkspace(*dir); err != nil {
-		return err
-	}
-	digest, err := fetchInto(ctx, ref, *credsDir, *dir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "fetched source %s at %s (%s)\n", ref.Source, ref.Revision, digest)
 
-	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
-			// The build command's own exit code becomes the exec's, so
-			// the operator reports it as a Job's would be.
-			return commandExitError{code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
+	switch *step {
+	case build.WarmStepFetch:
+		var ref source.Ref
+		if err := json.Unmarshal([]byte(*refJSON), &ref); err != nil {
+			return fmt.Errorf("--ref: %w", err)
 		}
-		return fmt.Errorf("build command %v: %w", command, err)
-	}
-	report, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, os.Stderr)
-	if err != nil {
+		if err := clearWorkspace(*dir); err != nil {
+			return err
+		}
+		digest, err := fetchInto(ctx, ref, *credsDir, *dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "fetched source %s at %s (%s)\n", ref.Source, ref.Revision, digest)
+		return os.WriteFile(filepath.Join(*dir, buildTokenFile), []byte(*token), 0o644)
+	case build.WarmStepRun:
+		var command []string
+		if err := json.Unmarshal([]byte(*commandJSON), &command); err != nil || len(command) == 0 {
+			return fmt.Errorf("--command: want a JSON list of at least one word (%v)", err)
+		}
+		if err := checkBuildToken(*dir, *token); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
+				// The build command's own exit code becomes the exec's, so
+				// the operator reports it as a Job's would be.
+				return commandExitError{code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
+			}
+			return fmt.Errorf("build command %v: %w", command, err)
+		}
+		return nil
+	case build.WarmStepPush:
+		var img build.Image
+		if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
+			return fmt.Errorf("--image: %w", err)
+		}
+		if err := checkBuildToken(*dir, *token); err != nil {
+			return err
+		}
+		report, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, os.Stderr)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Printf("%s\n", report)
 		return err
+	default:
+		return fmt.Errorf("--step %q: want fetch, run or push", *step)
 	}
-	_, err = fmt.Printf("%s\n", report)
-	return err
+}
+
+// buildTokenFile names the build whose source the workspace holds.
+const buildTokenFile = ".devloop-build"
+
+// checkBuildToken refuses a workspace another build has fetched into.
+func checkBuildToken(dir, token string) error {
+	got, err := os.ReadFile(filepath.Join(dir, buildTokenFile))
+	if err != nil || string(got) != token {
+		return errors.New("the workspace no longer holds this build's source (another build fetched into it since)")
+	}
+	return nil
 }
 
 // commandExitError makes the helper exit with the build command's code.

@@ -43,11 +43,28 @@ func captureStdout(t *testing.T, f func() error) (string, error) {
 	return <-done, ferr
 }
 
-// TestHelperBuildInAWarmWorkspace runs `helper build` with the command
-// WarmBuildCommand gives a warm builder: the previous build's files are
+// runSteps runs the helper for each of a warm build's steps, as the
+// exec'd commands would, in workspace; it returns the last step's stdout
+// and the first error.
+func runSteps(t *testing.T, steps []build.WarmStep, workspace string) (string, error) {
+	t.Helper()
+	var stdout string
+	for _, step := range steps {
+		out, err := captureStdout(t, func() error { return runHelper(withFlag(step.Command[2:], "--dir", workspace)) })
+		if err != nil {
+			return out, err
+		}
+		stdout = out
+	}
+	return stdout, nil
+}
+
+// TestHelperBuildInAWarmWorkspace runs the helper with the steps
+// WarmBuildSteps gives a warm builder: the previous build's files are
 // cleared, the resolved source fetched, the command run there, the image
 // pushed and reported as the last line of stdout; a failing command gives
-// its own exit code.
+// its own exit code; a step of a build whose workspace another build has
+// fetched into since is refused.
 func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 	ctx := context.Background()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -85,12 +102,11 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 			Command: []string{"sh", "-c", "test ! -e stale.txt && mkdir -p out && cp main.txt out/app"}},
 		Registry: build.Registry{Prefix: host + "/team", Insecure: true},
 	}
-	command, err := build.WarmBuildCommand(req)
+	steps, err := build.WarmBuildSteps(req, "build1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := withFlag(command[2:], "--dir", workspace)
-	stdout, err := captureStdout(t, func() error { return runHelper(args) })
+	stdout, err := runSteps(t, steps, workspace)
 	if err != nil {
 		t.Fatalf("helper build: %v", err)
 	}
@@ -114,16 +130,28 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 
 	// A command that fails: its exit code, no report.
 	req.Run.Command = []string{"sh", "-c", "echo 'main.go:1: syntax error' >&2; exit 3"}
-	command, err = build.WarmBuildCommand(req)
+	steps, err = build.WarmBuildSteps(req, "build2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err = captureStdout(t, func() error { return runHelper(withFlag(command[2:], "--dir", workspace)) })
+	stdout, err = runSteps(t, steps, workspace)
 	var code commandExitError
 	if !errors.As(err, &code) || code.code != 3 {
 		t.Fatalf("failing command: err %v, want exit code 3", err)
 	}
 	if strings.TrimSpace(stdout) != "" {
 		t.Errorf("a failed build printed %q on stdout", stdout)
+	}
+
+	// Build 3 fetches while build 2's later steps wait: they are refused.
+	other, err := build.WarmBuildSteps(req, "build3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSteps(t, other[:1], workspace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSteps(t, steps[2:], workspace); err == nil || !strings.Contains(err.Error(), "another build") {
+		t.Errorf("push of a superseded build: err %v, want refused", err)
 	}
 }

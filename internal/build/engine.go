@@ -52,6 +52,9 @@ type Options struct {
 	// Compression of built layers, in process and in builder pods; the
 	// zero value is auto (see Registry).
 	Compression source.Compression
+	// MaxBuildTimeout caps a run step's run.timeout, in builder Jobs and
+	// warm builders alike; DefaultMaxBuildTimeout when zero.
+	MaxBuildTimeout time.Duration
 }
 
 // PodExecutor runs a command in a container of a running pod as the
@@ -193,7 +196,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 				return false, "", err
 			}
 			if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace),
-				client.MatchingLabels{v1alpha1.LabelEnvironment: s.env.Name, v1alpha1.LabelImage: img.Name, v1alpha1.LabelRole: v1alpha1.RoleBuild},
+				client.MatchingLabels{v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name), v1alpha1.LabelRole: v1alpha1.RoleBuild},
 				client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 				return false, "", identity.Refused(err, "delete builder jobs of image "+img.Name)
 			}

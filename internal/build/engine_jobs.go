@@ -160,10 +160,10 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 	req := JobRequest{
 		Name: name, Namespace: s.env.Namespace, Owner: s.env.ControllerRef(),
 		Labels: map[string]string{
-			v1alpha1.LabelEnvironment: s.env.Name, v1alpha1.LabelImage: img.Name,
-			v1alpha1.LabelPlatform: strings.ReplaceAll(platform, "/", "-"), v1alpha1.LabelRole: role,
+			v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name),
+			v1alpha1.LabelPlatform: LabelValue(strings.ReplaceAll(platform, "/", "-")), v1alpha1.LabelRole: role,
 		},
-		HelperImage: s.e.Options.HelperImage, Source: ref, Image: spec, Platform: platform, Run: *img.Run,
+		HelperImage: s.e.Options.HelperImage, MaxTimeout: s.e.Options.MaxBuildTimeout, Source: ref, Image: spec, Platform: platform, Run: *img.Run,
 		Registry: Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure,
 			Compression: s.e.Options.Compression},
 	}
@@ -226,18 +226,26 @@ func (e *Engine) logTail(ctx context.Context, namespace, pod, container string) 
 }
 
 // ensureCacheClaim creates the image's build cache claim once; it outlives
-// builds so the next build starts warm, and goes with the environment.
+// builds so the next build starts warm, and goes with the environment. A
+// claim of that name this environment did not create is never used.
 func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
-	name := truncateName(s.env.Name+"-"+sanitize(img.Name)+"-cache", "")
+	name := CacheClaimName(s.env.Name, img.Name)
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := tenant.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: name}, pvc)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return name, identity.Refused(err, "get build cache claim "+name)
+	switch {
+	case err == nil:
+		if !metav1.IsControlledBy(pvc, s.env) {
+			return "", notOurs("build cache claim", name)
+		}
+		return name, nil
+	case !apierrors.IsNotFound(err):
+		return "", identity.Refused(err, "get build cache claim "+name)
 	}
 	size := img.Run.Cache.Size
 	pvc = &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.env.Namespace,
-			Labels:          map[string]string{v1alpha1.LabelEnvironment: s.env.Name, v1alpha1.LabelImage: img.Name, v1alpha1.LabelRole: v1alpha1.RoleBuildCache},
+			Labels: map[string]string{v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name),
+				v1alpha1.LabelRole: v1alpha1.RoleBuildCache},
 			OwnerReferences: []metav1.OwnerReference{s.env.ControllerRef()}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -250,34 +258,6 @@ func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, im
 		return "", identity.Refused(err, "create build cache claim "+name)
 	}
 	return name, nil
-}
-
-// builderJobName is "<env>-<image>-<arch>-<inputs>", at most 63
-// characters (Job names become pod label values).
-func builderJobName(env, image, platform, inputs string) string {
-	return truncateName(env+"-"+sanitize(image)+"-"+archOf(platform), "-"+inputs[:10])
-}
-
-// archOf is a platform's name part: "arm64" for linux/arm64, "armv7" for
-// linux/arm/v7.
-func archOf(platform string) string {
-	if parts := strings.Split(platform, "/"); len(parts) >= 2 {
-		return strings.Join(parts[1:], "")
-	}
-	return platform
-}
-
-// truncateName shortens base so base+suffix fits 63 characters.
-func truncateName(base, suffix string) string {
-	if max := 63 - len(suffix); len(base) > max {
-		base = strings.TrimRight(base[:max], "-.")
-	}
-	return base + suffix
-}
-
-// sanitize makes an image name ("tools/ginkgo") fit a resource name.
-func sanitize(s string) string {
-	return strings.NewReplacer("/", "-", ".", "-", "_", "-").Replace(s)
 }
 
 // notOurs is the Stalled error of a builder this environment would use

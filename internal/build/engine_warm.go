@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 	digests := map[string]v1.Hash{}
 	var waiting []string
 	for _, p := range img.BuildPlatforms() {
-		req, err := s.builderRequest(ctx, tenant, img, spec, ref, p, warmPodName(s.env.Name, img.Name, p))
+		req, err := s.builderRequest(ctx, tenant, img, spec, ref, p, WarmPodName(s.env.Name, img.Name, p))
 		if err != nil {
 			return nil, "", err
 		}
@@ -58,18 +59,20 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 		warm := s.e.warmBuilds()
 		run := warm.lookup(key)
 		if run == nil {
-			command, err := WarmBuildCommand(req)
+			steps, err := WarmBuildSteps(req, newBuildToken())
 			if err != nil {
 				return nil, "", err
 			}
 			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision)
 			tenant, exec := s.tenant, s.e.Exec
-			run = warm.start(key, s.env, func(ctx context.Context, stdout, stderr *tailBuffer) error {
-				if exec != nil {
-					return exec.Exec(ctx, tenant, pod.Namespace, pod.Name, ContainerWarm, command, stdout, stderr)
-				}
-				return tenant.Exec(ctx, pod.Namespace, pod.Name, ContainerWarm, command, stdout, stderr)
-			})
+			ns, name := pod.Namespace, pod.Name
+			run = warm.start(key, string(pod.UID), s.env, s.e.buildTimeout(img.Run), steps,
+				func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
+					if exec != nil {
+						return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)
+					}
+					return tenant.Exec(ctx, ns, name, step.Container, step.Command, stdout, stderr)
+				})
 		}
 		// Status tells this run from an earlier one by its start (which
 		// status keeps to the second).
@@ -84,9 +87,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 			// The exec itself broke (the pod went away, the API server
 			// restarted): the next reconcile builds again.
 			warm.forget(key)
-			// A refused exec is a failed connection upgrade whose error
-			// carries only the API server's message, not a Status.
-			if strings.Contains(out.err.Error(), "forbidden") {
+			if execRefused(out.err) {
 				return nil, "", fault.Stalledf(v1alpha1.ReasonForbidden,
 					"image %s: exec into warm builder %s: %w (run.keepWarm needs create on pods/exec for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
 			}
@@ -142,10 +143,24 @@ func ensureWarmPod(ctx context.Context, tenant client.Client, req JobRequest) (*
 		}
 		return nil, "replacing warm builder " + req.Name, nil
 	}
+	// Both containers must run: the build container for the command, the
+	// agent for fetch and push. One that stopped (RestartPolicy Never
+	// keeps the pod Running for the other) is replaced with the pod.
+	running := 0
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == ContainerWarm && cs.State.Running != nil {
-			return pod, "", nil
+		if cs.State.Terminated != nil {
+			log.FromContext(ctx).Info("replacing warm builder", "pod", req.Name, "stopped", cs.Name)
+			if err := tenant.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+				return nil, "", identity.Refused(err, "delete warm builder pod "+req.Name)
+			}
+			return nil, "replacing warm builder " + req.Name, nil
 		}
+		if (cs.Name == ContainerWarm || cs.Name == ContainerWarmAgent) && cs.State.Running != nil {
+			running++
+		}
+	}
+	if running == 2 {
+		return pod, "", nil
 	}
 	return nil, "waiting for warm builder " + req.Name + " to start" + pods.WaitingReason(pod), nil
 }
@@ -162,9 +177,4 @@ func warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod str
 		msg += ": " + last
 	}
 	return fault.Stalled(v1alpha1.ReasonBuildFailed, errors.New(msg))
-}
-
-// warmPodName is "<env>-<image>-<arch>-warm", at most 63 characters.
-func warmPodName(env, image, platform string) string {
-	return truncateName(env+"-"+sanitize(image)+"-"+archOf(platform), "-warm")
 }

@@ -2,13 +2,18 @@ package build
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,9 +23,49 @@ import (
 	"github.com/devloop-dev/devloop/internal/message"
 )
 
-// warmBuildTimeout bounds one build in a warm builder when the spec's
-// run.timeout is not known here (the CRD defaults it to the same).
-const warmBuildTimeout = 15 * time.Minute
+// Bounds of one build, in a builder Job or a warm builder: the spec's
+// run.timeout (the CRD defaults it to DefaultBuildTimeout), at most the
+// operator's Options.MaxBuildTimeout (DefaultMaxBuildTimeout when zero).
+const (
+	DefaultBuildTimeout    = 15 * time.Minute
+	DefaultMaxBuildTimeout = 2 * time.Hour
+)
+
+// buildTimeout is how long one build of run may take.
+func (e *Engine) buildTimeout(run *v1alpha1.BuildRun) time.Duration {
+	return capTimeout(run, e.Options.MaxBuildTimeout)
+}
+
+// capTimeout is run's timeout, or the default, capped by max (or by
+// DefaultMaxBuildTimeout when max is zero).
+func capTimeout(run *v1alpha1.BuildRun, max time.Duration) time.Duration {
+	if max <= 0 {
+		max = DefaultMaxBuildTimeout
+	}
+	d := DefaultBuildTimeout
+	if run != nil && run.Timeout != nil && run.Timeout.Duration > 0 {
+		d = run.Timeout.Duration
+	}
+	return min(d, max)
+}
+
+// newBuildToken names one warm build across its steps.
+func newBuildToken() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// execRefused reports an exec the API server refused (403): the
+// connection upgrade fails with the server's Status, which the websocket
+// executor wraps in an UpgradeFailureError.
+func execRefused(err error) bool {
+	if apierrors.IsForbidden(err) {
+		return true
+	}
+	var upgrade *httpstream.UpgradeFailureError
+	return errors.As(err, &upgrade) && apierrors.IsForbidden(upgrade.Cause)
+}
 
 // maxWarmRuns bounds the remembered runs; finished ones go first.
 const maxWarmRuns = 256
@@ -35,11 +80,41 @@ const maxWarmRuns = 256
 type warmBuilds struct {
 	mu   sync.Mutex
 	runs map[string]*warmRun
+	// pods serializes the builds in one pod: the steps of two builds
+	// never interleave (the helper's lock and token cover a restart).
+	pods map[string]*podTurn
 	wake chan event.GenericEvent
 }
 
+// podTurn is a pod's build lock and how many runs hold or wait for it.
+type podTurn struct {
+	mu    sync.Mutex
+	users int
+}
+
 func newWarmBuilds() *warmBuilds {
-	return &warmBuilds{runs: map[string]*warmRun{}, wake: make(chan event.GenericEvent, 64)}
+	return &warmBuilds{runs: map[string]*warmRun{}, pods: map[string]*podTurn{}, wake: make(chan event.GenericEvent, 64)}
+}
+
+// turn waits for pod's builds before this one and returns its release.
+func (w *warmBuilds) turn(pod string) func() {
+	w.mu.Lock()
+	t := w.pods[pod]
+	if t == nil {
+		t = &podTurn{}
+		w.pods[pod] = t
+	}
+	t.users++
+	w.mu.Unlock()
+	t.mu.Lock()
+	return func() {
+		t.mu.Unlock()
+		w.mu.Lock()
+		if t.users--; t.users == 0 {
+			delete(w.pods, pod)
+		}
+		w.mu.Unlock()
+	}
 }
 
 // warmRun is one build.
@@ -82,9 +157,12 @@ func (w *warmBuilds) forget(key string) {
 	delete(w.runs, key)
 }
 
-// start runs exec in the background as the build for key and reconciles
-// env when it ends.
-func (w *warmBuilds) start(key string, env *v1alpha1.DevEnvironment, exec func(ctx context.Context, stdout, stderr *tailBuffer) error) *warmRun {
+// start runs the steps of a build for key in the background, one after
+// the other, each through exec, after the builds already running in the
+// same pod, within timeout; it reconciles env when the build ends. The
+// last step's stdout carries the report.
+func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeout time.Duration, steps []WarmStep,
+	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) *warmRun {
 	run := &warmRun{started: time.Now()}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
@@ -100,10 +178,26 @@ func (w *warmBuilds) start(key string, env *v1alpha1.DevEnvironment, exec func(c
 	wake := &v1alpha1.DevEnvironment{}
 	wake.Namespace, wake.Name = env.Namespace, env.Name
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), warmBuildTimeout)
-		defer cancel()
+		release := w.turn(pod)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		stdout, stderr := &tailBuffer{max: 4096}, &tailBuffer{max: logTailBytes}
-		err := exec(ctx, stdout, stderr)
+		var err error
+		for i, step := range steps {
+			out := io.Writer(stderr)
+			if i == len(steps)-1 {
+				out = stdout
+			}
+			if err = exec(ctx, step, out, stderr); err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("step %s: the build took longer than its timeout %s: %w", step.Name, timeout, err)
+				} else {
+					err = fmt.Errorf("step %s: %w", step.Name, err)
+				}
+				break
+			}
+		}
+		cancel()
+		release()
 		out := warmOutcome{logTail: stderr.String()}
 		if err == nil {
 			report := message.LastLine(stdout.String())

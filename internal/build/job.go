@@ -52,6 +52,8 @@ type JobRequest struct {
 	// without one the paths are emptyDirs, so a non-root build can write
 	// them.
 	CacheClaim string
+	// MaxTimeout caps Run.Timeout (DefaultMaxBuildTimeout when zero).
+	MaxTimeout time.Duration
 }
 
 // AssembleReport is what the assemble container writes to its termination
@@ -106,10 +108,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 		assembleArgs = append(assembleArgs, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
 	}
 
-	timeout := 15 * time.Minute
-	if req.Run.Timeout != nil && req.Run.Timeout.Duration > 0 {
-		timeout = req.Run.Timeout.Duration
-	}
+	timeout := capTimeout(&req.Run, req.MaxTimeout)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: req.Namespace, Labels: req.Labels,

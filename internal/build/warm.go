@@ -4,23 +4,35 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/devloop-dev/devloop/internal/pods"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // A warm builder is a pod that stays up between builds of one image and
-// platform (run.keepWarm): each build is a `manager helper build` process
-// started in it through the pods/exec API. No pod is scheduled, no image
-// pulled, no container started per change, and the compiler's caches stay
-// on the mounted cache volume and in the page cache.
+// platform (run.keepWarm): each build is three processes started in it
+// through the pods/exec API. No pod is scheduled, no image pulled, no
+// container started per change, and the compiler's caches stay on the
+// mounted cache volume and in the page cache.
+//
+// Credentials never reach the container that runs the author's command:
+// the pod has two containers sharing the workspace. ContainerWarmAgent, in
+// the operator's image, is the only one with the source and registry
+// Secrets mounted; it fetches the source into the workspace and assembles
+// and pushes the image from it. ContainerWarm, in the builder image, runs
+// the build command between the two, with no Secret, no ServiceAccount
+// token and no view of the agent's processes or mounts.
 const (
 	// ContainerWarm is the warm builder's long-running container, in the
-	// builder image; builds are exec'd into it.
+	// builder image: the author's build command runs in it.
 	ContainerWarm = "build"
+	// ContainerWarmAgent is the warm builder's container in the operator's
+	// image: fetch and push run in it, with the credentials.
+	ContainerWarmAgent = "fetch-push"
 	// ContainerInstall copies the helper binary into the tools volume.
 	ContainerInstall = "install"
 
@@ -33,6 +45,17 @@ const (
 	// AnnotationSpecHash on a warm builder is the hash of its pod spec: a
 	// pod with another hash is replaced.
 	AnnotationSpecHash = "devloop.dev/spec-hash"
+
+	// volumeAgentTmp is the agent's own /tmp: what fetch and push leave
+	// there is not shared with the build container.
+	volumeAgentTmp = "agent-tmp"
+)
+
+// The steps of one warm build, in order, and where each runs.
+const (
+	WarmStepFetch = "fetch" // agent: clear the workspace, fetch the source
+	WarmStepRun   = "run"   // build container: the build command
+	WarmStepPush  = "push"  // agent: assemble and push, print the report
 )
 
 // WarmPod returns the warm builder pod for req (its Source is not used:
@@ -40,7 +63,10 @@ const (
 func WarmPod(req JobRequest) (*corev1.Pod, error) {
 	tmp := corev1.VolumeMount{Name: pods.VolumeTmp, MountPath: "/tmp"}
 	tools := corev1.VolumeMount{Name: "tools", MountPath: toolsDir}
-	volumes := append(pods.WorkspaceVolumes(), corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	workspace := corev1.VolumeMount{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir}
+	volumes := append(pods.WorkspaceVolumes(),
+		corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: volumeAgentTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	cacheVol, cacheMounts, subPaths := cacheVolume(req)
 	volumes = append(volumes, cacheVol)
 
@@ -48,21 +74,27 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 		[]string{"helper", "install", "--to", WarmHelper, "--cache-root", cacheDir, "--cache-dirs", strings.Join(subPaths, ",")},
 		[]corev1.VolumeMount{tools, {Name: "cache", MountPath: cacheDir}})
 
-	mounts := append([]corev1.VolumeMount{{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir}, tmp, {Name: "tools", MountPath: toolsDir, ReadOnly: true}}, cacheMounts...)
-	if req.SourceSecret != "" {
-		volumes = append(volumes, pods.SecretVolume("source-credentials", req.SourceSecret))
-		mounts = append(mounts, corev1.VolumeMount{Name: "source-credentials", MountPath: pods.SourceCredentialsDir, ReadOnly: true})
-	}
-	if req.RegistrySecret != "" {
-		volumes = append(volumes, pods.SecretVolume("registry-credentials", req.RegistrySecret))
-		mounts = append(mounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})
-	}
+	// The build container: the workspace, caches and tools; nothing secret.
+	mounts := append([]corev1.VolumeMount{workspace, tmp, {Name: "tools", MountPath: toolsDir, ReadOnly: true}}, cacheMounts...)
 	warm := corev1.Container{
 		Name: ContainerWarm, Image: req.Run.Image,
 		Command:    []string{WarmHelper, "helper", "idle"},
 		WorkingDir: pods.WorkspaceDir, Env: buildEnv(req), VolumeMounts: mounts,
 		SecurityContext: pods.RestrictedContainer(),
 	}
+
+	// The agent: the workspace and the credentials.
+	agentMounts := []corev1.VolumeMount{workspace, {Name: volumeAgentTmp, MountPath: "/tmp"}}
+	if req.SourceSecret != "" {
+		volumes = append(volumes, pods.SecretVolume("source-credentials", req.SourceSecret))
+		agentMounts = append(agentMounts, corev1.VolumeMount{Name: "source-credentials", MountPath: pods.SourceCredentialsDir, ReadOnly: true})
+	}
+	if req.RegistrySecret != "" {
+		volumes = append(volumes, pods.SecretVolume("registry-credentials", req.RegistrySecret))
+		agentMounts = append(agentMounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})
+	}
+	agent := pods.HelperContainer(ContainerWarmAgent, req.HelperImage, []string{"helper", "idle"}, agentMounts)
+
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: req.Namespace, Labels: req.Labels,
@@ -74,11 +106,12 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
+			ShareProcessNamespace:         ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
 			SecurityContext:               pods.RestrictedPod(),
 			Volumes:                       volumes,
 			InitContainers:                []corev1.Container{install},
-			Containers:                    []corev1.Container{warm},
+			Containers:                    []corev1.Container{warm, agent},
 		},
 	}
 	spec, err := json.Marshal(pod.Spec)
@@ -90,11 +123,21 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// WarmBuildCommand is the command exec'd into a warm builder for one
-// build of req: fetch req.Source into the workspace, run the build command,
-// assemble and push the image, and print an AssembleReport as the last
-// line of stdout (the build's own output goes to stderr).
-func WarmBuildCommand(req JobRequest) ([]string, error) {
+// WarmStep is one process of a warm build: the command exec'd into the
+// named container of the warm builder.
+type WarmStep struct {
+	Name      string
+	Container string
+	Command   []string
+}
+
+// WarmBuildSteps are the processes exec'd, in order, into a warm builder
+// for one build of req: fetch req.Source into the workspace (agent), run
+// the build command (build container), assemble and push the image and
+// print an AssembleReport as the last line of stdout (agent). token names
+// this build: each step takes the workspace's lock, and the run and push
+// steps refuse a workspace another build fetched into since.
+func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	refJSON, err := json.Marshal(req.Source)
 	if err != nil {
 		return nil, err
@@ -107,14 +150,23 @@ func WarmBuildCommand(req JobRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := []string{WarmHelper, "helper", "build",
-		"--ref", string(refJSON), "--image", string(imageJSON), "--platform", req.Platform,
-		"--registry", string(registryJSON), "--command", string(commandJSON), "--dir", pods.WorkspaceDir}
+	common := []string{"--token", token, "--dir", pods.WorkspaceDir}
+
+	fetch := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepFetch}, common...)
+	fetch = append(fetch, "--ref", string(refJSON))
 	if req.SourceSecret != "" {
-		cmd = append(cmd, "--credentials", pods.SourceCredentialsDir)
+		fetch = append(fetch, "--credentials", pods.SourceCredentialsDir)
 	}
+	run := append([]string{WarmHelper, "helper", "build", "--step", WarmStepRun}, common...)
+	run = append(run, "--command", string(commandJSON))
+	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
+	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON))
 	if req.RegistrySecret != "" {
-		cmd = append(cmd, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
+		push = append(push, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
 	}
-	return cmd, nil
+	return []WarmStep{
+		{Name: WarmStepFetch, Container: ContainerWarmAgent, Command: fetch},
+		{Name: WarmStepRun, Container: ContainerWarm, Command: run},
+		{Name: WarmStepPush, Container: ContainerWarmAgent, Command: push},
+	}, nil
 }

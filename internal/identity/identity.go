@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -160,7 +161,26 @@ func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, com
 	}
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+	// WebSockets first: a refused upgrade keeps the API server's Status
+	// (apierrors.IsForbidden sees a 403 through the UpgradeFailureError),
+	// where SPDY's keeps only its message. SPDY only for a server that
+	// does not speak WebSockets (an upgrade failure without a Status).
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+	if err != nil {
+		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+	if err != nil {
+		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		var upgrade *httpstream.UpgradeFailureError
+		if !errors.As(err, &upgrade) {
+			return false
+		}
+		var status apierrors.APIStatus
+		return !errors.As(upgrade.Cause, &status)
+	})
 	if err != nil {
 		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
 	}

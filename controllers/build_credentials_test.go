@@ -1,0 +1,186 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
+)
+
+// secretsSeenBy maps each container of spec (init containers included)
+// to the Secrets it can read: mounted volumes of Secrets (projected ones
+// too) and environment variables taken from Secrets.
+func secretsSeenBy(spec corev1.PodSpec) map[string][]string {
+	volumes := map[string][]string{}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			volumes[v.Name] = append(volumes[v.Name], v.Secret.SecretName)
+		}
+		if v.Projected != nil {
+			for _, p := range v.Projected.Sources {
+				if p.Secret != nil {
+					volumes[v.Name] = append(volumes[v.Name], p.Secret.Name)
+				}
+				if p.ServiceAccountToken != nil {
+					volumes[v.Name] = append(volumes[v.Name], "serviceaccount-token")
+				}
+			}
+		}
+	}
+	out := map[string][]string{}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		var seen []string
+		for _, m := range c.VolumeMounts {
+			seen = append(seen, volumes[m.Name]...)
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				seen = append(seen, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				seen = append(seen, e.SecretRef.Name)
+			}
+		}
+		out[c.Name] = seen
+	}
+	return out
+}
+
+// expectAuthorContainersSeeNoSecret checks that every container running
+// the author's image (run.image) reads no Secret and that the pod has no
+// ServiceAccount token nor a shared process namespace; it returns what the
+// other containers see.
+func expectAuthorContainersSeeNoSecret(g Gomega, spec corev1.PodSpec, authorImage string) map[string][]string {
+	seen := secretsSeenBy(spec)
+	authors := 0
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		if c.Image == authorImage {
+			authors++
+			g.Expect(seen[c.Name]).To(BeEmpty(), "container %s runs the author's command and must not see a Secret", c.Name)
+		}
+	}
+	g.Expect(authors).To(Equal(1), "one container runs the author's command")
+	g.Expect(spec.AutomountServiceAccountToken).NotTo(BeNil())
+	g.Expect(*spec.AutomountServiceAccountToken).To(BeFalse())
+	g.Expect(spec.ShareProcessNamespace == nil || !*spec.ShareProcessNamespace).To(BeTrue(), "no view of the credential holder's processes")
+	return seen
+}
+
+// TestBuildCommandsSeeNoCredentials (issue 17, crossing 7): the container
+// that runs the author's build command — in a warm builder and in a
+// builder Job — mounts no Secret and gets none in its environment, while
+// the source and registry credentials still reach the containers that
+// fetch and push, and the build succeeds with them.
+func TestBuildCommandsSeeNoCredentials(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "regcred"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":"ZGV2OnM="}}}`, reg.host))},
+	}
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	deployer(t, ns, "deployer", true)
+	withCredentials := func(env *v1alpha1.DevEnvironment) *v1alpha1.DevEnvironment {
+		env.Spec.ServiceAccountName = "deployer"
+		env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
+		env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
+		env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
+		return env
+	}
+
+	// A warm builder.
+	warmEnv := withCredentials(apiEnv(ns))
+	warmEnv.Spec.Components[0].Images[0].Run.KeepWarm = true
+	suiteExec.set(func(command []string, stdout, _ io.Writer) error {
+		if !isStep(command, build.WarmStepPush) {
+			return nil
+		}
+		image, err := random.Image(128, 1)
+		if err != nil {
+			return err
+		}
+		d, _ := image.Digest()
+		ref, _ := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+		if err := remote.Write(ref, image); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "{\"digest\":%q}\n", d)
+		return err
+	})
+	g.Expect(k8s.Create(ctx, warmEnv)).To(Succeed())
+	pod := &corev1.Pod{}
+	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}
+	g.Eventually(func() error { return k8s.Get(ctx, podKey, pod) }, timeout).Should(Succeed())
+	seen := expectAuthorContainersSeeNoSecret(g, pod.Spec, "golang:1.25")
+	g.Expect(seen[build.ContainerWarmAgent]).To(ContainElement("regcred"), "the fetching and pushing container has the credentials")
+
+	pod.Status.Phase = corev1.PodRunning
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	warmEnv = eventually(t, client.ObjectKeyFromObject(warmEnv), func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	// fakeExec refuses a step exec'd into another container than
+	// WarmBuildSteps names; the credentials' paths are only given to the
+	// agent's steps.
+	g.Expect(suiteExec.callsWith("--step fetch --token")).To(BeNumerically(">=", 1))
+	suiteExec.mu.Lock()
+	for _, c := range suiteExec.calls {
+		joined := strings.Join(c, " ")
+		if strings.Contains(joined, "--step run") {
+			g.Expect(joined).NotTo(ContainSubstring("credentials"))
+		}
+		if strings.Contains(joined, "--step push") && strings.Contains(joined, ns) {
+			g.Expect(c).To(ContainElement("--docker-config"))
+		}
+		if strings.Contains(joined, "--step fetch") && strings.Contains(joined, ns) {
+			g.Expect(c).To(ContainElement(pods.SourceCredentialsDir))
+		}
+	}
+	suiteExec.mu.Unlock()
+	expectKstatus(t, warmEnv, status.CurrentStatus)
+
+	// A builder Job: fetch and assemble have the credentials, the build
+	// step none.
+	jobEnv := withCredentials(apiEnv(ns))
+	jobEnv.Name = "api-jobs"
+	g.Expect(k8s.Create(ctx, jobEnv)).To(Succeed())
+	var jobSpec corev1.PodSpec
+	g.Eventually(func(g Gomega) {
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job := jobs["linux-amd64"]
+		g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "api-jobs"))
+		jobSpec = job.Spec.Template.Spec
+	}, timeout).Should(Succeed())
+	seen = expectAuthorContainersSeeNoSecret(g, jobSpec, "golang:1.25")
+	g.Expect(seen[pods.ContainerFetch]).To(ContainElement("regcred"))
+	g.Expect(seen[build.ContainerAssemble]).To(ContainElement("regcred"))
+	g.Expect(seen[build.ContainerBuild]).To(BeEmpty())
+	jobEnv = eventually(t, client.ObjectKeyFromObject(jobEnv), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components).To(HaveLen(1))
+		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
+	})
+	expectKstatus(t, jobEnv, status.InProgressStatus)
+}

@@ -1,0 +1,98 @@
+package build
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Names of what the engine creates for an image. Each is a readable prefix
+// and a short hash of the full identity it stands for, so two identities
+// never share a name however their parts are split by dashes
+// (environment "a" with image "b-c" and environment "a-b" with image "c"),
+// and a prefix cut to fit 63 characters loses nothing.
+//
+// The warm builder of an image for a platform is named
+//
+//	<env>-<image>-<arch>-<hash>-warm
+//
+// where <image> has '/', '.' and '_' turned into '-', <arch> is the
+// platform without its OS ("amd64", "armv7"), the readable part is cut to
+// fit, and <hash> is the first 8 hex digits of the SHA-256 of
+// "<env>\n<image>\n<platform>" (the names as written in the spec):
+//
+//	printf '%s\n%s\n%s' api tools/ginkgo linux/amd64 | sha256sum | cut -c1-8
+//
+// A namespace admin can thus grant the environment's ServiceAccount
+// pods/exec on exactly its warm builders (resourceNames). The build cache
+// claim is "<env>-<image>-<hash>-cache", hashing "<env>\n<image>".
+
+// WarmPodName is the name of the warm builder of env's image for platform.
+func WarmPodName(env, image, platform string) string {
+	return hashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "-warm", env, image, platform)
+}
+
+// CacheClaimName is the name of the build cache claim of env's image.
+func CacheClaimName(env, image string) string {
+	return hashedName(env+"-"+sanitize(image), "-cache", env, image)
+}
+
+// builderJobName is "<env>-<image>-<arch>-<hash>", at most 63 characters
+// (Job names become pod label values); the hash covers the identity and
+// the inputs, so a new input is a new Job.
+func builderJobName(env, image, platform, inputs string) string {
+	return hashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "", env, image, platform, inputs)
+}
+
+// hashedName is readable, cut so that readable-<hash>suffix fits 63
+// characters, where hash is the first 8 hex digits of identity's SHA-256.
+func hashedName(readable, suffix string, identity ...string) string {
+	tail := "-" + shortHash(identity...) + suffix
+	if max := validation.DNS1123LabelMaxLength - len(tail); len(readable) > max {
+		readable = readable[:max]
+	}
+	return strings.TrimRight(readable, "-.") + tail
+}
+
+// shortHash is the first 8 hex digits of the SHA-256 of parts joined by
+// newlines.
+func shortHash(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
+	return hex.EncodeToString(sum[:4])
+}
+
+// LabelValue is s when it is a valid label value, else a readable part of
+// it and a hash of all of it: an environment name (up to 253 characters)
+// or an image name ("tools/ginkgo") may not be one. Selectors use the same
+// function.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	readable := strings.NewReplacer("/", "-").Replace(s)
+	h := shortHash(s)
+	if max := validation.LabelValueMaxLength - len(h) - 1; len(readable) > max {
+		readable = readable[:max]
+	}
+	readable = strings.TrimRight(readable, "-._")
+	if readable == "" {
+		return h
+	}
+	return readable + "-" + h
+}
+
+// archOf is a platform's name part: "arm64" for linux/arm64, "armv7" for
+// linux/arm/v7.
+func archOf(platform string) string {
+	if parts := strings.Split(platform, "/"); len(parts) >= 2 {
+		return strings.Join(parts[1:], "")
+	}
+	return platform
+}
+
+// sanitize makes an image name ("tools/ginkgo") fit a resource name.
+func sanitize(s string) string {
+	return strings.NewReplacer("/", "-", ".", "-", "_", "-").Replace(s)
+}
