@@ -123,16 +123,25 @@ func checkDependencies(ch *chart.Chart) error {
 func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plainHTTP bool) (*chart.Chart, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.timeout())
 	defer cancel()
-	rc, err := l.registryClient(plainHTTP)
+	// Every response (tag lists, manifests, the chart's layers) is capped
+	// while it is read: Helm's client reads the layers whole.
+	hc, capped := capClient(l.httpClient(), l.maxChart())
+	rc, err := l.registryClient(hc, plainHTTP)
 	if err != nil {
 		return nil, err
+	}
+	tooLarge := func(err error) error {
+		if capped.exceeded.Load() {
+			return fault.Permanentf("chart %s: a response of the registry is larger than %d bytes, the operator's limit for a chart", ociRef, l.maxChart())
+		}
+		return err
 	}
 	ref := strings.TrimPrefix(ociRef, "oci://")
 	tag := version
 	if tag == "" || !isExactVersion(tag) {
 		tags, err := withContext(ctx, func() ([]string, error) { return rc.Tags(ref) })
 		if err != nil {
-			return nil, classifyFetch(fmt.Errorf("chart %s: listing tags: %w", ociRef, err))
+			return nil, tooLarge(classifyFetch(fmt.Errorf("chart %s: listing tags: %w", ociRef, err)))
 		}
 		if tag, err = registry.GetTagMatchingVersionOrConstraint(tags, version); err != nil {
 			return nil, fault.Permanentf("chart %s: %w", ociRef, err)
@@ -145,12 +154,12 @@ func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plain
 		return struct{ d string }{d.Digest.String()}, err
 	})
 	if err != nil {
-		return nil, classifyFetch(fmt.Errorf("chart %s: resolving %s: %w", ociRef, tag, err))
+		return nil, tooLarge(classifyFetch(fmt.Errorf("chart %s: resolving %s: %w", ociRef, tag, err)))
 	}
 	return l.cached(ociRef, desc.d, func() ([]byte, error) {
 		res, err := withContext(ctx, func() (*registry.PullResult, error) { return rc.Pull(full) })
 		if err != nil {
-			return nil, classifyFetch(fmt.Errorf("chart %s: pulling %s: %w", ociRef, tag, err))
+			return nil, tooLarge(classifyFetch(fmt.Errorf("chart %s: pulling %s: %w", ociRef, tag, err)))
 		}
 		if int64(len(res.Chart.Data)) > l.maxChart() {
 			return nil, fault.Permanentf("chart %s: archive larger than %d bytes", ociRef, l.maxChart())
@@ -161,8 +170,7 @@ func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plain
 
 // registryClient never reads the operator's Helm or Docker credentials:
 // the authorizer has none, and the credentials file lives in the cache.
-func (l *ChartLoader) registryClient(plainHTTP bool) (*registry.Client, error) {
-	hc := l.httpClient()
+func (l *ChartLoader) registryClient(hc *http.Client, plainHTTP bool) (*registry.Client, error) {
 	opts := []registry.ClientOption{
 		registry.ClientOptHTTPClient(hc),
 		registry.ClientOptAuthorizer(auth.Client{Client: hc, Cache: auth.NewCache()}),
