@@ -314,7 +314,10 @@ type HelmSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	ImageValues []ImageValue `json:"imageValues,omitempty"`
 
-	// Timeout of each Helm action.
+	// Timeout of each Helm action, capped at the operator's maximum
+	// (--max-helm-timeout, 8m unless the operator says otherwise; status
+	// says when the cap applies). A pending release that devloop did not
+	// write is left alone this long (and a minute) after it started.
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string

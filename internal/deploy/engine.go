@@ -49,6 +49,21 @@ type Engine struct {
 	// dry-run applies, on every rollout poll, would compete with the
 	// rollout for the API server and the node. Zero checks at once.
 	DriftQuietPeriod time.Duration
+	// MaxHelmTimeout caps spec.components[].helm.timeout: no tenant's
+	// hooks hold a worker longer (keep it below the reconcile deadline).
+	// DefaultMaxHelmTimeout when zero.
+	MaxHelmTimeout time.Duration
+}
+
+// DefaultMaxHelmTimeout is the cap of a Helm action's timeout when
+// Engine.MaxHelmTimeout is zero.
+const DefaultMaxHelmTimeout = 8 * time.Minute
+
+func (e *Engine) maxHelmTimeout() time.Duration {
+	if e.MaxHelmTimeout > 0 {
+		return e.MaxHelmTimeout
+	}
+	return DefaultMaxHelmTimeout
 }
 
 // Progress is told, before a long action starts (a Helm install or

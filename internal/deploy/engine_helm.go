@@ -77,7 +77,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 				st.Release = &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
 			}
 			st.Phase = v1alpha1.PhaseDeploying
-			st.Message = fmt.Sprintf("helm %s of release %s/%s in progress", act, req.Namespace, req.ReleaseName)
+			st.Message = fmt.Sprintf("helm %s of release %s/%s in progress", act, req.Namespace, req.ReleaseName) + e.timeoutNote(c, req)
 			progress("component " + c.Name + ": " + st.Message)
 		}
 	}
@@ -241,13 +241,28 @@ func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Compon
 	req := ReleaseRequest{
 		Configs:         NewConfigFactory(t.BaseConfig(), user),
 		CreateNamespace: h.CreateNamespace,
-		Timeout:         defaultHelmTimeout,
+		Timeout:         e.helmTimeout(h),
 	}
 	req.ReleaseName, req.Namespace = releasePlace(env, c)
-	if h.Timeout != nil && h.Timeout.Duration > 0 {
-		req.Timeout = h.Timeout.Duration
-	}
 	return req, nil
+}
+
+// helmTimeout is the timeout of each Helm action of h: the spec's, or
+// defaultHelmTimeout, capped at the operator's maximum.
+func (e *Engine) helmTimeout(h *v1alpha1.HelmSpec) time.Duration {
+	timeout := defaultHelmTimeout
+	if h.Timeout != nil && h.Timeout.Duration > 0 {
+		timeout = h.Timeout.Duration
+	}
+	return min(timeout, e.maxHelmTimeout())
+}
+
+// timeoutNote says, for status, that the spec's Helm timeout was capped.
+func (e *Engine) timeoutNote(c *v1alpha1.Component, req ReleaseRequest) string {
+	if c.Helm.Timeout == nil || c.Helm.Timeout.Duration <= req.Timeout {
+		return ""
+	}
+	return fmt.Sprintf(" (timeout %s, the operator's maximum, not the %s the spec asks)", req.Timeout, c.Helm.Timeout.Duration)
 }
 
 // uninstallRelease removes a release as the tenant, if owner (the

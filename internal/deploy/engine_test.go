@@ -1,11 +1,15 @@
 package deploy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
 // TestRecentlyDeployedReleaseIsNotCheckedForDrift: within the quiet period
@@ -22,5 +26,35 @@ func TestRecentlyDeployedReleaseIsNotCheckedForDrift(t *testing.T) {
 	}
 	if recentlyDeployed(at(0), 0) || recentlyDeployed(nil, time.Minute) {
 		t.Error("no quiet period, or no release: want checked")
+	}
+}
+
+// TestHelmTimeoutCapped: a spec's Helm timeout above the operator's
+// maximum is cut to it, and the progress note says so; shorter ones and
+// the default are kept.
+func TestHelmTimeoutCapped(t *testing.T) {
+	spec := func(d time.Duration) *v1alpha1.HelmSpec {
+		return &v1alpha1.HelmSpec{Timeout: &metav1.Duration{Duration: d}}
+	}
+	e := &Engine{MaxHelmTimeout: 10 * time.Minute}
+	for _, c := range []struct {
+		spec *v1alpha1.HelmSpec
+		want time.Duration
+	}{
+		{spec(6 * time.Hour), 10 * time.Minute},
+		{spec(2 * time.Minute), 2 * time.Minute},
+		{&v1alpha1.HelmSpec{}, defaultHelmTimeout},
+	} {
+		if got := e.helmTimeout(c.spec); got != c.want {
+			t.Errorf("timeout %v: got %s, want %s", c.spec.Timeout, got, c.want)
+		}
+	}
+	if got := (&Engine{}).helmTimeout(spec(24 * time.Hour)); got != DefaultMaxHelmTimeout {
+		t.Errorf("default cap: got %s, want %s", got, DefaultMaxHelmTimeout)
+	}
+	c := &v1alpha1.Component{Helm: spec(6 * time.Hour)}
+	note := e.timeoutNote(c, ReleaseRequest{Timeout: e.helmTimeout(c.Helm)})
+	if want := "(timeout 10m0s, the operator's maximum, not the 6h0m0s the spec asks)"; !strings.Contains(note, want) {
+		t.Errorf("note %q does not say %q", note, want)
 	}
 }
