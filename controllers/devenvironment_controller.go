@@ -53,6 +53,12 @@ type DevEnvironmentReconciler struct {
 	// them); DefaultDriftInterval when zero.
 	DriftInterval time.Duration
 
+	// ReconcileTimeout bounds one reconcile's steps (and one deletion's
+	// removals), so no environment holds a worker longer: what was cut
+	// short goes on at the next reconcile. DefaultReconcileTimeout when
+	// zero.
+	ReconcileTimeout time.Duration
+
 	// MaxDeletionFailures is how many attempts at removing what a deleted
 	// environment deployed may fail before the rest is abandoned;
 	// DefaultMaxDeletionFailures when zero.
@@ -113,8 +119,13 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
+	// The steps run under the deadline; status is written after it with
+	// ctx, so a reconcile cut short still says why.
+	stepsCtx, cancel := context.WithTimeout(ctx, r.reconcileTimeout())
+	defer cancel()
+
 	if !env.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, env)
+		return r.finalize(ctx, stepsCtx, env)
 	}
 	if !controllerutil.ContainsFinalizer(env, v1alpha1.Finalizer) {
 		// The finalizer goes on before anything is deployed, so nothing
@@ -162,7 +173,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			continue
 		}
 		logger.V(1).Info("running step", "step", st.name)
-		err := st.run(ctx, s)
+		err := st.run(stepsCtx, s)
 		switch {
 		case err == nil:
 		case outcome == nil:
@@ -174,7 +185,46 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			logger.Error(err, "step failed after the reconcile had ended", "step", st.name)
 		}
 	}
+	if errors.Is(stepsCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		// Whatever the step made of its cancelled requests (a failed
+		// Helm action may look final), the cause is the deadline: retried
+		// with backoff, never Stalled.
+		outcome = r.cutShort(outcome)
+	}
 	return ctrl.Result{}, nil
+}
+
+// DefaultReconcileTimeout bounds one reconcile when ReconcileTimeout is
+// zero.
+const DefaultReconcileTimeout = 10 * time.Minute
+
+func (r *DevEnvironmentReconciler) reconcileTimeout() time.Duration {
+	if r.ReconcileTimeout > 0 {
+		return r.ReconcileTimeout
+	}
+	return DefaultReconcileTimeout
+}
+
+// deadlineError is the outcome of a reconcile its deadline cut short.
+type deadlineError struct {
+	limit time.Duration
+	cause error
+}
+
+func (e *deadlineError) Error() string {
+	msg := fmt.Sprintf("reconcile stopped at the operator's limit of %s (--reconcile-timeout); it goes on at the next one", e.limit)
+	if e.cause != nil && !errors.Is(e.cause, context.DeadlineExceeded) {
+		msg += ": " + e.cause.Error()
+	}
+	return msg
+}
+
+// Unwrap keeps the cause out of errors.As: a Stalled or Waiting cause of
+// a cancelled request must not decide the result.
+func (e *deadlineError) Unwrap() error { return nil }
+
+func (r *DevEnvironmentReconciler) cutShort(cause error) error {
+	return &deadlineError{limit: r.reconcileTimeout(), cause: cause}
 }
 
 // recordTransition emits an event when Ready changes status or message:

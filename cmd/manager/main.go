@@ -106,6 +106,7 @@ func run(args []string) error {
 		Recorder:             recorder,
 		NoCrossNamespaceRefs: opts.noCrossNamespaceRefs,
 		DriftInterval:        opts.driftInterval,
+		ReconcileTimeout:     opts.reconcileTimeout,
 		Sources: &source.Fetcher{
 			Reader:  mgr.GetAPIReader(),
 			Root:    filepath.Join(opts.workDir, "sources"),
@@ -134,6 +135,7 @@ func run(args []string) error {
 			Mapper:           mgr.GetRESTMapper(),
 			Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts"), Egress: opts.egress},
 			DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
+			MaxHelmTimeout:   opts.maxHelmTimeout,
 		},
 		Tests: &testrun.Engine{
 			Client:      mgr.GetClient(),
@@ -167,6 +169,8 @@ func run(args []string) error {
 }
 
 type options struct {
+	reconcileTimeout      time.Duration
+	maxHelmTimeout        time.Duration
 	metricsAddr           string
 	probeAddr             string
 	leaderElect           bool
@@ -218,6 +222,8 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.sourceStoreMaxBytes, "source-store-max-bytes", 2<<30, "bound of the fetched source store, in bytes: least recently used entries no environment uses now are removed to stay within it (keep it below the work directory's size limit, with room for fetches in progress)")
 	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what one environment's sources may take of the source store, in bytes; 0 is half of --source-store-max-bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
+	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", controllers.DefaultReconcileTimeout, "longest one reconcile of an environment may take; what is cut short goes on at the next one")
+	fs.DurationVar(&o.maxHelmTimeout, "max-helm-timeout", deploy.DefaultMaxHelmTimeout, "cap on spec.components[].helm.timeout (keep it below --reconcile-timeout)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
 	egressFlags := registerEgressFlags(fs)
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")

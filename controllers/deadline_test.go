@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// blockingDeployer never finishes a component on its own: it returns when
+// its context ends, or after a minute.
+type blockingDeployer struct {
+	Deployer
+	deadline chan time.Time
+}
+
+func (d *blockingDeployer) ReconcileComponent(ctx context.Context, _ *v1alpha1.DevEnvironment, _ *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant, _ source.Resolved, _ deploy.Progress) (deploy.Result, error) {
+	dl, _ := ctx.Deadline()
+	select {
+	case d.deadline <- dl:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		return deploy.Result{}, ctx.Err()
+	case <-time.After(time.Minute):
+		return deploy.Result{}, errors.New("blocked for a minute")
+	}
+}
+
+// TestReconcileDeadline: a component that would hold the worker
+// indefinitely is cut short at the reconcile deadline; the reconcile
+// returns an error (retried with backoff, not Stalled) and status names
+// the limit.
+func TestReconcileDeadline(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	env := newEnv(ns, "slow", component("a"))
+	env.Spec.Suspend = true // the suite's manager leaves it alone
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Finalizers).To(ContainElement(v1alpha1.Finalizer))
+	})
+
+	s := suiteReconciler
+	blocking := &blockingDeployer{Deployer: s.Deploy, deadline: make(chan time.Time, 1)}
+	r := &DevEnvironmentReconciler{
+		Client: &requestingClient{Client: s.Client}, APIReader: s.APIReader, Recorder: s.Recorder,
+		Identity: s.Identity, Builds: s.Builds, Deploy: blocking, Tests: s.Tests,
+		NoCrossNamespaceRefs: s.NoCrossNamespaceRefs, WaitInterval: s.WaitInterval, Sources: s.Sources,
+		ReconcileTimeout: 2 * time.Second,
+	}
+	started := time.Now()
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	g.Expect(err).To(MatchError(ContainSubstring("reconcile stopped at the operator's limit of 2s (--reconcile-timeout)")))
+	g.Expect(<-blocking.deadline).To(BeTemporally("~", started.Add(2*time.Second), time.Second), "the component ran under the deadline")
+
+	got := &v1alpha1.DevEnvironment{}
+	g.Expect(k8s.Get(ctx, key, got)).To(Succeed())
+	ready := condition(got, v1alpha1.ConditionReady)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(ready.Message).To(ContainSubstring("--reconcile-timeout"))
+	g.Expect(condition(got, v1alpha1.ConditionStalled)).To(BeNil(), "retried, not Stalled")
+}
