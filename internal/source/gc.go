@@ -146,13 +146,16 @@ func (f *Fetcher) Forget(env types.UID) {
 	removeEvicted(gone)
 }
 
-// inUse says whether an entry may not be evicted now.
+// inUse says whether an entry may not be evicted now: it is being read or
+// written, or it is the current content of an environment that was served
+// it (naming content in a spec, without passing its access check, keeps
+// nothing alive).
 func (st *storeState) inUse(name string, e *entryState) bool {
 	if e.holds > 0 {
 		return true
 	}
-	for _, u := range st.envs {
-		if u.current[name] {
+	for uid, u := range st.envs {
+		if u.current[name] && e.charged[uid] {
 			return true
 		}
 	}

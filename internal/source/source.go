@@ -30,8 +30,8 @@
 // count every path, hard links included, at its full size plus a small
 // overhead. An entry is in use, and never evicted, while it is being
 // written or read by a Fetch or Serve, and while it is the current content
-// of a live environment's source: what its latest resolution named
-// (Fetcher.Using) or what it was last served. Everything else may go, least
+// of a live environment's source that was served it: what its latest
+// resolution named (Fetcher.Using) or what it was last served. Everything else may go, least
 // recently used first, entries no environment uses before the others. Each
 // environment is charged for the entries it was served, up to
 // Fetcher.MaxEnvBytes: to admit one more, its own least recently used
