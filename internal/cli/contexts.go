@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -116,4 +118,97 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// KnownServersFile records, per allowed context, the API server it was
+// first used with: $XDG_CONFIG_HOME/devloop/servers.yaml.
+func KnownServersFile() string {
+	p := SettingsPath()
+	if p == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(p), "servers.yaml")
+}
+
+// knownServers is the file's content.
+type knownServers struct {
+	// Servers maps a context name to the server URL it was first used
+	// with.
+	Servers map[string]string `json:"servers"`
+}
+
+// checkContextServer holds an allowed context to its cluster: with an
+// allow-list configured, the server the plugin is about to talk to (host,
+// from the resolved REST config) must be the server the context names in
+// the kubeconfig (so --server, --cluster or a $KUBECONFIG override cannot
+// point an allowed name at another cluster) and the server the context was
+// first used with (so another kubeconfig that reuses the name cannot
+// either). The first use records it.
+func checkContextServer(raw clientcmdapi.Config, contextName, host string) error {
+	p, err := loadContextPolicy()
+	if err != nil || p.allowed == nil {
+		return err
+	}
+	want := ""
+	if c, ok := raw.Contexts[contextName]; ok && c != nil {
+		if cl, ok := raw.Clusters[c.Cluster]; ok && cl != nil {
+			want = cl.Server
+		}
+	}
+	if want == "" {
+		return fmt.Errorf("context %q names no cluster with a server in the kubeconfig; refusing to guess which cluster an allowed context means", contextName)
+	}
+	if !sameServer(host, want) {
+		return fmt.Errorf("refusing server %s: the allowed context %q names the server %s, and --server, --cluster or the kubeconfig points it elsewhere (allowedContexts allows clusters by their context's server, not by the name alone)", host, contextName, want)
+	}
+	file := KnownServersFile()
+	if file == "" {
+		return nil
+	}
+	var known knownServers
+	data, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		if err := yaml.UnmarshalStrict(data, &known); err != nil {
+			return fmt.Errorf("known servers file %s: %w", file, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	if rec, ok := known.Servers[contextName]; ok {
+		if !sameServer(rec, host) {
+			return fmt.Errorf("refusing server %s: context %q was first used with the server %s (recorded in %s); another kubeconfig may reuse the name for another cluster. If the cluster moved, delete its line from %s",
+				host, contextName, rec, file, file)
+		}
+		return nil
+	}
+	if known.Servers == nil {
+		known.Servers = map[string]string{}
+	}
+	known.Servers[contextName] = host
+	out, err := yaml.Marshal(known)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return fmt.Errorf("recording the server of context %q: %w", contextName, err)
+	}
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		return fmt.Errorf("recording the server of context %q: %w", contextName, err)
+	}
+	return nil
+}
+
+// sameServer compares server URLs, ignoring the case of scheme and host
+// and a trailing slash.
+func sameServer(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+			return u.String()
+		}
+		return s
+	}
+	return norm(a) == norm(b)
 }

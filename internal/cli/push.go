@@ -36,7 +36,9 @@ func newPushCommand(a *app) *cobra.Command {
 		Use:   "push DIR --env ENV --source SOURCE",
 		Short: "Push a directory as an environment's OCI source and follow the rollout",
 		Long: `Pack DIR reproducibly (sorted entries, fixed times and owners; .git and what
-.gitignore and .devloopignore files in DIR and below ignore left out), push it
+git ignores left out: git's global excludes, the repository's info/exclude
+and .gitignore files from its root down, and .devloopignore files in DIR and
+below; a pattern that ignores DIR itself does not apply), push it
 as an OCI artifact to the source's oci.repository:tag (plain HTTP only when
 the source says insecure: true; credentials from your docker config), ask
 the environment to reconcile now (annotation devloop.dev/reconcile-requested-at),

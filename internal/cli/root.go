@@ -103,7 +103,10 @@ func NewRootCommand(streams genericiooptions.IOStreams, opts Options) *cobra.Com
 		Long: `kubectl devloop works on DevEnvironments (devloop.dev/v1alpha1) with your
 kubeconfig and context. It refuses contexts you did not allow when an allow-list
 is configured: DEVLOOP_ALLOWED_CONTEXTS (comma list) or allowedContexts in
-$XDG_CONFIG_HOME/devloop/config.yaml (~/.config/devloop/config.yaml).
+$XDG_CONFIG_HOME/devloop/config.yaml (~/.config/devloop/config.yaml). With a
+list, the server must also be the one the context names in the kubeconfig
+(--server and --cluster cannot point an allowed context elsewhere) and the one
+it was first used with, recorded in $XDG_CONFIG_HOME/devloop/servers.yaml.
 
 Exit codes: 0 success; 1 the subject failed (rollout, test, timeout) or the
 command could not run.`,
@@ -165,6 +168,9 @@ func (a *app) connect() (*session, error) {
 	cfg, err := a.flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	if err := checkContextServer(raw, contextName, cfg.Host); err != nil {
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
