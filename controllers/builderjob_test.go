@@ -74,8 +74,9 @@ func finishJob(t *testing.T, job *batchv1.Job, initStatuses, statuses []corev1.C
 	g := NewWithT(t)
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-x1",
-			Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-" + string(job.UID)[:5],
+			Labels: map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: job.Spec.Template.Spec,
 	}
 	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
@@ -116,7 +117,9 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	srcDigest := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "deployer", true)
 	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
 	g.Expect(k8s.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -160,7 +163,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g.Expect(assemble.Image).To(Equal(helperImage))
 	g.Expect(assemble.Args).To(ContainElements("assemble", "--platform", "linux/arm64"))
 	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api-api-cache"}, pvc)).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName("api", "api")}, pvc)).To(Succeed())
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 
 	// Each Job's assemble container pushed its platform image by digest.
@@ -217,7 +220,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		jobs = next
 	}, timeout).Should(Succeed())
 	failed := jobs["linux-arm64"]
-	logs.set(ns, failed.Name+"-x1", build.ContainerBuild, "go: downloading nothing\ncmd/broken/main.go:3:2: undefined: handler\n")
+	logs.set(ns, failed.Name+"-"+string(failed.UID)[:5], build.ContainerBuild, "go: downloading nothing\ncmd/broken/main.go:3:2: undefined: handler\n")
 	finishJob(t, &failed,
 		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 2, "")},
 		nil, false)

@@ -14,9 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,6 +177,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		Image                   *v1alpha1.ImageSpec
 		Registry                *v1alpha1.RegistrySpec
 	}{c.Name, src, baseDigest, img, s.env.Spec.Registry})
+	missing := false
 	if ist.Inputs == inputs && ist.Digest != "" {
 		held, err := s.stillPushed(ctx, img, ist)
 		if err != nil {
@@ -187,21 +186,13 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		if held {
 			return true, "", nil
 		}
-		// The registry lost the image (wiped, garbage-collected): build
-		// and push it again, builder Jobs included.
+		// The registry lost the image (wiped, garbage-collected) or one
+		// of its tags: build and push it again. A run step's builder (a
+		// Job named after the inputs, or a warm build of these inputs)
+		// may already have reported a digest the registry no longer
+		// holds: it is run again rather than trusted.
 		log.FromContext(ctx).Info("image missing from the registry; pushing it again", "image", img.Name, "digest", ist.Digest)
-		if img.Run != nil {
-			tenant, err := s.tenant.Client()
-			if err != nil {
-				return false, "", err
-			}
-			if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace),
-				client.MatchingLabels{v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name), v1alpha1.LabelRole: v1alpha1.RoleBuild},
-				client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-				return false, "", identity.Refused(err, "delete builder jobs of image "+img.Name)
-			}
-			return false, "image " + img.Name + " is missing from the registry: building it again", nil
-		}
+		missing = true
 	}
 
 	if s.Progress != nil {
@@ -234,9 +225,9 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 	} else {
 		var msg string
 		if img.Run.KeepWarm {
-			res, msg, err = s.buildWarm(ctx, img, ist, spec, ref, inputs, tags)
+			res, msg, err = s.buildWarm(ctx, img, ist, spec, ref, inputs, tags, missing)
 		} else {
-			res, msg, err = s.buildWithJobs(ctx, img, ist, spec, ref, inputs, tags)
+			res, msg, err = s.buildWithJobs(ctx, img, ist, spec, ref, inputs, tags, missing)
 		}
 		if err != nil || res == nil {
 			return false, msg, err
@@ -301,6 +292,21 @@ func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 	s.e.recent.Put(key, memoEntry{digest: ist.Digest, at: time.Now()})
 	s.requeueWithin(interval)
 	return true, nil
+}
+
+// reportedMissing checks, after the registry lost an image, that the
+// platform image a builder reported is still there: false means it must
+// be built again.
+func (s *Session) reportedMissing(ctx context.Context, img *v1alpha1.ImageSpec, digest string) (bool, error) {
+	b, err := s.registry(ctx)
+	if err != nil {
+		return false, err
+	}
+	held, err := b.Holds(ctx, img.Name, digest, nil)
+	if err != nil {
+		return false, buildError(img.Name, err)
+	}
+	return !held, nil
 }
 
 // imageSpec is the image to build, with its base pinned to the digest the

@@ -30,8 +30,11 @@ const logTailBytes = 2048
 // The Jobs are named after the inputs, so the same inputs never run twice
 // and a restarted operator finds the Job it created. It returns a result
 // once every platform image is pushed and tagged, nil while Jobs run.
+// missing says the registry lost the image built from these inputs: a
+// Job that reported a platform image the registry no longer holds is
+// replaced.
 func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates) (*Result, string, error) {
+	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
@@ -59,7 +62,15 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 		if err := s.e.APIReader.List(ctx, jobPods, client.InNamespace(s.env.Namespace), client.MatchingLabels{batchv1.JobNameLabel: jobName}); err != nil {
 			return nil, "", err
 		}
-		outcome, err := ReadJob(job, jobPods.Items)
+		// Only this Job's pods: a Job of the same name deleted before it
+		// (the registry lost its image) may leave pods behind for a while.
+		ours := jobPods.Items[:0]
+		for _, pod := range jobPods.Items {
+			if metav1.IsControlledBy(&pod, job) {
+				ours = append(ours, pod)
+			}
+		}
+		outcome, err := ReadJob(job, ours)
 		if err != nil {
 			return nil, "", err
 		}
@@ -76,6 +87,19 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 			if err != nil {
 				return nil, "", fmt.Errorf("builder job %s reported digest %q: %w", jobName, outcome.Report.Digest, err)
 			}
+			if missing {
+				gone, err := s.reportedMissing(ctx, img, outcome.Report.Digest)
+				if err != nil {
+					return nil, "", err
+				}
+				if gone {
+					if err := s.removeBuilderJob(ctx, job); err != nil {
+						return nil, "", err
+					}
+					running = append(running, jobName)
+					continue
+				}
+			}
 			digests[p] = h
 		}
 	}
@@ -84,6 +108,21 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 	}
 	res, err := s.publishBuilt(ctx, img, ist, digests, tags)
 	return res, "", err
+}
+
+// removeBuilderJob deletes a builder Job whose pushed image the registry
+// lost, so the next reconcile starts it again.
+func (s *Session) removeBuilderJob(ctx context.Context, job *batchv1.Job) error {
+	tenant, err := s.tenant.Client()
+	if err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("the registry lost what a builder job pushed; running it again", "job", job.Name)
+	if err := tenant.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil &&
+		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return identity.Refused(err, "delete builder job "+job.Name)
+	}
+	return nil
 }
 
 // needHelperImage refuses a run step when builder pods would have no

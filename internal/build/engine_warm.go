@@ -31,7 +31,7 @@ import (
 // reconcile (warmBuilds), which it wakes when done. It returns a result
 // once every platform image is pushed and tagged, nil meanwhile.
 func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates) (*Result, string, error) {
+	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
@@ -98,6 +98,20 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 			h, err := v1.NewHash(out.report.Digest)
 			if err != nil {
 				return nil, "", fmt.Errorf("warm builder %s reported digest %q: %w", pod.Name, out.report.Digest, err)
+			}
+			if missing {
+				// The registry lost the image: a build of these inputs
+				// that reported a digest it no longer holds runs again.
+				gone, err := s.reportedMissing(ctx, img, out.report.Digest)
+				if err != nil {
+					return nil, "", err
+				}
+				if gone {
+					warm.forget(key)
+					s.Poll = true
+					waiting = append(waiting, fmt.Sprintf("image %s is missing from the registry: building it again in warm builder %s", img.Name, pod.Name))
+					continue
+				}
 			}
 			digests[p] = h
 		}

@@ -35,6 +35,7 @@ func everything() map[string]any {
 			"driftInterval": "10m", "maxSourceSize": 2147483648, "logLevel": "debug", "logFormat": "console",
 			"layerCompression": "gzip",
 		},
+		"egress": map[string]any{"denyCIDRs": []any{"10.96.0.0/12"}, "allowHosts": []any{"mirror.example:5000"}},
 		"registry": map[string]any{
 			"enabled":     true,
 			"persistence": map[string]any{"enabled": true, "size": "5Gi"},
@@ -135,7 +136,9 @@ func TestChartManagerArgs(t *testing.T) {
 	want := []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--work-dir=/var/cache/devloop", "--concurrent=8", "--default-service-account=deployer",
 		"--no-cross-namespace-refs", "--drift-interval=10m", "--max-source-size=2147483648",
-		"--layer-compression=gzip", "--log-level=debug", "--log-format=console"}
+		"--layer-compression=gzip", "--log-level=debug", "--log-format=console",
+		"--egress-deny-cidr=10.96.0.0/12", "--egress-allow-host=mirror.example:5000",
+		"--egress-allow-host=devloop-registry." + namespace + ".svc:5000", "--egress-allow-host=devloop-registry." + namespace + ".svc.cluster.local:5000"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("args\n got %q\nwant %q", got, want)
 	}

@@ -1,0 +1,171 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
+)
+
+// pushRandom pushes a random platform image to ns/api, as a builder's
+// push would, and returns its digest.
+func pushRandom(g Gomega, ns string) v1.Hash {
+	img, err := random.Image(256, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := img.Digest()
+	g.Expect(err).NotTo(HaveOccurred())
+	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Write(ref, img)).To(Succeed())
+	return d
+}
+
+// wipeManifest deletes a manifest from the test registry, as a registry
+// restarted without storage or garbage-collected would have lost it.
+func wipeManifest(g Gomega, repo, digest string) {
+	req, err := http.NewRequest(http.MethodDelete, reg.URL+"/v2/"+repo+"/manifests/"+digest, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
+}
+
+// expectPushed checks that the registry holds the recorded image and that
+// every tag names it.
+func expectPushed(t *testing.T, g Gomega, ns string, img *v1alpha1.ImageStatus) {
+	byDigest, err := name.NewDigest(reg.host+"/"+ns+"/api@"+img.Digest, name.Insecure)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = remote.Head(byDigest)
+	g.Expect(err).NotTo(HaveOccurred(), "the manifest is in the registry")
+	for _, tag := range img.Tags {
+		g.Expect(reg.tagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
+	}
+}
+
+// TestWipedRegistryRebuildsRunSteps (issue 17, crossing 9): after the
+// registry loses an image built by a run step, the builder Job of the same
+// inputs runs again (the digest it reported is gone too) and the new push
+// is recorded and tagged; before, the recorded digest was kept and the
+// image never came back.
+func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	finish := func(job batchv1.Job) {
+		d := pushRandom(g, ns)
+		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 1})
+		finishJob(t, &job,
+			[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
+			[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, string(report))}, true)
+	}
+	var first batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		first = jobs["linux-amd64"]
+	}, timeout).Should(Succeed())
+	finish(first)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	built := *imageOf(env, "api", "api")
+	expectPushed(t, g, ns, &built)
+
+	// The registry loses the image.
+	wipeManifest(g, ns+"/api", built.Digest)
+	requestReconcile(t, env)
+
+	// The same inputs' Job runs again: a new Job of the same name.
+	var second batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		second = jobs["linux-amd64"]
+		g.Expect(second.UID).NotTo(Equal(first.UID))
+	}, timeout).Should(Succeed())
+	g.Expect(second.Name).To(Equal(first.Name))
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
+	})
+	expectKstatus(t, env, status.InProgressStatus)
+
+	finish(second)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "api", "api").Digest).NotTo(Equal(built.Digest))
+	})
+	expectPushed(t, g, ns, imageOf(env, "api", "api"))
+	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestWipedRegistryRebuildsInWarmBuilders: the same for a warm builder: a
+// build of unchanged inputs whose reported image the registry lost is
+// exec'd again.
+func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Name = "wipe"
+	env.Spec.ServiceAccountName = "deployer"
+	img := &env.Spec.Components[0].Images[0]
+	img.Platforms = []string{"linux/amd64"}
+	img.Run.KeepWarm = true
+	suiteExec.set(func(command []string, stdout, _ io.Writer) error {
+		if !isStep(command, build.WarmStepPush) {
+			return nil
+		}
+		_, err := fmt.Fprintf(stdout, "{\"digest\":%q}\n", pushRandom(g, ns))
+		return err
+	})
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	pod := &corev1.Pod{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("wipe", "api", "linux/amd64")}, pod)
+	}, timeout).Should(Succeed())
+	pod.Status.Phase = corev1.PodRunning
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	built := *imageOf(env, "api", "api")
+	g.Expect(suiteExec.callsWith(first.String())).To(Equal(1))
+
+	wipeManifest(g, ns+"/api", built.Digest)
+	requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "api", "api").Digest).NotTo(Equal(built.Digest))
+	})
+	g.Expect(suiteExec.callsWith(first.String())).To(Equal(2), "the build of the same inputs ran again")
+	expectPushed(t, g, ns, imageOf(env, "api", "api"))
+	expectKstatus(t, env, status.CurrentStatus)
+}
