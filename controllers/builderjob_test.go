@@ -75,7 +75,7 @@ func finishJob(t *testing.T, job *batchv1.Job, initStatuses, statuses []corev1.C
 	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-" + string(job.UID)[:5],
-			Labels: map[string]string{batchv1.JobNameLabel: job.Name},
+			Labels:          map[string]string{batchv1.JobNameLabel: job.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: job.Spec.Template.Spec,
 	}
