@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,4 +209,47 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g.Expect(runOf(env, "unit", 2).Requests).To(Equal(int32(1)))
 	readyCurrent(g, env)
 	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestOversizedTokenTrigger: a token trigger longer than a trigger may be
+// (one that would not fit status.handledTriggerTokens, failing every
+// status write) is refused naming the annotation and its length, recorded
+// as handled, and status writes go on: a reconcile request is acted on,
+// and the next token trigger runs.
+func TestOversizedTokenTrigger(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	env := testsEnv(t, ns, suite("c"))
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, readyCurrent)
+
+	huge := "c@" + strings.Repeat("x", 1200)
+	annotate(t, env, v1alpha1.TriggerAnnotation, huge)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := condition(env, v1alpha1.ConditionTriggerHandled)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidTrigger))
+		g.Expect(c.Message).To(Equal("annotation trigger holds 1202 bytes; a trigger may have at most 1024: it is ignored"))
+		g.Expect(env.Status.HandledTriggerTokens).To(HaveLen(1))
+		g.Expect(env.Status.HandledTriggerTokens[0]).To(HavePrefix("trigger=sha256:"))
+	})
+	expectEvent(t, ns, v1alpha1.ReasonInvalidTrigger, "annotation trigger holds 1202 bytes")
+	g.Expect(testrun.Unconsumed(env)).To(BeEmpty(), "the plugin sees it consumed")
+
+	request := requestReconcile(t, env)
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request), "status writes go on")
+	})
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v1"
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	expectRun(t, env, "c", 1, v1alpha1.ResultRunning)
 }

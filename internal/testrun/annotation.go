@@ -1,6 +1,8 @@
 package testrun
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -48,10 +50,27 @@ func ReadPending(env *v1alpha1.DevEnvironment) (p Pending, raw string, ok bool, 
 	return p, raw, true, nil
 }
 
+// maxTokenRecord is the longest entry of status.handledTriggerTokens the
+// CRD accepts (items:MaxLength): one longer fails the whole status write.
+const maxTokenRecord = 1100
+
+// tokenRecord is the entry of status.handledTriggerTokens for a token
+// value handled for key: "key=value", or, when that is longer than the
+// CRD accepts (a value past MaxValue, refused but still recorded so it is
+// not handled again), "key=sha256:<hex of value>".
+func tokenRecord(key, value string) string {
+	if rec := key + "=" + value; len(rec) <= maxTokenRecord {
+		return rec
+	}
+	sum := sha256.Sum256([]byte(value))
+	return key + "=sha256:" + hex.EncodeToString(sum[:])
+}
+
 // TokenHandled reports whether a token trigger value was handled for key.
 func TokenHandled(env *v1alpha1.DevEnvironment, key, value string) bool {
+	rec := tokenRecord(key, value)
 	for _, t := range env.Status.HandledTriggerTokens {
-		if t == key+"="+value {
+		if t == rec {
 			return true
 		}
 	}
@@ -61,7 +80,7 @@ func TokenHandled(env *v1alpha1.DevEnvironment, key, value string) bool {
 // RecordToken remembers the token value handled for key, replacing the
 // key's previous one.
 func RecordToken(env *v1alpha1.DevEnvironment, key, value string) {
-	kept := []string{key + "=" + value}
+	kept := []string{tokenRecord(key, value)}
 	for _, t := range env.Status.HandledTriggerTokens {
 		if !strings.HasPrefix(t, key+"=") {
 			kept = append(kept, t)

@@ -116,8 +116,13 @@ func (p *testPass) applyTrigger(key, value string) {
 		if _, ok := err.(*UnknownError); ok {
 			reason = v1alpha1.ReasonUnknownTestSuite
 		}
-		p.setTriggerCondition(metav1.ConditionFalse, reason, err.Error())
 		msg := err.Error()
+		if len(value) > MaxValue {
+			// Consumed like any refused trigger (a token one is recorded
+			// hashed), so it cannot wedge later status writes.
+			msg = fmt.Sprintf("annotation %s holds %d bytes; a trigger may have at most %d: it is ignored", key, len(value), MaxValue)
+		}
+		p.setTriggerCondition(metav1.ConditionFalse, reason, msg)
 		// Emitted once recorded, so a retried reconcile does not repeat it.
 		p.notes = append(p.notes, func() { p.event(corev1.EventTypeWarning, reason, "Trigger", msg) })
 		return
