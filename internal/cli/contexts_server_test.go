@@ -72,7 +72,9 @@ func TestContextGuardChecksTheServer(t *testing.T) {
 		want string
 	}{
 		{"--server", func() result { return plugin(t, "status", "team", "-n", ns, "--server", elsewhere) }, "refusing server " + elsewhere + `: the allowed context "` + contextName + `" names the server ` + host},
-		{"--cluster", func() result { return runWithKubeconfig(t, withOther, "status", "team", "-n", ns, "--cluster", "other") }, "refusing server " + elsewhere},
+		{"--cluster", func() result {
+			return runWithKubeconfig(t, withOther, "status", "team", "-n", ns, "--cluster", "other")
+		}, "refusing server " + elsewhere},
 		{"another kubeconfig", func() result { return runWithKubeconfig(t, sameNameElsewhere, "status", "team", "-n", ns) }, `context "` + contextName + `" was first used with the server ` + host},
 		{"trigger with --server", func() result { return plugin(t, "trigger", "team", "unit", "-n", ns, "--server", elsewhere) }, "refusing server"},
 	} {
