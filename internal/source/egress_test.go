@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"golang.org/x/crypto/ssh/knownhosts"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/egress"
 )
@@ -39,6 +41,25 @@ func TestEgressPolicyRefusesDeniedSources(t *testing.T) {
 		expectError(t, err, permanent, []string{"egress policy refuses 127.0.0.1"})
 		if n := requests.n.Load(); n != 0 {
 			t.Errorf("the git server received %d requests", n)
+		}
+	})
+
+	t.Run("git over SSH", func(t *testing.T) {
+		r := newGitRepo(t)
+		hostKey, _ := newKey(t)
+		client, clientPEM := newKey(t)
+		addr := sshGitServer(t, hostKey, client.PublicKey())
+		knownHosts := knownhosts.Line([]string{knownhosts.Normalize(addr)}, hostKey.PublicKey()) + "\n"
+		f := newFetcher(t, secret("ssh", map[string]string{"identity": string(clientPEM), "known_hosts": knownHosts}))
+		f.Egress = denyLoopback(t)
+		src := gitSource("ssh://git@"+addr+r.dir, &v1alpha1.GitRef{Branch: "dev"})
+		src.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "ssh"}
+		_, err := f.Resolve(ctx, testNamespace, src)
+		expectError(t, err, permanent, []string{`source "app": git ssh://`, "egress policy refuses 127.0.0.1 (--egress-deny-cidr 127.0.0.0/8) for " + addr})
+		// Allowed by name, it is reached.
+		f.Egress = denyLoopback(t, addr)
+		if _, err := f.Resolve(ctx, testNamespace, src); err != nil {
+			t.Fatal(err)
 		}
 	})
 
