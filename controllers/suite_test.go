@@ -20,6 +20,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -77,7 +78,7 @@ func TestMain(m *testing.M) {
 		AllowOperatorIdentity: true, OperatorClient: mgr.GetClient()}
 	routed := &routedEngine{scripted: engine, real: &deploy.Engine{
 		Mapper: mgr.GetRESTMapper(),
-		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts"},
+		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts", Egress: egress.Default()},
 	}, strict: strict, lenient: lenient}
 	recorder := mgr.GetEventRecorder("devloop")
 	r := &DevEnvironmentReconciler{
@@ -87,7 +88,7 @@ func TestMain(m *testing.M) {
 		Deploy:               routed,
 		NoCrossNamespaceRefs: true,
 		WaitInterval:         200 * time.Millisecond,
-		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources"},
+		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources", Egress: egress.Default()},
 		Builds: &build.Engine{
 			// Every reconcile checks that unchanged images are still pushed.
 			Options:   build.Options{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
