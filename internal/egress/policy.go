@@ -57,6 +57,9 @@ var DefaultDeny = []Rule{
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata"},
+	// IPv4 link-local embedded in IPv6: NAT64 (RFC 6052) and 6to4.
+	{netip.MustParsePrefix("64:ff9b::a9fe:0/112"), "link-local via NAT64"},
+	{netip.MustParsePrefix("2002:a9fe::/32"), "link-local via 6to4"},
 }
 
 // Default is the policy with the default denies only.

@@ -25,6 +25,9 @@ func TestDefaultDeniesLinkLocalOnly(t *testing.T) {
 		"fe80::1":                true,
 		"fe80::1%eth0":           true,
 		"fd00:ec2::254":          true,
+		"64:ff9b::a9fe:a9fe":     true, // NAT64 of 169.254.169.254
+		"2002:a9fe:a9fe::1":      true, // 6to4
+		"64:ff9b::808:808":       false,
 		"127.0.0.1":              false, // loopback: a laptop's local registry
 		"::1":                    false,
 		"10.96.0.1":              false, // cluster ranges only when configured
