@@ -55,4 +55,7 @@ type TestRunner interface {
 	TakeTrigger(ctx context.Context, env, before *v1alpha1.DevEnvironment) (retrySoon bool, err error)
 	// Run records, starts, observes and trims test runs.
 	Run(ctx context.Context, in testrun.Inputs) (testrun.Hints, error)
+	// Forget drops what the engine keeps of a deleted environment (its
+	// metric series).
+	Forget(env *v1alpha1.DevEnvironment)
 }

@@ -68,6 +68,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx, removeCtx context.Context, env 
 	}
 	r.forgetSources(env.UID)
 	r.Builds.Forget(env.UID)
+	r.Tests.Forget(env)
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,4 +131,44 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g.Expect(testutil.CollectAndCount(testrun.RunDuration, "devloop_test_run_duration_seconds")).To(BeNumerically(">=", 1))
 	readyCurrent(g, env)
 	expectKstatus(t, env, status.CurrentStatus)
+}
+
+// TestDeletedEnvironmentsMetricsGo: deleting an environment removes its
+// test run series from the metrics endpoint; another namespace's
+// environment of the same name keeps its own.
+func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, other := newNamespace(t), newNamespace(t)
+	env := testsEnv(t, ns, suite("unit"))
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+	// As the runs of its past would have left them.
+	for _, n := range []string{ns, other} {
+		testrun.RunsTotal.WithLabelValues(n, env.Name, "unit", string(v1alpha1.ResultPassed)).Inc()
+		testrun.RunDuration.WithLabelValues(n, env.Name, "unit").Observe(2)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(testrun.RunsTotal, testrun.RunDuration)
+	series := func(namespace string) int {
+		families, err := reg.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		n := 0
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "namespace" && l.GetValue() == namespace {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	g.Expect(series(ns)).To(Equal(2))
+
+	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
+	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	g.Expect(series(ns)).To(BeZero(), "the deleted environment's series are gone")
+	g.Expect(series(other)).To(Equal(2), "another namespace's stay")
 }

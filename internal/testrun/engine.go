@@ -513,3 +513,9 @@ type Hints struct {
 	// shortly.
 	RetrySoon bool
 }
+
+// Forget drops what the engine keeps of a deleted environment: its metric
+// series.
+func (e *Engine) Forget(env *v1alpha1.DevEnvironment) {
+	ForgetMetrics(env.Namespace, env.Name)
+}

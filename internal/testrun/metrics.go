@@ -22,3 +22,11 @@ var (
 func init() {
 	metrics.Registry.MustRegister(RunsTotal, RunDuration)
 }
+
+// ForgetMetrics removes every series of the environment namespace/name,
+// so a deleted environment's series do not stay on the metrics endpoint
+// for the operator's lifetime. It returns how many were removed.
+func ForgetMetrics(namespace, name string) int {
+	labels := prometheus.Labels{"namespace": namespace, "environment": name}
+	return RunsTotal.DeletePartialMatch(labels) + RunDuration.DeletePartialMatch(labels)
+}
