@@ -332,7 +332,14 @@ func (f *Fetcher) fetchGit(s subject, ref Ref, creds *Credentials) filler {
 		if err != nil {
 			return entryMeta{}, s.permanent("%v", err)
 		}
-		repo, hash, err := fetchCommit(ctx, s, ref, auth, scratch, content)
+		// go-git writes the pack to disk itself: its size is bounded by
+		// watching the disk it takes.
+		limit := downloadLimit(f.maxSize())
+		fetchCtx, stop := watchSize(ctx, scratch, limit)
+		repo, hash, err := fetchCommit(fetchCtx, s, ref, auth, scratch, content)
+		if stop() {
+			return entryMeta{}, s.permanent("fetching commit %s downloads more than %d bytes", ref.Commit, limit)
+		}
 		if err != nil {
 			return entryMeta{}, err
 		}
@@ -541,7 +548,9 @@ func (f *Fetcher) expandCommit(ctx context.Context, s subject, url, short string
 		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
 			return "", err
 		}
-		err = repo.FetchContext(ctx, &git.FetchOptions{
+		limit := downloadLimit(f.maxSize())
+		fetchCtx, stop := watchSize(ctx, staging, limit)
+		err = repo.FetchContext(fetchCtx, &git.FetchOptions{
 			RemoteName: "origin",
 			RefSpecs: []config.RefSpec{
 				"+refs/heads/*:refs/devloop/heads/*",
@@ -550,6 +559,9 @@ func (f *Fetcher) expandCommit(ctx context.Context, s subject, url, short string
 			Auth: auth,
 			Tags: git.NoTags,
 		})
+		if stop() {
+			return "", s.permanent("expanding commit %s downloads more than %d bytes: give the full commit", short, limit)
+		}
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return "", gitError(s, auth, err)
 		}

@@ -147,6 +147,16 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		if err != nil {
 			return entryMeta{}, c.error(s, what, err)
 		}
+		// The registry client reads a layer no further than its
+		// descriptor's size; the sizes are checked before anything is
+		// downloaded.
+		var download int64
+		for _, l := range manifest.Layers {
+			download += max(l.Size, 0)
+		}
+		if limit := downloadLimit(f.maxSize()); download > limit {
+			return entryMeta{}, s.permanent("%s: its layers take %d bytes, more than the %d a source may download", what, download, limit)
+		}
 		x, err := newExtractor(content, f.maxSize(), true)
 		if err != nil {
 			return entryMeta{}, err
