@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilexec "k8s.io/client-go/util/exec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,15 +33,21 @@ type fakeExec struct {
 	mu    sync.Mutex
 	calls [][]string
 	run   func(command []string, stdout, stderr io.Writer) error
+	// real lists namespaces whose execs go to the API server as the
+	// tenant (which refuses them or finds no kubelet).
+	real map[string]bool
 }
 
 var suiteExec = &fakeExec{}
 
-func (f *fakeExec) Exec(_ context.Context, _ *identity.Tenant, _, _, container string, command []string, stdout, stderr io.Writer) error {
+func (f *fakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, command)
-	run := f.run
+	run, real := f.run, f.real[namespace]
 	f.mu.Unlock()
+	if real {
+		return t.Exec(ctx, namespace, pod, container, command, stdout, stderr)
+	}
 	step := ""
 	for i := range command[:len(command)-1] {
 		if command[i] == "--step" {
@@ -59,6 +66,16 @@ func (f *fakeExec) Exec(_ context.Context, _ *identity.Tenant, _, _, container s
 // isStep reports whether command is the warm build's step.
 func isStep(command []string, step string) bool {
 	return strings.Contains(strings.Join(command, " "), "--step "+step)
+}
+
+// execForReal sends ns's execs to the API server.
+func (f *fakeExec) execForReal(ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.real == nil {
+		f.real = map[string]bool{}
+	}
+	f.real[ns] = true
 }
 
 func (f *fakeExec) set(run func(command []string, stdout, stderr io.Writer) error) {
@@ -223,4 +240,42 @@ func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(squatter), pod)).To(Succeed())
 	g.Expect(pod.UID).To(Equal(squatter.UID), "not replaced")
 	g.Expect(suiteExec.callsWith(ns)).To(BeZero(), "never exec'd into")
+}
+
+// TestRefusedExecStallsForbidden: a ServiceAccount that may run warm
+// builders but not exec into them is refused by the API server (a 403 on
+// the connection upgrade, told by its Status, not by a word in a message):
+// the environment stalls with reason Forbidden, naming the right it needs.
+func TestRefusedExecStallsForbidden(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	suiteExec.execForReal(ns)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "builder", false)
+	allow(t, ns, "builder",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "create", "delete"}})
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "builder"
+	img := &env.Spec.Components[0].Images[0]
+	img.Platforms = []string{"linux/amd64"}
+	img.Run.KeepWarm = true
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	pod := &corev1.Pod{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
+	}, timeout).Should(Succeed())
+	pod.Status.Phase = corev1.PodRunning
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonForbidden))
+		g.Expect(stalled.Message).To(ContainSubstring("pods/exec"))
+	})
+	expectKstatus(t, env, status.FailedStatus)
 }
