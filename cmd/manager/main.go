@@ -141,6 +141,7 @@ func run(args []string) error {
 			Client:      mgr.GetClient(),
 			APIReader:   mgr.GetAPIReader(),
 			Events:      recorder,
+			LogsFor:     testrun.TenantLogs, // test pod logs in status are read as the tenant
 			Logs:        logs,
 			HelperImage: opts.helperImage,
 		},

@@ -476,8 +476,12 @@ type Engine struct {
 	APIReader client.Reader
 	// Events records run starts and ends; nil records nothing.
 	Events events.EventRecorder
-	// Logs reads test pod logs; nil leaves runs without a tail.
-	Logs pods.LogReader
+	// LogsFor, when set, gives the reader of an environment's test pod
+	// logs acting as its tenant (TenantLogs); Logs is used when it is nil
+	// (tests without a kubelet). Logs nil as well leaves runs without a
+	// tail.
+	LogsFor func(t *identity.Tenant) (pods.LogReader, error)
+	Logs    pods.LogReader
 	// HelperImage fetches a suite's source in its pod.
 	HelperImage string
 	// StartTimeout is how long a test pod may wait to start (an image that

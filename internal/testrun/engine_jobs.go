@@ -11,12 +11,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // observe reads a running run's Job and records its end.
@@ -65,7 +68,7 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 	run.ExitCode = out.ExitCode
 	run.CompletionTime = out.CompletionTime
 	if out.Pod != "" {
-		run.LogTail = p.e.logTail(ctx, env.Namespace, out.Pod, out.Container)
+		run.LogTail = p.e.logTail(ctx, p.in.Tenant, env.Namespace, out.Pod, out.Container)
 	}
 	if out.StopJob {
 		p.delete(job.Name)
@@ -228,12 +231,22 @@ func (p *testPass) event(typ, reason, action, note string) {
 	}
 }
 
-// logTail is the end of a test container's log, at most 4 KiB.
-func (e *Engine) logTail(ctx context.Context, namespace, pod, container string) string {
-	if e.Logs == nil {
+// logTail is the end of a test container's log, at most 4 KiB, read as
+// the environment's tenant when LogsFor says how: status shows it to
+// whoever may read the DevEnvironment, so it must hold nothing the
+// tenant could not read itself.
+func (e *Engine) logTail(ctx context.Context, t *identity.Tenant, namespace, pod, container string) string {
+	logs := e.Logs
+	if e.LogsFor != nil && t != nil {
+		var err error
+		if logs, err = e.LogsFor(t); err != nil {
+			return "(log not available: " + err.Error() + ")"
+		}
+	}
+	if logs == nil {
 		return ""
 	}
-	out, err := e.Logs.TailLog(ctx, namespace, pod, container, 200)
+	out, err := logs.TailLog(ctx, namespace, pod, container, 200)
 	if err != nil {
 		return "(log not available: " + err.Error() + ")"
 	}
@@ -270,4 +283,20 @@ func componentName(c *v1alpha1.Component) string {
 		return ""
 	}
 	return c.Name
+}
+
+// TenantLogs reads container logs as t's user (its ServiceAccount,
+// impersonated): the Engine's LogsFor in the operator. The ServiceAccount
+// needs get on pods/log in its namespace; without it a run's tail says
+// the log is not available, naming the refusal.
+func TenantLogs(t *identity.Tenant) (pods.LogReader, error) {
+	cfg, err := t.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return pods.Logs{Clientset: cs}, nil
 }
