@@ -87,7 +87,9 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		}
 		st.Revision = last.ref.Revision
 		s.refs[src.Name] = last.ref
-		s.requeueWithin(last.at.Add(interval).Sub(now))
+		if !pinned(src) {
+			s.requeueWithin(last.at.Add(interval).Sub(now))
+		}
 		kept = append(kept, st)
 	}
 	s.env.Status.Sources = kept
