@@ -89,7 +89,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 			warm.forget(key)
 			if execRefused(out.err) {
 				return nil, "", fault.Stalledf(v1alpha1.ReasonForbidden,
-					"image %s: exec into warm builder %s: %w (run.keepWarm needs create on pods/exec for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
+					"image %s: exec into warm builder %s: %w (run.keepWarm needs get and create on pods/exec, on the warm builder's name, for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
 			}
 			return nil, "", fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
 		case out.err != nil:
