@@ -3,8 +3,11 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -192,4 +195,49 @@ func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
 		g.Expect(appliers).To(Equal([]string{deploy.FieldManagerFor(ns + "/jobs")}), ns)
 		g.Expect(appliers[0]).To(Equal("devloop/" + ns + "/jobs"))
 	}
+}
+
+// TestPendingReleaseOfSomeoneElseIsLeftAlone: a release left
+// pending-upgrade by someone else's helm upgrade, started less than the
+// action timeout ago, is not unlocked under it: the component is
+// Deploying, saying so and until when, the environment Reconciling, and
+// the release's storage is untouched.
+func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	env := jobsEnv(t, ns, chartFiles(t, "upgradehook", "chart"))
+	env.Spec.Components[0].Manifests = nil
+	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "busy"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = eventually(t, key, readyCurrent)
+
+	// Someone's helm upgrade, started 30s ago, is running: it wrote
+	// revision 2 pending-upgrade, copying revision 1's labels as helm
+	// upgrade does.
+	cfg, err := deploy.NewConfigFactory(restConfig, "")(ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	last, err := deploy.LastRelease(cfg, "busy")
+	g.Expect(err).NotTo(HaveOccurred())
+	pending := *last
+	pending.Info = &release.Info{Status: release.StatusPendingUpgrade, LastDeployed: helmtime.Time{Time: time.Now().Add(-30 * time.Second)}}
+	pending.Version = last.Version + 1
+	g.Expect(cfg.Releases.Create(&pending)).To(Succeed())
+
+	requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		st := componentOf(env, "init")
+		g.Expect(st.Phase).To(Equal(v1alpha1.PhaseDeploying))
+		g.Expect(st.Message).To(ContainSubstring("helm release " + ns + "/busy revision 2 is pending-upgrade since"))
+		g.Expect(st.Message).To(ContainSubstring("another helm action may be running; devloop unlocks it if it is still pending-upgrade at"))
+		reconciling := condition(env, v1alpha1.ConditionReconciling)
+		g.Expect(reconciling).NotTo(BeNil())
+		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+	})
+	now, err := deploy.LastRelease(cfg, "busy")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(now.Version).To(Equal(2))
+	g.Expect(now.Info.Status).To(Equal(release.StatusPendingUpgrade), "left to its action")
+	g.Expect(releaseSecrets(t, ns, "busy")).To(Equal(2))
 }
