@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -119,6 +120,32 @@ func kustomizeBuild(root, dir string) ([]json.RawMessage, error) {
 // and returns its objects. It is the loader devloop gives kustomize: no
 // request leaves it, whatever the kustomization says.
 func kustomizeOffline(ctx context.Context, root, dir string) ([]*unstructured.Unstructured, error) {
+	out, ok := built.get(root, dir)
+	if !ok {
+		var err error
+		if out, err = runOfflineChild(ctx, root, dir); err != nil {
+			return nil, err
+		}
+		built.put(root, dir, out)
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return nil, err
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(raw))
+	for _, b := range raw {
+		// Through JSON, so numbers are int64 as unstructured expects.
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, err
+		}
+		objs = append(objs, u)
+	}
+	return objs, nil
+}
+
+// runOfflineChild runs the offline child on dir and returns its output.
+func runOfflineChild(ctx context.Context, root, dir string) ([]byte, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("kustomize: finding the operator's binary: %w", err)
@@ -148,20 +175,52 @@ func kustomizeOffline(ctx context.Context, root, dir string) ([]*unstructured.Un
 		}
 		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil {
-		return nil, err
+	return stdout.Bytes(), nil
+}
+
+// built remembers recent builds: a fetched source's directory never
+// changes (it is named by its content and shared read-only), and a
+// component is rendered on every reconcile, so a build is run once per
+// content, not once per reconcile. Bounded in entries and bytes; the
+// oldest go first.
+var built = &buildCache{maxEntries: 64, maxBytes: 64 << 20}
+
+type buildCache struct {
+	mu                   sync.Mutex
+	maxEntries, maxBytes int
+	keys                 []string
+	outputs              map[string][]byte
+	bytes                int
+}
+
+func (c *buildCache) get(root, dir string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, ok := c.outputs[root+"\x00"+dir]
+	return out, ok
+}
+
+func (c *buildCache) put(root, dir string, out []byte) {
+	if len(out) > c.maxBytes/4 {
+		return
 	}
-	objs := make([]*unstructured.Unstructured, 0, len(raw))
-	for _, b := range raw {
-		// Through JSON, so numbers are int64 as unstructured expects.
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			return nil, err
-		}
-		objs = append(objs, u)
+	key := root + "\x00" + dir
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.outputs == nil {
+		c.outputs = map[string][]byte{}
 	}
-	return objs, nil
+	if _, ok := c.outputs[key]; ok {
+		return
+	}
+	for len(c.keys) > 0 && (len(c.keys) >= c.maxEntries || c.bytes+len(out) > c.maxBytes) {
+		c.bytes -= len(c.outputs[c.keys[0]])
+		delete(c.outputs, c.keys[0])
+		c.keys = c.keys[1:]
+	}
+	c.keys = append(c.keys, key)
+	c.outputs[key] = out
+	c.bytes += len(out)
 }
 
 // capped keeps at most max bytes written to it and notes whether more

@@ -67,3 +67,28 @@ func TestKustomizeLoaderIsOffline(t *testing.T) {
 	g.Expect(objs).To(HaveLen(1))
 	g.Expect(objs[0].GetName()).To(Equal("x-cm"))
 }
+
+// TestBuildCacheBounds: the cache of builds keeps at most its entries and
+// bytes, dropping the oldest.
+func TestBuildCacheBounds(t *testing.T) {
+	c := &buildCache{maxEntries: 2, maxBytes: 100}
+	c.put("r", "a", make([]byte, 10))
+	c.put("r", "b", make([]byte, 10))
+	c.put("r", "c", make([]byte, 10))
+	if _, ok := c.get("r", "a"); ok {
+		t.Error("a outlived the entry bound")
+	}
+	c.put("r", "d", make([]byte, 20))
+	c.put("r", "e", make([]byte, 26)) // over a quarter of the bytes: not kept
+	if _, ok := c.get("r", "e"); ok {
+		t.Error("an output over a quarter of the bound was kept")
+	}
+	for _, k := range []string{"c", "d"} {
+		if _, ok := c.get("r", k); !ok {
+			t.Errorf("%s dropped", k)
+		}
+	}
+	if c.bytes != 30 || len(c.keys) != 2 {
+		t.Errorf("bytes %d, entries %d; want 30, 2", c.bytes, len(c.keys))
+	}
+}
