@@ -128,7 +128,8 @@ func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	// Content of its own: callsWith counts execs naming its digest.
+	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
 	deployer(t, ns, "deployer", true)
 	env := apiEnv(ns)
 	env.Name = "wipe"

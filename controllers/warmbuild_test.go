@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilexec "k8s.io/client-go/util/exec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,7 +105,8 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	// Content of its own: callsWith counts execs naming its digest.
+	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
 	deployer(t, ns, "deployer", true)
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
@@ -180,7 +182,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 		fmt.Fprintln(stderr, "cmd/api/main.go:2:1: syntax error: unexpected }")
 		return utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}
 	})
-	second := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {\n"})
+	second := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {\n"})
 	requestReconcile(t, env)
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := condition(env, v1alpha1.ConditionStalled)
@@ -278,4 +280,44 @@ func TestRefusedExecStallsForbidden(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("pods/exec"))
 	})
 	expectKstatus(t, env, status.FailedStatus)
+}
+
+// TestStaleWarmBuilderIsRemoved: a warm builder of the environment that no
+// platform uses any more (here: named by the earlier scheme) is deleted,
+// since an idle builder still holds the credentials; the current one
+// stays.
+func TestStaleWarmBuilderIsRemoved(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	img := &env.Spec.Components[0].Images[0]
+	img.Platforms = []string{"linux/amd64"}
+	img.Run.KeepWarm = true
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	current := &corev1.Pod{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, current)
+	}, timeout).Should(Succeed())
+	stale := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-api-amd64-warm", Labels: current.Labels,
+			OwnerReferences: current.OwnerReferences},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
+	requestReconcile(t, env)
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(stale), &corev1.Pod{}))
+	}, timeout).Should(BeTrue())
+	kept := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(current), kept)).To(Succeed())
+	g.Expect(kept.UID).To(Equal(current.UID))
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components).To(HaveLen(1))
+		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
+	})
+	expectKstatus(t, env, status.InProgressStatus)
 }

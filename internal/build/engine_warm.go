@@ -39,6 +39,9 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 	if err != nil {
 		return nil, "", err
 	}
+	if err := s.removeStaleWarmPods(ctx, tenant, img); err != nil {
+		return nil, "", err
+	}
 	digests := map[string]v1.Hash{}
 	var waiting []string
 	for _, p := range img.BuildPlatforms() {
@@ -121,6 +124,37 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 	}
 	res, err := s.publishBuilt(ctx, img, ist, digests, tags)
 	return res, "", err
+}
+
+// removeStaleWarmPods deletes this environment's warm builders of img that
+// no platform uses any more, or named by an earlier naming scheme: an idle
+// builder still holds the credentials. The operator lists (it may list
+// pods); the tenant deletes.
+func (s *Session) removeStaleWarmPods(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) error {
+	if s.e.APIReader == nil {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, p := range img.BuildPlatforms() {
+		want[WarmPodName(s.env.Name, img.Name, p)] = true
+	}
+	list := &corev1.PodList{}
+	if err := s.e.APIReader.List(ctx, list, client.InNamespace(s.env.Namespace), client.MatchingLabels{
+		v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name), v1alpha1.LabelRole: v1alpha1.RoleWarmBuild,
+	}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if want[pod.Name] || !metav1.IsControlledBy(pod, s.env) || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		log.FromContext(ctx).Info("removing a warm builder no longer used", "pod", pod.Name)
+		if err := tenant.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return identity.Refused(err, "delete warm builder pod "+pod.Name)
+		}
+	}
+	return nil
 }
 
 // ensureWarmPod creates the warm builder, or replaces one whose spec
