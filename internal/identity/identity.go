@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -147,9 +148,11 @@ func (t *Tenant) Client() (client.Client, error) {
 }
 
 // Exec runs command in a container of a pod through the API server's
-// exec subresource as the tenant: it needs create on pods/exec, as
-// `kubectl exec` would; the operator itself has no such right. A command
-// that exits non-zero gives a k8s.io/client-go/util/exec.CodeExitError.
+// exec subresource as the tenant: it needs get (WebSocket) or create
+// (SPDY) on pods/exec, as `kubectl exec` would; the operator itself has no
+// such right. A command that exits non-zero gives a
+// k8s.io/client-go/util/exec.CodeExitError; a refused one an error for
+// which apierrors.IsForbidden, or the UpgradeFailureError's Cause, holds.
 func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
 	cfg, err := t.RESTConfig()
 	if err != nil {
@@ -162,9 +165,7 @@ func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, com
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	// WebSockets first: a refused upgrade keeps the API server's Status
-	// (apierrors.IsForbidden sees a 403 through the UpgradeFailureError),
-	// where SPDY's keeps only its message. SPDY only for a server that
-	// does not speak WebSockets (an upgrade failure without a Status).
+	// (in an UpgradeFailureError), where SPDY's keeps only its message.
 	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
 	if err != nil {
 		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
@@ -173,18 +174,23 @@ func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, com
 	if err != nil {
 		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
 	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		var upgrade *httpstream.UpgradeFailureError
-		if !errors.As(err, &upgrade) {
-			return false
-		}
-		var status apierrors.APIStatus
-		return !errors.As(upgrade.Cause, &status)
-	})
-	if err != nil {
-		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
+	opts := remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr}
+	err = ws.StreamWithContext(ctx, opts)
+	var upgrade *httpstream.UpgradeFailureError
+	if err == nil || !errors.As(err, &upgrade) {
+		return err
 	}
-	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	// No WebSocket stream: a server that does not speak it, or a tenant
+	// granted create but not get on pods/exec. SPDY, then; when it fails
+	// too (not by the command's exit code) after a refused WebSocket
+	// upgrade, the refusal's Status is what is reported.
+	serr := spdy.StreamWithContext(ctx, opts)
+	var status apierrors.APIStatus
+	var exit utilexec.ExitError
+	if serr != nil && errors.As(upgrade.Cause, &status) && !errors.As(serr, &exit) {
+		return fmt.Errorf("%w (over SPDY: %v)", err, serr)
+	}
+	return serr
 }
 
 // Refused words a failed request made as the tenant: a denied one stalls
