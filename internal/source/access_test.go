@@ -2,10 +2,16 @@ package source
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -105,4 +111,41 @@ func TestServeChecksAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 		_, err := short.Serve(ctx, "tenant-a", ref, good)
 		expectError(t, err, permanent, []string{"access check"})
 	})
+}
+
+// A pinned OCI digest another environment fetched is served only after a
+// manifest HEAD with the environment's own credentials.
+func TestServeChecksOCIAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
+	const user, password = "puller", "reg-Pa55word"
+	inner := registry.New()
+	open := httptest.NewServer(inner)
+	defer open.Close()
+	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer guarded.Close()
+	digest := pushArtifact(t, hostOf(open), "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, hostOf(guarded), auth)), Version: "1"}
+	ref := Ref{Source: "local", Kind: KindOCI, URL: hostOf(guarded) + "/team-a/private", Digest: digest, Insecure: true}
+	f := newFetcher(t)
+	ctx := context.Background()
+
+	a, err := f.Serve(ctx, "tenant-a", ref, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(a.Dir, "secret.txt")); got != "content" {
+		t.Fatalf("secret.txt = %q", got)
+	}
+	got, err := f.Serve(ctx, "tenant-b", ref, nil)
+	expectError(t, err, permanent, []string{"access check", "manifest " + digest, "authentication required"}, password)
+	if got != nil {
+		t.Errorf("content served: %+v", got)
+	}
 }
