@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,11 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -148,4 +154,16 @@ func TestServeChecksOCIAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 	if got != nil {
 		t.Errorf("content served: %+v", got)
 	}
+}
+
+// A Flux artifact's access check is its resolution: the Ref exists only
+// when the environment's reader may read the Flux object, so a reader
+// refused it gets no Ref to be served.
+func TestFluxArtifactNeedsTheReadersAccess(t *testing.T) {
+	forbidden := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		return apierrors.NewForbidden(schema.GroupResource{Group: FluxGroup, Resource: "gitrepositories"}, key.Name, errors.New("tenant b may not"))
+	}}
+	f := &Fetcher{Reader: fake.NewClientBuilder().WithInterceptorFuncs(forbidden).Build(), Root: t.TempDir()}
+	_, err := f.Resolve(context.Background(), testNamespace, fluxSource("GitRepository", "app"))
+	expectError(t, err, permanent, []string{"forbidden"})
 }
