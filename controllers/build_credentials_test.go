@@ -77,6 +77,30 @@ func expectAuthorContainersSeeNoSecret(g Gomega, spec corev1.PodSpec, authorImag
 		}
 	}
 	g.Expect(authors).To(Equal(1), "one container runs the author's command")
+	// What a container with credentials shares with the author's: the
+	// workspace, and the cache it creates directories in; never /tmp.
+	mounts := map[string]map[string]bool{}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		mounts[c.Name] = map[string]bool{}
+		for _, m := range c.VolumeMounts {
+			mounts[c.Name][m.Name] = true
+		}
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		if c.Image != authorImage {
+			continue
+		}
+		for other, volumes := range mounts {
+			if other == c.Name || len(seen[other]) == 0 {
+				continue
+			}
+			for v := range volumes {
+				if mounts[c.Name][v] {
+					g.Expect(v).To(BeElementOf(pods.VolumeWorkspace, "cache"), "container %s (with credentials) shares volume %s with %s", other, v, c.Name)
+				}
+			}
+		}
+	}
 	g.Expect(spec.AutomountServiceAccountToken).NotTo(BeNil())
 	g.Expect(*spec.AutomountServiceAccountToken).To(BeFalse())
 	g.Expect(spec.ShareProcessNamespace == nil || !*spec.ShareProcessNamespace).To(BeTrue(), "no view of the credential holder's processes")

@@ -20,6 +20,7 @@ import (
 // Paths and names inside a builder pod.
 const (
 	cacheDir               = "/var/run/devloop/cache"
+	volumeAssembleTmp      = "assemble-tmp"
 	registryCredentialsDir = "/var/run/devloop/registry-credentials"
 
 	// ContainerBuild and ContainerAssemble are the builder pod's
@@ -101,7 +102,10 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	assembleArgs := []string{"helper", "assemble",
 		"--image", string(imageJSON), "--platform", req.Platform,
 		"--dir", pods.WorkspaceDir, "--registry", string(registryJSON)}
-	assembleMounts := []corev1.VolumeMount{{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir, ReadOnly: true}, tmp}
+	// The assemble container, which has the registry credentials, shares
+	// only the (read-only) workspace with the build: its /tmp is its own.
+	volumes = append(volumes, corev1.Volume{Name: volumeAssembleTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	assembleMounts := []corev1.VolumeMount{{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir, ReadOnly: true}, {Name: volumeAssembleTmp, MountPath: "/tmp"}}
 	if req.RegistrySecret != "" {
 		volumes = append(volumes, pods.SecretVolume("registry-credentials", req.RegistrySecret))
 		assembleMounts = append(assembleMounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: registryCredentialsDir, ReadOnly: true})

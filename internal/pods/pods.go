@@ -29,6 +29,9 @@ const (
 	// /tmp (the root filesystem may be read-only).
 	VolumeWorkspace = "workspace"
 	VolumeTmp       = "tmp"
+	// VolumeFetchTmp is the fetch container's own /tmp: what the fetch
+	// with the credentials leaves there is not shared.
+	VolumeFetchTmp = "fetch-tmp"
 	// UID runs every container: the restricted Pod Security profile
 	// refuses root, and a fixed UID keeps cache volumes' owners stable.
 	UID = 65532
@@ -46,16 +49,18 @@ func WorkspaceVolumes() []corev1.Volume {
 // into the workspace with the operator's own fetch code (`manager helper
 // fetch`), so a pod sees exactly the content the operator resolved: the
 // same commit or digest, verified the same way. secret, when not empty, is
-// the source's credentials Secret; the returned volumes (none without a
-// secret) must be added to the pod next to WorkspaceVolumes.
+// the source's credentials Secret. The container shares only the workspace
+// with the pod's others: its /tmp is its own (VolumeFetchTmp), like the
+// credentials. The returned volumes must be added to the pod next to
+// WorkspaceVolumes.
 func FetchContainer(helperImage string, ref source.Ref, secret string) (corev1.Container, []corev1.Volume, error) {
 	refJSON, err := json.Marshal(ref)
 	if err != nil {
 		return corev1.Container{}, nil, err
 	}
 	args := []string{"helper", "fetch", "--ref", string(refJSON), "--dest", WorkspaceDir}
-	mounts := []corev1.VolumeMount{{Name: VolumeWorkspace, MountPath: WorkspaceDir}, {Name: VolumeTmp, MountPath: "/tmp"}}
-	var volumes []corev1.Volume
+	mounts := []corev1.VolumeMount{{Name: VolumeWorkspace, MountPath: WorkspaceDir}, {Name: VolumeFetchTmp, MountPath: "/tmp"}}
+	volumes := []corev1.Volume{{Name: VolumeFetchTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	if secret != "" {
 		volumes = append(volumes, SecretVolume("source-credentials", secret))
 		mounts = append(mounts, corev1.VolumeMount{Name: "source-credentials", MountPath: SourceCredentialsDir, ReadOnly: true})
