@@ -302,7 +302,7 @@ func (st *storeState) admit(f *Fetcher, s subject, name string, size int64, env 
 	now := time.Now()
 	e := st.entries[name]
 	if e == nil {
-		e = &entryState{charged: map[types.UID]bool{}}
+		e = &entryState{size: -1, charged: map[types.UID]bool{}}
 		st.entries[name] = e
 	}
 	fresh := e.size < 0
