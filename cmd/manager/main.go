@@ -119,9 +119,10 @@ func run(args []string) error {
 		Identity: tenants,
 		Builds: &build.Engine{
 			Options: build.Options{
-				HelperImage:  opts.helperImage,
-				Compression:  opts.layerCompression,
-				BaseCacheDir: filepath.Join(opts.workDir, "base-layers"),
+				HelperImage:     opts.helperImage,
+				Compression:     opts.layerCompression,
+				MaxBuildTimeout: opts.maxBuildTimeout,
+				BaseCacheDir:    filepath.Join(opts.workDir, "base-layers"),
 				// Registries (spec.registry.prefix, bases) are dialled
 				// through the egress policy.
 				Transport: opts.egress.Transport(),
@@ -172,6 +173,7 @@ func run(args []string) error {
 type options struct {
 	reconcileTimeout      time.Duration
 	maxHelmTimeout        time.Duration
+	maxBuildTimeout       time.Duration
 	metricsAddr           string
 	probeAddr             string
 	leaderElect           bool
@@ -225,6 +227,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
 	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", controllers.DefaultReconcileTimeout, "longest one reconcile of an environment may take; what is cut short goes on at the next one")
 	fs.DurationVar(&o.maxHelmTimeout, "max-helm-timeout", deploy.DefaultMaxHelmTimeout, "cap on spec.components[].helm.timeout (keep it below --reconcile-timeout)")
+	fs.DurationVar(&o.maxBuildTimeout, "max-build-timeout", build.DefaultMaxBuildTimeout, "cap on spec.components[].images[].run.timeout, for builder Jobs and warm builds")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
 	egressFlags := registerEgressFlags(fs)
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
