@@ -36,9 +36,17 @@ type storeState struct {
 	scanned bool
 	entries map[string]*entryState
 	envs    map[types.UID]*envState
-	// checks holds positive access checks: the time of the check under
-	// memo.Key(env, storeKey+"\x00"+credentials version).
-	checks memo.Map[time.Time]
+	// checks holds the last positive access check of each environment's
+	// source, under memo.Key(env, source name): one per source, so an
+	// environment moving through many revisions does not grow it.
+	checks memo.Map[accessCheck]
+}
+
+// accessCheck is a positive access check of one entry with one version of
+// the credentials.
+type accessCheck struct {
+	key string // storeKey + "\x00" + credentials version
+	at  time.Time
 }
 
 type entryState struct {
@@ -427,8 +435,9 @@ func (f *Fetcher) checkAccess(ctx context.Context, env types.UID, s subject, ref
 		version = creds.Version
 	}
 	st := f.state()
-	key := memo.Key(env, ref.storeKey()+"\x00"+version)
-	if at, ok := st.checks.Get(key); ok && time.Since(at) < f.accessTTL() {
+	slot := memo.Key(env, ref.Source)
+	want := ref.storeKey() + "\x00" + version
+	if last, ok := st.checks.Get(slot); ok && last.key == want && time.Since(last.at) < f.accessTTL() {
 		return nil
 	}
 	var err error
@@ -441,7 +450,7 @@ func (f *Fetcher) checkAccess(ctx context.Context, env types.UID, s subject, ref
 	if err != nil {
 		return fmt.Errorf("access check with this environment's credentials: %w", err)
 	}
-	st.checks.Put(key, time.Now())
+	st.checks.Put(slot, accessCheck{key: want, at: time.Now()})
 	return nil
 }
 
