@@ -188,3 +188,36 @@ func TestHardLinksCountAgainstTheSizeLimit(t *testing.T) {
 		t.Errorf("the store counts %d bytes for five names of a 1000-byte file", got)
 	}
 }
+
+// An entry being read (a Fetch or Serve holds it) is not evicted, even by
+// an environment that no longer names it.
+func TestStoreGCKeepsEntriesBeingRead(t *testing.T) {
+	const size = 40_000
+	one := oneEntrySize(t, size)
+	refs, _ := sizedArtifacts(t, 4, size)
+	f := &Fetcher{Root: t.TempDir(), MaxStoreBytes: 2*one + one/2, MaxEnvBytes: 10 * one}
+	ctx := context.Background()
+	if _, err := f.Serve(ctx, "a", refs[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Using("a") // a moved on, but a read of refs[0] is still under way
+	name, _ := entryName(refs[0].storeKey())
+	release := f.hold(name, "")
+	for i := 1; i < len(refs); i++ {
+		f.Using("b", refs[i])
+		if _, err := f.Serve(ctx, "b", refs[i], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := storedRefs(t, f, refs); !sameInts(got, []int{0, 3}) {
+		t.Errorf("stored %v, want [0 3]: the entry being read stays", got)
+	}
+	release()
+	f.Using("b", refs[1])
+	if _, err := f.Serve(ctx, "b", refs[1], nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedRefs(t, f, refs); !sameInts(got, []int{1, 3}) {
+		t.Errorf("stored %v, want [1 3]: once read, the unused entry goes first", got)
+	}
+}
