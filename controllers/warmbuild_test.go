@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -37,6 +38,9 @@ type fakeExec struct {
 	// real lists namespaces whose execs go to the API server as the
 	// tenant (which refuses them or finds no kubelet).
 	real map[string]bool
+	// hang lists namespaces whose build command runs until its context
+	// ends.
+	hang map[string]bool
 }
 
 var suiteExec = &fakeExec{}
@@ -44,10 +48,15 @@ var suiteExec = &fakeExec{}
 func (f *fakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, command)
-	run, real := f.run, f.real[namespace]
+	run, real, hang := f.run, f.real[namespace], f.hang[namespace]
 	f.mu.Unlock()
 	if real {
 		return t.Exec(ctx, namespace, pod, container, command, stdout, stderr)
+	}
+	if hang && isStep(command, build.WarmStepRun) {
+		fmt.Fprintln(stderr, "compiling forever")
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	step := ""
 	for i := range command[:len(command)-1] {
@@ -67,6 +76,16 @@ func (f *fakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 // isStep reports whether command is the warm build's step.
 func isStep(command []string, step string) bool {
 	return strings.Contains(strings.Join(command, " "), "--step "+step)
+}
+
+// hangIn makes ns's build commands run until their context ends.
+func (f *fakeExec) hangIn(ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hang == nil {
+		f.hang = map[string]bool{}
+	}
+	f.hang[ns] = true
 }
 
 // execForReal sends ns's execs to the API server.
@@ -320,4 +339,43 @@ func TestStaleWarmBuilderIsRemoved(t *testing.T) {
 		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
 	})
 	expectKstatus(t, env, status.InProgressStatus)
+}
+
+// TestWarmBuildHonoursRunTimeout (issue 17, crossing 9): a warm build is
+// stopped at the spec's run.timeout (it was a fixed 15 minutes), and the
+// environment stalls as for a builder Job past its deadline.
+func TestWarmBuildHonoursRunTimeout(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	suiteExec.hangIn(ns)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main // " + ns + "\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	img := &env.Spec.Components[0].Images[0]
+	img.Platforms = []string{"linux/amd64"}
+	img.Run.KeepWarm = true
+	img.Run.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	pod := &corev1.Pod{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
+	}, timeout).Should(Succeed())
+	pod.Status.Phase = corev1.PodRunning
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
+		g.Expect(stalled.Message).To(ContainSubstring("took longer than run.timeout (2s)"))
+	})
+	st := imageOf(env, "api", "api")
+	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildFailed))
+	g.Expect(st.Build.LogTail).To(ContainSubstring("compiling forever"))
+	expectKstatus(t, env, status.FailedStatus)
 }

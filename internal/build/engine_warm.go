@@ -86,6 +86,13 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 		switch {
 		case !done:
 			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
+		case out.timedOut:
+			// Like a builder Job past its deadline: the same inputs would
+			// time out again.
+			ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
+			markCompleted(ist.Build)
+			return nil, "", fault.Stalledf(v1alpha1.ReasonBuildFailed,
+				"image %s: build in warm builder %s took longer than run.timeout (%s)", img.Name, pod.Name, out.timeout)
 		case out.err != nil && out.exitCode == nil:
 			// The exec itself broke (the pod went away, the API server
 			// restarted): the next reconcile builds again.

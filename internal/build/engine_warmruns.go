@@ -132,6 +132,9 @@ type warmOutcome struct {
 	err      error
 	exitCode *int32
 	logTail  string
+	// timedOut is a build stopped at its timeout.
+	timedOut bool
+	timeout  time.Duration
 }
 
 func (r *warmRun) outcome() (warmOutcome, bool) {
@@ -182,23 +185,21 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeou
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		stdout, stderr := &tailBuffer{max: 4096}, &tailBuffer{max: logTailBytes}
 		var err error
+		timedOut := false
 		for i, step := range steps {
 			out := io.Writer(stderr)
 			if i == len(steps)-1 {
 				out = stdout
 			}
 			if err = exec(ctx, step, out, stderr); err != nil {
-				if ctx.Err() != nil {
-					err = fmt.Errorf("step %s: the build took longer than its timeout %s: %w", step.Name, timeout, err)
-				} else {
-					err = fmt.Errorf("step %s: %w", step.Name, err)
-				}
+				timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+				err = fmt.Errorf("step %s: %w", step.Name, err)
 				break
 			}
 		}
 		cancel()
 		release()
-		out := warmOutcome{logTail: stderr.String()}
+		out := warmOutcome{logTail: stderr.String(), timedOut: timedOut, timeout: timeout}
 		if err == nil {
 			report := message.LastLine(stdout.String())
 			if jerr := json.Unmarshal([]byte(report), &out.report); jerr != nil || out.report.Digest == "" {
