@@ -78,6 +78,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	dir := fs.String("dir", pods.WorkspaceDir, "the workspace")
 	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
+	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,6 +113,11 @@ func helperBuild(ctx context.Context, args []string) error {
 		}
 		if err := checkBuildToken(*dir, *token); err != nil {
 			return err
+		}
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
 		}
 		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, os.Stderr, os.Stderr

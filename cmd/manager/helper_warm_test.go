@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -153,5 +154,23 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 	}
 	if _, err := runSteps(t, steps[2:], workspace); err == nil || !strings.Contains(err.Error(), "another build") {
 		t.Errorf("push of a superseded build: err %v, want refused", err)
+	}
+}
+
+// TestHelperBuildStopsTheCommandAtItsTimeout: the run step kills the build
+// command at --timeout itself (an exec'd process may outlive its stream).
+func TestHelperBuildStopsTheCommandAtItsTimeout(t *testing.T) {
+	workspace := t.TempDir()
+	if err := os.WriteFile(filepath.Join(workspace, ".devloop-build"), []byte("b1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := runHelper([]string{"build", "--step", build.WarmStepRun, "--token", "b1", "--dir", workspace,
+		"--command", `["sleep","30"]`, "--timeout", "200ms"})
+	if err == nil {
+		t.Fatal("a command past its timeout succeeded")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the command ran %s past a 200ms timeout", d)
 	}
 }

@@ -158,7 +158,9 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 		fetch = append(fetch, "--credentials", pods.SourceCredentialsDir)
 	}
 	run := append([]string{WarmHelper, "helper", "build", "--step", WarmStepRun}, common...)
-	run = append(run, "--command", string(commandJSON))
+	// The helper stops the command at the timeout itself: a process
+	// exec'd into a container may outlive its closed stream.
+	run = append(run, "--command", string(commandJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String())
 	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
 	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON))
 	if req.RegistrySecret != "" {

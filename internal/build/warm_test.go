@@ -115,6 +115,7 @@ func TestWarmBuildStepsCarryTheBuild(t *testing.T) {
 	var command []string
 	g.Expect(json.Unmarshal([]byte(arg(run.Command, "--command")), &command)).To(Succeed())
 	g.Expect(command).To(Equal([]string{"go", "build", "-o", "out/web", "."}))
+	g.Expect(arg(run.Command, "--timeout")).To(Equal(DefaultBuildTimeout.String()))
 	g.Expect(strings.Join(run.Command, " ")).NotTo(ContainSubstring("credentials"))
 	g.Expect(run.Command).NotTo(ContainElement("--docker-config"))
 	g.Expect(arg(push.Command, "--platform")).To(Equal("linux/arm64"))
