@@ -36,7 +36,8 @@ var (
 	reg    *testRegistry
 	logs   = &fakeLogs{}
 
-	// restConfig is the test admin's connection.
+	// restConfig is the test admin's connection; the operator's is
+	// testenv.OperatorConfig's.
 	restConfig      *rest.Config
 	suiteReconciler *DevEnvironmentReconciler
 )
@@ -51,7 +52,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// The tests act as the cluster admin; the operator acts as its
+	// ServiceAccount with exactly the chart's ClusterRole, as installed.
+	admin, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	operatorConfig, err := testenv.OperatorConfig(context.Background(), env, admin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -71,15 +84,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	restConfig = env.Config
-	strict := &identity.Identity{Config: env.Config, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme()}
+	strict := &identity.Identity{Config: operatorConfig, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme()}
 	// The DAG and build tests' environments, which name no ServiceAccount,
-	// act as the operator, through the manager's client.
-	lenient := &identity.Identity{Config: env.Config, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme(),
-		AllowOperatorIdentity: true, OperatorClient: mgr.GetClient()}
+	// act as each namespace's default deployer (newNamespace makes it), as
+	// with the operator's --default-service-account.
+	defaulted := &identity.Identity{Config: operatorConfig, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme(),
+		DefaultServiceAccount: defaultDeployer}
 	routed := &routedEngine{scripted: engine, real: &deploy.Engine{
 		Mapper: mgr.GetRESTMapper(),
 		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts", Egress: egress.Default()},
-	}, strict: strict, lenient: lenient}
+	}, strict: strict, defaulted: defaulted}
 	recorder := mgr.GetEventRecorder("devloop")
 	r := &DevEnvironmentReconciler{
 		Client:               mgr.GetClient(),
@@ -112,7 +126,7 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	k8s = mgr.GetClient()
+	k8s = admin
 	suiteReconciler = r
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		fmt.Fprintln(os.Stderr, "cache did not sync")
@@ -140,11 +154,20 @@ func zapLevel() zapcore.Level {
 	return 2
 }
 
-// newNamespace gives each test a namespace of its own.
+// defaultDeployer is the ServiceAccount every test namespace has, acted as
+// by environments that name none outside the real deploy engine's
+// namespaces.
+const defaultDeployer = "devloop-default"
+
+// newNamespace gives each test a namespace of its own, with its default
+// deployer.
 func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "devenv-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.CreateDeployer(context.Background(), k8s, ns.Name, defaultDeployer); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
@@ -158,9 +181,9 @@ type routedEngine struct {
 	scripted *scriptedEngine
 	real     *deploy.Engine
 	deployNS sync.Map // namespace -> true
-	// strict refuses environments without a ServiceAccount; lenient lets
-	// them act as the operator.
-	strict, lenient *identity.Identity
+	// strict refuses environments without a ServiceAccount; defaulted
+	// gives them the namespace's default deployer.
+	strict, defaulted *identity.Identity
 }
 
 // useDeployEngine makes environments in ns deploy for real.
@@ -181,12 +204,12 @@ func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.Dev
 
 // For acts as the environment's ServiceAccount where the real engine runs
 // or the environment names one; the DAG and build tests' environments,
-// which name none, act as the operator.
+// which name none, act as their namespace's default deployer.
 func (e *routedEngine) For(env *v1alpha1.DevEnvironment) *identity.Tenant {
 	if _, ok := e.deployNS.Load(env.Namespace); ok || env.Spec.ServiceAccountName != "" {
 		return e.strict.For(env)
 	}
-	return e.lenient.For(env)
+	return e.defaulted.For(env)
 }
 
 func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {

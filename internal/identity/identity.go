@@ -49,9 +49,6 @@ type Identity struct {
 	// default: it gives every user who may create a DevEnvironment the
 	// operator's rights.
 	AllowOperatorIdentity bool
-	// OperatorClient, when set, is used instead of a new client for
-	// environments acting as the operator (tests share the manager's).
-	OperatorClient client.Client
 }
 
 // ServiceAccountUser is the user name the API server gives a
@@ -134,10 +131,6 @@ func (t *Tenant) Client() (client.Client, error) {
 	user, err := t.User()
 	if err != nil {
 		return nil, err
-	}
-	if user == "" && t.id.OperatorClient != nil {
-		t.client = t.id.OperatorClient
-		return t.client, nil
 	}
 	c, err := client.New(t.configFor(user), client.Options{Scheme: t.id.Scheme, Mapper: t.id.Mapper})
 	if err != nil {
