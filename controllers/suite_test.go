@@ -36,9 +36,9 @@ var (
 	reg    *testRegistry
 	logs   = &fakeLogs{}
 
-	// restConfig is the test admin's connection; the operator's is
-	// testenv.OperatorConfig's.
-	restConfig      *rest.Config
+	// restConfig is the test admin's connection; operatorConfig is the
+	// operator's, with the chart's RBAC.
+	restConfig, operatorConfig *rest.Config
 	suiteReconciler *DevEnvironmentReconciler
 )
 
@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	operatorConfig, err := testenv.OperatorConfig(context.Background(), env, admin)
+	operatorConfig, err = testenv.OperatorConfig(context.Background(), env, admin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
