@@ -32,7 +32,8 @@ func everything() map[string]any {
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"manager": map[string]any{
 			"concurrent": 8, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": true,
-			"driftInterval": "10m", "maxSourceSize": 2147483648, "logLevel": "debug", "logFormat": "console",
+			"driftInterval": "10m", "reconcileTimeout": "15m", "maxHelmTimeout": "12m",
+			"maxSourceSize": 2147483648, "logLevel": "debug", "logFormat": "console",
 			"layerCompression": "gzip",
 		},
 		"egress": map[string]any{"denyCIDRs": []any{"10.96.0.0/12"}, "allowHosts": []any{"mirror.example:5000"}},
@@ -135,7 +136,8 @@ func TestChartManagerArgs(t *testing.T) {
 	got := d.Spec.Template.Spec.Containers[0].Args
 	want := []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
 		"--work-dir=/var/cache/devloop", "--concurrent=8", "--default-service-account=deployer",
-		"--no-cross-namespace-refs", "--drift-interval=10m", "--max-source-size=2147483648",
+		"--no-cross-namespace-refs", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
+		"--max-source-size=2147483648",
 		"--layer-compression=gzip", "--log-level=debug", "--log-format=console",
 		"--egress-deny-cidr=10.96.0.0/12", "--egress-allow-host=mirror.example:5000",
 		"--egress-allow-host=devloop-registry." + namespace + ".svc:5000", "--egress-allow-host=devloop-registry." + namespace + ".svc.cluster.local:5000"}
