@@ -54,13 +54,27 @@ func startOperator() error {
 	if err != nil {
 		return err
 	}
+	// The operator runs as its ServiceAccount with the chart's RBAC, not
+	// as the tests' admin.
+	user, err := testenv.Operator(ctx, testEnv, k8s)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	operatorKubeconfig := filepath.Join(workDir, "operator.kubeconfig")
+	if err := os.WriteFile(operatorKubeconfig, data, 0o600); err != nil {
+		return err
+	}
 	manager := filepath.Join(workDir, "manager")
 	build := exec.Command("go", "build", "-o", manager, "./cmd/manager")
 	build.Dir = testenv.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the manager: %v\n%s", err, out)
 	}
-	cmd := exec.Command(manager, "--kubeconfig", kubeconfig, "--watch-namespace", ns.Name,
+	cmd := exec.Command(manager, "--kubeconfig", operatorKubeconfig, "--watch-namespace", ns.Name,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--work-dir", filepath.Join(workDir, "work"), "--helper-image", "registry.test/devloop/manager:test",
 		"--log-level", "error", "--log-format", "console")

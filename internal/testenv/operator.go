@@ -22,9 +22,9 @@ const (
 	OperatorServiceAccount = "devloop"
 )
 
-// OperatorUser is the user name the API server sees for the operator: its
-// ServiceAccount's.
-func OperatorUser() string {
+// OperatorUserName is the user name the API server sees for the operator:
+// its ServiceAccount's.
+func OperatorUserName() string {
 	return "system:serviceaccount:" + OperatorNamespace + ":" + OperatorServiceAccount
 }
 
@@ -47,10 +47,20 @@ func ManagerRole() (*rbacv1.ClusterRole, error) {
 	return role, nil
 }
 
-// OperatorConfig binds the chart's manager ClusterRole to the operator's
-// ServiceAccount user and returns a connection authenticated as that user
-// (a client certificate; no admin group). admin creates the bindings.
+// OperatorConfig is Operator's connection.
 func OperatorConfig(ctx context.Context, env *envtest.Environment, admin client.Client) (*rest.Config, error) {
+	user, err := Operator(ctx, env, admin)
+	if err != nil {
+		return nil, err
+	}
+	return user.Config(), nil
+}
+
+// Operator binds the chart's manager ClusterRole to the operator's
+// ServiceAccount user and provisions that user (a client certificate; no
+// admin group), for a connection or a kubeconfig. admin creates the
+// bindings.
+func Operator(ctx context.Context, env *envtest.Environment, admin client.Client) (*envtest.AuthenticatedUser, error) {
 	role, err := ManagerRole()
 	if err != nil {
 		return nil, err
@@ -67,13 +77,13 @@ func OperatorConfig(ctx context.Context, env *envtest.Environment, admin client.
 		}
 	}
 	user, err := env.AddUser(envtest.User{
-		Name:   OperatorUser(),
+		Name:   OperatorUserName(),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + OperatorNamespace, "system:authenticated"},
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("provisioning the operator's user: %w", err)
 	}
-	return user.Config(), nil
+	return user, nil
 }
 
 // trimDocumentStart drops a leading "---" line, which controller-gen
