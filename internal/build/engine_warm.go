@@ -26,9 +26,10 @@ import (
 )
 
 // buildWarm runs an image's run step in a warm builder pod per platform
-// (run.keepWarm): the pod stays up between builds, and each build is a
-// process exec'd into it as the environment's ServiceAccount, outside the
-// reconcile (warmBuilds), which it wakes when done. It returns a result
+// (run.keepWarm): the pod stays up between builds, and each build is
+// three processes (WarmBuildSteps: fetch, run, push) exec'd into it as the
+// environment's ServiceAccount, outside the reconcile (warmBuilds), which
+// it wakes when done; all three within run.timeout. It returns a result
 // once every platform image is pushed and tagged, nil meanwhile.
 func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*Result, string, error) {
