@@ -1,0 +1,38 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// TestTestPodsGetATokenOnlyWhenAsked: test code is the author's, so its
+// pod mounts no ServiceAccount token unless the suite asks. Two
+// environments in two namespaces: one suite asks, the other does not,
+// and the API server sees exactly that in each Job's pod template.
+func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	for _, asks := range []bool{false, true} {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		unit := suite("unit")
+		unit.ServiceAccountToken = asks
+		env := testsEnv(t, ns, unit)
+		g.Expect(k8s.Create(ctx, env)).To(Succeed())
+		eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+		annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+		expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+
+		pod := getJob(t, ns, "tests-unit-1").Spec.Template.Spec
+		g.Expect(pod.ServiceAccountName).To(Equal("runner"))
+		g.Expect(pod.AutomountServiceAccountToken).NotTo(BeNil(), "said explicitly, never left to the ServiceAccount's default")
+		g.Expect(*pod.AutomountServiceAccountToken).To(Equal(asks), "serviceAccountToken: %v", asks)
+		for _, v := range pod.Volumes {
+			g.Expect(v.Projected == nil || asks).To(BeTrue(), "no projected token volume %q unless asked", v.Name)
+		}
+	}
+}
