@@ -293,6 +293,7 @@ func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner
 	if err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
 	}
+	written.forget(namespace, name)
 	return nil
 }
 

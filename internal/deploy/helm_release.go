@@ -214,6 +214,13 @@ func (b *revisionBook) record(observed []ReleaseInfo) {
 	}
 }
 
+// forget drops a release that is gone (uninstalled with its history).
+func (b *revisionBook) forget(namespace, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.latest, namespace+"/"+name)
+}
+
 func (b *revisionBook) wrote(rls *release.Release) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
