@@ -77,7 +77,7 @@ type DevEnvironmentReconciler struct {
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // The deploy engine writes (and reads) everything an environment deploys as
