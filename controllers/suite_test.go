@@ -119,7 +119,7 @@ func TestMain(m *testing.M) {
 			HelperImage: helperImage, StartTimeout: time.Second,
 		},
 	}
-	if err := r.SetupWithManager(mgr, 2); err != nil {
+	if err := r.SetupWithManager(mgr, 4); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -170,6 +170,11 @@ func newNamespace(t testing.TB) string {
 	if err := testenv.CreateDeployer(context.Background(), k8s, ns.Name, defaultDeployer); err != nil {
 		t.Fatal(err)
 	}
+	// Environments a test leaves behind would keep polling (nothing rolls
+	// out in envtest) and hold the workers the next tests need.
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(context.Background(), &v1alpha1.DevEnvironment{}, client.InNamespace(ns.Name))
+	})
 	return ns.Name
 }
 
