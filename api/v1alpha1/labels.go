@@ -1,6 +1,13 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // Labels on the objects the operator creates or applies for an
 // environment.
@@ -29,4 +36,26 @@ func (e *DevEnvironment) ControllerRef() metav1.OwnerReference {
 	t, f := true, false
 	return metav1.OwnerReference{APIVersion: GroupVersion.String(), Kind: "DevEnvironment",
 		Name: e.Name, UID: e.UID, Controller: &t, BlockOwnerDeletion: &f}
+}
+
+// LabelValue is s when it is a valid label value, else a readable part of
+// it and a hash of all of it: an environment name (up to 253 characters)
+// or an image name ("tools/ginkgo") may not be one. Every label the
+// operator writes with a name in it, and every selector on one, goes
+// through it.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	readable := strings.NewReplacer("/", "-").Replace(s)
+	sum := sha256.Sum256([]byte(s))
+	h := hex.EncodeToString(sum[:4])
+	if max := validation.LabelValueMaxLength - len(h) - 1; len(readable) > max {
+		readable = readable[:max]
+	}
+	readable = strings.TrimRight(readable, "-._")
+	if readable == "" {
+		return h
+	}
+	return readable + "-" + h
 }

@@ -199,8 +199,8 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 	req := JobRequest{
 		Name: name, Namespace: s.env.Namespace, Owner: s.env.ControllerRef(),
 		Labels: map[string]string{
-			v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name),
-			v1alpha1.LabelPlatform: LabelValue(strings.ReplaceAll(platform, "/", "-")), v1alpha1.LabelRole: role,
+			v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
+			v1alpha1.LabelPlatform: v1alpha1.LabelValue(strings.ReplaceAll(platform, "/", "-")), v1alpha1.LabelRole: role,
 		},
 		HelperImage: s.e.Options.HelperImage, MaxTimeout: s.e.Options.MaxBuildTimeout, Source: ref, Image: spec, Platform: platform, Run: *img.Run,
 		Registry: Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure,
@@ -283,7 +283,7 @@ func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, im
 	size := img.Run.Cache.Size
 	pvc = &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.env.Namespace,
-			Labels: map[string]string{v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name),
+			Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
 				v1alpha1.LabelRole: v1alpha1.RoleBuildCache},
 			OwnerReferences: []metav1.OwnerReference{s.env.ControllerRef()}},
 		Spec: corev1.PersistentVolumeClaimSpec{

@@ -148,7 +148,7 @@ func (s *Session) removeStaleWarmPods(ctx context.Context, tenant client.Client,
 	}
 	list := &corev1.PodList{}
 	if err := s.e.APIReader.List(ctx, list, client.InNamespace(s.env.Namespace), client.MatchingLabels{
-		v1alpha1.LabelEnvironment: LabelValue(s.env.Name), v1alpha1.LabelImage: LabelValue(img.Name), v1alpha1.LabelRole: v1alpha1.RoleWarmBuild,
+		v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name), v1alpha1.LabelRole: v1alpha1.RoleWarmBuild,
 	}); err != nil {
 		return err
 	}

@@ -63,26 +63,6 @@ func shortHash(parts ...string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// LabelValue is s when it is a valid label value, else a readable part of
-// it and a hash of all of it: an environment name (up to 253 characters)
-// or an image name ("tools/ginkgo") may not be one. Selectors use the same
-// function.
-func LabelValue(s string) string {
-	if len(validation.IsValidLabelValue(s)) == 0 {
-		return s
-	}
-	readable := strings.NewReplacer("/", "-").Replace(s)
-	h := shortHash(s)
-	if max := validation.LabelValueMaxLength - len(h) - 1; len(readable) > max {
-		readable = readable[:max]
-	}
-	readable = strings.TrimRight(readable, "-._")
-	if readable == "" {
-		return h
-	}
-	return readable + "-" + h
-}
-
 // archOf is a platform's name part: "arm64" for linux/arm64, "armv7" for
 // linux/arm/v7.
 func archOf(platform string) string {

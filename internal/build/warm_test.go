@@ -152,11 +152,11 @@ func TestNamesDoNotCollide(t *testing.T) {
 	g.Expect(WarmPodName("a", "b-c", "linux/amd64")).To(Equal("a-b-c-amd64-" + hex.EncodeToString(sum[:])[:8] + "-warm"))
 
 	// Label values: kept when valid, else readable and hashed.
-	g.Expect(LabelValue("web")).To(Equal("web"))
+	g.Expect(v1alpha1.LabelValue("web")).To(Equal("web"))
 	for _, v := range []string{"tools/ginkgo", strings.Repeat("e", 100), strings.Repeat("e", 100) + "f"} {
-		g.Expect(validation.IsValidLabelValue(LabelValue(v))).To(BeEmpty(), v)
+		g.Expect(validation.IsValidLabelValue(v1alpha1.LabelValue(v))).To(BeEmpty(), v)
 	}
-	g.Expect(LabelValue(strings.Repeat("e", 100))).NotTo(Equal(LabelValue(strings.Repeat("e", 100) + "f")))
+	g.Expect(v1alpha1.LabelValue(strings.Repeat("e", 100))).NotTo(Equal(v1alpha1.LabelValue(strings.Repeat("e", 100) + "f")))
 }
 
 // TestBuildTimeoutIsCapped: run.timeout, else the default, never above the

@@ -48,7 +48,10 @@ func TestChartLoaderEgressPolicy(t *testing.T) {
 	for name, load := range map[string]func() error{
 		"archive URL in the index": func() error { _, err := l.LoadRepo(ctx, repo.URL, "web", "1.0.0"); return err },
 		"index redirected":         func() error { _, err := l.LoadRepo(ctx, repo.URL+"/redirect", "web", "1.0.0"); return err },
-		"OCI registry":             func() error { _, err := l.LoadOCI(ctx, "oci://127.0.0.1:"+port+"/charts/web", "1.0.0", true); return err },
+		"OCI registry": func() error {
+			_, err := l.LoadOCI(ctx, "oci://127.0.0.1:"+port+"/charts/web", "1.0.0", true)
+			return err
+		},
 	} {
 		err := load()
 		if err == nil || !strings.Contains(err.Error(), "egress policy refuses 127.0.0.1") || !fault.IsPermanent(err) {

@@ -178,7 +178,7 @@ func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnviron
 // owner annotation its namespace and name. Prune only deletes what they
 // name.
 func ownerOptions(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) ApplyOptions {
-	return ApplyOptions{Environment: env.Name, Component: c.Name, Owner: env.Namespace + "/" + env.Name}
+	return ApplyOptions{Environment: v1alpha1.LabelValue(env.Name), Component: c.Name, Owner: env.Namespace + "/" + env.Name}
 }
 
 // deployError maps the package's fault classes: a permanent fault

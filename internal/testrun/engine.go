@@ -127,7 +127,7 @@ func (p *testPass) listJobs(ctx context.Context) error {
 	env := p.env
 	list := &batchv1.JobList{}
 	if err := p.e.Client.List(ctx, list, client.InNamespace(env.Namespace),
-		client.MatchingLabels{v1alpha1.LabelEnvironment: env.Name, v1alpha1.LabelRole: v1alpha1.RoleTest}); err != nil {
+		client.MatchingLabels{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(env.Name), v1alpha1.LabelRole: v1alpha1.RoleTest}); err != nil {
 		return fmt.Errorf("listing test jobs: %w", err)
 	}
 	p.jobs = map[string]*batchv1.Job{}

@@ -127,7 +127,7 @@ func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*b
 	req := JobRequest{
 		Name: run.JobName, Namespace: env.Namespace, Owner: env.ControllerRef(), Suite: suite,
 		Image: image, ServiceAccount: sa, HelperImage: p.e.HelperImage,
-		Labels: map[string]string{v1alpha1.LabelEnvironment: env.Name, v1alpha1.LabelRole: v1alpha1.RoleTest, v1alpha1.LabelSuite: suite.Name,
+		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(env.Name), v1alpha1.LabelRole: v1alpha1.RoleTest, v1alpha1.LabelSuite: suite.Name,
 			v1alpha1.LabelRun: strconv.FormatInt(run.Number, 10)},
 		Env: []corev1.EnvVar{{Name: "DEVLOOP_NAMESPACE", Value: env.Namespace}, {Name: "DEVLOOP_ENVIRONMENT", Value: env.Name},
 			{Name: "DEVLOOP_SUITE", Value: suite.Name}, {Name: "DEVLOOP_RUN", Value: strconv.FormatInt(run.Number, 10)}},
