@@ -204,11 +204,13 @@ type BuildRun struct {
 
 	// KeepWarm keeps a builder pod running between builds of this image
 	// and runs each build in it (through the pods/exec API, as the
-	// environment's ServiceAccount, which then needs create on pods/exec),
-	// instead of starting a Job per build: no pod to schedule and start
-	// per change, and the compiler's caches stay warm. The pod is replaced
-	// when the run spec changes. Each build still starts from the fetched
-	// source in a cleared workspace.
+	// environment's ServiceAccount, which then needs get and create on
+	// pods/exec, best granted on the warm pod's name only), instead of
+	// starting a Job per build: no pod to schedule and start per change,
+	// and the compiler's caches stay warm. Credentials stay in the pod's
+	// fetch-push container, never in the one running the command. The pod
+	// is replaced when the run spec changes. Each build still starts from
+	// the fetched source in a cleared workspace.
 	// +optional
 	KeepWarm bool `json:"keepWarm,omitempty"`
 }
