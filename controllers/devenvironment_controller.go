@@ -79,7 +79,9 @@ type DevEnvironmentReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
-// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
+// Builder and test Jobs are created, deleted and their pods' logs read as
+// the environment's ServiceAccount; the operator only watches the Jobs and
+// lists their pods to tell how they ended.
 // The deploy engine writes (and reads) everything an environment deploys as
 // the environment's ServiceAccount; the operator needs no rights on the
 // deployed kinds, only the right to impersonate. Secrets and Flux sources

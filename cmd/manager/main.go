@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -85,10 +84,6 @@ func run(args []string) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	clientset, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
 	// Each engine and the identity they act as are made once and shared
 	// by every reconcile.
 	tenants := &identity.Identity{
@@ -98,7 +93,6 @@ func run(args []string) error {
 		DefaultServiceAccount: opts.defaultServiceAccount,
 		AllowOperatorIdentity: opts.allowOperatorIdentity,
 	}
-	logs := pods.Logs{Clientset: clientset}
 	recorder := mgr.GetEventRecorder("devloop")
 	r := &controllers.DevEnvironmentReconciler{
 		Client:               mgr.GetClient(),
@@ -129,7 +123,7 @@ func run(args []string) error {
 			},
 			Cache:     mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
-			Logs:      logs,
+			LogsFor:   pods.TenantLogs, // a failed build's log tail in status is read as the tenant
 			Events:    recorder,
 		},
 		Deploy: &deploy.Engine{
@@ -142,8 +136,7 @@ func run(args []string) error {
 			Client:      mgr.GetClient(),
 			APIReader:   mgr.GetAPIReader(),
 			Events:      recorder,
-			LogsFor:     testrun.TenantLogs, // test pod logs in status are read as the tenant
-			Logs:        logs,
+			LogsFor:     pods.TenantLogs, // test pod logs in status are read as the tenant
 			HelperImage: opts.helperImage,
 		},
 	}

@@ -71,7 +71,12 @@ type Engine struct {
 	Cache client.Reader
 	// APIReader lists builder pods straight from the API server.
 	APIReader client.Reader
-	// Logs reads builder pod logs; nil leaves failed builds without a tail.
+	// LogsFor, when set, gives the reader of an environment's builder pod
+	// logs acting as its tenant (pods.TenantLogs): the tail of a failed
+	// build is shown in status. Logs is used when it is nil (tests without
+	// a kubelet); both nil leave failed builds without a tail.
+	LogsFor func(t *identity.Tenant) (pods.LogReader, error)
+	// Logs reads builder pod logs as the operator.
 	Logs pods.LogReader
 	// Exec runs builds in warm builders; nil execs as the tenant.
 	Exec PodExecutor

@@ -240,7 +240,7 @@ func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec,
 		detail = fmt.Sprintf("exit code %d", *o.ExitCode)
 	}
 	if ist.Build.LogTail == "" && o.Pod != "" && o.FailedContainer != "" {
-		ist.Build.LogTail = s.e.logTail(ctx, s.env.Namespace, o.Pod, o.FailedContainer)
+		ist.Build.LogTail = s.logTail(ctx, o.Pod, o.FailedContainer)
 	}
 	msg := fmt.Sprintf("image %s: build failed in job %s: %s ended with %s", img.Name, job.Name, what, detail)
 	if last := message.LastLine(ist.Build.LogTail); last != "" {
@@ -249,12 +249,20 @@ func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec,
 	return fault.Stalled(v1alpha1.ReasonBuildFailed, errors.New(msg+" (kubectl logs job/"+job.Name+" -c "+o.FailedContainer+")"))
 }
 
-// logTail reads the end of a container's log, or says why it cannot.
-func (e *Engine) logTail(ctx context.Context, namespace, pod, container string) string {
-	if e.Logs == nil {
+// logTail reads the end of a builder container's log as the tenant when
+// LogsFor says how, or says why it cannot.
+func (s *Session) logTail(ctx context.Context, pod, container string) string {
+	logs := s.e.Logs
+	if s.e.LogsFor != nil && s.tenant != nil {
+		var err error
+		if logs, err = s.e.LogsFor(s.tenant); err != nil {
+			return "(log not available: " + err.Error() + ")"
+		}
+	}
+	if logs == nil {
 		return ""
 	}
-	out, err := e.Logs.TailLog(ctx, namespace, pod, container, 40)
+	out, err := logs.TailLog(ctx, s.env.Namespace, pod, container, 40)
 	if err != nil {
 		return "(log not available: " + err.Error() + ")"
 	}

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/devloop-dev/devloop/internal/identity"
 )
 
 // LogReader reads the end of a container's log.
@@ -37,4 +39,21 @@ func WaitingReason(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// TenantLogs reads container logs as t's user (its ServiceAccount,
+// impersonated): what the operator's engines read log tails shown in
+// status with, so status holds nothing the tenant could not read itself.
+// The ServiceAccount needs get on pods/log in its namespace; without it a
+// tail says the log is not available, naming the refusal.
+func TenantLogs(t *identity.Tenant) (LogReader, error) {
+	cfg, err := t.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return Logs{Clientset: cs}, nil
 }

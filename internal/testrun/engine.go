@@ -477,7 +477,7 @@ type Engine struct {
 	// Events records run starts and ends; nil records nothing.
 	Events events.EventRecorder
 	// LogsFor, when set, gives the reader of an environment's test pod
-	// logs acting as its tenant (TenantLogs); Logs is used when it is nil
+	// logs acting as its tenant (pods.TenantLogs); Logs is used when it is nil
 	// (tests without a kubelet). Logs nil as well leaves runs without a
 	// tail.
 	LogsFor func(t *identity.Tenant) (pods.LogReader, error)

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
-	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // observe reads a running run's Job and records its end.
@@ -283,20 +281,4 @@ func componentName(c *v1alpha1.Component) string {
 		return ""
 	}
 	return c.Name
-}
-
-// TenantLogs reads container logs as t's user (its ServiceAccount,
-// impersonated): the Engine's LogsFor in the operator. The ServiceAccount
-// needs get on pods/log in its namespace; without it a run's tail says
-// the log is not available, naming the refusal.
-func TenantLogs(t *identity.Tenant) (pods.LogReader, error) {
-	cfg, err := t.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return pods.Logs{Clientset: cs}, nil
 }

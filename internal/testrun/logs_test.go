@@ -13,6 +13,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // TestLogTailIsReadAsTheTenant: a test pod's log shown in status is
@@ -36,7 +37,7 @@ func TestLogTailIsReadAsTheTenant(t *testing.T) {
 	id := &identity.Identity{Config: &rest.Config{Host: api.URL}}
 	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tests"}}
 	env.Spec.ServiceAccountName = "runner"
-	e := &Engine{LogsFor: TenantLogs}
+	e := &Engine{LogsFor: pods.TenantLogs}
 	got := e.logTail(context.Background(), id.For(env), "team", "tests-unit-1-x", "test")
 	if got != "ok  \tgithub.com/x/y\t0.3s\n" {
 		t.Errorf("tail %q", got)
