@@ -315,7 +315,10 @@ func (s *Session) reportedMissing(ctx context.Context, img *v1alpha1.ImageSpec, 
 }
 
 // imageSpec is the image to build, with its base pinned to the digest the
-// inputs were computed from, so the build uses exactly that base.
+// inputs were computed from, so the build uses exactly that base. It
+// carries the source's URL but not its revision: every push is a new
+// revision, and an unchanged build must give the same digest so nothing
+// rolls out. The revision is in status and the revision tag.
 func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image {
 	base := img.Base
 	if base != "" && baseDigest != "" {
@@ -325,7 +328,7 @@ func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image
 		Name: img.Name, Base: base, BaseInsecure: img.BaseInsecure, Platforms: img.Platforms, Layers: img.Layers,
 		Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env,
 		WorkingDir: img.WorkingDir, User: img.User,
-		SourceURL: ref.URL, Revision: ref.ID,
+		SourceURL: ref.URL,
 	}
 }
 
