@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// TestImageNamedLikeAChartsImageBuilds: charts name images "org/name"
+// (volcanosh/vc-scheduler); such an image with a run step and a build
+// cache gets its builder Job and cache claim, every label valid, and is
+// not Stalled.
+func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	const image = "volcanosh/vc-scheduler"
+	env.Spec.Components[0].Images[0].Name = image
+	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
+		for k, v := range pvc.Labels {
+			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
+		}
+		g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelImage, v1alpha1.LabelValue(image)))
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job := jobs["linux-amd64"]
+		for k, v := range job.Labels {
+			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
+		}
+	}, timeout).Should(Succeed())
+	eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+		g.Expect(env.Status.Components).To(HaveLen(1))
+		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
+	})
+}
