@@ -39,7 +39,7 @@ var (
 	// restConfig is the test admin's connection; operatorConfig is the
 	// operator's, with the chart's RBAC.
 	restConfig, operatorConfig *rest.Config
-	suiteReconciler *DevEnvironmentReconciler
+	suiteReconciler            *DevEnvironmentReconciler
 )
 
 // helperImage is what builder pods would run; no pod runs in envtest.
