@@ -20,6 +20,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -252,20 +253,7 @@ func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec,
 // logTail reads the end of a builder container's log as the tenant when
 // LogsFor says how, or says why it cannot.
 func (s *Session) logTail(ctx context.Context, pod, container string) string {
-	logs := s.e.Logs
-	if s.e.LogsFor != nil && s.tenant != nil {
-		var err error
-		if logs, err = s.e.LogsFor(s.tenant); err != nil {
-			return "(log not available: " + err.Error() + ")"
-		}
-	}
-	if logs == nil {
-		return ""
-	}
-	out, err := logs.TailLog(ctx, s.env.Namespace, pod, container, 40)
-	if err != nil {
-		return "(log not available: " + err.Error() + ")"
-	}
+	out := pods.TailFor(ctx, s.e.LogsFor, s.e.Logs, s.tenant, s.env.Namespace, pod, container, 40)
 	if len(out) > logTailBytes {
 		out = out[len(out)-logTailBytes:]
 	}

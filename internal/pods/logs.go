@@ -41,6 +41,28 @@ func WaitingReason(pod *corev1.Pod) string {
 	return ""
 }
 
+// TailFor reads the last lines of a container's log for status: as the
+// tenant t through logsFor when it is set (the operator), else with logs
+// (tests without a kubelet); "" when neither is set, and "(log not
+// available: <why>)" when the log cannot be read.
+func TailFor(ctx context.Context, logsFor func(*identity.Tenant) (LogReader, error), logs LogReader,
+	t *identity.Tenant, namespace, pod, container string, lines int64) string {
+	if logsFor != nil && t != nil {
+		var err error
+		if logs, err = logsFor(t); err != nil {
+			return "(log not available: " + err.Error() + ")"
+		}
+	}
+	if logs == nil {
+		return ""
+	}
+	out, err := logs.TailLog(ctx, namespace, pod, container, lines)
+	if err != nil {
+		return "(log not available: " + err.Error() + ")"
+	}
+	return out
+}
+
 // TenantLogs reads container logs as t's user (its ServiceAccount,
 // impersonated): what the operator's engines read log tails shown in
 // status with, so status holds nothing the tenant could not read itself.

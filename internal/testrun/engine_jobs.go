@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // observe reads a running run's Job and records its end.
@@ -234,21 +235,7 @@ func (p *testPass) event(typ, reason, action, note string) {
 // whoever may read the DevEnvironment, so it must hold nothing the
 // tenant could not read itself.
 func (e *Engine) logTail(ctx context.Context, t *identity.Tenant, namespace, pod, container string) string {
-	logs := e.Logs
-	if e.LogsFor != nil && t != nil {
-		var err error
-		if logs, err = e.LogsFor(t); err != nil {
-			return "(log not available: " + err.Error() + ")"
-		}
-	}
-	if logs == nil {
-		return ""
-	}
-	out, err := logs.TailLog(ctx, namespace, pod, container, 200)
-	if err != nil {
-		return "(log not available: " + err.Error() + ")"
-	}
-	return Tail(out, MaxLogTail)
+	return Tail(pods.TailFor(ctx, e.LogsFor, e.Logs, t, namespace, pod, container, 200), MaxLogTail)
 }
 
 // imagesUnderTest are the digests a run tests: the images of the
