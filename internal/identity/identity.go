@@ -163,10 +163,6 @@ func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, com
 	if err != nil {
 		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
 	}
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
-	}
 	opts := remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr}
 	err = ws.StreamWithContext(ctx, opts)
 	var upgrade *httpstream.UpgradeFailureError
@@ -177,7 +173,11 @@ func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, com
 	// granted create but not get on pods/exec. SPDY, then; when it fails
 	// too (not by the command's exit code) after a refused WebSocket
 	// upgrade, the refusal's Status is what is reported.
-	serr := spdy.StreamWithContext(ctx, opts)
+	spdy, serr := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+	if serr != nil {
+		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, serr)
+	}
+	serr = spdy.StreamWithContext(ctx, opts)
 	var status apierrors.APIStatus
 	var exit utilexec.ExitError
 	if serr != nil && errors.As(upgrade.Cause, &status) && !errors.As(serr, &exit) {
