@@ -35,6 +35,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -190,7 +191,11 @@ func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
 	}
 	base := o.transport
 	if base == nil {
-		base = newDefaultTransport()
+		// No policy (a helper pod, in the tenant's network): the shared
+		// transport with the same dial, TLS and response header timeouts,
+		// so a hung registry is reported as unavailable instead of
+		// holding a reconcile until its context ends.
+		base = (*egress.Policy)(nil).Transport()
 	}
 	guard := &schemeGuard{next: &uploadCounter{next: base}}
 	if reg.Insecure {

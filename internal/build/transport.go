@@ -3,34 +3,11 @@ package build
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 )
-
-// newDefaultTransport is the HTTP transport when none is given: the one
-// go-containerregistry uses, plus a bound on how long a registry may take
-// to start answering, so a hung registry is reported as unavailable instead
-// of holding a reconcile until its context ends.
-func newDefaultTransport() http.RoundTripper {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   50,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-		ResponseHeaderTimeout: 2 * time.Minute,
-	}
-}
 
 // PlainHTTPError is the error of a plain-HTTP request to a registry that is
 // not marked insecure. go-containerregistry falls back to plain HTTP on its
