@@ -99,12 +99,16 @@ type ImageSpec struct {
 	// change elsewhere in the source neither rebuilds nor re-pushes the
 	// image (Skaffold's dependencies.paths, Tilt's only). Two images built
 	// from one repository then rebuild only for their own changes; the
-	// build still sees the whole source. Default: the whole source.
+	// build still sees the whole source. An entry starting with '!'
+	// excludes what earlier entries include (e.g. "!pkg/**/*_test.go").
+	// Default: the whole source. This is an optimisation only: an image
+	// whose files come out byte-identical has the same digest and rolls
+	// nothing out, whatever its paths.
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=64
-	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="paths must be relative paths inside the source, without '..'"
+	// +kubebuilder:validation:items:XValidation:rule="!self.matches('^!?/') && !self.matches('(^|/)[.][.](/|$)')",message="paths must be relative paths inside the source, without '..' (a leading '!' excludes)"
 	Paths []string `json:"paths,omitempty"`
 
 	// Layers map files from the source (or the run step's output) into the
@@ -173,7 +177,14 @@ type BuildRun struct {
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image"`
 
-	// Command run in /workspace.
+	// Command run in /workspace. Each item is a template over
+	// {{ .Revision }}, {{ .ShortRevision }}, {{ .Source }}, {{ .Image }}
+	// (this image's name), {{ .ImageBase }} (its last path segment, so one
+	// run spec serves several images, e.g. make {{ .ImageBase }}) and
+	// {{ .Component }}, and may read images built by components earlier in
+	// the DAG: {{ (image "operator").Reference }} (repository@digest), and
+	// .Repository, .Digest, .Tag. Naming an image makes this component
+	// depend on the one that builds it.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
@@ -182,12 +193,24 @@ type BuildRun struct {
 
 	// Env of the builder container. The build runs as UID 65532 (restricted
 	// Pod Security) with HOME=/home/devloop, GOOS, GOARCH and TARGETPLATFORM
-	// set for the platform being built; these entries come after and win.
+	// set for the platform being built, and DEVLOOP_REVISION and
+	// DEVLOOP_SHORT_REVISION; these entries come after and win. Values are
+	// templates, as in command (e.g. VERSION={{ .ShortRevision }}).
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Env []EnvVar `json:"env,omitempty"`
+
+	// Outputs are directories of /workspace the run step produces that
+	// later components deploy — generated CRDs, RBAC, a bundle: each is
+	// pushed as an artifact next to the image and becomes a source through
+	// spec.sources[].output, with a digest like any source.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	Outputs []RunOutput `json:"outputs,omitempty"`
 
 	// Cache is a persistent volume kept between builds (Go module and build
 	// caches, say).
@@ -213,6 +236,24 @@ type BuildRun struct {
 	// the fetched source in a cleared workspace.
 	// +optional
 	KeepWarm bool `json:"keepWarm,omitempty"`
+}
+
+// RunOutput is a directory a run step produces for other components.
+type RunOutput struct {
+	// Name of the output; spec.sources[].output.name refers to it. A
+	// DNS-1123 label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
+	Name string `json:"name"`
+
+	// Path of the directory in /workspace, relative, e.g. config/crd/bases.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="path must be relative to /workspace, without '..'"
+	Path string `json:"path"`
 }
 
 // BuildCache is a PersistentVolumeClaim mounted into the builder.
@@ -269,7 +310,7 @@ type EnvVar struct {
 
 	// Value of the variable.
 	// +optional
-	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MaxLength=384
 	Value string `json:"value,omitempty"`
 }
 
@@ -295,8 +336,20 @@ type HelmSpec struct {
 	// +optional
 	CreateNamespace bool `json:"createNamespace,omitempty"`
 
+	// ValuesFiles are values files layered over the chart's defaults, in
+	// order, before values: paths relative to the root of the chart's
+	// source (for an oci or repo chart, to the chart's own directory),
+	// e.g. installer/helm/chart/volcano/values.yaml and a dev override
+	// next to it. A file that does not exist stops the component.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="values files must be relative paths without '..'"
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+
 	// Values override the chart's defaults. Layering, last wins: chart
-	// defaults, values, valuesFrom (in order), imageValues.
+	// defaults, valuesFiles (in order), values, valuesFrom (in order),
+	// imageValues.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
@@ -315,6 +368,20 @@ type HelmSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	ImageValues []ImageValue `json:"imageValues,omitempty"`
+
+	// SkipCRDs installs the chart without the CRDs in its crds/ directory
+	// (helm install --skip-crds), for CRDs another component applies.
+	// +optional
+	SkipCRDs bool `json:"skipCRDs,omitempty"`
+
+	// Patches change what the chart renders before it is applied (a Helm
+	// post-renderer), hooks included: a container's args for a debug
+	// build, a securityContext, an env var in a third-party pod. A patch
+	// that matches no rendered object stops the component. At most 16
+	// patches in one environment.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Patches []Patch `json:"patches,omitempty"`
 
 	// Timeout of each Helm action, capped at the operator's maximum
 	// (--max-helm-timeout, 8m unless the operator says otherwise; status
@@ -371,6 +438,69 @@ type ChartRef struct {
 	Version string `json:"version,omitempty"`
 }
 
+// ChartCredentials names a Secret used for chart URLs with a prefix.
+type ChartCredentials struct {
+	// URLPrefix the credentials are for, e.g. https://charts.example.com/
+	// or oci://registry.example.com/team. It includes the host, so a
+	// prefix never reaches another host.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(https?|oci)://[^/]+')`,message="must be an http://, https:// or oci:// URL prefix including the host"
+	URLPrefix string `json:"urlPrefix"`
+
+	// SecretRef names a Secret in this namespace with username and
+	// password keys, or of type kubernetes.io/dockerconfigjson.
+	// +required
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
+
+// Patch changes rendered objects before they are applied.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.target) || !self.patch.trim().startsWith('-')",message="a JSON6902 patch (a list of operations) needs target",fieldPath=".target"
+type Patch struct {
+	// Patch is YAML: a partial object, merged as a strategic-merge patch
+	// (its apiVersion, kind, metadata.name and metadata.namespace select
+	// the object unless target is set), or a list of JSON6902 operations
+	// (op, path, value), which needs target.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=3072
+	Patch string `json:"patch"`
+
+	// Target selects the objects patched; every field set must match.
+	// +optional
+	Target *PatchTarget `json:"target,omitempty"`
+}
+
+// PatchTarget selects rendered objects.
+type PatchTarget struct {
+	// Group of the kind; empty matches any group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// Version of the kind; empty matches any version.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Version string `json:"version,omitempty"`
+	// Kind, e.g. Deployment.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind,omitempty"`
+	// Name of the object, a regular expression matched whole.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// Namespace of the object, a regular expression matched whole.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// LabelSelector over the object's labels, e.g. app=web,tier!=db.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LabelSelector string `json:"labelSelector,omitempty"`
+}
+
 // ValuesReference is a key of a ConfigMap or Secret holding Helm values.
 type ValuesReference struct {
 	// Kind of the object.
@@ -412,11 +542,15 @@ type ImageValue struct {
 	Path string `json:"path"`
 
 	// From is the part written: Reference (repository@digest, the default),
-	// Repository, Tag (the content tag), Digest, or Revision (the tag made
-	// from the source revision; the build pushes it before deploy).
+	// Repository, Tag (the content tag), Digest, Revision (the tag made
+	// from the source revision; the build pushes it before deploy),
+	// Registry (the registry prefix nodes pull from, e.g.
+	// 10.0.0.1:5000/team) or Name (the image's name in the spec), for
+	// charts that take registry and image separately (repository +
+	// image + version).
 	// +optional
 	// +kubebuilder:default=Reference
-	// +kubebuilder:validation:Enum=Reference;Repository;Tag;Digest;Revision
+	// +kubebuilder:validation:Enum=Reference;Repository;Tag;Digest;Revision;Registry;Name
 	From string `json:"from,omitempty"`
 }
 
@@ -452,4 +586,11 @@ type ManifestsSpec struct {
 	// create.
 	// +optional
 	Adopt bool `json:"adopt,omitempty"`
+
+	// Patches change the objects read (after kustomize) before they are
+	// applied. A patch that matches no object stops the component. At most
+	// 16 patches in one environment.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Patches []Patch `json:"patches,omitempty"`
 }

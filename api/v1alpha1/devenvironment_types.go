@@ -25,6 +25,7 @@ const DevEnvironmentKind = "DevEnvironment"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.helm) || !has(c.helm.imageValues) || c.helm.imageValues.all(v, self.components.exists(o, has(o.images) && o.images.exists(i, i.name == v.image))))",message="components[].helm.imageValues[].image must name an image built by a component: an imageValues entry names an unknown image",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.images) || c.images.all(i, self.components.filter(o, has(o.images) && o.images.exists(j, j.name == i.name)).size() == 1))",message="image names must be unique across components: each names the repository <registry.prefix>/<name>",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.images) ? size(c.images) : 0).sum() <= 16",message="at most 16 images in one environment",fieldPath=".components"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, (has(c.helm) && has(c.helm.patches) ? size(c.helm.patches) : 0) + (has(c.manifests) && has(c.manifests.patches) ? size(c.manifests.patches) : 0)).sum() <= 16",message="at most 16 patches in one environment",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="has(self.registry) || !has(self.components) || !self.components.exists(c, has(c.images))",message="registry is required when a component builds images",fieldPath=".registry"
 type DevEnvironmentSpec struct {
 	// Suspend stops reconciliation: nothing is built, deployed or run and
@@ -55,6 +56,15 @@ type DevEnvironmentSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Sources []Source `json:"sources,omitempty"`
+
+	// ChartCredentials are used for chart repositories and registries —
+	// the charts' own and their dependencies' — each only for URLs starting
+	// with its prefix. Dependencies listed in a chart's Chart.yaml
+	// (repository, oci:// and file://) are resolved as helm dependency
+	// build does, honouring Chart.lock.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	ChartCredentials []ChartCredentials `json:"chartCredentials,omitempty"`
 
 	// Components are the nodes of the dependency graph: each builds images
 	// and deploys a Helm chart or manifests once every component it depends

@@ -5,10 +5,11 @@ import (
 )
 
 // Source is a named input: a git repository, an OCI artifact (what
-// `kubectl devloop push` writes) or an artifact of a Flux source object.
-// Exactly one of git, oci and sourceRef is set.
+// `kubectl devloop push` writes), an artifact of a Flux source object, or
+// the output of a build step. Exactly one of git, oci, sourceRef and output
+// is set.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.git), has(self.oci), has(self.sourceRef)].filter(x, x).size() == 1",message="exactly one of git, oci or sourceRef must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.git), has(self.oci), has(self.sourceRef), has(self.output)].filter(x, x).size() == 1",message="exactly one of git, oci, sourceRef or output must be set"
 type Source struct {
 	// Name identifies the source within the environment; images, charts,
 	// manifests and tests refer to it by this name. A DNS-1123 label.
@@ -30,6 +31,13 @@ type Source struct {
 	// digest is verified after download.
 	// +optional
 	SourceRef *FluxSourceReference `json:"sourceRef,omitempty"`
+
+	// Output is a directory a run step of this environment produces
+	// (images[].run.outputs): generated CRDs, RBAC or a bundle. A component
+	// using this source depends on the component building that image, and
+	// is deployed with what its latest build produced.
+	// +optional
+	Output *BuildOutputReference `json:"output,omitempty"`
 
 	// Interval is how often a moving reference (a branch, an OCI tag) is
 	// resolved again. A reconcile request resolves it at once regardless.
@@ -135,4 +143,19 @@ type FluxSourceReference struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// BuildOutputReference names an output of an image's run step.
+type BuildOutputReference struct {
+	// Image whose run step produces the output.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Image string `json:"image"`
+
+	// Name of the output in images[].run.outputs.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
 }

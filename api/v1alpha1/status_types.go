@@ -222,6 +222,23 @@ type ImageStatus struct {
 	// Build is the last builder Job of an image with a run step.
 	// +optional
 	Build *BuildStatus `json:"build,omitempty"`
+	// Outputs are the run step's outputs pushed with Digest.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	Outputs []OutputStatus `json:"outputs,omitempty"`
+}
+
+// OutputStatus is a run step's output as pushed: an OCI artifact holding
+// the directory as one tar layer, like what kubectl devloop push writes.
+type OutputStatus struct {
+	// Name of the output.
+	Name string `json:"name"`
+	// Repository the artifact was pushed to.
+	// +kubebuilder:validation:MaxLength=300
+	Repository string `json:"repository"`
+	// Digest of the artifact's manifest.
+	// +kubebuilder:validation:MaxLength=80
+	Digest string `json:"digest"`
 }
 
 // BuildResult is the outcome of a builder Job.

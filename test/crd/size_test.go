@@ -20,9 +20,25 @@ const etcdObjectLimit = 3 << 19
 // values are arbitrary YAML. The API server's request limit bounds them.
 var freeForm = map[string]bool{"spec.components[].helm.values": true}
 
-// imagesPerEnvironment is the CEL rule's total bound on images; the schema
-// walk alone would multiply components by images per component.
-const imagesPerEnvironment = 16
+// perEnvironment are lists with a CEL rule bounding their total across
+// components; the schema walk alone would multiply components by items per
+// component. Each is sized once per item allowed in the environment.
+var perEnvironment = map[string]budget{
+	"spec.components[].images[]":            {"images", 16},
+	"spec.components[].helm.patches[]":      {"patches", 16},
+	"spec.components[].manifests.patches[]": {"patches", 16},
+}
+
+// budget is how many items of a group (helm and manifests patches share
+// one) an environment may hold.
+type budget struct {
+	group string
+	items int
+}
+
+// exclusive are sibling fields the CRD allows only one of (a component has
+// helm or manifests): only the larger counts.
+var exclusive = map[string][2]string{"spec.components[]": {"helm", "manifests"}}
 
 // TestSpecSizeBounded walks the generated CRD schema and computes the
 // largest serialized spec it admits. Every list and string must be bounded
@@ -36,27 +52,44 @@ func TestSpecSizeBounded(t *testing.T) {
 	g.Expect(yaml.Unmarshal(data, crd)).To(Succeed())
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 
-	w := &sizeWalker{skip: "spec.components[].images"}
-	withoutImages := w.size("spec", &spec)
-	image := spec.Properties["components"].Items.Schema.Properties["images"].Items.Schema
-	perImage := w.size("spec.components[].images[]", image)
-	worst := withoutImages + imagesPerEnvironment*(perImage+1)
+	w := &sizeWalker{budgets: map[string]int{}}
+	worst := w.size("spec", &spec)
+	largest := map[string]int{}
+	for path, n := range w.budgets {
+		b := perEnvironment[path]
+		largest[b.group] = max(largest[b.group], b.items*(n+1))
+		t.Logf("one %s at most %d bytes, %d %s in an environment", path, n, b.items, b.group)
+	}
+	for _, n := range largest {
+		worst += n
+	}
 
 	g.Expect(w.unbounded).To(BeEmpty(), "fields without maxItems/maxLength")
-	t.Logf("worst-case spec: %d bytes (%.0f%% of etcd's %d); one image at most %d bytes", worst, 100*float64(worst)/etcdObjectLimit, etcdObjectLimit, perImage)
+	g.Expect(w.budgets).To(HaveLen(len(perEnvironment)), "every per-environment list is in the schema")
+	t.Logf("worst-case spec: %d bytes (%.0f%% of etcd's %d)", worst, 100*float64(worst)/etcdObjectLimit, etcdObjectLimit)
 	g.Expect(worst).To(BeNumerically("<", etcdObjectLimit*3/4), "a valid spec could come near the object size limit")
 }
 
 type sizeWalker struct {
-	skip      string
+	// budgets holds the size of one item of each perEnvironment list, left
+	// out of the walk and added once per item the environment allows.
+	budgets   map[string]int
 	unbounded []string
 }
 
 // size is the longest JSON the schema at path admits.
 func (w *sizeWalker) size(path string, s *apiextensionsv1.JSONSchemaProps) int {
-	if path == w.skip || freeForm[path] {
+	if freeForm[path] {
 		return 0
 	}
+	if _, ok := perEnvironment[path]; ok {
+		w.budgets[path] = w.sizeOf(path, s)
+		return 0
+	}
+	return w.sizeOf(path, s)
+}
+
+func (w *sizeWalker) sizeOf(path string, s *apiextensionsv1.JSONSchemaProps) int {
 	switch {
 	case s.XIntOrString:
 		return 64 // quantities: the longest canonical form is far shorter
@@ -88,9 +121,18 @@ func (w *sizeWalker) size(path string, s *apiextensionsv1.JSONSchemaProps) int {
 			return 0
 		}
 		n := 2
+		either := map[string]int{}
 		for name, p := range s.Properties {
 			p := p
-			n += len(name) + 4 + w.size(path+"."+name, &p)
+			m := len(name) + 4 + w.size(path+"."+name, &p)
+			if pair, ok := exclusive[path]; ok && (name == pair[0] || name == pair[1]) {
+				either[name] = m
+				continue
+			}
+			n += m
+		}
+		if pair, ok := exclusive[path]; ok {
+			n += max(either[pair[0]], either[pair[1]])
 		}
 		return n
 	}

@@ -148,7 +148,7 @@ func TestBadSpecsRejected(t *testing.T) {
 		}, []string{`spec.tests[0].name`, `Too long`}},
 		{"source with both git and oci", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Sources[0].OCI = &v1alpha1.OCISource{Repository: "localhost:5000/x/y"}
-		}, []string{`spec.sources[0]`, `exactly one of git, oci or sourceRef must be set`}},
+		}, []string{`spec.sources[0]`, `exactly one of git, oci, sourceRef or output must be set`}},
 		{"registry prefix with a scheme", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Registry.Prefix = "http://localhost:5000/team-a"
 		}, []string{`spec.registry.prefix`, `no scheme`, `plain HTTP is set with insecure`}},
