@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -247,31 +246,6 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
 	}
 	return true, "", nil
-}
-
-// sourceInputs is what of the image's source its inputs hash covers: the
-// resolved revision, or, for an image that names paths, the content of
-// just those paths, so a change elsewhere in the source does not rebuild
-// it. Such an image keeps the revision (and revision tag) it was built
-// from until its own paths change.
-func (s *Session) sourceInputs(ctx context.Context, img *v1alpha1.ImageSpec, ref source.Ref) (string, error) {
-	if img.Source == "" || len(img.Paths) == 0 {
-		return ref.Key(), nil
-	}
-	a, err := s.sources.Artifact(ctx, img.Source)
-	if err != nil {
-		return "", err
-	}
-	parts := make([]string, 0, len(img.Paths))
-	for i, p := range img.Paths {
-		d, err := source.PathDigest(a.Dir, p)
-		if err != nil {
-			return "", fault.Stalledf(v1alpha1.ReasonBuildFailed,
-				"image %s: paths[%d]: %w (source %s at %s)", img.Name, i, err, img.Source, ref.Revision)
-		}
-		parts = append(parts, p+"="+d)
-	}
-	return strings.Join(parts, ","), nil
 }
 
 // stillPushed checks, at most once per verify interval, that the registry
