@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
@@ -76,6 +77,9 @@ func TestSamplesAccepted(t *testing.T) {
 		g.Expect(yaml.UnmarshalStrict(data, env)).To(Succeed(), f)
 		env.Namespace = "default"
 		g.Expect(create(env)).To(Succeed(), "sample %s", filepath.Base(f))
+		// What CEL cannot check: templates, implicit dependencies, cycles.
+		_, err = plan.Build(&env.Spec)
+		g.Expect(err).NotTo(HaveOccurred(), "sample %s", filepath.Base(f))
 		n++
 	}
 	g.Expect(n).To(BeNumerically(">=", 4))
