@@ -43,4 +43,24 @@ func TestKubectlExplain(t *testing.T) {
 	g.Expect(tags).To(MatchRegexp(`all naming the same\s+digest`))
 	g.Expect(tags).To(ContainSubstring("revision tag serves pods"))
 
+	// Every field of issue 18's real-project shapes is documented.
+	fields := map[string][]string{
+		"devenv.spec":                                {"chartCredentials"},
+		"devenv.spec.chartCredentials":               {"urlPrefix", "secretRef"},
+		"devenv.spec.sources":                        {"output"},
+		"devenv.spec.sources.output":                 {"image", "name"},
+		"devenv.spec.components.images.run":          {"outputs", "command", "env"},
+		"devenv.spec.components.helm":                {"valuesFiles", "skipCRDs", "patches"},
+		"devenv.spec.components.helm.patches":        {"patch", "target"},
+		"devenv.spec.components.manifests":           {"patches"},
+		"devenv.spec.components.helm.patches.target": {"kind", "name", "labelSelector"},
+	}
+	for path, want := range fields {
+		text := out("explain", path)
+		for _, field := range want {
+			g.Expect(text).To(MatchRegexp(`(?m)^\s+`+field+`\s+<[^>]+>[^\n]*\n\s+\S`), "%s.%s listed with its description", path, field)
+		}
+	}
+	g.Expect(out("explain", "devenv.spec.components.images.run.command")).To(ContainSubstring(`(image "operator").Reference`))
+	g.Expect(out("explain", "devenv.spec.components.helm.imageValues.from")).To(ContainSubstring("Registry"))
 }
