@@ -126,6 +126,8 @@ command could not run.`,
 		newTriggerCommand(a),
 		newCancelCommand(a),
 		newWaitCommand(a),
+		newSecretCommand(a),
+		newSettingsCommand(a),
 	)
 	return root
 }
