@@ -1,7 +1,10 @@
 // Package plan turns a DevEnvironment spec into the dependency graph the
 // reconciler walks, and checks what the CRD's CEL rules cannot: cycles,
-// tag templates that render to valid tags, image references and release
-// names as the libraries that will use them parse them.
+// tag templates that render to valid tags, run step templates, image
+// references and release names as the libraries that will use them parse
+// them. A component also depends on what it reads without listing it in
+// dependsOn: images its run steps' templates name, and run step outputs it
+// uses as sources (edges.go).
 package plan
 
 import (
@@ -24,6 +27,10 @@ type Plan struct {
 	// Components and Tests index the spec by name.
 	Components map[string]*v1alpha1.Component
 	Tests      map[string]*v1alpha1.TestSuite
+	// Implicit are, per component, the components it depends on in Graph
+	// without listing them in dependsOn: those building the images its run
+	// templates read or the outputs it uses as sources.
+	Implicit map[string][]string
 }
 
 // CycleError is a dependency cycle, with the path and the field it is in.
@@ -49,12 +56,19 @@ func Build(spec *v1alpha1.DevEnvironmentSpec) (*Plan, error) {
 		Graph:      dag.New(),
 		Components: make(map[string]*v1alpha1.Component, len(spec.Components)),
 		Tests:      make(map[string]*v1alpha1.TestSuite, len(spec.Tests)),
+		Implicit:   map[string][]string{},
 	}
 	errs := checkReferences(spec, root)
+	implicit, edgeErrs := implicitEdges(spec, root)
+	errs = append(errs, edgeErrs...)
 	for i := range spec.Components {
 		c := &spec.Components[i]
 		p.Components[c.Name] = c
-		if err := p.Graph.Add(c.Name, c.DependsOn...); err != nil {
+		deps := withImplicit(c.DependsOn, implicit[c.Name])
+		if extra := deps[len(c.DependsOn):]; len(extra) > 0 {
+			p.Implicit[c.Name] = extra
+		}
+		if err := p.Graph.Add(c.Name, deps...); err != nil {
 			errs = append(errs, field.Duplicate(root.Child("components").Index(i).Child("name"), c.Name))
 		}
 	}
@@ -78,6 +92,9 @@ func Build(spec *v1alpha1.DevEnvironmentSpec) (*Plan, error) {
 		fp := root.Child("components")
 		if _, isTest := p.Tests[cycle.Path[0]]; isTest {
 			fp = root.Child("tests")
+		} else if f := cycleField(cycle.Path, p.Components, implicit); f != nil {
+			// A template or an output source closes the cycle: name it.
+			fp = f
 		}
 		return nil, &CycleError{Path: cycle.Path, Field: fp}
 	case err != nil:
