@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -92,7 +93,12 @@ prints the Secret with its values redacted and writes nothing.`,
 			return a.writeObject(cmd.Context(), args[0], obj, f.dryRun)
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register adds the command's flags to fl.
+func (f *secretFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.literals, "from-literal", nil, "KEY=VALUE; repeat for more keys")
 	fl.StringArrayVar(&f.files, "from-file", nil, "[KEY=]PATH: a file's content as a key (KEY defaults to the file name); a directory gives one key per file")
 	fl.StringArrayVar(&f.envFiles, "from-env-file", nil, "PATH of KEY=VALUE lines; repeat for more files")
@@ -103,7 +109,6 @@ prints the Secret with its values redacted and writes nothing.`,
 	fl.StringVar(&f.dockerUser, "docker-username", "", "the user name for --docker-server")
 	fl.BoolVar(&f.passwordStdin, "docker-password-stdin", false, "read the password (or token) for --docker-server from stdin")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the Secret with its values redacted; write nothing")
-	return cmd
 }
 
 // build makes the Secret the flags describe.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -94,7 +95,12 @@ wrote the object. --dry-run prints the object with its values redacted.`,
 			return a.writeObject(cmd.Context(), args[0], obj, f.dryRun)
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register adds the command's flags to fl.
+func (f *settingsFlags) register(fl *pflag.FlagSet) {
 	fl.Var(settingsFileFlag{files: &f.files}, "from-file", "a YAML values file; repeat for more (later files win)")
 	fl.Var(settingsFileFlag{files: &f.files, optional: true}, "optional-file", "a YAML values file skipped when it does not exist; layered in order with --from-file")
 	fl.StringArrayVar(&f.sets, "set", nil, "PATH=VALUE, e.g. operator.replicas=2; repeat for more")
@@ -102,7 +108,6 @@ wrote the object. --dry-run prints the object with its values redacted.`,
 	fl.BoolVar(&f.secret, "secret", false, "write a Secret instead of a ConfigMap (for values that are credentials)")
 	fl.StringVar(&f.key, "key", settingsKey, "the key holding the values (helm.valuesFrom[].key)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the object with its values redacted; write nothing")
-	return cmd
 }
 
 // valuesPath is a dot-separated values path, as imageValues takes.

@@ -13,9 +13,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// parseValues reads a YAML values document. Numbers keep their text
-// (json.Number), so a large integer or a version like 1.10 is written back
-// as it was read. Parser errors are reduced to their line: they may quote
+// parseValues reads a YAML values document. Numbers keep their JSON text
+// (json.Number), so a large integer is written back as it was read, not
+// rounded through a float (1.10 is still the number 1.1, as Helm reads
+// it). Parser errors are reduced to their line: they may quote
 // the file, and a settings file may hold credentials.
 func parseValues(data []byte) (map[string]any, error) {
 	js, err := yaml.YAMLToJSON(data)

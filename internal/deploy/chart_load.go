@@ -56,77 +56,105 @@ type ChartLoader struct {
 	MaxChartSize int64
 }
 
-// Load loads the chart ref names. art is the fetched source of a source
-// chart (nil otherwise); plainHTTP allows plain HTTP to an OCI registry.
-func (l *ChartLoader) Load(ctx context.Context, ref v1alpha1.ChartRef, art *source.Artifact, plainHTTP bool) (*chart.Chart, error) {
+// LoadOptions are what the downloads of one environment's chart may use.
+type LoadOptions struct {
+	// PlainHTTP says whether an oci:// reference may be pulled over plain
+	// HTTP; nil allows it nowhere.
+	PlainHTTP func(ociRef string) bool
+	// Credentials are the environment's spec.chartCredentials; nil uses
+	// none.
+	Credentials *ChartCredentials
+}
+
+func (o LoadOptions) plainHTTP(ociRef string) bool {
+	return o.PlainHTTP != nil && o.PlainHTTP(ociRef)
+}
+
+// Load loads the chart ref names, with the dependencies its Chart.yaml
+// lists and its charts/ directory lacks (see resolveDependencies). art is
+// the fetched source of a source chart (nil otherwise).
+func (l *ChartLoader) Load(ctx context.Context, ref v1alpha1.ChartRef, art *source.Artifact, opts LoadOptions) (*chart.Chart, error) {
+	var (
+		ch   *chart.Chart
+		dir  string
+		root string
+		err  error
+	)
 	switch {
 	case ref.Source != "":
 		if art == nil {
 			return nil, fmt.Errorf("chart: source %q has not been fetched", ref.Source)
 		}
-		return LoadChartDir(art.Dir, ref.Path)
+		root = art.Dir
+		ch, dir, err = loadChartDir(art.Dir, ref.Path)
 	case ref.OCI != "":
-		return l.LoadOCI(ctx, ref.OCI, ref.Version, plainHTTP)
+		ch, err = l.fetchOCI(ctx, ref.OCI, ref.Version, opts.plainHTTP(ref.OCI), opts.Credentials)
 	case ref.Repo != "":
-		return l.LoadRepo(ctx, ref.Repo, ref.Name, ref.Version)
+		ch, err = l.fetchRepo(ctx, ref.Repo, ref.Name, ref.Version, opts.Credentials)
+		if err != nil {
+			err = fmt.Errorf("chart repository %s: chart %s: %w", ref.Repo, ref.Name, err)
+		}
+	default:
+		return nil, fault.Permanentf("chart: none of source, oci or repo is set")
 	}
-	return nil, fault.Permanentf("chart: none of source, oci or repo is set")
+	if err != nil {
+		return nil, err
+	}
+	if err := l.resolveDependencies(ctx, ch, root, dir, opts); err != nil {
+		return nil, err
+	}
+	return ch, nil
 }
 
-// LoadChartDir loads the chart at path inside a fetched source directory.
-// Dependencies must be shipped in the chart's charts/ directory: devloop
-// never downloads them, so a missing one is a permanent error naming it.
+// LoadChartDir loads the chart at path inside a fetched source directory
+// as it is: dependencies its charts/ directory lacks are not resolved.
 func LoadChartDir(root, path string) (*chart.Chart, error) {
+	ch, _, err := loadChartDir(root, path)
+	return ch, err
+}
+
+// loadChartDir loads the chart at path inside root and returns its
+// directory.
+func loadChartDir(root, path string) (*chart.Chart, string, error) {
 	dir := filepath.Join(root, filepath.FromSlash(path))
-	if rel, err := filepath.Rel(root, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return nil, fault.Permanentf("chart path %q leaves the source", path)
+	if !inside(root, dir) {
+		return nil, "", fault.Permanentf("chart path %q leaves the source", path)
 	}
 	if _, err := os.Stat(dir); err != nil {
-		return nil, fault.Permanentf("chart path %q: not found in the source", path)
+		return nil, "", fault.Permanentf("chart path %q: not found in the source", path)
 	}
 	ch, err := loader.Load(dir)
 	if err != nil {
-		return nil, fault.Permanentf("chart %q: %w", path, err)
+		return nil, "", fault.Permanentf("chart %q: %w", path, err)
 	}
-	return ch, checkDependencies(ch)
+	return ch, dir, nil
 }
 
-// checkDependencies checks, for the chart and each subchart, that every
-// dependency Chart.yaml declares is present.
-func checkDependencies(ch *chart.Chart) error {
-	var missing []string
-	var walk func(c *chart.Chart, at string)
-	walk = func(c *chart.Chart, at string) {
-	next:
-		for _, req := range c.Metadata.Dependencies {
-			for _, d := range c.Dependencies() {
-				if d.Name() == req.Name {
-					continue next
-				}
-			}
-			missing = append(missing, at+req.Name)
-		}
-		for _, d := range c.Dependencies() {
-			walk(d, at+d.Name()+"/")
-		}
-	}
-	walk(ch, "")
-	if len(missing) > 0 {
-		return fault.Permanentf("chart %s: dependencies missing from charts/: %s (devloop does not download dependencies: vendor them with `helm dependency build`)",
-			ch.Name(), strings.Join(missing, ", "))
-	}
-	return nil
+// inside says whether path is root or under it, lexically.
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // LoadOCI pulls oci://host/repo/chart at version, an exact tag or a semver
-// constraint (the highest version when empty).
+// constraint (the highest version when empty), with no credentials and
+// without resolving its dependencies.
 func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plainHTTP bool) (*chart.Chart, error) {
+	return l.fetchOCI(ctx, ociRef, version, plainHTTP, nil)
+}
+
+// fetchOCI is LoadOCI with the credentials creds has for ociRef.
+func (l *ChartLoader) fetchOCI(ctx context.Context, ociRef, version string, plainHTTP bool, creds *ChartCredentials) (*chart.Chart, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.timeout())
 	defer cancel()
+	cred, err := creds.For(ctx, ociRef)
+	if err != nil {
+		return nil, err
+	}
 	// Every response (tag lists, manifests, the chart's layers) is capped
 	// while it is read: Helm's client reads the layers whole.
 	hc, capped := capClient(l.httpClient(), l.maxChart())
-	rc, err := l.registryClient(hc, plainHTTP)
+	rc, err := l.registryClient(hc, plainHTTP, urlHost(ociRef), cred)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +172,7 @@ func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plain
 			return nil, tooLarge(classifyFetch(fmt.Errorf("chart %s: listing tags: %w", ociRef, err)))
 		}
 		if tag, err = registry.GetTagMatchingVersionOrConstraint(tags, version); err != nil {
-			return nil, fault.Permanentf("chart %s: %w", ociRef, err)
+			return nil, fault.Permanentf("chart %s: %w", ociRef, noVersion(version, "the registry has tags", tags))
 		}
 	}
 	// OCI tags cannot hold '+'; Helm pushes semver build metadata as '_'.
@@ -169,11 +197,16 @@ func (l *ChartLoader) LoadOCI(ctx context.Context, ociRef, version string, plain
 }
 
 // registryClient never reads the operator's Helm or Docker credentials:
-// the authorizer has none, and the credentials file lives in the cache.
-func (l *ChartLoader) registryClient(hc *http.Client, plainHTTP bool) (*registry.Client, error) {
+// the authorizer has only cred, for host alone, and the credentials file
+// lives in the cache.
+func (l *ChartLoader) registryClient(hc *http.Client, plainHTTP bool, host string, cred *chartAuth) (*registry.Client, error) {
+	authorizer := auth.Client{Client: hc, Cache: auth.NewCache()}
+	if cred != nil {
+		authorizer.Credential = auth.StaticCredential(host, auth.Credential{Username: cred.Username, Password: cred.Password})
+	}
 	opts := []registry.ClientOption{
 		registry.ClientOptHTTPClient(hc),
-		registry.ClientOptAuthorizer(auth.Client{Client: hc, Cache: auth.NewCache()}),
+		registry.ClientOptAuthorizer(authorizer),
 		registry.ClientOptCredentialsFile(filepath.Join(l.CacheDir, "registry-credentials.json")),
 		registry.ClientOptWriter(io.Discard),
 	}
@@ -184,46 +217,97 @@ func (l *ChartLoader) registryClient(hc *http.Client, plainHTTP bool) (*registry
 }
 
 // LoadRepo loads chart name at version (exact or a semver constraint, the
-// highest when empty) from the HTTP chart repository at repoURL. The
-// archive's digest is verified against the index when the index has one.
+// highest when empty) from the HTTP chart repository at repoURL, with no
+// credentials and without resolving its dependencies. The archive's
+// digest is verified against the index when the index has one.
 func (l *ChartLoader) LoadRepo(ctx context.Context, repoURL, name, version string) (*chart.Chart, error) {
+	ch, err := l.fetchRepo(ctx, repoURL, name, version, nil)
+	if err != nil {
+		return nil, fmt.Errorf("chart repository %s: chart %s: %w", repoURL, name, err)
+	}
+	return ch, nil
+}
+
+// fetchRepo is LoadRepo with creds for each request whose URL they match.
+// Its errors do not name the repository: the caller does.
+func (l *ChartLoader) fetchRepo(ctx context.Context, repoURL, name, version string, creds *ChartCredentials) (*chart.Chart, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.timeout())
 	defer cancel()
+	base, idx, err := l.repoIndex(ctx, repoURL, creds)
+	if err != nil {
+		return nil, err
+	}
+	return l.repoChart(ctx, base, idx, name, version, creds)
+}
+
+// repoIndex downloads and parses the index of the repository at repoURL.
+// It is downloaded on every load, with the tenant's credentials: that is
+// what checks the tenant's access before a cached archive is served.
+func (l *ChartLoader) repoIndex(ctx context.Context, repoURL string, creds *ChartCredentials) (*url.URL, *repo.IndexFile, error) {
 	base, err := url.Parse(strings.TrimSuffix(repoURL, "/") + "/")
 	if err != nil {
-		return nil, fault.Permanentf("chart repository %q: %w", repoURL, err)
+		return nil, nil, fault.Permanentf("repository URL: %w", err)
 	}
-	data, err := l.download(ctx, base.JoinPath("index.yaml").String(), l.maxIndex())
+	data, err := l.download(ctx, withCredentials(l.httpClient(), creds), base.JoinPath("index.yaml").String(), l.maxIndex())
 	if err != nil {
-		return nil, fmt.Errorf("chart repository %s: index: %w", repoURL, err)
+		return nil, nil, fmt.Errorf("index: %w", err)
 	}
 	idx := repo.NewIndexFile()
 	if err := yaml.Unmarshal(data, idx); err != nil {
-		return nil, fault.Permanentf("chart repository %s: index.yaml: %w", repoURL, err)
+		return nil, nil, fault.Permanentf("index.yaml: %w", err)
 	}
 	idx.SortEntries()
+	return base, idx, nil
+}
+
+// repoChart downloads chart name at version as idx lists it.
+func (l *ChartLoader) repoChart(ctx context.Context, base *url.URL, idx *repo.IndexFile, name, version string, creds *ChartCredentials) (*chart.Chart, error) {
+	if len(idx.Entries[name]) == 0 {
+		return nil, fault.Permanentf("no chart %q in the repository's index", name)
+	}
 	cv, err := idx.Get(name, version)
 	if err != nil {
-		return nil, fault.Permanentf("chart repository %s: chart %s version %q: %w", repoURL, name, orDefault(version, "latest"), err)
+		have := make([]string, 0, len(idx.Entries[name]))
+		for _, v := range idx.Entries[name] {
+			have = append(have, v.Version)
+		}
+		return nil, fault.Permanent(noVersion(version, "the index has", have))
 	}
 	if len(cv.URLs) == 0 {
-		return nil, fault.Permanentf("chart repository %s: chart %s %s has no URL", repoURL, name, cv.Version)
+		return nil, fault.Permanentf("version %s has no URL in the index", cv.Version)
 	}
 	u, err := base.Parse(cv.URLs[0])
 	if err != nil {
-		return nil, fault.Permanentf("chart repository %s: chart %s %s: %w", repoURL, name, cv.Version, err)
+		return nil, fault.Permanentf("version %s: %w", cv.Version, err)
 	}
 	want := strings.TrimPrefix(cv.Digest, "sha256:")
 	return l.cached(u.String(), want, func() ([]byte, error) {
-		data, err := l.download(ctx, u.String(), l.maxChart())
+		data, err := l.download(ctx, withCredentials(l.httpClient(), creds), u.String(), l.maxChart())
 		if err != nil {
-			return nil, fmt.Errorf("chart %s %s: %w", name, cv.Version, err)
+			return nil, fmt.Errorf("version %s: %w", cv.Version, err)
 		}
 		if got := sha256.Sum256(data); want != "" && hex.EncodeToString(got[:]) != want {
-			return nil, fault.Permanentf("chart %s %s from %s: digest sha256:%x does not match the index's sha256:%s", name, cv.Version, u, got, want)
+			return nil, fault.Permanentf("version %s from %s: digest sha256:%x does not match the index's sha256:%s", cv.Version, u.Redacted(), got, want)
 		}
 		return data, nil
 	})
+}
+
+// noVersion says no version matches constraint, with the first few
+// versions there are (newest first, as indexes and tag lists are sorted).
+func noVersion(constraint, there string, versions []string) error {
+	const shown = 5
+	list := strings.Join(versions[:min(len(versions), shown)], ", ")
+	if len(versions) > shown {
+		list += fmt.Sprintf(" and %d more", len(versions)-shown)
+	}
+	if list == "" {
+		list = "none"
+	}
+	if constraint == "" {
+		constraint = "latest"
+	}
+	return fmt.Errorf("no version matches %q (%s %s)", constraint, there, list)
 }
 
 // cached loads the archive stored under url+digest, or fetches and stores
@@ -267,16 +351,16 @@ func loadArchive(from string, data []byte) (*chart.Chart, error) {
 	if err != nil {
 		return nil, fault.Permanentf("chart from %s: %w", from, err)
 	}
-	return ch, checkDependencies(ch)
+	return ch, nil
 }
 
-// download GETs u, failing when the body exceeds max bytes.
-func (l *ChartLoader) download(ctx context.Context, u string, max int64) ([]byte, error) {
+// download GETs u with hc, failing when the body exceeds max bytes.
+func (l *ChartLoader) download(ctx context.Context, hc *http.Client, u string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fault.Permanent(err)
 	}
-	resp, err := l.httpClient().Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, classifyFetch(err)
 	}
@@ -300,6 +384,11 @@ func (l *ChartLoader) download(ctx context.Context, u string, max int64) ([]byte
 // classifyFetch marks network failures Unavailable; other errors are left
 // to the caller's backoff.
 func classifyFetch(err error) error {
+	if fault.IsPermanent(err) {
+		// An egress refusal or a credentials Secret that is missing:
+		// the client wraps it as a url.Error, which is a net.Error.
+		return err
+	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
 		return fault.Unavailable(err)

@@ -44,13 +44,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err != nil {
 		return Result{}, err
 	}
-	charts := e.Charts
-	if charts == nil {
-		// Charts from sources need no cache; oci and repo charts fail
-		// with the loader's own message.
-		charts = &ChartLoader{}
-	}
-	chrt, err := charts.Load(ctx, h.Chart, art, plainHTTPChart(env, h.Chart.OCI))
+	chrt, err := e.loadChart(ctx, env, c, art, cl)
 	if err != nil {
 		return Result{}, err
 	}
