@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/digest"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -38,13 +37,13 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 			return Result{}, err
 		}
 	}
-	// valuesFrom is read as the environment's ServiceAccount: the
-	// operator's own right to read Secrets is not lent to the tenant.
-	vals, err := ComposeValues(ctx, cl, env.Namespace, h, refs)
+	chrt, err := e.loadChart(ctx, env, c, art, cl)
 	if err != nil {
 		return Result{}, err
 	}
-	chrt, err := e.loadChart(ctx, env, c, art, cl)
+	// valuesFrom is read as the environment's ServiceAccount: the
+	// operator's own right to read Secrets is not lent to the tenant.
+	vals, err := ComposeValues(ctx, cl, env.Namespace, h, refs, valuesFilesOf(env, c, art, chrt))
 	if err != nil {
 		return Result{}, err
 	}
@@ -55,14 +54,9 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	req.Chart, req.Values = chrt, vals
 	req.Owner = string(env.UID)
 	opts := ownerOptions(env, c)
-	req.Mutate = func(objs []*unstructured.Unstructured) error {
-		Label(objs, opts)
-		_, err := RewriteImages(objs, images)
-		return err
+	if err := helmRendering(&req, env, c, images, opts); err != nil {
+		return Result{}, err
 	}
-	// The image mapping is part of what the release renders: a new digest
-	// upgrades the release even when chart and values are unchanged.
-	req.RenderKey = digest.JSON(images)
 	if progress != nil {
 		req.BeforeAction = func(act Action) {
 			if st.Release == nil {

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
@@ -29,7 +30,8 @@ func builtImages(env *v1alpha1.DevEnvironment) ([]BuiltImage, map[string]ImageRe
 				}
 			}
 			images = append(images, BuiltImage{Name: img.Name, Repositories: repos, Reference: pull + "@" + ist.Digest})
-			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.Digest, Tag: ist.ContentHash, Revision: revisionTag(ist)}
+			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.Digest, Tag: ist.ContentHash, Revision: revisionTag(ist),
+				Registry: pullRegistry(env), Name: img.Name}
 		}
 	}
 	return images, refs
@@ -45,4 +47,18 @@ func revisionTag(ist *v1alpha1.ImageStatus) string {
 		return ist.RevisionTag
 	}
 	return ""
+}
+
+// pullRegistry is the registry prefix nodes pull built images from:
+// registry.pullPrefix when set, else registry.prefix (a built image's
+// repository is that prefix and its name).
+func pullRegistry(env *v1alpha1.DevEnvironment) string {
+	r := env.Spec.Registry
+	if r == nil {
+		return ""
+	}
+	if r.PullPrefix != "" {
+		return strings.TrimSuffix(r.PullPrefix, "/")
+	}
+	return strings.TrimSuffix(r.Prefix, "/")
 }

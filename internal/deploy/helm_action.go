@@ -29,6 +29,9 @@ type ActionOptions struct {
 	PostRenderer postrender.PostRenderer
 	// CreateNamespace creates Namespace on install when it is missing.
 	CreateNamespace bool
+	// SkipCRDs installs without the chart's crds/ (helm install
+	// --skip-crds); upgrades never install them.
+	SkipCRDs bool
 	// MaxHistory caps the revisions kept on upgrade and rollback; zero
 	// keeps all.
 	MaxHistory int
@@ -50,6 +53,7 @@ func Install(ctx context.Context, cfg *action.Configuration, chrt *chart.Chart, 
 	a.Timeout = o.Timeout
 	a.PostRenderer = o.PostRenderer
 	a.CreateNamespace = o.CreateNamespace
+	a.SkipCRDs = o.SkipCRDs
 	a.Labels = o.Labels
 	a.Description = o.Description
 	a.DisableOpenAPIValidation = o.SkipSchemaCheck

@@ -37,11 +37,20 @@ func (p MutatorPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) 
 			return nil, fmt.Errorf("post-render: %w", err)
 		}
 	}
+	out, err := writeManifests(objs)
+	if err != nil {
+		return nil, fmt.Errorf("post-render: %w", err)
+	}
+	return out, nil
+}
+
+// writeManifests serializes objs as one multi-document YAML stream.
+func writeManifests(objs []*unstructured.Unstructured) (*bytes.Buffer, error) {
 	out := new(bytes.Buffer)
 	for _, o := range objs {
 		b, err := yaml.Marshal(o.Object)
 		if err != nil {
-			return nil, fmt.Errorf("post-render: serializing %s %s: %w", o.GetKind(), o.GetName(), err)
+			return nil, fmt.Errorf("serializing %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		out.WriteString("---\n")
 		out.Write(b)

@@ -52,8 +52,14 @@ type ReleaseRequest struct {
 	// (plus lockGrace): someone else's helm action may still be running.
 	Timeout         time.Duration
 	CreateNamespace bool
-	// Mutate, when set, edits rendered objects before they are applied.
+	// Mutate, when set, edits rendered objects before they are applied,
+	// hooks included.
 	Mutate Mutator
+	// Patches, when set, are applied to the rendered objects, hooks
+	// included, before Mutate (see releaseRender).
+	Patches *Patches
+	// SkipCRDs installs without the chart's crds/.
+	SkipCRDs bool
 	// RenderKey is anything else that changes the rendered release, such
 	// as the image mapping Mutate applies; it is part of the digest.
 	RenderKey string
@@ -125,9 +131,13 @@ func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) 
 	if err != nil {
 		return Outcome{Digest: releaseDigest(req)}, err
 	}
+	render := newReleaseRender(req)
+	if render != nil {
+		cfg.Releases.Driver = hookRenderDriver{Driver: cfg.Releases.Driver, render: render}
+	}
 	obs := NewObserver(cfg.Releases.Driver)
 	cfg.Releases.Driver = obs
-	out, err := reconcileRelease(ctx, cfg, req)
+	out, err := reconcileRelease(ctx, cfg, req, render)
 	out.Observed = obs.Observed()
 	written.record(out.Observed)
 	return out, err
@@ -227,7 +237,7 @@ func (b *revisionBook) wrote(rls *release.Release) bool {
 	return b.latest[rls.Namespace+"/"+rls.Name] == rls.Version
 }
 
-func reconcileRelease(ctx context.Context, cfg *action.Configuration, req ReleaseRequest) (Outcome, error) {
+func reconcileRelease(ctx context.Context, cfg *action.Configuration, req ReleaseRequest, render *releaseRender) (Outcome, error) {
 	out := Outcome{Digest: releaseDigest(req)}
 
 	opts := ActionOptions{
@@ -235,6 +245,7 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		Namespace:       req.Namespace,
 		Timeout:         req.Timeout,
 		CreateNamespace: req.CreateNamespace,
+		SkipCRDs:        req.SkipCRDs,
 		MaxHistory:      orDefaultInt(req.MaxHistory, DefaultMaxHistory),
 		Labels:          releaseLabels(req, out.Digest),
 		// Helm's schema check validates nothing against an API server
@@ -247,8 +258,8 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		// objects when they are applied.
 		SkipSchemaCheck: true,
 	}
-	if req.Mutate != nil {
-		opts.PostRenderer = MutatorPostRenderer{Mutate: req.Mutate}
+	if render != nil {
+		opts.PostRenderer = render
 	}
 	done := map[Action]bool{}
 	var lastErr error

@@ -28,6 +28,12 @@ type ImageRef struct {
 	// Revision is the tag made from the source revision; empty when the
 	// image has none.
 	Revision string
+	// Registry is the prefix Repository sits under as nodes pull it
+	// (registry.pullPrefix, else registry.prefix), e.g.
+	// localhost:5001/team-a; Name is the image's name in the spec, which
+	// may hold '/'. Registry + "/" + Name is Repository.
+	Registry string
+	Name     string
 }
 
 // Reference is repository@digest, the immutable reference.
@@ -49,8 +55,12 @@ func (b ImageRef) Part(from string) (string, error) {
 		v = b.Digest
 	case "Revision":
 		v = b.Revision
+	case "Registry":
+		v = b.Registry
+	case "Name":
+		v = b.Name
 	default:
-		return "", fault.Permanentf("unknown image part %q: want Reference, Repository, Tag, Digest or Revision", from)
+		return "", fault.Permanentf("unknown image part %q: want Reference, Repository, Tag, Digest, Revision, Registry or Name", from)
 	}
 	if v == "" {
 		return "", fault.Permanentf("image %s has no %s", b.Repository, strings.ToLower(orDefault(from, "Reference")))
@@ -58,20 +68,22 @@ func (b ImageRef) Part(from string) (string, error) {
 	return v, nil
 }
 
-// ComposeValues layers a release's values, last wins: spec.values, then
-// each valuesFrom document in order, then imageValues. Chart defaults sit
-// under all of them; Helm coalesces those itself when it renders. images
-// maps image names to what was built. ConfigMaps and Secrets are read from
-// namespace.
-func ComposeValues(ctx context.Context, r client.Reader, namespace string, spec *v1alpha1.HelmSpec, images map[string]ImageRef) (map[string]any, error) {
-	vals := map[string]any{}
+// ComposeValues layers a release's values, last wins: each of valuesFiles
+// in order (read by files), spec.values, each valuesFrom document in
+// order, then imageValues. Chart defaults sit under all of them; Helm
+// coalesces those itself when it renders. images maps image names to
+// what was built. ConfigMaps and Secrets are read from namespace.
+func ComposeValues(ctx context.Context, r client.Reader, namespace string, spec *v1alpha1.HelmSpec, images map[string]ImageRef, files ValuesFiles) (map[string]any, error) {
+	vals, err := files.compose(spec.ValuesFiles)
+	if err != nil {
+		return nil, err
+	}
 	if spec.Values != nil && len(spec.Values.Raw) > 0 {
-		if err := json.Unmarshal(spec.Values.Raw, &vals); err != nil {
+		inline := map[string]any{}
+		if err := json.Unmarshal(spec.Values.Raw, &inline); err != nil {
 			return nil, fault.Permanentf("values: %w", err)
 		}
-		if vals == nil { // "null"
-			vals = map[string]any{}
-		}
+		vals = MergeValues(vals, inline)
 	}
 	for _, ref := range spec.ValuesFrom {
 		doc, err := readValuesRef(ctx, r, namespace, ref)

@@ -94,7 +94,7 @@ func TestComposeValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			vals, err := ComposeValues(context.Background(), objs, "ns", &tc.spec, map[string]ImageRef{"ctl": img})
+			vals, err := ComposeValues(context.Background(), objs, "ns", &tc.spec, map[string]ImageRef{"ctl": img}, ValuesFiles{})
 			tc.check(NewWithT(t), vals, err)
 		})
 	}

@@ -1,0 +1,135 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/digest"
+)
+
+// helmRendering sets what req renders besides chart and values: c's
+// patches, then the environment's labels and every built image pinned,
+// over the release manifest and its hooks alike; and skipCRDs.
+func helmRendering(req *ReleaseRequest, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, images []BuiltImage, opts ApplyOptions) error {
+	patches, err := CompilePatches(componentField(env, c)+".helm.patches", c.Helm.Patches, req.Namespace)
+	if err != nil {
+		return err
+	}
+	req.Patches = patches
+	req.Mutate = func(objs []*unstructured.Unstructured) error {
+		Label(objs, opts)
+		_, err := RewriteImages(objs, images)
+		return err
+	}
+	// The image mapping and the patches are part of what the release
+	// renders: a new digest or patch upgrades the release even when chart
+	// and values are unchanged. (Without patches the key is what it was
+	// before they existed, so no release upgrades for nothing.)
+	req.RenderKey = digest.JSON(images)
+	if len(c.Helm.Patches) > 0 {
+		req.RenderKey += "\x00" + digest.JSON(c.Helm.Patches)
+	}
+	req.SkipCRDs = c.Helm.SkipCRDs
+	return nil
+}
+
+// releaseRender edits what a Helm install or upgrade renders before any
+// of it reaches the cluster: patches first, then Mutate (labels, pinned
+// images), so a patch that names a built image gets it pinned and none
+// can take devloop's ownership labels away.
+//
+// Helm 3 runs a post-renderer over the release manifest only, not over
+// its hooks, so a pre-install Job running a built image would run the
+// chart's tag and no patch would reach it. The hooks are edited where
+// Helm hands them over before running them: when the action stores the
+// new pending revision (hookRenderDriver), which both install and upgrade
+// do after rendering and before the first hook. That is also the first
+// point where the whole render — manifest and hooks — is known, so a
+// patch that matched neither fails there, before anything was created.
+// The stored revision holds the edited hooks, so a rollback or uninstall
+// runs its hooks as they were installed, and `helm get hooks` shows what
+// ran. The manifest is edited once (post-render), each hook once (the
+// pending write), so no JSON6902 add is applied twice.
+type releaseRender struct {
+	patches *Patches
+	mutate  Mutator
+	// matched marks the patches that matched the manifest of the action
+	// in progress; the pending write of its revision consumes it.
+	matched []bool
+}
+
+// newReleaseRender is nil when req edits nothing.
+func newReleaseRender(req ReleaseRequest) *releaseRender {
+	if req.Mutate == nil && req.Patches.Len() == 0 {
+		return nil
+	}
+	return &releaseRender{patches: req.Patches, mutate: req.Mutate}
+}
+
+// Run implements postrender.PostRenderer, for the release manifest.
+func (r *releaseRender) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
+	r.matched = make([]bool, r.patches.Len())
+	return MutatorPostRenderer{Mutate: func(objs []*unstructured.Unstructured) error {
+		return r.edit(objs, r.matched)
+	}}.Run(rendered)
+}
+
+func (r *releaseRender) edit(objs []*unstructured.Unstructured, matched []bool) error {
+	if err := r.patches.Apply(objs, matched); err != nil {
+		return err
+	}
+	if r.mutate != nil {
+		return r.mutate(objs)
+	}
+	return nil
+}
+
+// renderHooks edits the hooks of a revision about to be stored pending,
+// then fails if a patch matched neither them nor the manifest.
+func (r *releaseRender) renderHooks(rls *release.Release) error {
+	matched := r.matched
+	r.matched = nil
+	if len(matched) != r.patches.Len() {
+		matched = make([]bool, r.patches.Len())
+	}
+	for _, h := range rls.Hooks {
+		objs, err := parseManifests([]byte(h.Manifest))
+		if err != nil {
+			return fmt.Errorf("hook %s: %w", h.Path, err)
+		}
+		if err := r.edit(objs, matched); err != nil {
+			return fmt.Errorf("hook %s: %w", h.Path, err)
+		}
+		out, err := writeManifests(objs)
+		if err != nil {
+			return fmt.Errorf("hook %s: %w", h.Path, err)
+		}
+		h.Manifest = out.String()
+	}
+	return r.patches.Unmatched(matched)
+}
+
+// hookRenderDriver is a storage driver decorator that edits the hooks of
+// each revision an install or upgrade stores as pending (see
+// releaseRender). A rollback's pending revision is a copy of one stored
+// before, already edited, and is left alone.
+type hookRenderDriver struct {
+	driver.Driver
+	render *releaseRender
+}
+
+// Create implements driver.Driver.
+func (d hookRenderDriver) Create(key string, rls *release.Release) error {
+	if rls != nil && rls.Info != nil &&
+		(rls.Info.Status == release.StatusPendingInstall || rls.Info.Status == release.StatusPendingUpgrade) {
+		if err := d.render.renderHooks(rls); err != nil {
+			return err
+		}
+	}
+	return d.Driver.Create(key, rls)
+}
