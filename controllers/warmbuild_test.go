@@ -175,7 +175,8 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(warm.Name).To(Equal(build.ContainerWarm))
 	g.Expect(warm.Image).To(Equal("golang:1.25"))
 	g.Expect(warm.Command).To(Equal([]string{build.WarmHelper, "helper", "idle"}))
-	g.Expect(warm.Env).To(ContainElement(corev1.EnvVar{Name: "CGO_ENABLED", Value: "0"}))
+	g.Expect(warm.Env).To(ContainElement(corev1.EnvVar{Name: "GOARCH", Value: "amd64"}))
+	g.Expect(warm.Env).NotTo(ContainElement(HaveField("Name", "CGO_ENABLED")), "the build's env goes with each build, so a new revision keeps the pod")
 	g.Expect(warm.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "cache", MountPath: "/go/pkg/mod", SubPath: "p1"}))
 	g.Expect(suiteExec.callsWith(ns)).To(BeZero(), "no exec before the builder runs")
 
@@ -191,6 +192,8 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
 	g.Expect(st.Build.Job).To(Equal(podKey.Name))
 	g.Expect(suiteExec.callsWith(first.String())).To(Equal(1), "one exec, naming the resolved source digest")
+	g.Expect(suiteExec.callsWith(`{"name":"DEVLOOP_REVISION","value":"`+first.Hex+`"},{"name":"DEVLOOP_SHORT_REVISION","value":"`+first.Hex[:12]+`"},{"name":"CGO_ENABLED","value":"0"}`)).
+		To(Equal(1), "the run step gets the revision, then the spec's env")
 	expectKstatus(t, env, status.CurrentStatus)
 
 	// A change that does not compile: exit code and log tail in status.
@@ -217,15 +220,15 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(suiteExec.callsWith(second.String())).To(Equal(1))
 	expectKstatus(t, env, status.FailedStatus)
 
-	// A new run spec replaces the pod.
+	// A new builder image replaces the pod.
 	g.Expect(k8s.Get(ctx, key, env)).To(Succeed())
-	env.Spec.Components[0].Images[0].Run.Env = append(env.Spec.Components[0].Images[0].Run.Env, v1alpha1.EnvVar{Name: "GOFLAGS", Value: "-mod=mod"})
+	env.Spec.Components[0].Images[0].Run.Image = "golang:1.26"
 	g.Expect(k8s.Update(ctx, env)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		replaced := &corev1.Pod{}
 		g.Expect(k8s.Get(ctx, podKey, replaced)).To(Succeed())
 		g.Expect(replaced.UID).NotTo(Equal(pod.UID))
-		g.Expect(replaced.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=mod"}))
+		g.Expect(replaced.Spec.Containers[0].Image).To(Equal("golang:1.26"))
 	}, timeout).Should(Succeed())
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -75,6 +77,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image (push)")
 	registryJSON := fs.String("registry", "", "the registry, as JSON (push)")
 	commandJSON := fs.String("command", "", "the build command, as a JSON list (run)")
+	envJSON := fs.String("env", "", "the build's environment over the container's, as a JSON list of {name, value} (run)")
 	dir := fs.String("dir", pods.WorkspaceDir, "the workspace")
 	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
@@ -111,6 +114,12 @@ func helperBuild(ctx context.Context, args []string) error {
 		if err := json.Unmarshal([]byte(*commandJSON), &command); err != nil || len(command) == 0 {
 			return fmt.Errorf("--command: want a JSON list of at least one word (%v)", err)
 		}
+		var env []corev1.EnvVar
+		if *envJSON != "" {
+			if err := json.Unmarshal([]byte(*envJSON), &env); err != nil {
+				return fmt.Errorf("--env: %w", err)
+			}
+		}
 		if err := checkBuildToken(*dir, *token); err != nil {
 			return err
 		}
@@ -121,6 +130,12 @@ func helperBuild(ctx context.Context, args []string) error {
 		}
 		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, os.Stderr, os.Stderr
+		// The pod's environment, then this build's (the revision, the
+		// spec's entries); the last of a name wins.
+		cmd.Env = os.Environ()
+		for _, e := range env {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
 		if err := cmd.Run(); err != nil {
 			var exitErr *exec.ExitError
 			if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {

@@ -176,11 +176,19 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 	if err != nil {
 		return false, "", err
 	}
+	tags := plan.NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
+	// From here on the run step is rendered for this build: builder Jobs
+	// and warm builders get it, and the inputs hash covers it.
+	img, reads, err := s.renderRun(img, tags)
+	if err != nil {
+		return false, "", err
+	}
 	inputs := digest.JSON(struct {
 		Component, Source, Base string
 		Image                   *v1alpha1.ImageSpec
 		Registry                *v1alpha1.RegistrySpec
-	}{c.Name, src, baseDigest, img, s.env.Spec.Registry})
+		Reads                   map[string]string `json:",omitempty"`
+	}{c.Name, src, baseDigest, img, s.env.Spec.Registry, reads})
 	missing := false
 	if ist.Inputs == inputs && ist.Digest != "" {
 		held, err := s.stillPushed(ctx, img, ist)
@@ -203,7 +211,6 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		s.Progress("building image " + img.Name)
 	}
 	spec := imageSpec(img, ref, baseDigest)
-	tags := plan.NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
 	var res *Result
 	if img.Run == nil {
 		dir := ""

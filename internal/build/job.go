@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -166,9 +167,15 @@ func cacheVolume(req JobRequest) (corev1.Volume, []corev1.VolumeMount, []string)
 	return vol, mounts, subPaths
 }
 
-// buildEnv is the build command's environment: HOME, the target
-// platform, then the spec's entries.
+// buildEnv is the build command's environment in a builder Job: the
+// platform's, then the build's.
 func buildEnv(req JobRequest) []corev1.EnvVar {
+	return append(platformEnv(req), runEnv(req)...)
+}
+
+// platformEnv is what every build of one image and platform has: HOME and
+// the target platform. A warm builder's container starts with it.
+func platformEnv(req JobRequest) []corev1.EnvVar {
 	goos, goarch, goarm := splitPlatform(req.Platform)
 	env := []corev1.EnvVar{
 		// A non-root user has no home in most builder images; this one
@@ -179,6 +186,19 @@ func buildEnv(req JobRequest) []corev1.EnvVar {
 	}
 	if goarm != "" {
 		env = append(env, corev1.EnvVar{Name: "GOARM", Value: goarm})
+	}
+	return env
+}
+
+// runEnv is what changes from build to build: the source revision as tags
+// render it (for version ldflags; the source has no .git), then the
+// spec's entries, rendered (Session.renderRun). A warm builder gets it
+// with each build (WarmBuildSteps), so a new revision does not replace
+// the pod.
+func runEnv(req JobRequest) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: "DEVLOOP_REVISION", Value: req.Source.ID},
+		{Name: "DEVLOOP_SHORT_REVISION", Value: plan.ShortRevision(req.Source.ID)},
 	}
 	for _, e := range req.Run.Env {
 		// Later entries win in a container's env, so the spec overrides

@@ -79,7 +79,7 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 	warm := corev1.Container{
 		Name: ContainerWarm, Image: req.Run.Image,
 		Command:    []string{WarmHelper, "helper", "idle"},
-		WorkingDir: pods.WorkspaceDir, Env: buildEnv(req), VolumeMounts: mounts,
+		WorkingDir: pods.WorkspaceDir, Env: platformEnv(req), VolumeMounts: mounts,
 		SecurityContext: pods.RestrictedContainer(),
 	}
 
@@ -150,6 +150,10 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	if err != nil {
 		return nil, err
 	}
+	envJSON, err := json.Marshal(runEnv(req))
+	if err != nil {
+		return nil, err
+	}
 	common := []string{"--token", token, "--dir", pods.WorkspaceDir}
 
 	fetch := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepFetch}, common...)
@@ -160,7 +164,7 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	run := append([]string{WarmHelper, "helper", "build", "--step", WarmStepRun}, common...)
 	// The helper stops the command at the timeout itself: a process
 	// exec'd into a container may outlive its closed stream.
-	run = append(run, "--command", string(commandJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String())
+	run = append(run, "--command", string(commandJSON), "--env", string(envJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String())
 	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
 	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON))
 	if req.RegistrySecret != "" {

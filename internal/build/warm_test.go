@@ -54,7 +54,7 @@ func TestWarmPodHashFollowsTheRunSpec(t *testing.T) {
 
 	other = warmRequest()
 	other.Run.Env = []v1alpha1.EnvVar{{Name: "GOFLAGS", Value: "-mod=mod"}}
-	g.Expect(hash(other)).NotTo(Equal(base))
+	g.Expect(hash(other)).To(Equal(base), "the build's env (a revision in it) goes with each build, like its command")
 	other = warmRequest()
 	other.Run.Image = "golang:1.26"
 	g.Expect(hash(other)).NotTo(Equal(base))

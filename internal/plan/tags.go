@@ -78,12 +78,17 @@ type TagTemplates struct {
 // NewTagTemplates are the templates of an image named image of component,
 // built from a source (named source, "" for none) at revision.
 func NewTagTemplates(templates []string, component, image, source, revision string) *TagTemplates {
-	v := TagValues{Revision: revision, Source: source, Image: image, Component: component}
-	v.ShortRevision = revision
-	if len(v.ShortRevision) > 12 {
-		v.ShortRevision = v.ShortRevision[:12]
-	}
+	v := TagValues{Revision: revision, ShortRevision: ShortRevision(revision), Source: source, Image: image, Component: component}
 	return &TagTemplates{Templates: templates, Values: v}
+}
+
+// ShortRevision is what {{ .ShortRevision }} renders for revision: its
+// first 12 characters.
+func ShortRevision(revision string) string {
+	if len(revision) > 12 {
+		return revision[:12]
+	}
+	return revision
 }
 
 // Render renders every template with contentHash, in order.
