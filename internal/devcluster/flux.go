@@ -212,6 +212,21 @@ func decodeYAMLObjects(r io.Reader, what string) ([]*unstructured.Unstructured, 
 	}
 }
 
+// ApplyYAML applies every object of a multi-document YAML server-side, as
+// `kubectl apply --server-side -f` does.
+func (c *Cluster) ApplyYAML(ctx context.Context, doc string) error {
+	objs, err := decodeYAMLObjects(strings.NewReader(doc), "YAML")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := c.applyUnstructured(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // applyUnstructured applies o server-side as fluxFieldOwner.
 func (c *Cluster) applyUnstructured(ctx context.Context, o *unstructured.Unstructured) error {
 	if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fluxFieldOwner), client.ForceOwnership); err != nil {
