@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -103,14 +104,23 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 	}
 	// Builder Jobs are owned by their environment, so a finished build
 	// reconciles it at once instead of at the next poll; a build in a warm
-	// builder says so on its own channel.
-	return ctrl.NewControllerManagedBy(mgr).
+	// builder says so on its own channel, and so does a Helm action that
+	// outlived its reconcile.
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.DevEnvironment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
-		WatchesRawSource(crsource.Channel(r.Builds.Wake(), &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).
-		Complete(r)
+		WatchesRawSource(crsource.Channel(r.Builds.Wake(), &handler.EnqueueRequestForObject{}))
+	if w, ok := r.Deploy.(waker); ok && w.Wake() != nil {
+		b = b.WatchesRawSource(crsource.Channel(w.Wake(), &handler.EnqueueRequestForObject{}))
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).Complete(r)
+}
+
+// waker is a Deployer whose actions may end outside a reconcile
+// (deploy.Engine's Helm actions); without it, such a component is polled.
+type waker interface {
+	Wake() <-chan event.GenericEvent
 }
 
 // Reconcile runs the steps for one environment and writes its status.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -216,6 +217,10 @@ func (e *routedEngine) For(env *v1alpha1.DevEnvironment) *identity.Tenant {
 	}
 	return e.defaulted.For(env)
 }
+
+// Wake passes on the real engine's wakes (a Helm action that outlived
+// its reconcile).
+func (e *routedEngine) Wake() <-chan event.GenericEvent { return e.real.Wake() }
 
 func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
 	return e.pick(env.Namespace).FinalizeComponent(ctx, env, c, st, t)

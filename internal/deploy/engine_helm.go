@@ -74,7 +74,15 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		return Result{}, err
 	}
 	started := time.Now()
-	out, err := ReconcileRelease(ctx, req)
+	run, done := helmInFlight.reconcile(ctx, releaseKey(req.Owner, req.Namespace, req.ReleaseName), client.ObjectKeyFromObject(env), req)
+	if !done {
+		// The action goes on outside this reconcile (helm_inflight.go).
+		if st.Release == nil {
+			st.Release = &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
+		}
+		return Result{Phase: v1alpha1.PhaseDeploying, Message: run.inFlightMessage(req.Namespace, req.ReleaseName) + e.timeoutNote(c, req)}, nil
+	}
+	out, err := run.out, run.err
 	log.FromContext(ctx).V(1).Info("helm release checked", "component", c.Name, "actions", out.Actions,
 		"took", time.Since(started).Round(time.Millisecond).String())
 	st.Release = releaseStatus(st.Release, req, out)
@@ -258,6 +266,9 @@ func (e *Engine) timeoutNote(c *v1alpha1.Component, req ReleaseRequest) string {
 // installed, or its namespace deleted by hand with its storage) is done;
 // one someone else installed is left.
 func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner, name, namespace, why string) error {
+	if err := helmInFlight.stop(releaseKey(owner, namespace, name)); err != nil {
+		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
+	}
 	user, err := t.User()
 	if err != nil {
 		return err

@@ -1,0 +1,222 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// A Helm action can take minutes: Helm waits for hook Jobs (a pre-install
+// migration, a test image pulled slowly, a hook in backoff) up to the
+// release's timeout. Run inside the reconcile, it held the environment's
+// reconcile for all that time, so a push's new source revision was not
+// even acknowledged until it ended. So an action that is not over within
+// helmAttachWait goes on outside the reconcile: the reconcile reports the
+// component Deploying (Reconciling stays True, kstatus InProgress) and
+// ends; later reconciles see the action in flight and leave the release
+// alone; when it ends the environment is woken and the next reconcile
+// takes its outcome as if it had waited for it.
+
+// helmAttachWait is how long a reconcile waits for a Helm action before
+// leaving it to run on its own. Most actions (no hooks, nothing to wait
+// for) end well within it, and their reconcile goes on to readiness as
+// before.
+const helmAttachWait = time.Second
+
+// helmActionBound bounds a detached action: ReconcileRelease may take a
+// few actions in a row (uninstall a failed install, then install), each
+// within the release's timeout.
+func helmActionBound(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = defaultActionTimeout
+	}
+	return 2*timeout + time.Minute
+}
+
+// helmInFlight are the process's Helm actions, one at most per release. It
+// is one for the process, like the record of written revisions: Helm's
+// own lock on a release (its pending-* status) is per release whatever
+// engine acts on it.
+var helmInFlight = &helmActions{runs: map[string]*helmRun{}, wake: make(chan event.GenericEvent, 64)}
+
+type helmActions struct {
+	mu   sync.Mutex
+	runs map[string]*helmRun
+	wake chan event.GenericEvent
+}
+
+// helmRun is one ReconcileRelease call.
+type helmRun struct {
+	digest  string
+	started time.Time
+	env     client.ObjectKey
+	cancel  context.CancelFunc
+	done    chan struct{}
+	// out and err are set before done is closed.
+	out Outcome
+	err error
+	// ended is when done was closed.
+	ended time.Time
+
+	mu sync.Mutex
+	// attached says a reconcile still waits for the call: BeforeAction is
+	// forwarded (status is the reconcile's to write) only then.
+	attached bool
+	// action is the action under way ("" before the first).
+	action Action
+}
+
+// Wake reports environments whose Helm action ended outside a reconcile,
+// so the controller reconciles them at once.
+func (e *Engine) Wake() <-chan event.GenericEvent { return helmInFlight.wake }
+
+// releaseKey names a release of an owner (an environment's UID).
+func releaseKey(owner, namespace, name string) string {
+	return owner + "/" + namespace + "/" + name
+}
+
+// reconcile runs ReconcileRelease for req, or takes the outcome of the
+// run already under way. It returns done=false while the run is in flight
+// (run says what it does), or the ended run, whose out and err are the
+// call's. A finished run for other chart and values than req's is dropped
+// and req runs anew.
+func (a *helmActions) reconcile(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest) (run *helmRun, done bool) {
+	digest := releaseDigest(req)
+	a.mu.Lock()
+	if r := a.runs[key]; r != nil {
+		select {
+		case <-r.done:
+			delete(a.runs, key)
+			if r.digest == digest {
+				a.mu.Unlock()
+				return r, true
+			}
+		default:
+			a.mu.Unlock()
+			return r, false
+		}
+	}
+	a.dropStale()
+	// The action outlives the reconcile: it keeps the reconcile's logger,
+	// not its deadline.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmActionBound(req.Timeout))
+	r := &helmRun{digest: digest, started: time.Now(), env: env, cancel: cancel, done: make(chan struct{}), attached: true}
+	a.runs[key] = r
+	a.mu.Unlock()
+
+	forward := req.BeforeAction
+	req.BeforeAction = func(act Action) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.action = act
+		if r.attached && forward != nil {
+			forward(act)
+		}
+	}
+	go func() {
+		defer cancel()
+		o, err := ReconcileRelease(actx, req)
+		r.out, r.err, r.ended = o, err, time.Now()
+		close(r.done)
+		r.mu.Lock()
+		detached := !r.attached
+		r.mu.Unlock()
+		if detached {
+			a.notify(r.env)
+		}
+	}()
+
+	timer := time.NewTimer(helmAttachWait)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	r.attached = false
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+		a.take(key, r)
+		return r, true
+	default:
+		return r, false
+	}
+}
+
+// take forgets r once its outcome is consumed.
+func (a *helmActions) take(key string, r *helmRun) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runs[key] == r {
+		delete(a.runs, key)
+	}
+}
+
+// dropStale forgets runs that ended long ago and were never taken (their
+// component moved its release, or was removed). a.mu is held.
+func (a *helmActions) dropStale() {
+	for k, r := range a.runs {
+		select {
+		case <-r.done:
+			if time.Since(r.ended) > time.Hour {
+				delete(a.runs, k)
+			}
+		default:
+		}
+	}
+}
+
+// notify wakes env's controller; a full channel drops the wake, and the
+// environment's poll of a component in flight finds the outcome instead.
+func (a *helmActions) notify(env client.ObjectKey) {
+	obj := &v1alpha1.DevEnvironment{}
+	obj.Namespace, obj.Name = env.Namespace, env.Name
+	select {
+	case a.wake <- event.GenericEvent{Object: obj}:
+	default:
+	}
+}
+
+// stop cancels the action in flight on a release (its environment is
+// deleted, or the release moved) and waits a little for it to end; an
+// error says it has not, so the caller tries again later.
+func (a *helmActions) stop(key string) error {
+	a.mu.Lock()
+	r := a.runs[key]
+	a.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.cancel()
+	select {
+	case <-r.done:
+		a.take(key, r)
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("a helm %s of the release is still stopping", r.current())
+	}
+}
+
+// current is the action under way, for messages.
+func (r *helmRun) current() Action {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.action == "" {
+		return "check"
+	}
+	return r.action
+}
+
+// inFlightMessage says what the run does and for how long, for status.
+func (r *helmRun) inFlightMessage(namespace, name string) string {
+	return fmt.Sprintf("helm %s of release %s/%s in progress for %s", r.current(), namespace, name,
+		time.Since(r.started).Round(time.Second))
+}
