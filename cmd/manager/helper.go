@@ -116,6 +116,7 @@ func helperAssemble(ctx context.Context, args []string) error {
 	registryJSON := fs.String("registry", "", "the registry, as JSON")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")
 	report := fs.String("termination-log", terminationLog, "where to write the report")
+	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,19 +124,27 @@ func helperAssemble(ctx context.Context, args []string) error {
 	if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 		return fmt.Errorf("--image: %w", err)
 	}
-	out, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, os.Stdout)
+	out, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, *outputsJSON, os.Stdout)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(*report, out, 0o644)
 }
 
-// assembleAndPush layers dir onto the base for platform, pushes the image
-// by digest, and returns the AssembleReport as JSON; progress goes to log.
-func assembleAndPush(ctx context.Context, img build.Image, platform, dir, registryJSON, dockerConfig string, log io.Writer) ([]byte, error) {
+// assembleAndPush packs and pushes the run step's outputs in dir (first:
+// a missing one fails before anything else is pushed), layers dir onto
+// the base for platform, pushes the image by digest, and returns the
+// AssembleReport as JSON; progress goes to log.
+func assembleAndPush(ctx context.Context, img build.Image, platform, dir, registryJSON, dockerConfig, outputsJSON string, log io.Writer) ([]byte, error) {
 	var regCfg build.RegistryConfig
 	if err := json.Unmarshal([]byte(registryJSON), &regCfg); err != nil {
 		return nil, fmt.Errorf("--registry: %w", err)
+	}
+	var outputs []build.OutputSpec
+	if outputsJSON != "" {
+		if err := json.Unmarshal([]byte(outputsJSON), &outputs); err != nil {
+			return nil, fmt.Errorf("--outputs: %w", err)
+		}
 	}
 	reg := build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure, Compression: regCfg.Compression}
 	if dockerConfig != "" {
@@ -151,6 +160,13 @@ func assembleAndPush(ctx context.Context, img build.Image, platform, dir, regist
 	if err != nil {
 		return nil, err
 	}
+	pushedOutputs, err := b.PushOutputs(ctx, img.Name, dir, outputs)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range pushedOutputs {
+		fmt.Fprintf(log, "pushed output %s to %s@%s\n", o.Name, b.Repository(build.OutputRepository(img.Name, o.Name)), o.Digest)
+	}
 	image, err := b.Assemble(ctx, img, platform, dir)
 	if err != nil {
 		return nil, err
@@ -160,7 +176,7 @@ func assembleAndPush(ctx context.Context, img build.Image, platform, dir, regist
 		return nil, err
 	}
 	fmt.Fprintf(log, "pushed %s@%s (%d blobs uploaded)\n", b.Repository(img.Name), digest, uploaded)
-	return json.Marshal(build.AssembleReport{Digest: digest.String(), Uploaded: uploaded})
+	return json.Marshal(build.AssembleReport{Digest: digest.String(), Uploaded: uploaded, Outputs: pushedOutputs})
 }
 
 // makeCacheDirs creates the build cache's subPath directories as this

@@ -82,6 +82,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
 	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
+	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON (push)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func helperBuild(ctx context.Context, args []string) error {
 		if err := checkBuildToken(*dir, *token); err != nil {
 			return err
 		}
-		report, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, os.Stderr)
+		report, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, *outputsJSON, os.Stderr)
 		if err != nil {
 			return err
 		}

@@ -233,6 +233,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		if res, err = b.Build(ctx, spec, dir, tags.Render); err != nil {
 			return false, "", buildError(img.Name, err)
 		}
+		ist.Outputs = nil // only a run step has outputs
 	} else {
 		var msg string
 		if img.Run.KeepWarm {
@@ -273,6 +274,9 @@ func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 	}
 	held, err := b.Holds(ctx, img.Name, ist.Digest, ist.Tags)
 	if err != nil || !held {
+		return false, err
+	}
+	if held, err := s.outputsHeld(ctx, img, ist); err != nil || !held {
 		return false, err
 	}
 	s.e.recent.Put(key, memoEntry{digest: ist.Digest, at: time.Now()})

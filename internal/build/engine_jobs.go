@@ -40,6 +40,7 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 		return nil, "", err
 	}
 	digests := map[string]v1.Hash{}
+	var outputs []OutputReport
 	var running []string
 	for _, p := range img.BuildPlatforms() {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
@@ -89,7 +90,7 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 				return nil, "", fmt.Errorf("builder job %s reported digest %q: %w", jobName, outcome.Report.Digest, err)
 			}
 			if missing {
-				gone, err := s.reportedMissing(ctx, img, outcome.Report.Digest)
+				gone, err := s.reportGone(ctx, img, outcome.Report)
 				if err != nil {
 					return nil, "", err
 				}
@@ -102,12 +103,15 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 				}
 			}
 			digests[p] = h
+			if len(outcome.Report.Outputs) > 0 {
+				outputs = outcome.Report.Outputs
+			}
 		}
 	}
 	if len(running) > 0 {
 		return nil, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")), nil
 	}
-	res, err := s.publishBuilt(ctx, img, ist, digests, tags)
+	res, err := s.publishBuilt(ctx, img, ist, digests, outputs, tags)
 	return res, "", err
 }
 
@@ -137,9 +141,10 @@ func (e *Engine) needHelperImage(img *v1alpha1.ImageSpec) error {
 }
 
 // publishBuilt tags the platform images builder pods pushed (an index for
-// several) and records the build as succeeded.
+// several) and the outputs they pushed, and records the build as
+// succeeded.
 func (s *Session) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digests map[string]v1.Hash, tags *plan.TagTemplates) (*Result, error) {
+	digests map[string]v1.Hash, outputs []OutputReport, tags *plan.TagTemplates) (*Result, error) {
 	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err
@@ -147,6 +152,9 @@ func (s *Session) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist
 	res, err := b.Publish(ctx, img.Name, digests, tags.Render)
 	if err != nil {
 		return nil, buildError(img.Name, err)
+	}
+	if err := s.recordOutputs(ctx, img, ist, outputs, res.ContentHash); err != nil {
+		return nil, err
 	}
 	ist.Build.Result = v1alpha1.BuildSucceeded
 	ist.Build.ExitCode, ist.Build.LogTail = nil, ""
@@ -209,6 +217,18 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 	}
 	if src := s.env.Spec.Source(img.Source); src != nil {
 		req.SourceSecret = src.SecretName()
+		if src.Output != nil && s.env.Spec.Registry.CredentialsRef != nil {
+			// A build's output is in the environment's registry.
+			req.SourceSecret = s.env.Spec.Registry.CredentialsRef.Name
+		}
+	}
+	if platforms := img.BuildPlatforms(); len(platforms) > 0 && platform == platforms[0] {
+		// Outputs are packed once, by the first platform's builder.
+		outputs, err := s.outputSpecs(img)
+		if err != nil {
+			return req, err
+		}
+		req.Outputs = outputs
 	}
 	if s.env.Spec.Registry.CredentialsRef != nil {
 		req.RegistrySecret = s.env.Spec.Registry.CredentialsRef.Name

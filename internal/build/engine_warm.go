@@ -44,6 +44,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 		return nil, "", err
 	}
 	digests := map[string]v1.Hash{}
+	var outputs []OutputReport
 	var waiting []string
 	for _, p := range img.BuildPlatforms() {
 		req, err := s.builderRequest(ctx, tenant, img, spec, ref, p, WarmPodName(s.env.Name, img.Name, p))
@@ -113,7 +114,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 			if missing {
 				// The registry lost the image: a build of these inputs
 				// that reported a digest it no longer holds runs again.
-				gone, err := s.reportedMissing(ctx, img, out.report.Digest)
+				gone, err := s.reportGone(ctx, img, out.report)
 				if err != nil {
 					return nil, "", err
 				}
@@ -125,12 +126,15 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 				}
 			}
 			digests[p] = h
+			if len(out.report.Outputs) > 0 {
+				outputs = out.report.Outputs
+			}
 		}
 	}
 	if len(waiting) > 0 {
 		return nil, strings.Join(waiting, "; "), nil
 	}
-	res, err := s.publishBuilt(ctx, img, ist, digests, tags)
+	res, err := s.publishBuilt(ctx, img, ist, digests, outputs, tags)
 	return res, "", err
 }
 

@@ -56,13 +56,19 @@ type JobRequest struct {
 	CacheClaim string
 	// MaxTimeout caps Run.Timeout (DefaultMaxBuildTimeout when zero).
 	MaxTimeout time.Duration
+	// Outputs are the run step's outputs the push step packs and pushes
+	// (only one platform's builder has them).
+	Outputs []OutputSpec
 }
 
 // AssembleReport is what the assemble container writes to its termination
-// message: the platform image it pushed by digest.
+// message: the platform image it pushed by digest, and the run step's
+// outputs it pushed (at most four, so the report stays far below the
+// kubelet's 4 KiB bound on a termination message).
 type AssembleReport struct {
-	Digest   string `json:"digest"`
-	Uploaded int    `json:"uploaded"`
+	Digest   string         `json:"digest"`
+	Uploaded int            `json:"uploaded"`
+	Outputs  []OutputReport `json:"outputs,omitempty"`
 }
 
 // RegistryConfig is the registry as the assemble container receives it;
@@ -103,6 +109,11 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	assembleArgs := []string{"helper", "assemble",
 		"--image", string(imageJSON), "--platform", req.Platform,
 		"--dir", pods.WorkspaceDir, "--registry", string(registryJSON)}
+	outputs, err := outputsArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	assembleArgs = append(assembleArgs, outputs...)
 	// The assemble container, which has the registry credentials, shares
 	// only the (read-only) workspace with the build: its /tmp is its own.
 	volumes = append(volumes, corev1.Volume{Name: volumeAssembleTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

@@ -167,6 +167,11 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	run = append(run, "--command", string(commandJSON), "--env", string(envJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String())
 	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
 	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON))
+	outputs, err := outputsArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	push = append(push, outputs...)
 	if req.RegistrySecret != "" {
 		push = append(push, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
 	}
