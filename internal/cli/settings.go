@@ -69,8 +69,10 @@ given with --optional-file that does not exist is skipped (a settings file
 each developer may or may not have). --set PATH=VALUE takes VALUE as Helm's
 --set does: true, false, null and integers are typed, anything else is a
 string; put lists and maps in a file. --set-env PATH=VAR:DEFAULT takes the
-environment variable VAR, or DEFAULT when VAR is not set (without a
-default, an unset VAR is an error).
+environment variable VAR, or DEFAULT when VAR is not set; without a
+default, an unset VAR leaves what the files or --set gave PATH (a
+variable that overrides a settings file), and is an error when they gave
+nothing.
 
 Written by server-side apply (field manager kubectl-devloop), labelled
 devloop.dev/environment=ENV. Only names, keys and values paths are
@@ -79,10 +81,10 @@ environment names the object (a typo) or reads another key; when one
 does, and the content changed, the environment is asked to reconcile now.
 With valuesFrom optional: true, the environment also works before anyone
 wrote the object. --dry-run prints the object with its values redacted.`,
-		Example: `  # Dynamo-style: a shared settings file, a personal one if present, the
-  # registry from $DOCKER_REGISTRY (or the default)
+		Example: `  # Dynamo-style: a shared settings file, a personal one if present, and
+  # $DOCKER_SERVER over what the files say
   kubectl devloop settings dynamo dev-settings --from-file deploy/dev-values.yaml \
-      --optional-file tilt-settings.yaml --set-env dynamo-operator.image.registry=DOCKER_REGISTRY:localhost:5000
+      --optional-file tilt-settings.yaml --set-env dynamo-operator.dynamo.dockerRegistry.server=DOCKER_SERVER
 
   # one value, as a Secret
   kubectl devloop settings gpu-operator gpu-secrets --secret --set-env ngc.apiKey=NGC_API_KEY`,
@@ -169,8 +171,13 @@ func (f *settingsFlags) build(name string, lookupEnv func(string) (string, bool)
 		case hasDefault:
 			value = def
 			notes = append(notes, fmt.Sprintf("%s: $%s is not set, the default is used", path, variable))
+		case hasValue(vals, path):
+			// The variable overrides a file when set, as a Tiltfile's
+			// os.getenv(VAR, settings[...]) does; unset, the file stands.
+			notes = append(notes, fmt.Sprintf("%s: $%s is not set, the value from the files or --set stands", path, variable))
+			continue
 		default:
-			return nil, fmt.Errorf("--set-env %s=%s: $%s is not set and there is no default (%s=%s:DEFAULT)", path, variable, variable, path, variable)
+			return nil, fmt.Errorf("--set-env %s=%s: $%s is not set, there is no default (%s=%s:DEFAULT), and no file or --set gives %s", path, variable, variable, path, variable, path)
 		}
 		setValue(vals, path, helmTyped(value))
 	}

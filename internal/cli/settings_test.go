@@ -17,7 +17,8 @@ func fakeEnv(vars map[string]string) func(string) (string, bool) {
 // Later wins: files in command-line order (an --optional-file between two
 // --from-file keeps its place), then --set, then --set-env; maps merge key
 // by key, lists are replaced; --set types as Helm does; an env var wins
-// over its default, and the default is used when it is unset.
+// over its default, and the default is used when it is unset; an unset
+// variable without a default leaves what a file gave.
 func TestSettingsLayering(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
@@ -29,7 +30,7 @@ func TestSettingsLayering(t *testing.T) {
 	f := parseSettings(t,
 		"--from-file", p("values.yaml"), "--optional-file", p("tilt-settings.yaml"), "--optional-file", p("missing.yaml"), "--from-file", p("last.yaml"),
 		"--set", "replicas=5", "--set", "feature.enabled=true", "--set", "zip=01234", "--set", "image.tag=v2", "--set", "nothing=null",
-		"--set-env", "image.registry=REGISTRY", "--set-env", "image.tag=TAG:v3", "--set-env", "port=PORT:8080",
+		"--set-env", "image.registry=REGISTRY", "--set-env", "image.tag=TAG:v3", "--set-env", "port=PORT:8080", "--set-env", "list=UNSET_LIST",
 	)
 	obj, err := f.build("dev-settings", fakeEnv(map[string]string{"REGISTRY": "env.test:5000"}))
 	if err != nil {
@@ -61,6 +62,7 @@ zip: "01234"
 		"skipped --optional-file " + p("missing.yaml") + ": it does not exist",
 		"image.registry from $REGISTRY",
 		"image.tag: $TAG is not set, the default is used",
+		"list: $UNSET_LIST is not set, the value from the files or --set stands",
 		"sets big, feature.enabled, image.registry, image.tag, list, nothing, port, replicas, version, zip",
 	} {
 		if !strings.Contains(notes, n) {
@@ -107,7 +109,7 @@ func TestSettingsErrors(t *testing.T) {
 		want string
 	}{
 		{"nothing", nil, "nothing to write"},
-		{"unset variable without default", []string{"--set-env", "ngc.apiKey=NGC_API_KEY"}, "--set-env ngc.apiKey=NGC_API_KEY: $NGC_API_KEY is not set and there is no default"},
+		{"unset variable without default", []string{"--set-env", "ngc.apiKey=NGC_API_KEY"}, "--set-env ngc.apiKey=NGC_API_KEY: $NGC_API_KEY is not set, there is no default (ngc.apiKey=NGC_API_KEY:DEFAULT), and no file or --set gives ngc.apiKey"},
 		{"bad variable name", []string{"--set-env", "a=1BAD"}, `"1BAD" is not an environment variable name`},
 		{"set without =", []string{"--set", "hunter2"}, "--set (no '='): want PATH=VALUE"},
 		{"set with a bad path", []string{"--set", "a..b=hunter2"}, "--set a..b=…: want PATH=VALUE"},

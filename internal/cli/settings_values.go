@@ -78,6 +78,21 @@ func setValue(vals map[string]any, path string, v any) {
 	m[parts[len(parts)-1]] = v
 }
 
+// hasValue says whether a dot-separated path is set.
+func hasValue(vals map[string]any, path string) bool {
+	var cur any = vals
+	for _, p := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if cur, ok = m[p]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // helmTyped types a --set value as Helm's --set does: true, false and
 // null, integers without a leading zero, and strings for the rest (a
 // version "1.10" or a zip code "01234" stays a string).
