@@ -238,3 +238,57 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 		g.Expect(buildContainer(job).Env).To(ContainElement(corev1.EnvVar{Name: "IMG", Value: pull + "/operator@" + newDigest}))
 	}, timeout).Should(Succeed())
 }
+
+// TestRunTemplateMistakesStallNamingTheField: a template naming an image
+// of its own component is refused before anything is built, naming the
+// field; one that closes a cycle names the cycle's path.
+func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"main.go": "package main\n"})
+	image := func(name, env string) v1alpha1.ImageSpec {
+		return v1alpha1.ImageSpec{Name: name, Source: "app", Run: &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make"},
+			Env: []v1alpha1.EnvVar{{Name: "IMG", Value: env}}}}
+	}
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mistakes"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{
+				{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "operator").Digest }}`)}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].images[0].run.env[0].value`))
+		g.Expect(stalled.Message).To(ContainSubstring(`image "operator" is not built by a component before this one`))
+	})
+
+	// The operator reads the bundle, which reads the operator.
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Components = []v1alpha1.Component{
+			{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "bundle").Digest }}`)}},
+			{Name: "bundle", Images: []v1alpha1.ImageSpec{image("bundle", `{{ (image "operator").Reference }}`)}},
+		}
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDependencyCycle))
+		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].images[0].run.env[0].value: dependency cycle: operator -> bundle -> operator"))
+	})
+	g.Expect(buildJobsByImage(g, ns, "operator", "bundle")).To(BeEmpty(), "nothing is built from a spec that does not plan")
+}
