@@ -182,27 +182,27 @@ func (r *depResolver) local(req *chart.Dependency, dir string) (*chart.Chart, st
 	rel := strings.TrimPrefix(req.Repository, "file://")
 	target := filepath.Join(dir, filepath.FromSlash(rel))
 	if filepath.IsAbs(filepath.FromSlash(rel)) || !inside(r.root, target) {
-		return nil, "", fault.Permanentf("%s leaves the source", req.Repository)
+		return nil, "", fault.Permanentf("the directory leaves the source")
 	}
 	real, err := filepath.EvalSymlinks(target)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil, "", fault.Permanentf("%s: no such directory in the source", req.Repository)
+			return nil, "", fault.Permanentf("no such directory in the source")
 		}
-		return nil, "", fault.Permanentf("%s: %w", req.Repository, err)
+		return nil, "", fault.Permanent(err)
 	}
 	if realRoot, err := filepath.EvalSymlinks(r.root); err != nil || !inside(realRoot, real) {
-		return nil, "", fault.Permanentf("%s leaves the source (through a symbolic link)", req.Repository)
+		return nil, "", fault.Permanentf("the directory leaves the source (through a symbolic link)")
 	}
 	ch, err := loader.LoadDir(real)
 	if err != nil {
-		return nil, "", fault.Permanentf("%s: %w", req.Repository, err)
+		return nil, "", fault.Permanent(err)
 	}
 	if ch.Name() != req.Name {
-		return nil, "", fault.Permanentf("%s holds chart %q, not %q", req.Repository, ch.Name(), req.Name)
+		return nil, "", fault.Permanentf("the directory holds chart %q, not %q", ch.Name(), req.Name)
 	}
 	if req.Version != "" && !chartutil.IsCompatibleRange(req.Version, ch.Metadata.Version) {
-		return nil, "", fault.Permanentf("%s holds version %s, which %q does not allow", req.Repository, ch.Metadata.Version, req.Version)
+		return nil, "", fault.Permanentf("the directory holds version %s, which %q does not allow", ch.Metadata.Version, req.Version)
 	}
 	return ch, real, nil
 }
