@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 type secretFlags struct {
 	literals, files, envFiles []string
 	dockerConfig              string // "" unset; defaultDockerConfig: the default path
+	dockerConfigAt            int    // with defaultDockerConfig: how many arguments came before it, else -1
 	registries                []string
 	dockerServer, dockerUser  string
 	passwordStdin             bool
@@ -72,25 +74,16 @@ prints the Secret with its values redacted and writes nothing.`,
   # an app Secret from a key file and a literal (OCM-style)
   kubectl devloop secret ocm signing-keys --from-file key.pem=./keys/private.pem --from-literal issuer=dev`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			// --docker-config takes its path after '=' only; a path after a
-			// space arrives as a third argument, which is what was meant.
-			if len(args) == 3 && f.dockerConfig == defaultDockerConfig {
-				return nil
-			}
-			if len(args) != 2 {
-				return fmt.Errorf("secret needs ENV (the DevEnvironment) and NAME (the Secret), got %d arguments", len(args))
-			}
-			return nil
+			_, _, err := f.positional(args)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 3 {
-				f.dockerConfig = args[2]
-			}
-			obj, err := f.build(cmd.Context(), args[1], a.streams.In)
+			env, name, _ := f.positional(args)
+			obj, err := f.build(cmd.Context(), name, a.streams.In)
 			if err != nil {
 				return err
 			}
-			return a.writeObject(cmd.Context(), args[0], obj, f.dryRun)
+			return a.writeObject(cmd.Context(), env, obj, f.dryRun)
 		},
 	}
 	f.register(cmd.Flags())
@@ -102,13 +95,46 @@ func (f *secretFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.literals, "from-literal", nil, "KEY=VALUE; repeat for more keys")
 	fl.StringArrayVar(&f.files, "from-file", nil, "[KEY=]PATH: a file's content as a key (KEY defaults to the file name); a directory gives one key per file")
 	fl.StringArrayVar(&f.envFiles, "from-env-file", nil, "PATH of KEY=VALUE lines; repeat for more files")
-	fl.StringVar(&f.dockerConfig, "docker-config", "", "a kubernetes.io/dockerconfigjson Secret from the auths of a docker config (default $DOCKER_CONFIG/config.json or ~/.docker/config.json; another with --docker-config=PATH)")
+	f.dockerConfigAt = -1
+	fl.Var(dockerConfigFlag{f: f, fl: fl}, "docker-config", "a kubernetes.io/dockerconfigjson Secret from the auths of a docker config (default $DOCKER_CONFIG/config.json or ~/.docker/config.json; another with --docker-config=PATH)")
 	fl.Lookup("docker-config").NoOptDefVal = defaultDockerConfig
 	fl.StringArrayVar(&f.registries, "registry", nil, "with --docker-config: keep only this registry host; repeat for more")
 	fl.StringVar(&f.dockerServer, "docker-server", "", "a registry host for a kubernetes.io/dockerconfigjson Secret (with --docker-username and --docker-password-stdin)")
 	fl.StringVar(&f.dockerUser, "docker-username", "", "the user name for --docker-server")
 	fl.BoolVar(&f.passwordStdin, "docker-password-stdin", false, "read the password (or token) for --docker-server from stdin")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the Secret with its values redacted; write nothing")
+}
+
+// dockerConfigFlag is --docker-config[=PATH]. Its value is optional, so
+// `--docker-config PATH` leaves PATH among the arguments; the flag records
+// how many arguments preceded it, which is where PATH then is, whatever
+// the order of flags and arguments.
+type dockerConfigFlag struct {
+	f  *secretFlags
+	fl *pflag.FlagSet
+}
+
+func (v dockerConfigFlag) String() string { return "" }
+func (v dockerConfigFlag) Type() string   { return "path" }
+func (v dockerConfigFlag) Set(path string) error {
+	v.f.dockerConfig, v.f.dockerConfigAt = path, -1
+	if path == defaultDockerConfig {
+		v.f.dockerConfigAt = v.fl.NArg()
+	}
+	return nil
+}
+
+// positional reads ENV and NAME, and the path of `--docker-config PATH`
+// when it was given after a space.
+func (f *secretFlags) positional(args []string) (env, name string, err error) {
+	if len(args) == 3 && f.dockerConfigAt >= 0 && f.dockerConfigAt < 3 {
+		f.dockerConfig = args[f.dockerConfigAt]
+		args = slices.Delete(slices.Clone(args), f.dockerConfigAt, f.dockerConfigAt+1)
+	}
+	if len(args) != 2 {
+		return "", "", fmt.Errorf("secret needs ENV (the DevEnvironment) and NAME (the Secret), got %d arguments", len(args))
+	}
+	return args[0], args[1], nil
 }
 
 // build makes the Secret the flags describe.

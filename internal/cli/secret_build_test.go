@@ -241,3 +241,41 @@ func TestDockerServerSecret(t *testing.T) {
 		t.Fatalf("empty password: %v", err)
 	}
 }
+
+// --docker-config takes an optional value, so a path after a space is an
+// argument: it is found wherever the flag stood.
+func TestDockerConfigPathAfterASpace(t *testing.T) {
+	cases := []struct {
+		args       []string
+		env, name  string
+		config     string
+		wantErrors bool
+	}{
+		{[]string{"gpu", "regcred", "--docker-config", "/c.json"}, "gpu", "regcred", "/c.json", false},
+		{[]string{"--docker-config", "/c.json", "gpu", "regcred"}, "gpu", "regcred", "/c.json", false},
+		{[]string{"gpu", "--docker-config", "/c.json", "regcred"}, "gpu", "regcred", "/c.json", false},
+		{[]string{"gpu", "regcred", "--docker-config=/c.json"}, "gpu", "regcred", "/c.json", false},
+		{[]string{"gpu", "regcred", "--docker-config", "--registry", "r.test"}, "gpu", "regcred", defaultDockerConfig, false},
+		{[]string{"gpu", "--docker-config", "regcred"}, "gpu", "regcred", defaultDockerConfig, false},
+		{[]string{"gpu", "regcred", "extra", "--docker-config"}, "", "", "", true},
+		{[]string{"gpu", "regcred", "extra", "--from-literal", "a=b"}, "", "", "", true},
+	}
+	for _, c := range cases {
+		f := &secretFlags{}
+		fl := pflag.NewFlagSet("secret", pflag.ContinueOnError)
+		f.register(fl)
+		if err := fl.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		env, name, err := f.positional(fl.Args())
+		if c.wantErrors {
+			if err == nil {
+				t.Errorf("%v: no error", c.args)
+			}
+			continue
+		}
+		if err != nil || env != c.env || name != c.name || f.dockerConfig != c.config {
+			t.Errorf("%v: env %q name %q config %q err %v", c.args, env, name, f.dockerConfig, err)
+		}
+	}
+}
