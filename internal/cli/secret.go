@@ -29,8 +29,9 @@ type secretFlags struct {
 	dryRun                    bool
 }
 
-// defaultDockerConfig is --docker-config given without a path.
-const defaultDockerConfig = "\x00default"
+// defaultDockerConfig is --docker-config given without a path: docker's
+// own default, which is what it reads as in the help.
+const defaultDockerConfig = "$DOCKER_CONFIG/config.json"
 
 func newSecretCommand(a *app) *cobra.Command {
 	f := &secretFlags{}
@@ -65,10 +66,10 @@ Secret (a typo) or could not use it as written; when it does, and the
 content changed, the environment is asked to reconcile now. --dry-run
 prints the Secret with its values redacted and writes nothing.`,
 		Example: `  # the registry credentials of spec.registry.credentialsRef, from docker login
-  kubectl devloop secret gpu-operator regcred --docker-config --registry registry.example.com
+  kubectl devloop secret gpu-operator registry-secret --docker-config --registry registry.example.com
 
   # one registry, the token from a password manager
-  pass show ci/registry | kubectl devloop secret gpu-operator regcred \
+  pass show ci/registry | kubectl devloop secret gpu-operator registry-secret \
       --docker-server registry.example.com --docker-username ci --docker-password-stdin
 
   # an app Secret from a key file and a literal (OCM-style)
@@ -96,7 +97,7 @@ func (f *secretFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.files, "from-file", nil, "[KEY=]PATH: a file's content as a key (KEY defaults to the file name); a directory gives one key per file")
 	fl.StringArrayVar(&f.envFiles, "from-env-file", nil, "PATH of KEY=VALUE lines; repeat for more files")
 	f.dockerConfigAt = -1
-	fl.Var(dockerConfigFlag{f: f, fl: fl}, "docker-config", "a kubernetes.io/dockerconfigjson Secret from the auths of a docker config (default $DOCKER_CONFIG/config.json or ~/.docker/config.json; another with --docker-config=PATH)")
+	fl.Var(dockerConfigFlag{f: f, fl: fl}, "docker-config", "a kubernetes.io/dockerconfigjson Secret from the auths of a docker config (alone: $DOCKER_CONFIG/config.json, else ~/.docker/config.json; another file with --docker-config=PATH)")
 	fl.Lookup("docker-config").NoOptDefVal = defaultDockerConfig
 	fl.StringArrayVar(&f.registries, "registry", nil, "with --docker-config: keep only this registry host; repeat for more")
 	fl.StringVar(&f.dockerServer, "docker-server", "", "a registry host for a kubernetes.io/dockerconfigjson Secret (with --docker-username and --docker-password-stdin)")

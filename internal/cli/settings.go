@@ -81,13 +81,13 @@ environment names the object (a typo) or reads another key; when one
 does, and the content changed, the environment is asked to reconcile now.
 With valuesFrom optional: true, the environment also works before anyone
 wrote the object. --dry-run prints the object with its values redacted.`,
-		Example: `  # Dynamo-style: a shared settings file, a personal one if present, and
-  # $DOCKER_SERVER over what the files say
-  kubectl devloop settings dynamo dev-settings --from-file deploy/dev-values.yaml \
-      --optional-file tilt-settings.yaml --set-env dynamo-operator.dynamo.dockerRegistry.server=DOCKER_SERVER
+		Example: `  # Dynamo-style: your tilt-settings.yaml if you have one, $DOCKER_SERVER over
+  # what it says, and a subchart toggle
+  kubectl devloop settings dynamo dynamo-settings --optional-file tilt-settings.yaml \
+      --set-env dynamo-operator.dynamo.dockerRegistry.server=DOCKER_SERVER --set etcd.enabled=false
 
-  # one value, as a Secret
-  kubectl devloop settings gpu-operator gpu-secrets --secret --set-env ngc.apiKey=NGC_API_KEY`,
+  # a credential, as a Secret (valuesFrom kind: Secret)
+  kubectl devloop settings myapp app-credentials --secret --set-env auth.apiToken=API_TOKEN`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			obj, err := f.build(args[1], os.LookupEnv)
