@@ -40,8 +40,8 @@ func runHelper(args []string) error {
 	case "install":
 		return helperInstall(args[1:])
 	case "idle":
-		<-ctx.Done() // a warm builder waits for builds, until its pod stops
-		return nil
+		// A warm builder waits for builds, until its pod stops.
+		return helperIdle(ctx, args[1:])
 	case "build":
 		return helperBuild(ctx, args[1:])
 	default:

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -82,6 +83,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
 	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
+	buildLog := fs.String("build-log", "", "a named pipe the build command's output is also written to (run), see helperIdle")
 	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON (push)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -129,15 +131,29 @@ func helperBuild(ctx context.Context, args []string) error {
 			ctx, cancel = context.WithTimeout(ctx, *timeout)
 			defer cancel()
 		}
+		logw := openBuildLog(*buildLog)
+		defer logw.Close()
+		logw.Printf("build %s: running %v", *token, command)
+		// The operator reads the exec stream; a person the container log.
+		out := io.MultiWriter(os.Stderr, logw)
 		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, os.Stderr, os.Stderr
+		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, out, out
+		// Output is copied, not inherited: a daemon the command leaves
+		// behind holding it open must not keep the step from ending.
+		cmd.WaitDelay = 5 * time.Second
 		// The pod's environment, then this build's (the revision, the
 		// spec's entries); the last of a name wins.
 		cmd.Env = os.Environ()
 		for _, e := range env {
 			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 		}
-		if err := cmd.Run(); err != nil {
+		err := cmd.Run()
+		if err != nil {
+			logw.Printf("build %s: %v", *token, err)
+		} else {
+			logw.Printf("build %s: the build command succeeded", *token)
+		}
+		if err != nil {
 			var exitErr *exec.ExitError
 			if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
 				// The build command's own exit code becomes the exec's, so

@@ -82,6 +82,7 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 		switch {
 		case !outcome.Finished:
 			running = append(running, jobName)
+			s.refreshJobTail(ctx, img, ist, ours)
 		case !outcome.Succeeded:
 			return nil, "", s.builderJobFailed(ctx, img, ist, job, outcome)
 		default:
@@ -246,6 +247,8 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 // builderJobFailed records a failed build in status and stalls the
 // environment until the inputs change: the same inputs would fail again.
 func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, job *batchv1.Job, o JobOutcome) error {
+	// The tail read while it ran may miss its last lines: read once more.
+	justEnded := ist.Build.Result == v1alpha1.BuildRunning
 	ist.Build.Result = v1alpha1.BuildFailed
 	ist.Build.ExitCode = o.ExitCode
 	ist.Build.CompletionTime = job.Status.CompletionTime
@@ -260,7 +263,7 @@ func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec,
 	if o.ExitCode != nil {
 		detail = fmt.Sprintf("exit code %d", *o.ExitCode)
 	}
-	if ist.Build.LogTail == "" && o.Pod != "" && o.FailedContainer != "" {
+	if (justEnded || ist.Build.LogTail == "") && o.Pod != "" && o.FailedContainer != "" {
 		ist.Build.LogTail = s.logTail(ctx, o.Pod, o.FailedContainer)
 	}
 	msg := fmt.Sprintf("image %s: build failed in job %s: %s ended with %s", img.Name, job.Name, what, detail)

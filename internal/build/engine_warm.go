@@ -88,6 +88,10 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 		switch {
 		case !done:
 			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
+			// Status shows how the build goes, looked at again while it
+			// runs (its end wakes the environment at once anyway).
+			ist.Build.LogTail = run.liveTail()
+			s.requeueWithin(runningTailInterval)
 		case out.timedOut:
 			// Like a builder Job past its deadline: the same inputs would
 			// time out again.

@@ -120,10 +120,16 @@ func (w *warmBuilds) turn(pod string) func() {
 // warmRun is one build.
 type warmRun struct {
 	started time.Time
-	mu      sync.Mutex
-	done    bool
-	out     warmOutcome
+	// log keeps the end of the steps' output (stderr) as it comes, for
+	// status while the build runs.
+	log  *tailBuffer
+	mu   sync.Mutex
+	done bool
+	out  warmOutcome
 }
+
+// liveTail is the end of the build's output so far.
+func (r *warmRun) liveTail() string { return r.log.String() }
 
 // warmOutcome is how a build ended: a report, or an error with the build
 // command's exit code (nil when the exec itself failed) and its log tail.
@@ -166,7 +172,7 @@ func (w *warmBuilds) forget(key string) {
 // last step's stdout carries the report.
 func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeout time.Duration, steps []WarmStep,
 	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) *warmRun {
-	run := &warmRun{started: time.Now()}
+	run := &warmRun{started: time.Now(), log: &tailBuffer{max: logTailBytes}}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
 		for k, r := range w.runs {
@@ -183,7 +189,7 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeou
 	go func() {
 		release := w.turn(pod)
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		stdout, stderr := &tailBuffer{max: 4096}, &tailBuffer{max: logTailBytes}
+		stdout, stderr := &tailBuffer{max: 4096}, run.log
 		var err error
 		timedOut := false
 		for i, step := range steps {

@@ -49,6 +49,12 @@ const (
 	// volumeAgentTmp is the agent's own /tmp: what fetch and push leave
 	// there is not shared with the build container.
 	volumeAgentTmp = "agent-tmp"
+
+	// WarmBuildLog is the named pipe, in the build container's own /tmp,
+	// that the run step writes the build command's output to and the
+	// container's main process copies to its log: `kubectl devloop logs
+	// ENV COMPONENT/IMAGE` reads a warm build there (pods/log), live.
+	WarmBuildLog = "/tmp/.devloop-build-log"
 )
 
 // The steps of one warm build, in order, and where each runs.
@@ -78,7 +84,7 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 	mounts := append([]corev1.VolumeMount{workspace, tmp, {Name: "tools", MountPath: toolsDir, ReadOnly: true}}, cacheMounts...)
 	warm := corev1.Container{
 		Name: ContainerWarm, Image: req.Run.Image,
-		Command:    []string{WarmHelper, "helper", "idle"},
+		Command:    []string{WarmHelper, "helper", "idle", "--build-log", WarmBuildLog},
 		WorkingDir: pods.WorkspaceDir, Env: platformEnv(req), VolumeMounts: mounts,
 		SecurityContext: pods.RestrictedContainer(),
 	}
@@ -164,7 +170,8 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	run := append([]string{WarmHelper, "helper", "build", "--step", WarmStepRun}, common...)
 	// The helper stops the command at the timeout itself: a process
 	// exec'd into a container may outlive its closed stream.
-	run = append(run, "--command", string(commandJSON), "--env", string(envJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String())
+	run = append(run, "--command", string(commandJSON), "--env", string(envJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String(),
+		"--build-log", WarmBuildLog)
 	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
 	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON))
 	outputs, err := outputsArgs(req)
