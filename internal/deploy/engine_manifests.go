@@ -44,6 +44,15 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	if err != nil {
 		return Result{}, err
 	}
+	// Patches go over each fresh render once, before the images are
+	// pinned, so a patch that names a built image gets it pinned too.
+	patches, err := CompilePatches(componentField(env, c)+".manifests.patches", m.Patches, ns)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := patches.ApplyAll(objs); err != nil {
+		return Result{}, err
+	}
 	if _, err := RewriteImages(objs, images); err != nil {
 		return Result{}, err
 	}

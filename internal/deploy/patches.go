@@ -90,13 +90,9 @@ func compilePatch(field string, s v1alpha1.Patch) (patch, error) {
 		if s.Target == nil {
 			return p, fault.Permanentf("%s: a JSON6902 patch (a list of operations) needs target", field)
 		}
+		// DecodePatch checks each operation's op and path.
 		if p.ops, err = jsonpatch.DecodePatch(js); err != nil {
 			return p, fault.Permanentf("%s.patch: %v", field, err)
-		}
-		for k, op := range p.ops {
-			if err := checkOperation(op); err != nil {
-				return p, fault.Permanentf("%s.patch[%d]: %v", field, k, err)
-			}
 		}
 	case map[string]any:
 		if s.Target == nil {
@@ -122,20 +118,6 @@ func compilePatch(field string, s v1alpha1.Patch) (patch, error) {
 		return p, fault.Permanentf("%s.patch: must be a partial object (a strategic-merge patch) or a list of JSON6902 operations", field)
 	}
 	return p, nil
-}
-
-// checkOperation refuses an operation the library would only refuse when
-// it meets an object.
-func checkOperation(op jsonpatch.Operation) error {
-	switch op.Kind() {
-	case "add", "remove", "replace", "move", "copy", "test":
-	default:
-		return fmt.Errorf("op %q: want add, remove, replace, move, copy or test", op.Kind())
-	}
-	if _, err := op.Path(); err != nil {
-		return fmt.Errorf("op %s: %v", op.Kind(), err)
-	}
-	return nil
 }
 
 // selfSelector selects the object a strategic-merge patch without target
