@@ -49,6 +49,18 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 	var kept []v1alpha1.SourceStatus
 	for i := range s.env.Spec.Sources {
 		src := s.env.Spec.Sources[i]
+		if src.Output != nil {
+			// A build's output has no revision until the build: what it
+			// last pushed, if anything, read again when a component asks
+			// (outputRef).
+			st := sourceStatus(s.env, src.Name)
+			if ref, ok := source.OutputRef(s.env, src); ok {
+				s.refs[src.Name] = ref
+				setOutputStatus(&st, ref)
+			}
+			kept = append(kept, st)
+			continue
+		}
 		interval := defaultSourceInterval
 		if src.Interval != nil && src.Interval.Duration > 0 {
 			interval = src.Interval.Duration
@@ -103,6 +115,47 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 	return nil
 }
 
+// outputRef brings an output source's reference up to what the producing
+// image's status records now: a build earlier in this reconcile may have
+// pushed a new output, which the components after it deploy at once.
+// Content fetched for the previous one is dropped from the reconcile's
+// memory (the store keeps it).
+func (s *scope) outputRef(name string) {
+	src := s.env.Spec.Source(name)
+	if src == nil || src.Output == nil {
+		return
+	}
+	ref, ok := source.OutputRef(s.env, *src)
+	if !ok || s.refs[name] == ref {
+		return
+	}
+	if s.refs == nil {
+		s.refs = map[string]source.Ref{}
+	}
+	s.refs[name] = ref
+	delete(s.artifacts, name)
+	for i := range s.env.Status.Sources {
+		if s.env.Status.Sources[i].Name == name {
+			setOutputStatus(&s.env.Status.Sources[i], ref)
+			return
+		}
+	}
+	st := v1alpha1.SourceStatus{Name: name}
+	setOutputStatus(&st, ref)
+	s.env.Status.Sources = append(s.env.Status.Sources, st)
+}
+
+// setOutputStatus records an output source's reference in its status
+// entry: "<image>/<output>@sha256:…" and the digest, stamped when it
+// changes.
+func setOutputStatus(st *v1alpha1.SourceStatus, ref source.Ref) {
+	if st.Revision == ref.Revision && st.Digest == ref.Digest {
+		return
+	}
+	st.Revision, st.Digest = ref.Revision, ref.Digest
+	st.LastResolveTime = &metav1.Time{Time: time.Now()}
+}
+
 // pinned says whether a source names immutable content.
 func pinned(src v1alpha1.Source) bool {
 	return (src.Git != nil && src.Git.Ref != nil && src.Git.Ref.Commit != "") ||
@@ -122,6 +175,8 @@ func fieldError(env *v1alpha1.DevEnvironment, name string, err error) error {
 			kind = "git"
 		case src.OCI != nil:
 			kind = "oci"
+		case src.Output != nil:
+			kind = "output"
 		}
 		return fmt.Errorf("spec.sources[%d].%s: %w", i, kind, err)
 	}
@@ -143,18 +198,27 @@ func (r *DevEnvironmentReconciler) forgetSources(env types.UID) {
 // serves it to an environment only once its own credentials passed the
 // origin's access check), and records its digest in status.
 func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name string) (*source.Artifact, error) {
+	s.outputRef(name)
 	if a, ok := s.artifacts[name]; ok {
 		return a, nil
-	}
-	ref, ok := s.refs[name]
-	if !ok {
-		return nil, fmt.Errorf("source %q is not resolved", name)
 	}
 	var src v1alpha1.Source
 	for _, x := range s.env.Spec.Sources {
 		if x.Name == name {
 			src = x
 		}
+	}
+	ref, ok := s.refs[name]
+	if !ok && src.Output != nil {
+		return nil, fieldError(s.env, name, fmt.Errorf("image %s has not pushed output %s yet: it is deployed once that image is built", src.Output.Image, src.Output.Name))
+	}
+	if !ok {
+		return nil, fmt.Errorf("source %q is not resolved", name)
+	}
+	if src.Output != nil {
+		// Fetched as the oci source it is, with the registry's
+		// credentials.
+		src = source.OutputOrigin(s.env, src, ref)
 	}
 	fetcher, err := r.fetcherFor(s, src)
 	if err != nil {
@@ -226,7 +290,10 @@ type resolvedSources struct {
 	s *scope
 }
 
-func (rs resolvedSources) Ref(name string) (source.Ref, bool) { return rs.s.Ref(name) }
+func (rs resolvedSources) Ref(name string) (source.Ref, bool) {
+	rs.s.outputRef(name)
+	return rs.s.Ref(name)
+}
 
 func (rs resolvedSources) Artifact(ctx context.Context, name string) (*source.Artifact, error) {
 	if rs.r.Sources == nil {

@@ -1,0 +1,275 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
+)
+
+// widgetCRD is what `make manifests` generates into config/crd/bases:
+// a CRD of group, with extra lines at the end of its schema.
+func widgetCRD(group, extra string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.%[1]s
+spec:
+  group: %[1]s
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget%[2]s}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, group, extra)
+}
+
+// operatorWithGeneratedCRDs is an operator project's loop: a run step
+// (make manifests) whose output config/crd/bases a later component
+// applies through the output source crds.
+func operatorWithGeneratedCRDs(ns string) *v1alpha1.DevEnvironment {
+	return &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Registry:           &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{
+				{Name: "app", OCI: &v1alpha1.OCISource{Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}},
+				{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}},
+			},
+			Components: []v1alpha1.Component{
+				{
+					Name: "operator",
+					Images: []v1alpha1.ImageSpec{{
+						Name: "operator", Source: "app",
+						Run: &v1alpha1.BuildRun{
+							Image:   "golang:1.25",
+							Command: []string{"make", "manifests"},
+							Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}},
+						},
+					}},
+				},
+				{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "crds"}},
+			},
+		},
+	}
+}
+
+// assembleArg is the value of flag on a builder Job's assemble container.
+func assembleArg(g Gomega, job *batchv1.Job, flag string) string {
+	args := job.Spec.Template.Spec.Containers[0].Args
+	i := slices.Index(args, flag)
+	g.Expect(i).To(BeNumerically(">", 0), "%s in %v", flag, args)
+	return args[i+1]
+}
+
+// assembleOutputs does what a builder Job's assemble container does with
+// a workspace holding files: it packs and pushes the outputs its --outputs
+// flag names, with the operator's own code, pushes a platform image, and
+// returns its termination message. An output that cannot be packed
+// returns the error the container would print.
+func assembleOutputs(t *testing.T, job *batchv1.Job, files map[string]string) (string, error) {
+	t.Helper()
+	g := NewWithT(t)
+	var outputs []build.OutputSpec
+	g.Expect(json.Unmarshal([]byte(assembleArg(g, job, "--outputs")), &outputs)).To(Succeed())
+	var regCfg build.RegistryConfig
+	g.Expect(json.Unmarshal([]byte(assembleArg(g, job, "--registry")), &regCfg)).To(Succeed())
+	b, err := build.NewBuilder(build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	dir := t.TempDir()
+	for p, content := range files {
+		g.Expect(os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)).To(Succeed())
+		g.Expect(os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644)).To(Succeed())
+	}
+	ctx := context.Background()
+	reports, err := b.PushOutputs(ctx, "operator", dir, outputs)
+	if err != nil {
+		return "", err
+	}
+	img, err := random.Image(256, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	d, _, err := b.PushImage(ctx, "operator", img)
+	g.Expect(err).NotTo(HaveOccurred())
+	report, err := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2, Outputs: reports})
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(report), nil
+}
+
+// rebuildOperator changes the run step's command, so the image is built
+// again by a new builder Job, and returns that Job.
+func rebuildOperator(t *testing.T, key client.ObjectKey, previous string, command ...string) batchv1.Job {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(context.Background(), key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Components[0].Images[0].Run.Command = command
+		return k8s.Update(context.Background(), cur)
+	}, timeout).Should(Succeed())
+	var job batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs := builderJobs(g, key.Namespace)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job = jobs["linux-amd64"]
+		g.Expect(job.Name).NotTo(Equal(previous))
+	}, timeout).Should(Succeed())
+	return job
+}
+
+func finishAssemble(t *testing.T, job *batchv1.Job, report string) {
+	t.Helper()
+	finishJob(t, job,
+		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
+		[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, report)}, true)
+}
+
+// TestBuildOutputIsDeployedByALaterComponent: a run step generates CRDs
+// (make manifests); the builder's assemble container pushes the output
+// config/crd/bases next to the image, the image's status records it, and
+// a later component applies it through the output source crds, whose
+// status says which build it is. The same files built again are the
+// same digest and change nothing; a changed CRD rolls out; an output the
+// build did not write stalls the environment naming its field.
+func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	allowCRDs(t, ns, "deployer")
+	group := ns + ".devloop.dev"
+	crdName := "widgets." + group
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}})
+	})
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"Makefile": "manifests:\n\tcontroller-gen crd paths=./... output:crd:dir=config/crd/bases\n"})
+	env := operatorWithGeneratedCRDs(ns)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	// The consumer waits for the image that produces its source.
+	var job batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job = jobs["linux-amd64"]
+	}, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(componentOf(env, "operator")).NotTo(BeNil())
+		g.Expect(componentOf(env, "operator").Phase).To(Equal(v1alpha1.PhaseBuilding))
+		g.Expect(componentOf(env, "crds")).NotTo(BeNil())
+		g.Expect(componentOf(env, "crds").Phase).To(Equal(v1alpha1.PhaseBlocked))
+	})
+	g.Expect(env.Status.Sources).To(ContainElement(v1alpha1.SourceStatus{Name: "crds"}), "no revision before the build")
+	expectKstatus(t, env, status.InProgressStatus)
+	// Only the container that pushes packs outputs, never the build's.
+	for _, c := range job.Spec.Template.Spec.InitContainers {
+		g.Expect(c.Args).NotTo(ContainElement("--outputs"), c.Name)
+	}
+	g.Expect(assembleArg(g, &job, "--outputs")).To(ContainSubstring(`"field":"spec.components[0].images[0].run.outputs[0]"`))
+
+	files := map[string]string{"config/crd/bases/widgets.yaml": widgetCRD(group, ""), "bin/manager": "binary"}
+	report, err := assembleOutputs(t, &job, files)
+	g.Expect(err).NotTo(HaveOccurred())
+	finishAssemble(t, &job, report)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	img := imageOf(env, "operator", "operator")
+	g.Expect(img.Outputs).To(HaveLen(1))
+	out := img.Outputs[0]
+	g.Expect(out.Name).To(Equal("crds"))
+	g.Expect(out.Repository).To(Equal(reg.host + "/" + ns + "/operator/outputs/crds"))
+	g.Expect(reg.tagDigest(t, ns+"/operator/outputs/crds", img.ContentHash)).To(Equal(out.Digest), "tagged with the image's content tag")
+	var crdsSource *v1alpha1.SourceStatus
+	for i := range env.Status.Sources {
+		if env.Status.Sources[i].Name == "crds" {
+			crdsSource = &env.Status.Sources[i]
+		}
+	}
+	g.Expect(crdsSource).NotTo(BeNil())
+	g.Expect(crdsSource.Revision).To(Equal("operator/crds@" + out.Digest))
+	g.Expect(crdsSource.Digest).To(Equal(out.Digest))
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed(), "the generated CRD is applied")
+	applied := crd.GetResourceVersion()
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// Built again (another command), the same generated files: the same
+	// output digest, and the CRD is left alone.
+	job = rebuildOperator(t, key, job.Name, "make", "manifests", "generate")
+	report, err = assembleOutputs(t, &job, files)
+	g.Expect(err).NotTo(HaveOccurred())
+	finishAssemble(t, &job, report)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(imageOf(env, "operator", "operator").Build.Job).To(Equal(job.Name))
+	})
+	g.Expect(imageOf(env, "operator", "operator").Outputs).To(Equal([]v1alpha1.OutputStatus{out}))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
+	g.Expect(crd.GetResourceVersion()).To(Equal(applied), "an unchanged output changes nothing")
+
+	// A changed CRD: a new digest, which the consumer applies.
+	job = rebuildOperator(t, key, job.Name, "make", "-B", "manifests")
+	files["config/crd/bases/widgets.yaml"] = widgetCRD(group, ", shortNames: [wd]")
+	report, err = assembleOutputs(t, &job, files)
+	g.Expect(err).NotTo(HaveOccurred())
+	finishAssemble(t, &job, report)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		outputs := imageOf(env, "operator", "operator").Outputs
+		g.Expect(outputs).To(HaveLen(1))
+		g.Expect(outputs[0].Digest).NotTo(Equal(out.Digest))
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
+		short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
+		g.Expect(short).To(Equal([]string{"wd"}))
+	})
+	g.Expect(env.Status.Sources).To(ContainElement(HaveField("Revision", "operator/crds@"+imageOf(env, "operator", "operator").Outputs[0].Digest)))
+	expectKstatus(t, env, status.CurrentStatus)
+
+	// A build that does not write the output: the assemble container
+	// fails with the error PushOutputs gives, which names the field.
+	job = rebuildOperator(t, key, job.Name, "make", "generate")
+	_, missing := assembleOutputs(t, &job, map[string]string{"bin/manager": "binary"})
+	g.Expect(missing).To(HaveOccurred())
+	logs.set(ns, job.Name+"-"+string(job.UID)[:5], build.ContainerAssemble, "Error: "+missing.Error()+"\n")
+	finishJob(t, &job,
+		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
+		[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 1, "")}, false)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
+		g.Expect(stalled.Message).To(ContainSubstring(
+			"spec.components[0].images[0].run.outputs[0]: directory config/crd/bases does not exist in the workspace after the run step"))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+}
