@@ -248,7 +248,13 @@ func (l *ChartLoader) repoIndex(ctx context.Context, repoURL string, creds *Char
 	if err != nil {
 		return nil, nil, fault.Permanentf("repository URL: %w", err)
 	}
-	data, err := l.download(ctx, withCredentials(l.httpClient(), creds), base.JoinPath("index.yaml").String(), l.maxIndex())
+	indexURL := base.JoinPath("index.yaml").String()
+	// The credentials are looked up before the request as well, so a
+	// missing Secret is reported as such, not as a failed GET.
+	if _, err := creds.For(ctx, indexURL); err != nil {
+		return nil, nil, err
+	}
+	data, err := l.download(ctx, withCredentials(l.httpClient(), creds), indexURL, l.maxIndex())
 	if err != nil {
 		return nil, nil, fmt.Errorf("index: %w", err)
 	}
