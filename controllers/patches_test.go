@@ -1,0 +1,164 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// debugPatches are a debug build's patches, OCM-style: the manager's log
+// level and a securityContext by strategic merge (the proxy sidecar
+// stays), and the hook's args by JSON6902.
+var debugPatches = []v1alpha1.Patch{
+	{Patch: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: site}
+spec:
+  template:
+    spec:
+      containers:
+      - name: manager
+        args: [--leader-elect, --zap-log-level=debug]
+        securityContext: {allowPrivilegeEscalation: false}
+`},
+	{Target: &v1alpha1.PatchTarget{Group: "batch", Kind: "Job", Name: ".*-migrate"},
+		Patch: "- {op: add, path: /spec/template/spec/containers/0/args/-, value: --dry-run=false}\n"},
+}
+
+// TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage: a chart's
+// pre-install hook Job runs the image the environment built, by digest,
+// with its patched args (Helm 3 post-renders no hook); the Deployment
+// gets its debug patch with the sidecar kept; skipCRDs leaves the chart's
+// CRD out although the deployer may create CRDs.
+func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	allowCRDs(t, ns, "deployer")
+	files := webSource("binary")
+	for k, v := range chartFilesFrom(t, "testdata/patches/chart", "chart") {
+		files[k] = v
+	}
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	c := &env.Spec.Components[0]
+	c.Manifests = nil
+	c.Helm = &v1alpha1.HelmSpec{
+		Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
+		ReleaseName: "site",
+		SkipCRDs:    true,
+		Patches:     debugPatches,
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	// Helm waits for the hook; the build is in status before it runs.
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(imageOf(env, "web", "web")).NotTo(BeNil())
+		g.Expect(imageOf(env, "web", "web").Digest).NotTo(BeEmpty())
+	})
+	pinned := reg.host + "/" + ns + "/web@" + imageOf(env, "web", "web").Digest
+	job := &batchv1.Job{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-migrate"}, job)
+	}, timeout).Should(Succeed(), "the pre-install hook runs")
+	g.Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal(pinned), "the hook runs the built image by digest")
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"migrate", "--dry-run=false"}))
+	endJob(t, ns, "site-migrate", true)
+
+	d := &appsv1.Deployment{}
+	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d) }, timeout).Should(Succeed())
+	manager := d.Spec.Template.Spec.Containers[0]
+	g.Expect(manager.Image).To(Equal(pinned))
+	g.Expect(manager.Args).To(Equal([]string{"--leader-elect", "--zap-log-level=debug"}))
+	g.Expect(manager.SecurityContext).NotTo(BeNil())
+	g.Expect(*manager.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(2), "the sidecar is merged by name, not replaced")
+	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal("busybox:1.36"))
+
+	markAvailable(t, ns, "site")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	err := k8s.Get(ctx, client.ObjectKey{Name: "gadgets.patched.devloop.dev"}, crd)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "skipCRDs: crds/ not installed (got %v)", err)
+
+	// A steady environment does not patch again: no new revision.
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+		g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
+	})
+}
+
+// TestManifestsPatchThatMatchesNothingStallsNamingIt: a manifests
+// component whose second patch matches no object stalls naming it and
+// applies nothing; without it, the first patch's args reach the
+// Deployment, whose image is still pinned.
+func TestManifestsPatchThatMatchesNothingStallsNamingIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	files["deploy/deployment.yaml"] = webDeployment
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	m := env.Spec.Components[0].Manifests
+	m.Paths = []string{"deploy"}
+	m.Patches = []v1alpha1.Patch{
+		{Target: &v1alpha1.PatchTarget{Kind: "Deployment", Name: "web"},
+			Patch: "- {op: add, path: /spec/template/spec/containers/0/args, value: [--v=4]}\n"},
+		{Patch: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\nspec: {replicas: 2}\n"},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].manifests.patches[1]: matches no rendered object"))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing applied (got %v)", err)
+
+	g.Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			return err
+		}
+		cur.Spec.Components[0].Manifests.Patches = cur.Spec.Components[0].Manifests.Patches[:1]
+		return k8s.Update(ctx, cur)
+	}, timeout).Should(Succeed())
+	d := &appsv1.Deployment{}
+	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) }, timeout).Should(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"--v=4"}))
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(imageOf(env, "web", "web")).NotTo(BeNil())
+	})
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + imageOf(env, "web", "web").Digest))
+	markAvailable(t, ns, "web")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+}
