@@ -166,7 +166,10 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	group := ns + ".devloop.dev"
 	crdName := "widgets." + group
 	t.Cleanup(func() {
-		_ = k8s.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}})
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		crd.SetName(crdName)
+		_ = k8s.Delete(context.Background(), crd)
 	})
 	reg.pushSource(t, ns+"/src", "dev", map[string]string{"Makefile": "manifests:\n\tcontroller-gen crd paths=./... output:crd:dir=config/crd/bases\n"})
 	env := operatorWithGeneratedCRDs(ns)
