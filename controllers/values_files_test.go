@@ -1,0 +1,133 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// treeFiles reads the files under root as source files at the source's
+// root, as a project's tree is laid out.
+func treeFiles(t testing.TB, root string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for k, v := range chartFilesFrom(t, root, "_") {
+		files[strings.TrimPrefix(k, "_/")] = v
+	}
+	return files
+}
+
+// TestValuesFilesFromTheSource: Volcano's loop installs its chart with
+// the chart's values.yaml and a developer's override from elsewhere in the
+// tree, then inline values; a values file the source lacks stalls the
+// environment naming the entry and the path.
+func TestValuesFilesFromTheSource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := treeFiles(t, "testdata/valuesfiles/volcano")
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "volcano"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources: []v1alpha1.Source{{Name: "volcano", OCI: &v1alpha1.OCISource{
+				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "volcano", Helm: &v1alpha1.HelmSpec{
+				Chart:       v1alpha1.ChartRef{Source: "volcano", Path: "installer/helm/chart/volcano"},
+				ValuesFiles: []string{"installer/helm/chart/volcano/values.yaml", "hack/values-dev.yaml"},
+				Values:      &apiextensionsv1.JSON{Raw: []byte(`{"custom":{"admission_enable":false}}`)},
+			}}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "volcano-scheduler"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(Equal(map[string]string{
+		"image":     "volcanosh/vc-scheduler:dev", // the override over the chart's file
+		"replicas":  "1",                          // the chart's file
+		"logLevel":  "5",                          // the override
+		"admission": "false",                      // inline values over both
+	}))
+
+	// The override leaves the source: the environment stalls naming it.
+	delete(files, "hack/values-dev.yaml")
+	reg.pushSource(t, ns+"/src", "dev", files)
+	_ = requestReconcile(t, env)
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.valuesFiles[1]: "hack/values-dev.yaml" does not exist`))
+	})
+	expectKstatus(t, env, status.FailedStatus)
+}
+
+// TestImageValuesRegistryNameAndTag: the GPU Operator's chart names its
+// image as operator.repository + "/" + operator.image + ":" +
+// operator.version. With from: Registry, Name and Tag the chart renders
+// the pull prefix, the image's name (with its '/') and the content tag,
+// which the rewriter then recognizes as the built image and pins.
+func TestImageValuesRegistryNameAndTag(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	files := webSource("binary")
+	for k, v := range treeFiles(t, "testdata/valuesfiles/gpu-operator") {
+		files[k] = v
+	}
+	reg.pushSource(t, ns+"/src", "dev", files)
+	env := webEnv(ns)
+	env.Name = "gpu-operator"
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Registry.PullPrefix = "localhost:5001/" + ns
+	c := &env.Spec.Components[0]
+	c.Name = "operator"
+	c.Images[0].Name = "nvidia/gpu-operator"
+	c.Manifests = nil
+	c.Helm = &v1alpha1.HelmSpec{
+		Chart: v1alpha1.ChartRef{Source: "app", Path: "deployments/gpu-operator"},
+		ImageValues: []v1alpha1.ImageValue{
+			{Image: "nvidia/gpu-operator", Path: "operator.repository", From: "Registry"},
+			{Image: "nvidia/gpu-operator", Path: "operator.image", From: "Name"},
+			{Image: "nvidia/gpu-operator", Path: "operator.version", From: "Tag"},
+		},
+	}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	d := &appsv1.Deployment{}
+	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-operator"}, d) }, timeout).Should(Succeed())
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(imageOf(env, "operator", "nvidia/gpu-operator")).NotTo(BeNil())
+	})
+	img := imageOf(env, "operator", "nvidia/gpu-operator")
+	container := d.Spec.Template.Spec.Containers[0]
+	g.Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: "OPERATOR_IMAGE",
+		Value: "localhost:5001/" + ns + "/nvidia/gpu-operator:" + img.ContentHash}), "what the chart rendered")
+	g.Expect(container.Image).To(Equal("localhost:5001/"+ns+"/nvidia/gpu-operator@"+img.Digest), "pinned")
+	markAvailable(t, ns, "gpu-operator")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyCurrent(g, env)
+	})
+	expectKstatus(t, env, status.CurrentStatus)
+}
