@@ -62,6 +62,9 @@ func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 		readyCurrent(g, env)
 		g.Expect(componentOf(env, "app").Release.Revision).To(Equal(2))
 	})
+	// The sampler reads every 50 ms: one more read after the one above
+	// saw Ready, so its last sample is of the final status.
+	time.Sleep(150 * time.Millisecond)
 	samples := sampler.stop()
 	expectKstatus(t, env, status.CurrentStatus)
 
