@@ -1,0 +1,131 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/devcluster"
+)
+
+// patchedAppScript is the built image's program: "migrate" (the hook)
+// exits at once, anything else serves (sleeps) with its args.
+const patchedAppScript = `#!/bin/sh
+echo "args: $*"
+case "$1" in migrate) exit 0 ;; esac
+exec sleep 3600
+`
+
+// restricted is the pod and container security context the e2e
+// namespaces' restricted Pod Security level asks for.
+const (
+	restrictedPod       = `securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}`
+	restrictedContainer = `securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}`
+)
+
+// patchedChart is an operator chart whose pre-install hook Job (a
+// migration) runs the operator's own image: Helm 3 post-renders no hook.
+var patchedChart = map[string]string{
+	"chart/Chart.yaml":  "apiVersion: v2\nname: patched\nversion: 0.1.0\n",
+	"chart/values.yaml": "image: app:latest\n",
+	"chart/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      ` + restrictedPod + `
+      containers:
+      - name: app
+        image: {{ .Values.image }}
+        args: [serve]
+        ` + restrictedContainer + `
+`,
+	"chart/templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      ` + restrictedPod + `
+      containers:
+      - name: migrate
+        image: {{ .Values.image }}
+        args: [migrate]
+        ` + restrictedContainer + `
+`,
+}
+
+// TestPatchesAndAPinnedHookJob on the real cluster: a debug patch changes
+// the args of the chart's Deployment, and the running pod has them; the
+// chart's pre-install hook Job runs the built image by digest with its
+// own patched args, and completes before the release is installed.
+func TestPatchesAndAPinnedHookJob(t *testing.T) {
+	c := need(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "e2e-patch")
+	dir := t.TempDir()
+	files := map[string]string{"bin/app": patchedAppScript}
+	for k, v := range patchedChart {
+		files[k] = v
+	}
+	writeFiles(t, dir, files)
+	srcRepo := registry + "/" + ns + "/src"
+	_, err := devcluster.PushSource(ctx, dir, srcRepo+":dev")
+	g.Expect(err).NotTo(HaveOccurred())
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "patched"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
+			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{Name: "app",
+				Images: []v1alpha1.ImageSpec{{Name: "app", Source: "app", Base: registry + "/busybox:1.35",
+					Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}}, Entrypoint: []string{"/app"}}},
+				Helm: &v1alpha1.HelmSpec{
+					Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
+					ReleaseName: "site",
+					Patches: []v1alpha1.Patch{
+						{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: site}\n" +
+							"spec: {template: {spec: {containers: [{name: app, args: [serve, --debug, --v=4]}]}}}\n"},
+						{Target: &v1alpha1.PatchTarget{Group: "batch", Kind: "Job", Name: "site-migrate"},
+							Patch: "- {op: add, path: /spec/template/spec/containers/0/args/-, value: --dry-run=false}\n"},
+					},
+				}}},
+		},
+	}
+	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	started := time.Now()
+	got := waitEnv(t, key, 4*time.Minute, false, readyNow)
+	t.Logf("patched release with its hook Ready in %s", time.Since(started).Round(time.Millisecond))
+	pinned := registry + "/" + ns + "/app@" + imageOf(got, "app").Digest
+
+	job := &batchv1.Job{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-migrate"}, job)).To(Succeed())
+	g.Expect(job.Status.Succeeded).To(BeNumerically(">=", 1), "the hook ran to completion")
+	g.Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal(pinned), "the hook ran the built image by digest")
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"migrate", "--dry-run=false"}))
+
+	pods := readyPods(g, ns, map[string]string{"app": "site"})
+	g.Expect(pods).To(HaveLen(1))
+	g.Expect(pods[0].Spec.Containers[0].Image).To(Equal(pinned))
+	g.Expect(pods[0].Spec.Containers[0].Args).To(Equal([]string{"serve", "--debug", "--v=4"}))
+}
