@@ -69,25 +69,30 @@ func (r *depResolver) resolve(ctx context.Context, ch *chart.Chart, dir string, 
 	if err != nil {
 		return inPath(path, err)
 	}
-	// The directories of file:// subcharts, for their own file://
-	// dependencies; the others came as archives or from charts/.
-	dirs := map[*chart.Chart]string{}
+	// What each dependency may be: the locked version, or Chart.yaml's
+	// range (always for file://, whose lock entry Helm does not use).
+	wanted := make([]string, len(ch.Metadata.Dependencies))
 	for i, req := range ch.Metadata.Dependencies {
 		if req == nil {
 			continue
 		}
-		version := req.Version
+		wanted[i] = req.Version
 		if versions != nil && !strings.HasPrefix(req.Repository, "file://") {
-			version = versions[i]
+			wanted[i] = versions[i]
 		}
-		if subchartFor(ch.Dependencies(), req.Name, version) != nil {
+	}
+	// The directories of file:// subcharts, for their own file://
+	// dependencies; the others came as archives or from charts/.
+	dirs := map[*chart.Chart]string{}
+	for i, req := range ch.Metadata.Dependencies {
+		if req == nil || subchartFor(ch.Dependencies(), req.Name, wanted[i]) != nil {
 			continue
 		}
-		sub, subDir, err := r.fetch(ctx, req, version, dir)
+		sub, subDir, err := r.fetch(ctx, req, wanted[i], dir)
 		if err != nil {
-			return fmt.Errorf("%s: %w", describeDependency(path, req, version), err)
+			return fmt.Errorf("%s: %w", describeDependency(path, req, wanted[i]), err)
 		}
-		dropStale(ch, req.Name)
+		dropStale(ch, req.Name, wanted)
 		ch.AddDependency(sub)
 		dirs[sub] = subDir
 	}
@@ -112,15 +117,16 @@ func subchartFor(subs []*chart.Chart, name, constraint string) *chart.Chart {
 	return nil
 }
 
-// dropStale removes subcharts named name that no dependency's version
-// allows (a stale archive in charts/): `helm dependency build` replaces
-// them, and Helm would otherwise render them besides the right one.
-func dropStale(ch *chart.Chart, name string) {
+// dropStale removes subcharts named name that no dependency of that name
+// wants (wanted is each dependency's locked version or range): a stale
+// archive in charts/, which `helm dependency build` replaces and Helm
+// would otherwise render instead of, or besides, the right one.
+func dropStale(ch *chart.Chart, name string, wanted []string) {
 	var keep []*chart.Chart
 	for _, s := range ch.Dependencies() {
 		stale := s.Name() == name
-		for _, req := range ch.Metadata.Dependencies {
-			if req != nil && req.Name == name && chartutil.IsCompatibleRange(req.Version, s.Metadata.Version) {
+		for i, req := range ch.Metadata.Dependencies {
+			if req != nil && req.Name == name && subchartFor([]*chart.Chart{s}, name, wanted[i]) != nil {
 				stale = false
 			}
 		}

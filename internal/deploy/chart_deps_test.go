@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/downloader"
@@ -131,6 +132,20 @@ func TestVendoredDependencies(t *testing.T) {
 	ch, err = l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.3"}), "the stale 1.1.0 is replaced")
+
+	// With a Chart.lock, the locked version is the one: a vendored
+	// archive the range allows but the lock does not is replaced.
+	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.1.0.tgz"))).To(Succeed())
+	writeFiles(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	ch, err = loader.Load(filepath.Join(root, "chart"))
+	g.Expect(err).NotTo(HaveOccurred())
+	lock := &chart.Lock{Dependencies: []*chart.Dependency{{Name: "nats", Repository: r.URL, Version: "1.2.3"}}}
+	lock.Digest, err = digestJSON([2]any{ch.Metadata.Dependencies, lock.Dependencies})
+	g.Expect(err).NotTo(HaveOccurred())
+	writeLock(t, filepath.Join(root, "chart"), lock)
+	ch, err = l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.3"}), "the locked 1.2.3, not the vendored 1.2.0")
 }
 
 // TestChartLock: a Chart.lock written by Helm's own `helm dependency
