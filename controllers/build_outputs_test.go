@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,26 +78,37 @@ func operatorWithGeneratedCRDs(ns string) *v1alpha1.DevEnvironment {
 	}
 }
 
-// assembleArg is the value of flag on a builder Job's assemble container.
-func assembleArg(g Gomega, job *batchv1.Job, flag string) string {
-	args := job.Spec.Template.Spec.Containers[0].Args
+// flagValue is the value of flag in a helper's arguments.
+func flagValue(g Gomega, args []string, flag string) string {
 	i := slices.Index(args, flag)
 	g.Expect(i).To(BeNumerically(">", 0), "%s in %v", flag, args)
 	return args[i+1]
 }
 
+// assembleArg is the value of flag on a builder Job's assemble container.
+func assembleArg(g Gomega, job *batchv1.Job, flag string) string {
+	return flagValue(g, job.Spec.Template.Spec.Containers[0].Args, flag)
+}
+
 // assembleOutputs does what a builder Job's assemble container does with
-// a workspace holding files: it packs and pushes the outputs its --outputs
-// flag names, with the operator's own code, pushes a platform image, and
-// returns its termination message. An output that cannot be packed
-// returns the error the container would print.
+// a workspace holding files: see pushAsTheHelper.
 func assembleOutputs(t *testing.T, job *batchv1.Job, files map[string]string) (string, error) {
+	return pushAsTheHelper(t, job.Spec.Template.Spec.Containers[0].Args, files)
+}
+
+// pushAsTheHelper does what the helper's push (a Job's assemble
+// container, a warm builder's push step) does with a workspace holding
+// files, given its arguments: it packs and pushes the outputs --outputs
+// names, with the operator's own code, pushes a platform image, and
+// returns its report. An output that cannot be packed returns the error
+// the helper would print.
+func pushAsTheHelper(t *testing.T, args []string, files map[string]string) (string, error) {
 	t.Helper()
 	g := NewWithT(t)
 	var outputs []build.OutputSpec
-	g.Expect(json.Unmarshal([]byte(assembleArg(g, job, "--outputs")), &outputs)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(flagValue(g, args, "--outputs")), &outputs)).To(Succeed())
 	var regCfg build.RegistryConfig
-	g.Expect(json.Unmarshal([]byte(assembleArg(g, job, "--registry")), &regCfg)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(flagValue(g, args, "--registry")), &regCfg)).To(Succeed())
 	b, err := build.NewBuilder(build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -275,4 +287,67 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 			"spec.components[0].images[0].run.outputs[0]: directory config/crd/bases does not exist in the workspace after the run step"))
 	})
 	expectKstatus(t, env, status.FailedStatus)
+}
+
+// TestWarmBuildOutputIsDeployed: with run.keepWarm the outputs go to the
+// push step, exec'd into the warm builder's fetch-push container, and its
+// report on stdout brings them back; the generated CRD is applied.
+func TestWarmBuildOutputIsDeployed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	allowCRDs(t, ns, "deployer")
+	group := ns + ".devloop.dev"
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	t.Cleanup(func() {
+		gone := crd.DeepCopy()
+		gone.SetName("widgets." + group)
+		_ = k8s.Delete(context.Background(), gone)
+	})
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"Makefile": "manifests: # " + ns + "\n"})
+	env := operatorWithGeneratedCRDs(ns)
+	env.Spec.Components[0].Images[0].Run.KeepWarm = true
+	var pushArgs []string
+	suiteExec.set(func(command []string, stdout, stderr io.Writer) error {
+		if slices.Contains(command, "--outputs") && !isStep(command, build.WarmStepPush) {
+			return fmt.Errorf("step %v was given the outputs", command)
+		}
+		if !isStep(command, build.WarmStepPush) {
+			return nil
+		}
+		if !slices.Contains(command, "--outputs") || !slices.Contains(command, "--registry") {
+			// Not a failed assertion: this runs outside the test's goroutine.
+			return fmt.Errorf("push step %v without --outputs", command)
+		}
+		pushArgs = command
+		report, err := pushAsTheHelper(t, command, map[string]string{"config/crd/bases/widgets.yaml": widgetCRD(group, "")})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", report)
+		return err
+	})
+	t.Cleanup(func() { suiteExec.set(func([]string, io.Writer, io.Writer) error { return nil }) })
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("operator", "operator", "linux/amd64")}
+	pod := &corev1.Pod{}
+	g.Eventually(func() error { return k8s.Get(ctx, podKey, pod) }, timeout).Should(Succeed())
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	g.Expect(pushArgs).NotTo(BeNil(), "the push step ran")
+	outputs := imageOf(env, "operator", "operator").Outputs
+	g.Expect(outputs).To(HaveLen(1))
+	g.Expect(env.Status.Sources).To(ContainElement(HaveField("Revision", "operator/crds@"+outputs[0].Digest)))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "widgets." + group}, crd)).To(Succeed(), "the generated CRD is applied")
+	expectKstatus(t, env, status.CurrentStatus)
 }
