@@ -29,7 +29,7 @@ import (
 
 // OutputsSegment is the path segment between an image's repository and its
 // outputs': <registry.prefix>/<image>/outputs/<name>. An image named like
-// that repository is refused (see checkOutputRepositories).
+// that repository is refused (Session.outputSpecs).
 const OutputsSegment = "outputs"
 
 // MaxOutputBytes bounds the files of one output: it is packed in memory,
