@@ -31,10 +31,14 @@ func newLogsCommand(a *app) *cobra.Command {
                     its Helm release (as status records them; pods labelled
                     app.kubernetes.io/instance=<release> otherwise);
   SUITE             a test run's Job: the latest run, or --run N;
-  COMPONENT/IMAGE   the last builder Job of one of the component's images.
+  COMPONENT/IMAGE   the latest build of one of the component's images: its
+                    builder Job's pods, or, for a warm builder
+                    (run.keepWarm), the build command's output in the warm
+                    builder pod's build container since the build started.
 Each container of each pod, init containers first; lines are prefixed with
 [pod/container] when there is more than one. --follow streams until Ctrl-C
-(and waits for a test run's pod to start).`,
+(and waits for a test run's or a build's pod to start); a warm build is
+followed until it ends.`,
 		Example: `  kubectl devloop logs volcano scheduler
   kubectl devloop logs volcano unit-tests --run 3
   kubectl devloop logs volcano e2e-tests-all -f
@@ -68,23 +72,15 @@ Each container of each pod, init containers first; lines are prefixed with
 type logsTarget struct {
 	what      string // for messages: "component web", "unit #3", "build of web/web"
 	component string // set for a component
-	job       string // set for a test run or a build
-	noted     bool   // the note on a release without workloads was printed
+	job       string // set for a test run
+	build     *buildTarget
+	noted     bool // the note on a release without workloads was printed
 }
 
 // logsTargetOf parses the target word against the environment.
 func logsTargetOf(env *v1alpha1.DevEnvironment, word string, run int64) (*logsTarget, error) {
 	if comp, image, ok := strings.Cut(word, "/"); ok {
-		if env.Spec.Component(comp) == nil {
-			return nil, fmt.Errorf("devenvironment/%s has no component %q (in %q, COMPONENT/IMAGE names an image's build)", env.Name, comp, word)
-		}
-		if img := env.Status.Component(comp).Image(image); img != nil {
-			if img.Build == nil || img.Build.Job == "" {
-				return nil, fmt.Errorf("image %s of component %s has no builder Job: it is assembled in the operator (no run step), whose log has its build", image, comp)
-			}
-			return &logsTarget{what: "build of " + word, job: img.Build.Job}, nil
-		}
-		return nil, fmt.Errorf("component %s has built no image %q yet (see `kubectl devloop status %s`)", comp, image, env.Name)
+		return imageBuildTarget(env, word, comp, image)
 	}
 	if specTest(env, word) != nil {
 		if run > 0 {
@@ -146,9 +142,21 @@ func (a *app) printLogs(ctx context.Context, s *session, env *v1alpha1.DevEnviro
 			return err
 		}
 		if len(pods) > 0 {
-			return a.streamPods(ctx, s, pods, f)
+			o := streamOptions{container: f.container}
+			if b := t.build; b != nil {
+				o.container, o.since = b.logOptions(f)
+				if b.warm && f.follow {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					go a.followUntilEnded(ctx, s, b, cancel)
+				}
+			}
+			return a.streamPods(ctx, s, pods, f, o)
 		}
 		if !f.follow {
+			if t.build != nil && t.build.name == "" {
+				return fmt.Errorf("image %s of component %s has not started building yet: add --follow to wait for its build", t.build.image, t.build.component)
+			}
 			return fmt.Errorf("%s has no pods (yet): add --follow to wait for them", t.what)
 		}
 		p.show("waiting for the pods of " + t.what)

@@ -28,6 +28,9 @@ const helmInstanceLabel = "app.kubernetes.io/instance"
 
 // targetPods lists the pods of a logs target.
 func (a *app) targetPods(ctx context.Context, s *session, env *v1alpha1.DevEnvironment, t *logsTarget) ([]corev1.Pod, error) {
+	if t.build != nil {
+		return t.build.pods(ctx, s, env.Namespace)
+	}
 	if t.job != "" {
 		return s.podsOf(ctx, env.Namespace, []v1alpha1.ObjectRef{{Group: "batch", Version: "v1", Kind: "Job", Namespace: env.Namespace, Name: t.job}})
 	}

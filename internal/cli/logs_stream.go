@@ -10,24 +10,28 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
 // LogSource reads a container's log; the kubelet serves it through the API
 // server's pods/log. Tests stand in for the kubelet, which envtest lacks.
 type LogSource interface {
-	Stream(ctx context.Context, namespace, pod, container string, follow bool, tail int64) (io.ReadCloser, error)
+	Stream(ctx context.Context, namespace, pod string, o *corev1.PodLogOptions) (io.ReadCloser, error)
 }
 
 // apiLogs reads logs through the API server.
 type apiLogs struct{ clientset kubernetes.Interface }
 
-func (l apiLogs) Stream(ctx context.Context, namespace, pod, container string, follow bool, tail int64) (io.ReadCloser, error) {
-	o := &corev1.PodLogOptions{Container: container, Follow: follow}
-	if tail >= 0 {
-		o.TailLines = &tail
-	}
+func (l apiLogs) Stream(ctx context.Context, namespace, pod string, o *corev1.PodLogOptions) (io.ReadCloser, error) {
 	return l.clientset.CoreV1().Pods(namespace).GetLogs(pod, o).Stream(ctx)
+}
+
+// streamOptions narrow what streamPods reads: one container, and only
+// from a time on.
+type streamOptions struct {
+	container string
+	since     *metav1.Time
 }
 
 func (a *app) logSource(s *session) LogSource {
@@ -63,17 +67,24 @@ func containersOf(pods []corev1.Pod, only string) []logStream {
 // streamPods prints every container's log: one after the other, or, with
 // --follow, all at once with each line whole. Lines carry a
 // [pod/container] prefix when there is more than one stream.
-func (a *app) streamPods(ctx context.Context, s *session, pods []corev1.Pod, f *logsFlags) error {
-	streams := containersOf(pods, f.container)
+func (a *app) streamPods(ctx context.Context, s *session, pods []corev1.Pod, f *logsFlags, o streamOptions) error {
+	streams := containersOf(pods, o.container)
 	if len(streams) == 0 {
-		return fmt.Errorf("no container %q in pods %s", f.container, podNames(pods))
+		return fmt.Errorf("no container %q in pods %s", o.container, podNames(pods))
+	}
+	opts := func(st logStream, follow bool) *corev1.PodLogOptions {
+		lo := &corev1.PodLogOptions{Container: st.container, Follow: follow, SinceTime: o.since}
+		if f.tail >= 0 {
+			lo.TailLines = &f.tail
+		}
+		return lo
 	}
 	src := a.logSource(s)
 	w := &lineWriter{w: a.out()}
 	prefix := len(streams) > 1
 	if !f.follow {
 		for _, st := range streams {
-			if err := copyLog(ctx, src, st, w, prefix, false, f.tail); err != nil {
+			if err := copyLog(ctx, src, st, w, prefix, opts(st, false)); err != nil {
 				fmt.Fprintf(a.errOut(), "%s: %v\n", st, err)
 			}
 		}
@@ -87,7 +98,7 @@ func (a *app) streamPods(ctx context.Context, s *session, pods []corev1.Pod, f *
 			// A container that has not started has no log yet: try again
 			// until it has, or Ctrl-C.
 			for ctx.Err() == nil {
-				err := copyLog(ctx, src, st, w, prefix, true, f.tail)
+				err := copyLog(ctx, src, st, w, prefix, opts(st, true))
 				if err == nil || ctx.Err() != nil {
 					return
 				}
@@ -99,8 +110,8 @@ func (a *app) streamPods(ctx context.Context, s *session, pods []corev1.Pod, f *
 	return nil
 }
 
-func copyLog(ctx context.Context, src LogSource, st logStream, w *lineWriter, prefix, follow bool, tail int64) error {
-	rc, err := src.Stream(ctx, st.namespace, st.pod, st.container, follow, tail)
+func copyLog(ctx context.Context, src LogSource, st logStream, w *lineWriter, prefix bool, o *corev1.PodLogOptions) error {
+	rc, err := src.Stream(ctx, st.namespace, st.pod, o)
 	if err != nil {
 		return err
 	}

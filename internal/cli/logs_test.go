@@ -26,7 +26,8 @@ type fakeLogs struct {
 	follow []string // streams opened with follow
 }
 
-func (f *fakeLogs) Stream(_ context.Context, ns, pod, container string, follow bool, _ int64) (io.ReadCloser, error) {
+func (f *fakeLogs) Stream(_ context.Context, ns, pod string, o *corev1.PodLogOptions) (io.ReadCloser, error) {
+	container, follow := o.Container, o.Follow
 	if follow {
 		f.mu.Lock()
 		f.follow = append(f.follow, pod+"/"+container)
@@ -194,7 +195,7 @@ func TestLogsOfATestRunAndABuild(t *testing.T) {
 		r := logsPlugin(t, &fakeLogs{}, append([]string{"logs", "team", "-n", ns}, want...)...)
 		msg := map[string]string{
 			"run 9":    "suite unit has no run #9 in status (runs kept: #2, #1)",
-			"no image": `component web has built no image "api" yet`,
+			"no image": `component web has no image "api"`,
 			"unknown":  `has no component or suite "nope": it has crds, web, unit, e2e, smoke`,
 			"never":    "suite smoke has not run yet: start it with `kubectl devloop trigger team smoke`",
 		}[args]

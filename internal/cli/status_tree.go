@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,11 +113,23 @@ func addComponent(parent *node, c *ComponentView, p palette) {
 		}
 		in := n.add(text)
 		if b := img.Build; b != nil {
-			bt := "build job/" + b.Job + "  " + p.state(string(b.Result))
+			builder := "build job/"
+			if slices.Contains(c.WarmImages, img.Name) {
+				builder = "warm builder pod/"
+			}
+			bt := builder + b.Job + "  " + p.state(string(b.Result))
 			if b.ExitCode != nil {
 				bt += fmt.Sprintf(" (exit %d)", *b.ExitCode)
 			}
-			in.add(bt)
+			bn := in.add(bt)
+			// The build's last line of output, while it runs or as it
+			// failed (kubectl devloop logs ENV COMPONENT/IMAGE has all).
+			if last := lastLine(b.LogTail); last != "" && b.Result != v1alpha1.BuildSucceeded {
+				if len(last) > 160 {
+					last = last[:157] + "..."
+				}
+				bn.add(p.faint(last))
+			}
 		}
 	}
 	if r := c.Release; r != nil {

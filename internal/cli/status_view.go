@@ -32,6 +32,9 @@ type StatusView struct {
 type ComponentView struct {
 	v1alpha1.ComponentStatus `json:",inline"`
 	DependsOn                []string `json:"dependsOn,omitempty"`
+	// WarmImages are the images the spec builds in a warm builder
+	// (run.keepWarm): their build.job names that pod, not a Job.
+	WarmImages []string `json:"warmImages,omitempty"`
 }
 
 // TestView is a suite's status with its dependencies and its latest run.
@@ -79,7 +82,13 @@ func newStatusView(env *v1alpha1.DevEnvironment) *StatusView {
 		if s := env.Status.Component(name); s != nil {
 			st = *s
 		}
-		v.Components = append(v.Components, ComponentView{ComponentStatus: st, DependsOn: c.DependsOn})
+		var warm []string
+		for _, img := range c.Images {
+			if img.Run != nil && img.Run.KeepWarm {
+				warm = append(warm, img.Name)
+			}
+		}
+		v.Components = append(v.Components, ComponentView{ComponentStatus: st, DependsOn: c.DependsOn, WarmImages: warm})
 	}
 	for _, name := range tests {
 		t := specTest(env, name)
