@@ -174,7 +174,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	warm := pod.Spec.Containers[0]
 	g.Expect(warm.Name).To(Equal(build.ContainerWarm))
 	g.Expect(warm.Image).To(Equal("golang:1.25"))
-	g.Expect(warm.Command).To(Equal([]string{build.WarmHelper, "helper", "idle"}))
+	g.Expect(warm.Command).To(Equal([]string{build.WarmHelper, "helper", "idle", "--build-log", build.WarmBuildLog}), "the build command's output goes to its log")
 	g.Expect(warm.Env).To(ContainElement(corev1.EnvVar{Name: "GOARCH", Value: "amd64"}))
 	g.Expect(warm.Env).NotTo(ContainElement(HaveField("Name", "CGO_ENABLED")), "the build's env goes with each build, so a new revision keeps the pod")
 	g.Expect(warm.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "cache", MountPath: "/go/pkg/mod", SubPath: "p1"}))
