@@ -1,0 +1,212 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/olm"
+	"github.com/devloop-dev/devloop/internal/operatorimage"
+)
+
+// devloop published and installed through OLM v1 on the local cluster:
+// its bundle and catalog images pushed to the cluster's registry, the
+// installer ServiceAccount of config/olm/installer-rbac.yaml, and the
+// chart-installed operator stepped aside meanwhile.
+
+// DevEnvironmentCRD is the CRD both the chart and the bundle install.
+const DevEnvironmentCRD = "devenvironments.devloop.dev"
+
+// PushOperatorRelease compiles the manager and pushes it as
+// OperatorRepository:v<version>, labelled with the version as its revision:
+// the code of this checkout under a digest of its own, as a release has.
+func (c *Cluster) PushOperatorRelease(ctx context.Context, version string) (string, error) {
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	out, err := os.MkdirTemp("", "devloop-manager-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(out)
+	bins, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
+	if err != nil {
+		return "", err
+	}
+	res, err := operatorimage.Push(ctx, operatorimage.Options{Binaries: bins, Revision: "v" + version}, OperatorRepository+":v"+version, true)
+	if err != nil {
+		return "", err
+	}
+	return res.Reference, nil
+}
+
+// PushOLMBundle writes devloop's registry+v1 bundle of version, running
+// image (repository@digest), as make bundle does, and pushes it as
+// <prefix>/devloop-bundle:v<version>. It returns repository@digest.
+func (c *Cluster) PushOLMBundle(ctx context.Context, prefix, version, image string) (string, error) {
+	files, err := olm.Bundle(c.Root, olm.BundleOptions{Version: version, Image: image})
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "devloop-olm-bundle-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	bundle := filepath.Join(dir, "bundle")
+	if err := olm.WriteDir(bundle, files); err != nil {
+		return "", err
+	}
+	return olm.PushBundleDir(ctx, bundle, prefix, version, true)
+}
+
+// PushOLMCatalog renders the file-based catalog of bundles (pushed bundle
+// images, oldest first) with opm from a semver template, as make catalog
+// does, and pushes it as <prefix>/devloop-catalog:<tag>. It returns
+// repository@digest.
+func (c *Cluster) PushOLMCatalog(ctx context.Context, prefix, tag string, bundles []string) (string, error) {
+	opm, err := c.opm(ctx)
+	if err != nil {
+		return "", err
+	}
+	fbc, err := olm.RenderSemverCatalog(ctx, opm, bundles, true)
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "devloop-olm-catalog-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := olm.WriteDir(filepath.Join(dir, olm.Package), map[string][]byte{"catalog.yaml": fbc}); err != nil {
+		return "", err
+	}
+	return olm.PushCatalogDir(ctx, dir, prefix, tag, true)
+}
+
+// opm is hack/opm.sh's binary (built once, cached under bin/opm).
+func (c *Cluster) opm(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, "hack", "opm.sh"))
+	cmd.Dir = c.Root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/opm.sh: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// InstallerRBAC is config/olm/installer-rbac.yaml, the ServiceAccount a
+// ClusterExtension installs devloop as and its rights, moved from the
+// namespace it names to ns.
+func (c *Cluster) InstallerRBAC(ns string) ([]*unstructured.Unstructured, error) {
+	objs, err := readYAMLObjects(filepath.Join(c.Root, "config", "olm", "installer-rbac.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.GetNamespace() == olm.InstallNamespace {
+			o.SetNamespace(ns)
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			if m := s.(map[string]any); m["namespace"] == olm.InstallNamespace {
+				m["namespace"] = ns
+			}
+		}
+		if subjects != nil {
+			if err := unstructured.SetNestedSlice(o.Object, subjects, "subjects"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return objs, nil
+}
+
+// ApplyOLMObjects applies objs server-side as the OLM end-to-end objects'
+// field manager.
+func (c *Cluster) ApplyOLMObjects(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if err := c.applyOLM(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UninstallOperator uninstalls the chart-installed operator (the Helm
+// release InstallOperator makes) and waits until its pods are gone. The
+// CRD stays: Helm never deletes a chart's crds/. No release is no error.
+func (c *Cluster) UninstallOperator(ctx context.Context) error {
+	cfg, err := deploy.NewConfigFactory(c.Config, "")(OperatorNamespace)
+	if err != nil {
+		return err
+	}
+	_, err = deploy.Uninstall(cfg, deploy.ActionOptions{ReleaseName: OperatorRelease, Namespace: OperatorNamespace, Timeout: 2 * time.Minute,
+		Description: "the end-to-end suite installs devloop with OLM v1"})
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return fmt.Errorf("helm uninstall %s/%s: %w", OperatorNamespace, OperatorRelease, err)
+	}
+	return c.waitGone(ctx, 2*time.Minute, func() (bool, error) {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(ctx, pods, client.InNamespace(OperatorNamespace)); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, OperatorDeployment+"-") {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "the chart-installed operator's pods")
+}
+
+// DeleteCRD deletes a CRD and waits until it is gone.
+func (c *Cluster) DeleteCRD(ctx context.Context, name string, timeout time.Duration) error {
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName(name)
+	if err := c.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return c.waitGone(ctx, timeout, func() (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}, "CRD "+name)
+}
+
+// waitGone polls gone every 300 ms until it says true.
+func (c *Cluster) waitGone(ctx context.Context, timeout time.Duration, gone func() (bool, error), what string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := gone()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still there after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,399 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/devcluster"
+)
+
+// OLM v1 is installed once, by the first test that needs it.
+var (
+	olmOnce    sync.Once
+	olmInstall *devcluster.OLM
+	olmErr     error
+	olmTook    time.Duration
+)
+
+// needOLM is need plus OLM v1's operator-controller and catalogd running
+// on the cluster (devcluster.InstallOLM).
+func needOLM(t *testing.T) *devcluster.OLM {
+	t.Helper()
+	c := need(t)
+	olmOnce.Do(func() {
+		start := time.Now()
+		olmInstall, olmErr = c.InstallOLM(context.Background(), os.Stderr)
+		olmTook = time.Since(start)
+	})
+	if olmErr != nil {
+		t.Fatalf("installing OLM v1: %v", olmErr)
+	}
+	t.Logf("OLM v1 operator-controller and catalogd v%s running (%s, %s); installed in %s", olmInstall.Version,
+		olmInstall.OperatorControllerImage, olmInstall.CatalogdImage, olmTook.Round(time.Millisecond))
+	return olmInstall
+}
+
+// olmInstallNamespace is where the ClusterExtension installs devloop: not
+// devloop-system, where the suite's chart-installed operator lives.
+const olmInstallNamespace = "devloop-olm"
+
+// TestOLMInstallsAndUpgradesDevloop is devloop installed the way OLM users
+// install it, by real OLM v1 controllers: its bundle and catalog images on
+// the cluster's registry, a ClusterCatalog, the installer ServiceAccount of
+// config/olm/installer-rbac.yaml and a ClusterExtension on stable-v0.
+//
+//  1. The ClusterExtension installs bundle 0.1.0 and the operator runs.
+//  2. A small DevEnvironment is Ready under it.
+//  3. A catalog with bundle 0.1.1 (the same code under a new image digest)
+//     is published: the ClusterExtension upgrades devloop, the operator's
+//     pod is replaced, and the environment stays Ready throughout with
+//     nothing it deployed recreated.
+//
+// Two operators must not reconcile the same DevEnvironments, and the CRD
+// can belong to one installer only: the chart-installed operator is
+// uninstalled and its CRD deleted for the test (takeOverFromChart), and
+// both come back afterwards.
+func TestOLMInstallsAndUpgradesDevloop(t *testing.T) {
+	c := need(t)
+	needOLM(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	prefix := registry + "/e2e-olm"
+
+	// 0. Two releases of devloop: bundles and catalogs as make bundle,
+	// make catalog and make olm-images make them.
+	start := time.Now()
+	image011, err := c.PushOperatorRelease(ctx, "0.1.1")
+	g.Expect(err).NotTo(HaveOccurred())
+	bundle010, err := c.PushOLMBundle(ctx, prefix, "0.1.0", operatorImage)
+	g.Expect(err).NotTo(HaveOccurred())
+	bundle011, err := c.PushOLMBundle(ctx, prefix, "0.1.1", image011)
+	g.Expect(err).NotTo(HaveOccurred())
+	catalog1, err := c.PushOLMCatalog(ctx, prefix, "latest", []string{bundle010})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("phase 0: operator image 0.1.1, bundles 0.1.0 and 0.1.1, catalog of 0.1.0 pushed in %s (%s)",
+		time.Since(start).Round(time.Millisecond), catalog1)
+
+	start = time.Now()
+	takeOverFromChart(t)
+	t.Logf("phase 0: chart-installed operator uninstalled and its CRD deleted in %s", time.Since(start).Round(time.Millisecond))
+
+	// 1. Installed by OLM.
+	start = time.Now()
+	tearDownOLMInstall(t)
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: olmInstallNamespace}}); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	rbac, err := c.InstallerRBAC(olmInstallNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ApplyOLMObjects(ctx, rbac)).To(Succeed())
+	g.Expect(c.ApplyOLMYAML(ctx, clusterCatalog("devloop-e2e", prefix+"/devloop-catalog:latest"))).To(Succeed())
+	waitCatalogServing(t, "devloop-e2e", catalog1)
+	t.Logf("phase 1: ClusterCatalog serving %s after %s", catalog1, time.Since(start).Round(time.Millisecond))
+	g.Expect(c.ApplyOLMYAML(ctx, clusterExtension(olmInstallNamespace, "devloop-e2e"))).To(Succeed())
+	waitExtensionInstalled(t, "0.1.0")
+	manager := waitOLMOperator(t, operatorImage)
+	t.Logf("phase 1: ClusterExtension installed devloop 0.1.0 and its operator runs (%s) %s after the catalog",
+		manager, time.Since(start).Round(time.Millisecond))
+
+	// 2. An environment under the OLM-installed operator.
+	start = time.Now()
+	ns := namespace(t, "e2e-olm")
+	env := olmSampleEnvironment(t, ns)
+	key := client.ObjectKeyFromObject(env)
+	waitEnv(t, key, 3*time.Minute, false, readyNow)
+	deployed := deployedUIDs(t, ns)
+	t.Logf("phase 2: DevEnvironment Ready %s after it was applied", time.Since(start).Round(time.Millisecond))
+
+	// 3. A newer bundle in the catalog.
+	start = time.Now()
+	watch := watchStaysReady(t, key)
+	catalog2, err := c.PushOLMCatalog(ctx, prefix, "latest", []string{bundle010, bundle011})
+	g.Expect(err).NotTo(HaveOccurred())
+	waitCatalogServing(t, "devloop-e2e", catalog2)
+	t.Logf("phase 3: catalogd unpacked the catalog with 0.1.1 %s after its push (polls every minute)", time.Since(start).Round(time.Millisecond))
+	waitExtensionInstalled(t, "0.1.1")
+	t.Logf("phase 3: ClusterExtension upgraded to 0.1.1 %s after the push", time.Since(start).Round(time.Millisecond))
+	newManager := waitOLMOperator(t, image011)
+	g.Expect(newManager).NotTo(Equal(manager), "the upgrade replaces the operator's pod")
+	// The new operator reconciles the environment, and leaves it as it was.
+	at := requestReconcile(t, env)
+	waitEnv(t, key, 2*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(at))
+		readyNow(g, env)
+	})
+	lost := watch()
+	g.Expect(lost).To(BeEmpty(), "the DevEnvironment was not Ready during the upgrade")
+	g.Expect(deployedUIDs(t, ns)).To(Equal(deployed), "objects the environment deployed were recreated")
+	t.Logf("phase 3: upgraded operator %s reconciled the environment, Ready throughout, %s after the push",
+		newManager, time.Since(start).Round(time.Millisecond))
+}
+
+// takeOverFromChart hands DevEnvironments to the operator OLM installs:
+// once no DevEnvironment is left anywhere (earlier tests' namespaces may
+// still be going), the chart-installed operator is uninstalled and the CRD
+// deleted, so that the ClusterExtension installs its own. Afterwards the
+// chart and its CRD are installed again, as TestMain did.
+func takeOverFromChart(t *testing.T) {
+	t.Helper()
+	c := need(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		list := &v1alpha1.DevEnvironmentList{}
+		g.Expect(c.Client.List(ctx, list)).To(Succeed())
+		var names []string
+		for _, e := range list.Items {
+			names = append(names, e.Namespace+"/"+e.Name)
+		}
+		g.Expect(names).To(BeEmpty(), "DevEnvironments the CRD's deletion would take with it")
+	}, 3*time.Minute, time.Second).Should(Succeed())
+	t.Cleanup(func() {
+		start := time.Now()
+		if err := c.InstallOperator(context.Background(), operatorImage); err != nil {
+			t.Errorf("installing the chart-installed operator again: %v", err)
+			return
+		}
+		t.Logf("cleanup: chart-installed operator and CRD back in %s", time.Since(start).Round(time.Millisecond))
+	})
+	g.Expect(c.UninstallOperator(ctx)).To(Succeed())
+	g.Expect(c.DeleteCRD(ctx, devcluster.DevEnvironmentCRD, 2*time.Minute)).To(Succeed())
+}
+
+// tearDownOLMInstall registers the removal of what the test installs with
+// OLM: the environments first, while the OLM-installed operator still runs
+// to finalize them, then the ClusterExtension (OLM uninstalls devloop,
+// CRD included), the ClusterCatalog, the installer RBAC and the namespace.
+func tearDownOLMInstall(t *testing.T) {
+	t.Helper()
+	c := need(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		start := time.Now()
+		list := &v1alpha1.DevEnvironmentList{}
+		if err := c.Client.List(ctx, list); err == nil {
+			for i := range list.Items {
+				_ = c.Client.Delete(ctx, &list.Items[i])
+			}
+		}
+		if !eventually(2*time.Minute, func() bool {
+			err := c.Client.List(ctx, list)
+			return err == nil && len(list.Items) == 0
+		}) {
+			// The CRD's deletion would wait for them forever.
+			t.Errorf("DevEnvironments not finalized within 2m by the OLM-installed operator: removing their finalizers")
+			for i := range list.Items {
+				e := &list.Items[i]
+				_ = c.Client.Patch(ctx, e, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			}
+		}
+		ext := olmObject(clusterExtensionGVK, "devloop")
+		if err := c.Client.Delete(ctx, ext); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the ClusterExtension: %v", err)
+		}
+		if !eventually(3*time.Minute, func() bool {
+			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "devloop"}, ext))
+		}) {
+			t.Errorf("the ClusterExtension is still there after 3m")
+		}
+		if err := c.DeleteCRD(ctx, devcluster.DevEnvironmentCRD, 2*time.Minute); err != nil {
+			t.Errorf("the CRD OLM installed: %v", err)
+		}
+		_ = c.Client.Delete(ctx, olmObject(clusterCatalogGVK, "devloop-e2e"))
+		if rbac, err := c.InstallerRBAC(olmInstallNamespace); err == nil {
+			for _, o := range rbac {
+				if o.GetNamespace() == "" {
+					_ = c.Client.Delete(ctx, o)
+				}
+			}
+		}
+		_ = c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: olmInstallNamespace}})
+		t.Logf("cleanup: environments, ClusterExtension (and what OLM installed), ClusterCatalog and installer RBAC removed in %s",
+			time.Since(start).Round(time.Millisecond))
+	})
+}
+
+func eventually(timeout time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return true
+}
+
+// waitCatalogServing waits until catalogd serves the catalog image of
+// digest (repository@digest).
+func waitCatalogServing(t *testing.T, name, ref string) {
+	t.Helper()
+	_, digest, _ := strings.Cut(ref, "@")
+	last := ""
+	NewWithT(t).Eventually(func(g Gomega) {
+		st, err := getOLMStatus(context.Background(), clusterCatalogGVK, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		if s := st.summary(); s != last {
+			t.Logf("  ClusterCatalog %s: %s (unpacked %s)", name, s, st.resolvedDigest())
+			last = s
+		}
+		g.Expect(st.resolvedDigest()).To(Equal(digest))
+		g.Expect(st.isTrue("Serving")).To(BeTrue())
+	}, 4*time.Minute, 500*time.Millisecond).Should(Succeed())
+}
+
+// waitExtensionInstalled waits until the ClusterExtension reports bundle
+// version installed.
+func waitExtensionInstalled(t *testing.T, version string) {
+	t.Helper()
+	last := ""
+	NewWithT(t).Eventually(func(g Gomega) {
+		st, err := getOLMStatus(context.Background(), clusterExtensionGVK, "devloop")
+		g.Expect(err).NotTo(HaveOccurred())
+		if s := st.summary(); s != last {
+			t.Logf("  ClusterExtension devloop: %s", s)
+			last = s
+		}
+		g.Expect(st.installedVersion()).To(Equal(version))
+		g.Expect(st.isTrue("Installed")).To(BeTrue())
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
+}
+
+// waitOLMOperator waits until the operator OLM installed has rolled out
+// with image, and returns the name of its one Ready pod.
+func waitOLMOperator(t *testing.T, image string) string {
+	t.Helper()
+	c := need(t)
+	var pod string
+	NewWithT(t).Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(c.Client.Get(context.Background(), client.ObjectKey{Namespace: olmInstallNamespace, Name: devcluster.OperatorDeployment}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(d.Status.Replicas), "rolling out")
+		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
+		pods := readyPods(g, olmInstallNamespace, d.Spec.Selector.MatchLabels)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].Spec.Containers[0].Image).To(Equal(image))
+		pod = pods[0].Name
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed())
+	return pod
+}
+
+// olmSampleEnvironment pushes a small source (a ConfigMap and a Deployment
+// of busybox) and applies a DevEnvironment deploying it.
+func olmSampleEnvironment(t *testing.T, ns string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"settings/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n",
+		"web/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: web
+        image: ` + registry + `/busybox:1.35
+        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`,
+	})
+	repo := registry + "/" + ns + "/src"
+	_, err := devcluster.PushSource(ctx, dir, repo+":dev")
+	g.Expect(err).NotTo(HaveOccurred())
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: repo, Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{
+				{Name: "settings", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"settings"}}},
+				{Name: "web", DependsOn: []string{"settings"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"web"}}},
+			},
+		},
+	}
+	g.Expect(need(t).ApplyEnvironment(ctx, env)).To(Succeed())
+	return env
+}
+
+// deployedUIDs identifies what the environment deployed: the ConfigMap,
+// the Deployment (with its generation: a re-applied template would bump
+// it) and its pods. A recreated or rolled object changes the map.
+func deployedUIDs(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	c := need(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	cm := &corev1.ConfigMap{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+	d := &appsv1.Deployment{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
+	out := map[string]string{
+		"configmap/settings": string(cm.UID),
+		"deployment/web":     fmt.Sprintf("%s generation %d", d.UID, d.Generation),
+	}
+	pods := &corev1.PodList{}
+	g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})).To(Succeed())
+	for _, p := range pods.Items {
+		out["pod/"+p.Name] = string(p.UID)
+	}
+	return out
+}
+
+// watchStaysReady polls the environment every 200 ms until the returned
+// function is called, which stops it and returns every moment it was seen
+// not Ready (or not found), as messages.
+func watchStaysReady(t *testing.T, key client.ObjectKey) func() []string {
+	t.Helper()
+	c := need(t)
+	stop := make(chan struct{})
+	done := make(chan []string)
+	go func() {
+		var lost []string
+		for {
+			env := &v1alpha1.DevEnvironment{}
+			err := c.Client.Get(context.Background(), key, env)
+			switch {
+			case err != nil:
+				lost = append(lost, fmt.Sprintf("%s: %v", time.Now().Format(time.TimeOnly), err))
+			case !meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady):
+				lost = append(lost, time.Now().Format(time.TimeOnly)+": "+devcluster.Summary(env))
+			}
+			select {
+			case <-stop:
+				done <- lost
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(stop)
+		return <-done
+	}
+}
