@@ -3,7 +3,8 @@
 # Usage: hack/cluster/deps.sh   (root)
 set -euo pipefail
 
-PKGS=(containerd runc containernetworking-plugins docker-registry openssl iptables conntrack busybox-static git iproute2 procps)
+# git and make also go into the sample Go builder image (internal/devcluster/images_tools.go).
+PKGS=(containerd runc containernetworking-plugins docker-registry openssl iptables conntrack busybox-static git make iproute2 procps)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -47,28 +47,40 @@ func (c *Cluster) PushOperator(ctx context.Context) (string, error) {
 }
 
 // PushGoImage assembles a Go image from this machine's GOROOT on busybox
-// (a shell for build commands) and pushes it as GoImage. The toolchain is
-// the one this repository builds with, so sample builds behave as here.
+// (a shell for build commands), with make and git (builderTools), and
+// pushes it as GoImage. The toolchain is the one this repository builds
+// with, so sample builds behave as here.
 func (c *Cluster) PushGoImage(ctx context.Context) (string, error) {
 	goroot := runtime.GOROOT()
 	if goroot == "" {
 		goroot = "/usr/local/go"
 	}
+	goroot, err := filepath.Abs(goroot)
+	if err != nil {
+		return "", err
+	}
 	b, err := build.NewBuilder(build.Registry{Prefix: Registry + "/devloop", Insecure: true})
 	if err != nil {
 		return "", err
 	}
+	// Layers are taken from this machine's root: the toolchain, then the
+	// tools with their libraries.
 	var layers []v1alpha1.LayerMapping
 	for _, p := range []string{"bin", "pkg", "src", "go.env", "VERSION"} {
 		if _, err := os.Stat(filepath.Join(goroot, p)); err != nil {
 			continue
 		}
-		layers = append(layers, v1alpha1.LayerMapping{From: filepath.Base(goroot) + "/" + p, To: "/usr/local/go/" + p})
+		layers = append(layers, v1alpha1.LayerMapping{From: strings.TrimPrefix(goroot, "/") + "/" + p, To: "/usr/local/go/" + p})
 	}
+	tools, err := toolLayers(ctx, builderTools)
+	if err != nil {
+		return "", fmt.Errorf("the Go image: %w", err)
+	}
+	layers = append(layers, tools...)
 	tag := GoImage[strings.LastIndex(GoImage, ":")+1:]
 	res, err := b.Build(ctx, build.Image{Name: "golang", Base: busybox, Layers: layers,
-		Env: []v1alpha1.EnvVar{{Name: "PATH", Value: "/usr/local/go/bin:/bin"}, {Name: "GOTOOLCHAIN", Value: "local"}}},
-		filepath.Dir(goroot), func(string) ([]string, error) { return []string{tag}, nil })
+		Env: []v1alpha1.EnvVar{{Name: "PATH", Value: "/usr/local/go/bin:/usr/bin:/bin"}, {Name: "GOTOOLCHAIN", Value: "local"}}},
+		"/", func(string) ([]string, error) { return []string{tag}, nil })
 	if err != nil {
 		return "", fmt.Errorf("the Go image: %w", err)
 	}

@@ -1,0 +1,67 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/devcluster"
+)
+
+// versionsMakefile is a Makefile of the kind real projects have: a target
+// whose recipe calls git (Volcano's sets its version ldflags that way).
+const versionsMakefile = "out/versions.txt:\n" +
+	"\tmkdir -p out\n" +
+	"\t{ make --version | head -n 1; git --version; } > $@\n"
+
+// TestBuilderImageRunsMakeAndGit is issue 18 item 12 on the real cluster:
+// the sample Go builder image (devcluster.GoImage) carries make and git
+// with their libraries, so a builder Job runs `make --version && git
+// --version` and a Makefile target that calls git, as UID 65532 in
+// /workspace, and the image built from its output is pushed.
+func TestBuilderImageRunsMakeAndGit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := need(t)
+	ns := namespace(t, "e2e-tools")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"Makefile": versionsMakefile})
+
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tools"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{
+				Name: "tools",
+				Images: []v1alpha1.ImageSpec{{
+					Name: "versions", Source: "app", Base: registry + "/busybox:1.35",
+					Run: &v1alpha1.BuildRun{Image: devcluster.GoImage,
+						Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}},
+					Layers: []v1alpha1.LayerMapping{{From: "out/versions.txt", To: "/versions.txt"}},
+				}},
+			}},
+		},
+	}
+	pushOnly(t, env, dir)
+	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	env = waitEnv(t, client.ObjectKeyFromObject(env), 6*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyNow(g, env)
+		img := imageOf(env, "versions")
+		g.Expect(img).NotTo(BeNil())
+		g.Expect(img.Digest).NotTo(BeEmpty())
+	})
+	img := imageOf(env, "versions")
+	g.Expect(img.Build).NotTo(BeNil())
+	g.Expect(img.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
+	t.Logf("built %s@%s in job %s", img.Repository, img.Digest, img.Build.Job)
+}
