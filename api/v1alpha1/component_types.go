@@ -99,9 +99,14 @@ type ImageSpec struct {
 	// change elsewhere in the source neither rebuilds nor re-pushes the
 	// image (Skaffold's dependencies.paths, Tilt's only). Two images built
 	// from one repository then rebuild only for their own changes; the
-	// build still sees the whole source. An entry starting with '!'
-	// excludes what earlier entries include (e.g. "!pkg/**/*_test.go").
-	// Default: the whole source. This is an optimisation only: an image
+	// build still sees the whole source. Entries are patterns anchored at
+	// the source's root: '*' matches within one path segment, '?' one
+	// character, '[a-z]' a class, and a "**" segment any number of
+	// segments; an entry that matches a directory takes everything under
+	// it ("pkg/scheduler"). An entry starting with '!' excludes what
+	// earlier entries include (e.g. "!pkg/**/*_test.go"); for each file
+	// the last entry that matches it decides. An include that matches no
+	// file stalls the environment, naming it. Default: the whole source. This is an optimisation only: an image
 	// whose files come out byte-identical has the same digest and rolls
 	// nothing out, whatever its paths.
 	// +optional

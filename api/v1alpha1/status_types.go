@@ -254,14 +254,17 @@ const (
 // and how it ended. Its logs stay readable with `kubectl logs job/<job>`
 // until the next build of the image replaces the Job.
 type BuildStatus struct {
-	// Job is the builder Job's name, in the environment's namespace.
+	// Job is the builder Job's name, in the environment's namespace, or
+	// the warm builder pod's (run.keepWarm), whose build container's log
+	// holds the build's output from StartTime on.
 	Job string `json:"job"`
 	// Result of the Job.
 	Result BuildResult `json:"result"`
 	// ExitCode of the builder command when it failed.
 	// +optional
 	ExitCode *int32 `json:"exitCode,omitempty"`
-	// LogTail is the end of a failed build's log.
+	// LogTail is the end of the build's output: brought up to date while
+	// it runs, and as it failed.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	LogTail string `json:"logTail,omitempty"`
