@@ -174,11 +174,16 @@ func olmObjects(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range res.Resources() {
-		m, err := r.Map()
+		// Through JSON: kustomize's maps hold ints, which unstructured's
+		// deep copies refuse (they want int64).
+		data, err := r.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		u := &unstructured.Unstructured{Object: m}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
 		if strings.HasPrefix(u.GetAPIVersion(), "cert-manager.io/") {
 			continue
 		}

@@ -14,7 +14,10 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/internal/deploy"
@@ -171,24 +174,6 @@ func (c *Cluster) UninstallOperator(ctx context.Context) error {
 	}, "the chart-installed operator's pods")
 }
 
-// DeleteCRD deletes a CRD and waits until it is gone.
-func (c *Cluster) DeleteCRD(ctx context.Context, name string, timeout time.Duration) error {
-	crd := &unstructured.Unstructured{}
-	crd.SetAPIVersion("apiextensions.k8s.io/v1")
-	crd.SetKind("CustomResourceDefinition")
-	crd.SetName(name)
-	if err := c.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return c.waitGone(ctx, timeout, func() (bool, error) {
-		err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	}, "CRD "+name)
-}
-
 // waitGone polls gone every 300 ms until it says true.
 func (c *Cluster) waitGone(ctx context.Context, timeout time.Duration, gone func() (bool, error), what string) error {
 	deadline := time.Now().Add(timeout)
@@ -209,4 +194,89 @@ func (c *Cluster) waitGone(ctx context.Context, timeout time.Duration, gone func
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+// Labels OLM v1 puts on every object a ClusterExtension installs.
+const (
+	olmOwnerKindLabel = "olm.operatorframework.io/owner-kind"
+	olmOwnerNameLabel = "olm.operatorframework.io/owner-name"
+)
+
+// AdoptCRD gives an existing CRD the ownership metadata Helm wants before
+// it takes an object into a release: OLM v1 installs a bundle as the Helm
+// release named after the ClusterExtension, in its install namespace, and
+// refuses a CRD that exists but belongs to no such release.
+func (c *Cluster) AdoptCRD(ctx context.Context, crd, release, namespace string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"Helm"},`+
+		`"annotations":{"meta.helm.sh/release-name":%q,"meta.helm.sh/release-namespace":%q}}}`, release, namespace)
+	return c.Client.Patch(ctx, crdObject(crd), client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// HandBackFromOLM uninstalls what the ClusterExtension extension installed
+// except the CRDs, which stay with every object of theirs: OLM v1 makes
+// itself the owner of all it installs, CRDs included, so deleting the
+// ClusterExtension outright would delete every DevEnvironment with the
+// CRD. It is deleted orphaning its objects instead; then the install
+// namespace (the operator's Deployment with it, waited for) and the
+// cluster-scoped objects labelled as the extension's are deleted, Helm's
+// release records in OLMNamespace too, and the CRDs lose OLM's labels and
+// Helm's ownership metadata.
+func (c *Cluster) HandBackFromOLM(ctx context.Context, extension, installNamespace string, crds ...string) error {
+	ext := &unstructured.Unstructured{}
+	ext.SetAPIVersion("olm.operatorframework.io/v1")
+	ext.SetKind("ClusterExtension")
+	ext.SetName(extension)
+	if err := c.Client.Delete(ctx, ext, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ClusterExtension %s: %w", extension, err)
+	}
+	if err := c.waitGone(ctx, 2*time.Minute, func() (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKey{Name: extension}, ext)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}, "ClusterExtension "+extension); err != nil {
+		return err
+	}
+	owned := client.MatchingLabels{olmOwnerKindLabel: "ClusterExtension", olmOwnerNameLabel: extension}
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: kind + "List"})
+		if err := c.Client.List(ctx, list, owned); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if err := c.Client.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	// Helm's release records (chunked Secrets OLM v1 keeps in its own
+	// namespace), labelled as Helm labels its storage.
+	if err := c.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(OLMNamespace),
+		client.MatchingLabels{"owner": "helm", "name": extension}); err != nil {
+		return err
+	}
+	if err := c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: installNamespace}}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err := c.waitGone(ctx, 3*time.Minute, func() (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKey{Name: installNamespace}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}, "namespace "+installNamespace); err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":null,"labels":{"app.kubernetes.io/managed-by":null,%q:null,%q:null},`+
+			`"annotations":{"meta.helm.sh/release-name":null,"meta.helm.sh/release-namespace":null}}}`, olmOwnerKindLabel, olmOwnerNameLabel)
+		if err := c.Client.Patch(ctx, crdObject(crd), client.RawPatch(types.MergePatchType, []byte(patch))); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("CRD %s: %w", crd, err)
+		}
+	}
+	return nil
+}
+
+func crdObject(name string) *unstructured.Unstructured {
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName(name)
+	return crd
 }

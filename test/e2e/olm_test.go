@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -66,10 +65,9 @@ const olmInstallNamespace = "devloop-olm"
 //     pod is replaced, and the environment stays Ready throughout with
 //     nothing it deployed recreated.
 //
-// Two operators must not reconcile the same DevEnvironments, and the CRD
-// can belong to one installer only: the chart-installed operator is
-// uninstalled and its CRD deleted for the test (takeOverFromChart), and
-// both come back afterwards.
+// Two operators must not reconcile the same DevEnvironments: the
+// chart-installed operator is uninstalled for the test and comes back
+// afterwards (takeOverFromChart); the CRD and every environment stay.
 func TestOLMInstallsAndUpgradesDevloop(t *testing.T) {
 	c := need(t)
 	needOLM(t)
@@ -93,7 +91,7 @@ func TestOLMInstallsAndUpgradesDevloop(t *testing.T) {
 
 	start = time.Now()
 	takeOverFromChart(t)
-	t.Logf("phase 0: chart-installed operator uninstalled and its CRD deleted in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("phase 0: chart-installed operator uninstalled, CRD ready for adoption, in %s", time.Since(start).Round(time.Millisecond))
 
 	// 1. Installed by OLM.
 	start = time.Now()
@@ -146,75 +144,64 @@ func TestOLMInstallsAndUpgradesDevloop(t *testing.T) {
 		newManager, time.Since(start).Round(time.Millisecond))
 }
 
-// takeOverFromChart hands DevEnvironments to the operator OLM installs:
-// once no DevEnvironment is left anywhere (earlier tests' namespaces may
-// still be going), the chart-installed operator is uninstalled and the CRD
-// deleted, so that the ClusterExtension installs its own. Afterwards the
-// chart and its CRD are installed again, as TestMain did.
+// takeOverFromChart hands every DevEnvironment to the operator OLM will
+// install. Two operators must not reconcile the same environments, and the
+// chart's aggregated ClusterRoles have the bundle's names: the
+// chart-installed operator is uninstalled. The CRD, which Helm leaves, is
+// marked for adoption by the ClusterExtension's release (OLM refuses an
+// existing CRD otherwise); deleting it instead would delete the
+// environments of make dev-up with it. Those stay, reconciled by the
+// OLM-installed operator meanwhile. Afterwards the chart is installed
+// again, as TestMain did.
 func takeOverFromChart(t *testing.T) {
 	t.Helper()
 	c := need(t)
 	ctx := context.Background()
 	g := NewWithT(t)
-	g.Eventually(func(g Gomega) {
-		list := &v1alpha1.DevEnvironmentList{}
-		g.Expect(c.Client.List(ctx, list)).To(Succeed())
-		var names []string
-		for _, e := range list.Items {
-			names = append(names, e.Namespace+"/"+e.Name)
-		}
-		g.Expect(names).To(BeEmpty(), "DevEnvironments the CRD's deletion would take with it")
-	}, 3*time.Minute, time.Second).Should(Succeed())
 	t.Cleanup(func() {
 		start := time.Now()
 		if err := c.InstallOperator(context.Background(), operatorImage); err != nil {
 			t.Errorf("installing the chart-installed operator again: %v", err)
 			return
 		}
-		t.Logf("cleanup: chart-installed operator and CRD back in %s", time.Since(start).Round(time.Millisecond))
+		t.Logf("cleanup: chart-installed operator back in %s", time.Since(start).Round(time.Millisecond))
 	})
 	g.Expect(c.UninstallOperator(ctx)).To(Succeed())
-	g.Expect(c.DeleteCRD(ctx, devcluster.DevEnvironmentCRD, 2*time.Minute)).To(Succeed())
+	g.Expect(c.AdoptCRD(ctx, devcluster.DevEnvironmentCRD, "devloop", olmInstallNamespace)).To(Succeed())
 }
 
 // tearDownOLMInstall registers the removal of what the test installs with
-// OLM: the environments first, while the OLM-installed operator still runs
-// to finalize them, then the ClusterExtension (OLM uninstalls devloop,
-// CRD included), the ClusterCatalog, the installer RBAC and the namespace.
+// OLM: the test's environments first, while the OLM-installed operator
+// still runs to finalize them, then the ClusterExtension and what it
+// installed but the CRD (devcluster.HandBackFromOLM), the ClusterCatalog
+// and the installer's cluster-wide RBAC.
 func tearDownOLMInstall(t *testing.T) {
 	t.Helper()
 	c := need(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		start := time.Now()
-		list := &v1alpha1.DevEnvironmentList{}
-		if err := c.Client.List(ctx, list); err == nil {
-			for i := range list.Items {
-				_ = c.Client.Delete(ctx, &list.Items[i])
+		mine := func() []v1alpha1.DevEnvironment {
+			list := &v1alpha1.DevEnvironmentList{}
+			if err := c.Client.List(ctx, list); err != nil {
+				return nil
 			}
-		}
-		if !eventually(2*time.Minute, func() bool {
-			err := c.Client.List(ctx, list)
-			return err == nil && len(list.Items) == 0
-		}) {
-			// The CRD's deletion would wait for them forever.
-			t.Errorf("DevEnvironments not finalized within 2m by the OLM-installed operator: removing their finalizers")
-			for i := range list.Items {
-				e := &list.Items[i]
-				_ = c.Client.Patch(ctx, e, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			var out []v1alpha1.DevEnvironment
+			for _, e := range list.Items {
+				if strings.HasPrefix(e.Namespace, "e2e-olm-") {
+					out = append(out, e)
+				}
 			}
+			return out
 		}
-		ext := olmObject(clusterExtensionGVK, "devloop")
-		if err := c.Client.Delete(ctx, ext); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the ClusterExtension: %v", err)
+		for _, e := range mine() {
+			_ = c.Client.Delete(ctx, &e)
 		}
-		if !eventually(3*time.Minute, func() bool {
-			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "devloop"}, ext))
-		}) {
-			t.Errorf("the ClusterExtension is still there after 3m")
+		if !eventually(2*time.Minute, func() bool { return len(mine()) == 0 }) {
+			t.Errorf("the test's DevEnvironments were not finalized within 2m by the OLM-installed operator")
 		}
-		if err := c.DeleteCRD(ctx, devcluster.DevEnvironmentCRD, 2*time.Minute); err != nil {
-			t.Errorf("the CRD OLM installed: %v", err)
+		if err := c.HandBackFromOLM(ctx, "devloop", olmInstallNamespace, devcluster.DevEnvironmentCRD); err != nil {
+			t.Errorf("uninstalling the OLM-installed devloop: %v", err)
 		}
 		_ = c.Client.Delete(ctx, olmObject(clusterCatalogGVK, "devloop-e2e"))
 		if rbac, err := c.InstallerRBAC(olmInstallNamespace); err == nil {
@@ -224,8 +211,7 @@ func tearDownOLMInstall(t *testing.T) {
 				}
 			}
 		}
-		_ = c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: olmInstallNamespace}})
-		t.Logf("cleanup: environments, ClusterExtension (and what OLM installed), ClusterCatalog and installer RBAC removed in %s",
+		t.Logf("cleanup: the test's environment, the OLM-installed devloop (but its CRD), ClusterCatalog and installer RBAC removed in %s",
 			time.Since(start).Round(time.Millisecond))
 	})
 }
