@@ -13,10 +13,14 @@
 
 CLUSTER_SH := hack/cluster/cluster.sh
 
-.PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries
+.PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries flux-binaries
 
 cluster-binaries: ## Build the local cluster's binaries from Go modules (cached under bin/k8s).
 	hack/cluster/binaries.sh >/dev/null
+
+# Before the e2e suite's timeout starts: a cold build takes 10-25 minutes.
+flux-binaries: ## Build Flux source- and kustomize-controller for the e2e suite (cached under bin/flux; DEVLOOP_E2E_FLUX=skip: nothing).
+	@[ "$(DEVLOOP_E2E_FLUX)" = skip ] || hack/cluster/flux-binaries.sh >/dev/null
 
 cluster-up: ## Start the local single-node cluster (root); KUBECONFIG=bin/cluster/kubeconfig.
 	$(CLUSTER_SH) up

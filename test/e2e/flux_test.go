@@ -32,10 +32,15 @@ var (
 )
 
 // needFlux is need plus Flux's source-controller and kustomize-controller
-// running on the cluster (devcluster.InstallFlux).
+// running on the cluster (devcluster.InstallFlux). DEVLOOP_E2E_FLUX=skip
+// skips the Flux tests: their first run builds both controllers (minutes,
+// docs/flux-e2e.md).
 func needFlux(t *testing.T) *devcluster.Flux {
 	t.Helper()
 	c := need(t)
+	if os.Getenv("DEVLOOP_E2E_FLUX") == "skip" {
+		t.Skip("DEVLOOP_E2E_FLUX=skip")
+	}
 	fluxOnce.Do(func() {
 		start := time.Now()
 		fluxInstall, fluxErr = c.InstallFlux(context.Background(), os.Stderr)
