@@ -71,6 +71,8 @@ func (s *Session) sourceInputs(ctx context.Context, img *v1alpha1.ImageSpec, ref
 //   - An entry starting with '!' excludes; for each file the last entry
 //     that matches it decides, so an include after an exclude takes a file
 //     back. A file no include matches is not selected.
+//   - "go:<dir>" names a Go package: it matches the files its build reads
+//     from the source (goPackageFiles).
 //
 // Only files and symlinks count; a directory with nothing selected in it
 // changes nothing.
@@ -83,6 +85,10 @@ type pathRule struct {
 	exclude  bool
 	pattern  string   // as written, without the '!'
 	segments []string // the cleaned pattern's segments; none for the root
+	// goDir is the package of a "go:" entry, and set the files it
+	// matches in the tree at hand.
+	goDir string
+	set   map[string]bool
 }
 
 // pathError is a fault of one entry of images[].paths.
@@ -100,12 +106,21 @@ func compilePaths(entries []string) (*pathSelection, error) {
 		if rest, ok := strings.CutPrefix(entry, "!"); ok {
 			r.exclude, r.pattern = true, rest
 		}
-		clean := path.Clean(r.pattern)
+		pattern := r.pattern
+		if dir, ok := strings.CutPrefix(pattern, goPrefix); ok {
+			pattern = dir
+		}
+		clean := path.Clean(pattern)
 		switch {
-		case r.pattern == "":
+		case pattern == "":
 			return nil, &pathError{i, "empty pattern"}
 		case path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../"):
-			return nil, &pathError{i, fmt.Sprintf("path %q leaves the source", r.pattern)}
+			return nil, &pathError{i, fmt.Sprintf("path %q leaves the source", pattern)}
+		}
+		if pattern != r.pattern {
+			r.goDir = clean
+			sel.rules = append(sel.rules, r)
+			continue
 		}
 		if clean != "." {
 			r.segments = strings.Split(clean, "/")
@@ -127,6 +142,9 @@ func compilePaths(entries []string) (*pathSelection, error) {
 // to the source's root): the pattern matches rel or one of its parent
 // directories.
 func (r pathRule) matches(rel []string) bool {
+	if r.goDir != "" {
+		return r.set[strings.Join(rel, "/")]
+	}
 	return matchPrefix(r.segments, rel)
 }
 
@@ -184,6 +202,12 @@ func (s *pathSelection) roots() []string {
 		if r.exclude {
 			continue
 		}
+		if r.goDir != "" {
+			for f := range r.set {
+				roots = append(roots, f)
+			}
+			continue
+		}
 		var lit []string
 		for _, seg := range r.segments {
 			if seg == "**" || strings.ContainsAny(seg, `*?[\`) {
@@ -214,6 +238,15 @@ func under(rel, dir string) bool {
 // that every include rule matched at least one file: a pattern that
 // matches nothing is a typo or a file the source no longer has.
 func (s *pathSelection) files(root string) ([]string, error) {
+	for i := range s.rules {
+		if r := &s.rules[i]; r.goDir != "" {
+			set, err := goPackageFiles(root, r.goDir)
+			if err != nil {
+				return nil, &pathError{i, r.pattern + ": " + err.Error()}
+			}
+			r.set = set
+		}
+	}
 	matched := make([]bool, len(s.rules))
 	var out []string
 	for _, start := range s.roots() {
