@@ -105,8 +105,13 @@ type ImageSpec struct {
 	// segments; an entry that matches a directory takes everything under
 	// it ("pkg/scheduler"). An entry starting with '!' excludes what
 	// earlier entries include (e.g. "!pkg/**/*_test.go"); for each file
-	// the last entry that matches it decides. An include that matches no
-	// file stalls the environment, naming it. Default: the whole source. This is an optimisation only: an image
+	// the last entry that matches it decides. "go:<dir>" (e.g.
+	// "go:cmd/scheduler") takes what that Go package's build reads: the
+	// package and the packages it imports, transitively, in its module or
+	// vendor/ (the files in their directories but tests; files a package
+	// embeds from a subdirectory need an entry of their own), with go.mod
+	// and go.sum. An include that matches no file stalls the environment,
+	// naming it. Default: the whole source. This is an optimisation only: an image
 	// whose files come out byte-identical has the same digest and rolls
 	// nothing out, whatever its paths.
 	// +optional
