@@ -133,6 +133,23 @@ func (s *Source) SecretName() string {
 	return ""
 }
 
+// SourceSecretName is the Secret the pods that fetch source name need:
+// the source's own, or for a build output (pushed to the environment's
+// registry) registry.credentialsRef. "" when none.
+func (s *DevEnvironmentSpec) SourceSecretName(name string) string {
+	src := s.Source(name)
+	switch {
+	case src == nil:
+		return ""
+	case src.Output != nil:
+		if s.Registry != nil && s.Registry.CredentialsRef != nil {
+			return s.Registry.CredentialsRef.Name
+		}
+		return ""
+	}
+	return src.SecretName()
+}
+
 // ServiceAccount is the ServiceAccount the environment acts as: the one
 // the spec names, else fallback (the operator's --default-service-account),
 // which may be empty.

@@ -216,13 +216,7 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 		Registry: Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure,
 			Compression: s.e.Options.Compression},
 	}
-	if src := s.env.Spec.Source(img.Source); src != nil {
-		req.SourceSecret = src.SecretName()
-		if src.Output != nil && s.env.Spec.Registry.CredentialsRef != nil {
-			// A build's output is in the environment's registry.
-			req.SourceSecret = s.env.Spec.Registry.CredentialsRef.Name
-		}
-	}
+	req.SourceSecret = s.env.Spec.SourceSecretName(img.Source)
 	if platforms := img.BuildPlatforms(); len(platforms) > 0 && platform == platforms[0] {
 		// Outputs are packed once, by the first platform's builder.
 		outputs, err := s.outputSpecs(img)

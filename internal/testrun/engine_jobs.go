@@ -137,9 +137,7 @@ func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*b
 			return nil, fmt.Errorf("source %s is not resolved", suite.Source)
 		}
 		req.Source = &ref
-		if src := env.Spec.Source(suite.Source); src != nil {
-			req.SourceSecret = src.SecretName()
-		}
+		req.SourceSecret = env.Spec.SourceSecretName(suite.Source)
 	}
 	return Job(req)
 }
