@@ -55,6 +55,60 @@ type Component struct {
 	// apply; objects that leave the set are pruned.
 	// +optional
 	Manifests *ManifestsSpec `json:"manifests,omitempty"`
+
+	// Enabled false turns the component off: nothing of it is built or
+	// deployed (what it deployed is removed), and what depends on it is
+	// Blocked naming it. A kustomize patch or a Flux substitution flips it
+	// per cluster (Dynamo's subsystem toggles). Default true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// OnDemand components are built and deployed only once brought up —
+	// `kubectl devloop up ENV COMPONENT`, or a triggered test suite that
+	// depends on it — and then stay up until `kubectl devloop down`
+	// (Volcano's kwok install, a monitoring stack).
+	// +optional
+	OnDemand bool `json:"onDemand,omitempty"`
+
+	// Ports are forwarded to the developer's machine by
+	// `kubectl devloop port-forward ENV` (and push --watch), following pods
+	// across rollouts. At most 16 in one environment.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	Ports []PortForward `json:"ports,omitempty"`
+}
+
+// PortForward is a local port forwarded to a port of something the
+// component deploys.
+type PortForward struct {
+	// Name of the forward, e.g. ui. A DNS-1123 label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')`,message="must be lower-case letters, digits and '-', starting and ending with a letter or digit (a DNS-1123 label)"
+	Name string `json:"name"`
+
+	// Local port on the developer's machine.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Local int32 `json:"local"`
+
+	// Target is kind/name:port, e.g. svc/grafana:80, deploy/web:http or
+	// pod/debug:40000 (a port number or name).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(svc|service|deploy|deployment|sts|statefulset|pod)/[a-z0-9]([-a-z0-9.]*[a-z0-9])?:([0-9]{1,5}|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$')`,message="must be kind/name:port with kind svc, deploy, sts or pod, e.g. svc/grafana:80"
+	Target string `json:"target"`
+
+	// Namespace of the target; the component's (the release's or the
+	// manifests' namespace) when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ImageSpec is an image assembled with go-containerregistry, without a
@@ -320,7 +374,7 @@ type EnvVar struct {
 
 	// Value of the variable.
 	// +optional
-	// +kubebuilder:validation:MaxLength=384
+	// +kubebuilder:validation:MaxLength=320
 	Value string `json:"value,omitempty"`
 }
 

@@ -26,6 +26,7 @@ const DevEnvironmentKind = "DevEnvironment"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.all(c, !has(c.images) || c.images.all(i, self.components.filter(o, has(o.images) && o.images.exists(j, j.name == i.name)).size() == 1))",message="image names must be unique across components: each names the repository <registry.prefix>/<name>",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.images) ? size(c.images) : 0).sum() <= 16",message="at most 16 images in one environment",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, (has(c.helm) && has(c.helm.patches) ? size(c.helm.patches) : 0) + (has(c.manifests) && has(c.manifests.patches) ? size(c.manifests.patches) : 0)).sum() <= 16",message="at most 16 patches in one environment",fieldPath=".components"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.ports) ? size(c.ports) : 0).sum() <= 16",message="at most 16 ports in one environment",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="has(self.registry) || !has(self.components) || !self.components.exists(c, has(c.images))",message="registry is required when a component builds images",fieldPath=".registry"
 type DevEnvironmentSpec struct {
 	// Suspend stops reconciliation: nothing is built, deployed or run and

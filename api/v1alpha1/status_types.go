@@ -109,7 +109,7 @@ type SourceStatus struct {
 }
 
 // ComponentPhase is where a component is in its lifecycle.
-// +kubebuilder:validation:Enum=Pending;Blocked;Building;Deploying;Ready;Failed
+// +kubebuilder:validation:Enum=Pending;Blocked;Building;Deploying;Ready;Failed;Disabled
 type ComponentPhase string
 
 // Component phases.
@@ -120,6 +120,9 @@ const (
 	PhaseDeploying ComponentPhase = "Deploying"
 	PhaseReady     ComponentPhase = "Ready"
 	PhaseFailed    ComponentPhase = "Failed"
+	// PhaseDisabled is a component turned off (enabled: false) or an
+	// on-demand one that is not up: nothing of it is deployed.
+	PhaseDisabled ComponentPhase = "Disabled"
 )
 
 // ComponentStatus is the observed state of a component.
@@ -383,6 +386,32 @@ type TestRun struct {
 	// a suite that already has a queued run join that run.
 	// +optional
 	Requests int32 `json:"requests,omitempty"`
+	// Params are the env vars the run's trigger set (the suite's params).
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Params []EnvVar `json:"params,omitempty"`
+	// Results are the per-test results of the suite's report.
+	// +optional
+	Results *TestResults `json:"results,omitempty"`
+}
+
+// TestResults are counts and names from a run's report.
+type TestResults struct {
+	// Passed, Failed and Skipped count tests.
+	Passed  int32 `json:"passed"`
+	Failed  int32 `json:"failed"`
+	Skipped int32 `json:"skipped"`
+	// Failures names failed tests, the first 16.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Failures []string `json:"failures,omitempty"`
+	// Flaky names tests that failed here and passed in another run on the
+	// same image digests (or the reverse), the first 16.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Flaky []string `json:"flaky,omitempty"`
 }
 
 // Finished reports whether a run has ended.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -82,6 +83,29 @@ type TestSuite struct {
 	// +kubebuilder:default=Manual
 	Trigger TestTrigger `json:"trigger,omitempty"`
 
+	// Params are the env vars a trigger may set for one run, e.g.
+	// E2E_FOCUS: `kubectl devloop trigger ENV SUITE --env E2E_FOCUS=Job`
+	// (or the trigger annotation's parameter form). A param's default is
+	// the suite's env entry of the same name, if any. A trigger setting a
+	// variable not listed here is refused, naming the ones that are.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^[A-Za-z_][A-Za-z0-9_]*$')`,message="must be an environment variable name: letters, digits and '_', not starting with a digit"
+	Params []string `json:"params,omitempty"`
+
+	// Cache is a persistent volume kept between runs of this suite, at the
+	// Go build cache (/home/devloop/.cache) and module cache (/go/pkg/mod),
+	// so a second `go test ./...` compiles only what changed.
+	// +optional
+	Cache *TestCache `json:"cache,omitempty"`
+
+	// Report is a file the suite writes with per-test results; its counts
+	// and the names of failed (and flaky) tests go into the run's status.
+	// +optional
+	Report *TestReport `json:"report,omitempty"`
+
 	// ServiceAccountToken mounts the environment's ServiceAccount token
 	// into the test pod, for suites that talk to the cluster (end-to-end
 	// suites). Off by default: the suite's code, which the author
@@ -104,4 +128,38 @@ type TestImage struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Built string `json:"built,omitempty"`
+}
+
+// TestCache is a PersistentVolumeClaim kept between a suite's runs.
+type TestCache struct {
+	// Size of the claim.
+	// +optional
+	// +kubebuilder:default="5Gi"
+	Size *resource.Quantity `json:"size,omitempty"`
+}
+
+// TestReportFormat is how a suite reports per-test results.
+// +kubebuilder:validation:Enum=JUnit;GoTestJSON
+type TestReportFormat string
+
+const (
+	// ReportJUnit is JUnit XML (go-junit-report, gotestsum, ginkgo
+	// --junit-report).
+	ReportJUnit TestReportFormat = "JUnit"
+	// ReportGoTestJSON is `go test -json` output.
+	ReportGoTestJSON TestReportFormat = "GoTestJSON"
+)
+
+// TestReport is a results file a suite writes.
+type TestReport struct {
+	// Path of the file, relative to /workspace, e.g. report.xml.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="path must be relative to /workspace, without '..'"
+	Path string `json:"path"`
+
+	// Format of the file.
+	// +required
+	Format TestReportFormat `json:"format"`
 }

@@ -27,6 +27,7 @@ var perEnvironment = map[string]budget{
 	"spec.components[].images[]":            {"images", 16},
 	"spec.components[].helm.patches[]":      {"patches", 16},
 	"spec.components[].manifests.patches[]": {"patches", 16},
+	"spec.components[].ports[]":             {"ports", 16},
 }
 
 // budget is how many items of a group (helm and manifests patches share
