@@ -23,8 +23,13 @@ set -euo pipefail
 OLM_VERSION=${OLM_VERSION:-1.2.0}
 MODULE=github.com/operator-framework/operator-controller
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$ROOT/bin/.olm-build/operator-controller-v$OLM_VERSION
-OUT=$ROOT/bin/olm/operator-controller-v$OLM_VERSION
+if [ -z "${OLM_PATCH:-}" ] && [ "$OLM_VERSION" = 1.2.0 ]; then
+  OLM_PATCH=$ROOT/hack/cluster/olm-v1.2.0-static-manifests.patch
+fi
+[ "${OLM_PATCH:-none}" = none ] && OLM_PATCH=
+SUFFIX=${OLM_PATCH:+-patched}
+WORK=$ROOT/bin/.olm-build/operator-controller-v$OLM_VERSION$SUFFIX
+OUT=$ROOT/bin/olm/operator-controller-v$OLM_VERSION$SUFFIX
 NICE=${NICE:-nice -n 15}
 
 # Some k8s.io modules are missing from the checksum database behind the
@@ -40,7 +45,8 @@ log() { echo "olm: $*" >&2; }
 # dependency's replaces).
 wrapper() {
   mkdir -p "$WORK"
-  if [ -f "$WORK/go.mod" ] && grep -q "$MODULE v$OLM_VERSION" "$WORK/go.mod" && [ -f "$WORK/.tidy" ]; then
+  if [ -f "$WORK/go.mod" ] && grep -q "$MODULE v$OLM_VERSION" "$WORK/go.mod" && [ -f "$WORK/.tidy" ] &&
+    { [ -z "$OLM_PATCH" ] || [ "$WORK/.tidy" -nt "$OLM_PATCH" ]; }; then
     return 0
   fi
   log "preparing wrapper module for operator-controller v$OLM_VERSION"
@@ -63,7 +69,15 @@ wrapper() {
            split($0, parts, "=>"); target=parts[2]; sub(/^[[:space:]]+/, "", target)
            if (target !~ /^\.\.?\//) print "replace " $0
          }' "$gomod"
+    # The patched copy of the module replaces the release.
+    if [ -n "$OLM_PATCH" ]; then echo "replace $MODULE => ./src"; fi
   } >"$WORK/go.mod"
+  if [ -n "$OLM_PATCH" ]; then
+    rm -rf "$WORK/src"
+    cp -r "$src" "$WORK/src"
+    chmod -R u+w "$WORK/src"
+    (cd "$WORK/src" && patch -p1 --forward --quiet <"$OLM_PATCH") || { log "$OLM_PATCH does not apply to v$OLM_VERSION"; exit 1; }
+  fi
   cp "$src/go.sum" "$WORK/go.sum"
   chmod u+w "$WORK/go.sum"
   cat >"$WORK/tools.go" <<GO
@@ -87,7 +101,7 @@ build() {
   mkdir -p "$OUT"
   for name in operator-controller catalogd; do
     [ -x "$OUT/$name" ] && continue
-    log "building $name v$OLM_VERSION (minutes on a cold cache)"
+    log "building $name v$OLM_VERSION${OLM_PATCH:+ with $(basename "$OLM_PATCH")} (minutes on a cold cache)"
     (cd "$WORK" && CGO_ENABLED=0 GOOS=linux $NICE go build -trimpath -tags containers_image_openpgp \
       -ldflags "-s -w -X $MODULE/internal/shared/version.version=v$OLM_VERSION" \
       -o "$OUT/$name.tmp" "$MODULE/cmd/$name")
@@ -95,6 +109,7 @@ build() {
   done
   local src
   src=$(cd "$WORK" && go list -m -f '{{.Dir}}' "$MODULE")
+  if [ -n "$OLM_PATCH" ]; then cp "$OLM_PATCH" "$OUT/"; fi
   rm -rf "$OUT/config"
   cp -r "$src/config" "$OUT/config"
   chmod -R u+w "$OUT/config"

@@ -44,7 +44,8 @@ const olmRegistriesConf = "olm-registries-conf"
 // OLM is what InstallOLM installed.
 type OLM struct {
 	// Version is the operator-controller module version built (catalogd is
-	// built from the same module), without "v".
+	// built from the same module), without "v", and "-patched" when
+	// hack/cluster/olm-binaries.sh applied a backported fix.
 	Version string
 	// OperatorControllerImage and CatalogdImage are repository@digest.
 	OperatorControllerImage, CatalogdImage string
@@ -55,7 +56,8 @@ type OLM struct {
 
 // InstallOLM runs OLM v1 (operator-controller and catalogd) on the
 // cluster: built from the Go module by hack/cluster/olm-binaries.sh (cached
-// under bin/olm; minutes the first time), images assembled with devloop's
+// under bin/olm; minutes the first time; v1.2.0 with one upstream fix
+// backported, see the script), images assembled with devloop's
 // builder, installed from the module's own config/overlays/cert-manager
 // without cert-manager: the certificates it would issue (a CA, catalogd's
 // serving certificate, operator-controller's) are made here into the

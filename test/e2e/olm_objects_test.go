@@ -84,6 +84,9 @@ func (s *olmStatus) isTrue(cond string) bool {
 func (s *olmStatus) summary() string {
 	var parts []string
 	for _, c := range s.Conditions {
+		if strings.HasSuffix(c.Type, "Deprecated") {
+			continue // four of them, False unless the catalog deprecates
+		}
 		msg := c.Message
 		if len(msg) > 160 {
 			msg = msg[:160] + "…"
