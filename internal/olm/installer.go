@@ -32,7 +32,11 @@ var crud = []string{"create", "delete", "get", "list", "patch", "update", "watch
 //   - hold every right the bundle grants (the manager's rules, its leader
 //     election rules, the aggregated editor and viewer rules): Kubernetes
 //     refuses to let anyone grant rights they lack, and these are narrower
-//     than the escalate and bind verbs.
+//     than the escalate and bind verbs. Cluster-wide, the leader election
+//     rules too: devloop installs in AllNamespaces mode, where OLM v1 turns
+//     the CSV's namespaced permissions into a ClusterRole, adding get, list
+//     and watch on namespaces (the end-to-end suite's real OLM refused the
+//     install without them).
 func InstallerRBAC(root string) ([]byte, error) {
 	objs, err := kustomizeBuild(filepath.Join(root, "config", "default"))
 	if err != nil {
@@ -43,6 +47,8 @@ func InstallerRBAC(root string) ([]byte, error) {
 		return nil, err
 	}
 	granted := append([]rbacv1.PolicyRule(nil), in.clusterRules...)
+	granted = append(granted, in.rules...)
+	granted = append(granted, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}})
 	for _, u := range in.extra {
 		if u.GetKind() != "ClusterRole" {
 			continue

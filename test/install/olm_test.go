@@ -291,10 +291,10 @@ func TestInstallerServiceAccountCanInstallTheBundle(t *testing.T) {
 	}
 }
 
-// olmInstallObjects are the objects OLM v1 makes of the CSV: the
-// ServiceAccount, the Deployment, and a (Cluster)Role and binding per
-// permission set, named as OLM would (any name: the installer's rights on
-// them are not by name).
+// olmInstallObjects are the objects OLM v1 makes of the CSV in
+// AllNamespaces mode: the ServiceAccount, the Deployment, and a
+// ClusterRole and binding per permission set (any name: the installer's
+// rights on them are not by name).
 func olmInstallObjects(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) []*unstructured.Unstructured {
 	t.Helper()
 	var out []any
@@ -309,12 +309,19 @@ func olmInstallObjects(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersio
 				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: p.ServiceAccountName, Namespace: ns}}})
 	}
+	// devloop installs in AllNamespaces mode, where OLM v1 turns the
+	// namespaced permissions into ClusterRoles too, with get, list and
+	// watch on namespaces added (as OLM v0 does for a global
+	// OperatorGroup); the real OLM of the end-to-end suite does exactly
+	// that (TestOLMInstallsAndUpgradesDevloop).
 	for _, p := range spec.Permissions {
-		name := csv.Name + "-" + p.ServiceAccountName
+		name := csv.Name + "-" + p.ServiceAccountName + "-promoted"
+		rules := append(append([]rbacv1.PolicyRule(nil), p.Rules...),
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}})
 		out = append(out,
-			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: p.Rules},
-			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: p.ServiceAccountName, Namespace: ns}}})
 	}
 	for _, d := range spec.DeploymentSpecs {
