@@ -36,7 +36,11 @@ var crud = []string{"create", "delete", "get", "list", "patch", "update", "watch
 //     rules too: devloop installs in AllNamespaces mode, where OLM v1 turns
 //     the CSV's namespaced permissions into a ClusterRole, adding get, list
 //     and watch on namespaces (the end-to-end suite's real OLM refused the
-//     install without them).
+//     install without them);
+//   - list and watch, cluster-wide, every kind the bundle installs: OLM
+//     v1 watches what it installed, through the installer's identity and
+//     in all namespaces, and reports the ClusterExtension Progressing
+//     with Retrying ("failed to list serviceaccounts") until it can.
 func InstallerRBAC(root string) ([]byte, error) {
 	objs, err := kustomizeBuild(filepath.Join(root, "config", "default"))
 	if err != nil {
@@ -65,6 +69,8 @@ func InstallerRBAC(root string) ([]byte, error) {
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create", "list", "watch"}},
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"delete", "get", "patch", "update"}, ResourceNames: []string{"devenvironments.devloop.dev"}},
 			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings"}, Verbs: crud},
+			{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "services"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch"}},
 		}, granted...),
 	}
 	role := rbacv1.Role{

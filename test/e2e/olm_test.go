@@ -246,7 +246,9 @@ func waitCatalogServing(t *testing.T, name, ref string) {
 }
 
 // waitExtensionInstalled waits until the ClusterExtension reports bundle
-// version installed.
+// version installed and its desired state reached: Progressing with reason
+// Succeeded, not Retrying (as it stays when OLM cannot watch what it
+// installed).
 func waitExtensionInstalled(t *testing.T, version string) {
 	t.Helper()
 	last := ""
@@ -259,6 +261,9 @@ func waitExtensionInstalled(t *testing.T, version string) {
 		}
 		g.Expect(st.installedVersion()).To(Equal(version))
 		g.Expect(st.isTrue("Installed")).To(BeTrue())
+		progressing := meta.FindStatusCondition(st.Conditions, "Progressing")
+		g.Expect(progressing).NotTo(BeNil())
+		g.Expect(progressing.Reason).To(Equal("Succeeded"), "Progressing: %s", progressing.Message)
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
 }
 

@@ -283,6 +283,15 @@ func TestInstallerServiceAccountCanInstallTheBundle(t *testing.T) {
 		}
 	}
 
+	// OLM v1 watches what it installed as the installer, in all
+	// namespaces.
+	for _, list := range []client.ObjectList{&corev1.ServiceAccountList{}, &corev1.ServiceList{}, &appsv1.DeploymentList{},
+		&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}} {
+		if err := installer.List(ctx, list, client.Limit(1)); err != nil {
+			t.Errorf("as the installer, listing %T in all namespaces: %v", list, err)
+		}
+	}
+
 	// And it may not grant what it lacks.
 	greedy := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "greedy"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"delete"}}}}
