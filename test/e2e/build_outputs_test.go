@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
 )
 
 // widgetsTemplate is what the build step generates the CRD from, as
@@ -90,7 +89,7 @@ func TestGeneratedCRDIsApplied(t *testing.T) {
 					Name: "operator",
 					Images: []v1alpha1.ImageSpec{{
 						Name: "operator", Source: "app", Base: registry + "/busybox:1.35",
-						Run: &v1alpha1.BuildRun{Image: devcluster.GoImage,
+						Run: &v1alpha1.BuildRun{Image: goImage,
 							Command: []string{"sh", "hack/generate.sh"},
 							Env:     []v1alpha1.EnvVar{{Name: "CRD_GROUP", Value: group}},
 							Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}}},

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -53,7 +52,7 @@ func TestBuilderJobCompilesInTheCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := need(t)
-	golang := devcluster.GoImage
+	golang := goImage
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace(t, "e2e-build")}}
 	srcRepo := registry + "/" + ns.Name + "/hello-src"
 	pushHelloSource(t, ctx, srcRepo, helloMain)

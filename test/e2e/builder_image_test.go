@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
 )
 
 // versionsMakefile is a Makefile of the kind real projects have: a target
@@ -22,7 +21,7 @@ const versionsMakefile = "out/versions.txt:\n" +
 	"\t{ make --version | head -n 1; git --version; } > $@\n"
 
 // TestBuilderImageRunsMakeAndGit is issue 18 item 12 on the real cluster:
-// the sample Go builder image (devcluster.GoImage) carries make and git
+// the sample Go builder image (devcluster.GoImage, run by digest) carries make and git
 // with their libraries, so a builder Job runs `make --version && git
 // --version` and a Makefile target that calls git, as UID 65532 in
 // /workspace, and the image built from its output is pushed.
@@ -45,7 +44,7 @@ func TestBuilderImageRunsMakeAndGit(t *testing.T) {
 				Name: "tools",
 				Images: []v1alpha1.ImageSpec{{
 					Name: "versions", Source: "app", Base: registry + "/busybox:1.35",
-					Run: &v1alpha1.BuildRun{Image: devcluster.GoImage,
+					Run: &v1alpha1.BuildRun{Image: goImage,
 						Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}},
 					Layers: []v1alpha1.LayerMapping{{From: "out/versions.txt", To: "/versions.txt"}},
 				}},

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
 )
 
 // A server that keeps running, so the Deployment has a pod to keep or
@@ -82,7 +81,7 @@ func TestUnchangedBinaryKeepsItsDigest(t *testing.T) {
 				Name: "sleeper",
 				Images: []v1alpha1.ImageSpec{{
 					Name: "tools/sleeper", Source: "app", Base: registry + "/busybox:1.35",
-					Run: &v1alpha1.BuildRun{Image: devcluster.GoImage,
+					Run: &v1alpha1.BuildRun{Image: goImage,
 						Command: []string{"go", "build", "-trimpath", "-o", "out/sleeper", "."},
 						Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
 							{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"}},

@@ -26,6 +26,10 @@ var (
 	setupErr error
 	// operatorImage is repository@digest of the operator image.
 	operatorImage string
+	// goImage is repository@digest of the Go builder image this run
+	// pushed: by digest, so a node that holds an older image under the same
+	// tag (pulled IfNotPresent) runs this one.
+	goImage string
 )
 
 func TestMain(m *testing.M) {
@@ -49,7 +53,7 @@ func setup(ctx context.Context) error {
 	if operatorImage, err = dc.PushOperator(ctx); err != nil {
 		return err
 	}
-	if _, err := dc.PushGoImage(ctx); err != nil {
+	if goImage, err = dc.PushGoImage(ctx); err != nil {
 		return err
 	}
 	var extra []string
