@@ -248,10 +248,12 @@ func (c *Cluster) HandBackFromOLM(ctx context.Context, extension, installNamespa
 			}
 		}
 	}
-	// Helm's release records (chunked Secrets OLM v1 keeps in its own
-	// namespace), labelled as Helm labels its storage.
+	// The Helm release records OLM v1 keeps in its own namespace (index
+	// Secrets labelled with the release and operator-controller as owner;
+	// their chunks are owned by them): left, they would make the next
+	// ClusterExtension of that name an upgrade of this release.
 	if err := c.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(OLMNamespace),
-		client.MatchingLabels{"owner": "helm", "name": extension}); err != nil {
+		client.MatchingLabels{"owner": "operator-controller", "name": extension}); err != nil {
 		return err
 	}
 	if err := c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: installNamespace}}); client.IgnoreNotFound(err) != nil {
