@@ -25,11 +25,23 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 	var w componentsWalk
 	for _, name := range s.plan.ComponentOrder() {
 		st := s.componentStatus(name)
+		if reason := s.offReason(name); reason != "" {
+			if err := r.turnOff(ctx, s, name, reason, st); err != nil {
+				st.Message = message.Truncate(message.Condense(err.Error()), 4096)
+				w.failed = append(w.failed, fmt.Errorf("component %s: %w", name, err))
+			}
+			continue
+		}
 		if waiting := s.plan.Graph.WaitingFor(name, s.isReady); len(waiting) > 0 {
 			st.Phase = v1alpha1.PhaseBlocked
 			st.WaitingFor = waiting
 			st.Message = "waiting for " + s.describeDependencies(waiting) + " to be Ready"
-			w.blocked = append(w.blocked, name)
+			if s.blockedOnlyByOff(waiting, w.idle) {
+				// Nothing in flight will unblock it: not pending work.
+				w.idle = append(w.idle, name)
+			} else {
+				w.blocked = append(w.blocked, name)
+			}
 			continue
 		}
 		st.WaitingFor = nil
@@ -52,7 +64,9 @@ type componentsWalk struct {
 	// inFlight are components building or rolling out; blocked wait on a
 	// dependency; failed are the errors of components that failed.
 	inFlight, blocked []string
-	failed            []error
+	// idle are blocked only by components turned off (Disabled).
+	idle   []string
+	failed []error
 	// deploys is set when a component deploys a release or manifests.
 	deploys bool
 }
@@ -164,13 +178,13 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 }
 
 // describeDependencies names dependencies with the phase of those that
-// failed: "b, c (Failed)".
+// failed or are turned off: "b, c (Failed), kwok (Disabled)".
 func (s *scope) describeDependencies(names []string) string {
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = n
-		if st := s.env.Status.Component(n); st != nil && st.Phase == v1alpha1.PhaseFailed {
-			out[i] += " (Failed)"
+		if st := s.env.Status.Component(n); st != nil && (st.Phase == v1alpha1.PhaseFailed || st.Phase == v1alpha1.PhaseDisabled) {
+			out[i] += " (" + string(st.Phase) + ")"
 		}
 	}
 	return strings.Join(out, ", ")

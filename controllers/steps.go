@@ -31,8 +31,9 @@ type step struct {
 
 // steps is the reconcile, in order: take a trigger annotation into
 // pending, check the spec and plan the DAG, resolve sources, bring
-// components up in DAG order (build their images, then deploy), run due
-// tests.
+// components up in DAG order (build their images, then deploy; those
+// turned off are Disabled), run due tests, bring up the on-demand
+// components queued test runs need.
 func (r *DevEnvironmentReconciler) steps() []step {
 	return []step{
 		{name: "triggers", run: r.takeTrigger},
@@ -40,6 +41,7 @@ func (r *DevEnvironmentReconciler) steps() []step {
 		{name: "sources", run: r.resolveSources},
 		{name: "components", run: r.reconcileComponents},
 		{name: "tests", run: r.runTests, always: true},
+		{name: "on-demand", run: r.bringUpForTests, always: true},
 	}
 }
 
