@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/storage/driver"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -213,21 +214,44 @@ func (c *Cluster) AdoptCRD(ctx context.Context, crd, release, namespace string) 
 }
 
 // HandBackFromOLM uninstalls what the ClusterExtension extension installed
-// except the CRDs, which stay with every object of theirs: OLM v1 makes
+// except the CRDs, which stay with every object of theirs. OLM v1 makes
 // itself the owner of all it installs, CRDs included, so deleting the
 // ClusterExtension outright would delete every DevEnvironment with the
-// CRD. It is deleted orphaning its objects instead; then the install
-// namespace (the operator's Deployment with it, waited for) and the
-// cluster-scoped objects labelled as the extension's are deleted, Helm's
-// release records in OLMNamespace too, and the CRDs lose OLM's labels and
-// Helm's ownership metadata.
+// CRD; a delete orphaning its objects is not enough either (the garbage
+// collector deleted the CRD anyway, once, on this cluster). So:
+// operator-controller is stopped, so that it cannot put its ownership back;
+// the CRDs lose their owner references, OLM's labels and Helm's ownership
+// metadata; the ClusterExtension is deleted and, since its controller is
+// not there to run them, its finalizers (caches of that controller only)
+// are dropped; the garbage collector then deletes everything else it
+// installed, and the install namespace, the extension's ClusterRoles and
+// bindings and OLM's Helm release records are deleted explicitly too (an
+// interrupted run leaves them orphaned). operator-controller is started
+// again last. Nothing there is no error.
 func (c *Cluster) HandBackFromOLM(ctx context.Context, extension, installNamespace string, crds ...string) error {
+	if err := c.scaleDeployment(ctx, OLMNamespace, operatorControllerDeployment, 0); err != nil {
+		return err
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = c.scaleDeployment(context.Background(), OLMNamespace, operatorControllerDeployment, 1)
+		}
+	}()
+	for _, crd := range crds {
+		if err := c.releaseCRD(ctx, crd); err != nil {
+			return err
+		}
+	}
 	ext := &unstructured.Unstructured{}
 	ext.SetAPIVersion("olm.operatorframework.io/v1")
 	ext.SetKind("ClusterExtension")
 	ext.SetName(extension)
-	if err := c.Client.Delete(ctx, ext, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Client.Delete(ctx, ext); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting ClusterExtension %s: %w", extension, err)
+	}
+	if err := c.Client.Patch(ctx, ext, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("ClusterExtension %s: %w", extension, err)
 	}
 	if err := c.waitGone(ctx, 2*time.Minute, func() (bool, error) {
 		err := c.Client.Get(ctx, client.ObjectKey{Name: extension}, ext)
@@ -265,14 +289,62 @@ func (c *Cluster) HandBackFromOLM(ctx context.Context, extension, installNamespa
 	}, "namespace "+installNamespace); err != nil {
 		return err
 	}
+	restarted = true
+	if err := c.scaleDeployment(ctx, OLMNamespace, operatorControllerDeployment, 1); err != nil {
+		return err
+	}
 	for _, crd := range crds {
-		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":null,"labels":{"app.kubernetes.io/managed-by":null,%q:null,%q:null},`+
-			`"annotations":{"meta.helm.sh/release-name":null,"meta.helm.sh/release-namespace":null}}}`, olmOwnerKindLabel, olmOwnerNameLabel)
-		if err := c.Client.Patch(ctx, crdObject(crd), client.RawPatch(types.MergePatchType, []byte(patch))); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("CRD %s: %w", crd, err)
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: crd}, crdObject(crd)); err != nil {
+			return fmt.Errorf("CRD %s after OLM's uninstall: %w", crd, err)
 		}
 	}
 	return nil
+}
+
+// releaseCRD removes OLM's ownership of a CRD: its owner references (only
+// OLM sets any on devloop's CRD), OLM's labels and Helm's metadata, and
+// checks the owner references are gone.
+func (c *Cluster) releaseCRD(ctx context.Context, name string) error {
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":null,"labels":{"app.kubernetes.io/managed-by":null,%q:null,%q:null},`+
+		`"annotations":{"meta.helm.sh/release-name":null,"meta.helm.sh/release-namespace":null}}}`, olmOwnerKindLabel, olmOwnerNameLabel)
+	crd := crdObject(name)
+	if err := c.Client.Patch(ctx, crd, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("CRD %s: %w", name, err)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return err
+	}
+	if refs := crd.GetOwnerReferences(); len(refs) > 0 {
+		return fmt.Errorf("CRD %s still has owner references %v", name, refs)
+	}
+	return nil
+}
+
+// scaleDeployment sets the Deployment's replicas and waits until it has
+// rolled out (for 0: until its pods are gone).
+func (c *Cluster) scaleDeployment(ctx context.Context, ns, name string, replicas int32) error {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)))); err != nil {
+		return fmt.Errorf("scaling deployment %s/%s: %w", ns, name, err)
+	}
+	if replicas > 0 {
+		return c.waitRollout(ctx, ns, name, 3*time.Minute)
+	}
+	return c.waitGone(ctx, 2*time.Minute, func() (bool, error) {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, name+"-") {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "the pods of deployment "+ns+"/"+name)
 }
 
 func crdObject(name string) *unstructured.Unstructured {

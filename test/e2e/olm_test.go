@@ -137,6 +137,11 @@ func TestOLMInstallsAndUpgradesDevloop(t *testing.T) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(at))
 		readyNow(g, env)
 	})
+	// Nothing else reconciled meanwhile: the chart-installed operator is
+	// still away (an e2e run started elsewhere would have installed it
+	// again with its TestMain).
+	err = c.Client.Get(ctx, client.ObjectKey{Namespace: devcluster.OperatorNamespace, Name: devcluster.OperatorDeployment}, &appsv1.Deployment{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the chart-installed operator came back during the test (another e2e run?): %v", err)
 	lost := watch()
 	g.Expect(lost).To(BeEmpty(), "the DevEnvironment was not Ready during the upgrade")
 	g.Expect(deployedUIDs(t, ns)).To(Equal(deployed), "objects the environment deployed were recreated")
@@ -167,6 +172,9 @@ func takeOverFromChart(t *testing.T) {
 		t.Logf("cleanup: chart-installed operator back in %s", time.Since(start).Round(time.Millisecond))
 	})
 	g.Expect(c.UninstallOperator(ctx)).To(Succeed())
+	// What an interrupted run may have left (its cleanup never ran): the
+	// ClusterExtension, its install namespace, OLM's release records.
+	g.Expect(c.HandBackFromOLM(ctx, "devloop", olmInstallNamespace, devcluster.DevEnvironmentCRD)).To(Succeed())
 	g.Expect(c.AdoptCRD(ctx, devcluster.DevEnvironmentCRD, "devloop", olmInstallNamespace)).To(Succeed())
 }
 
