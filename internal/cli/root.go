@@ -128,6 +128,8 @@ command could not run.`,
 		newWaitCommand(a),
 		newSecretCommand(a),
 		newSettingsCommand(a),
+		newUpCommand(a),
+		newDownCommand(a),
 	)
 	return root
 }

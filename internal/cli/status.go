@@ -10,7 +10,7 @@ import (
 )
 
 func newStatusCommand(a *app) *cobra.Command {
-	var output string
+	var output, label string
 	cmd := &cobra.Command{
 		Use:   "status ENV",
 		Short: "Show the environment as a tree: components in DAG order, images, releases, phases, last test results",
@@ -26,6 +26,7 @@ status of each with all its runs, newest first, plus dependsOn, labels,
 trigger and lastRun), lastHandledTrigger and lastHandledReconcileAt. Field
 names are those of the DevEnvironment status.`,
 		Example: `  kubectl devloop status volcano
+  kubectl devloop status volcano -l core
   kubectl devloop status volcano -o json | jq -r '.tests[] | "\(.name) \(.lastRun.result)"'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +42,11 @@ names are those of the DevEnvironment status.`,
 				return err
 			}
 			v := newStatusView(env)
+			if label != "" {
+				if err := selectByLabel(v, env, label); err != nil {
+					return err
+				}
+			}
 			switch output {
 			case "json":
 				data, err := json.MarshalIndent(v, "", "  ")
@@ -62,5 +68,6 @@ names are those of the DevEnvironment status.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: a StatusView for scripts instead of the tree")
+	cmd.Flags().StringVarP(&label, "selector", "l", "", "show only the components and test suites with this label (components[].labels, tests[].labels)")
 	return cmd
 }

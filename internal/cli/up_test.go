@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// onDemandSpec is teamSpec with three more components: kwok (on demand,
+// labelled sim), monitoring (on demand, labelled obs) depending on kwok,
+// and web labelled core.
+func onDemandSpec() v1alpha1.DevEnvironmentSpec {
+	spec := teamSpec()
+	spec.Components[1].Labels = []string{"core"}
+	spec.Components = append(spec.Components,
+		v1alpha1.Component{Name: "kwok", OnDemand: true, Labels: []string{"sim"},
+			Manifests: &v1alpha1.ManifestsSpec{Source: "upstream", Paths: []string{"kwok"}}},
+		v1alpha1.Component{Name: "monitoring", OnDemand: true, Labels: []string{"obs"}, DependsOn: []string{"kwok"},
+			Manifests: &v1alpha1.ManifestsSpec{Source: "upstream", Paths: []string{"monitoring"}}},
+	)
+	return spec
+}
+
+// TestUpAndDownWriteTheUpAnnotation: up adds the named on-demand
+// component and those it depends on; -l selects by label; up again
+// changes nothing; down removes only what it names.
+func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
+	ns := newNamespace(t)
+	createEnv(t, ns, "team", onDemandSpec())
+
+	r := plugin(t, "up", "team", "monitoring", "-n", ns)
+	if r.code != 0 {
+		t.Fatalf("up: %s", r)
+	}
+	if got := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; got != "kwok,monitoring" {
+		t.Fatalf("up monitoring: annotation %q, want kwok,monitoring (its on-demand dependency too)", got)
+	}
+	if !strings.Contains(r.out, "devenvironment/team up: kwok, monitoring") {
+		t.Fatalf("up output: %s", r)
+	}
+
+	r = plugin(t, "down", "team", "monitoring", "-n", ns)
+	if r.code != 0 {
+		t.Fatalf("down: %s", r)
+	}
+	if got := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; got != "kwok" {
+		t.Fatalf("down monitoring: annotation %q, want kwok", got)
+	}
+
+	r = plugin(t, "up", "team", "-l", "sim", "-n", ns)
+	if r.code != 0 || getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation] != "kwok" {
+		t.Fatalf("up -l sim (already up): %s; annotation %q", r, getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation])
+	}
+
+	r = plugin(t, "down", "team", "kwok", "-n", ns)
+	if r.code != 0 {
+		t.Fatalf("down: %s", r)
+	}
+	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; ok {
+		t.Fatal("down of the last one leaves the annotation in place")
+	}
+}
+
+// TestUpRefusesWhatIsNotOnDemand: unknown components, components not on
+// demand and labels selecting no on-demand component are refused naming
+// the on-demand ones, and nothing is written.
+func TestUpRefusesWhatIsNotOnDemand(t *testing.T) {
+	ns := newNamespace(t)
+	createEnv(t, ns, "team", onDemandSpec())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "team", "nope"}, `devenvironment/team has no component "nope": its on-demand components are kwok, monitoring`},
+		{[]string{"up", "team", "web"}, "component web of devenvironment/team is not on demand (onDemand: true): its on-demand components are kwok, monitoring"},
+		{[]string{"down", "team", "crds"}, "component crds of devenvironment/team is not on demand"},
+		{[]string{"up", "team", "-l", "core"}, `no on-demand component of devenvironment/team has the label "core": its on-demand components are kwok, monitoring`},
+		{[]string{"up", "team"}, "want ENV and at least one COMPONENT (or -l LABEL)"},
+	} {
+		r := plugin(t, append(tc.args, "-n", ns)...)
+		if r.code == 0 || !strings.Contains(r.err, tc.want) {
+			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
+		}
+	}
+	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; ok {
+		t.Fatal("a refused up wrote the annotation")
+	}
+}
+
+// TestStatusSelectsByLabel: status -l shows only the components and
+// suites with the label, and a label nothing has is an error naming those
+// in use.
+func TestStatusSelectsByLabel(t *testing.T) {
+	ns := newNamespace(t)
+	createEnv(t, ns, "team", onDemandSpec())
+
+	r := plugin(t, "status", "team", "-l", "core", "-n", ns, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("status -l core: %s", r)
+	}
+	var v StatusView
+	if err := json.Unmarshal([]byte(r.out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Components) != 1 || v.Components[0].Name != "web" || len(v.Tests) != 0 {
+		t.Fatalf("status -l core: components %v, tests %v; want only web", v.Components, v.Tests)
+	}
+
+	r = plugin(t, "status", "team", "-l", "e2e", "-n", ns)
+	if r.code != 0 || !strings.Contains(r.out, "smoke") || strings.Contains(r.out, "unit") || strings.Contains(r.out, "kwok") {
+		t.Fatalf("status -l e2e shows the suites e2e and smoke only: %s", r)
+	}
+
+	r = plugin(t, "status", "team", "-l", "nope", "-n", ns)
+	if r.code == 0 || !strings.Contains(r.err, "-l nope: no component or test suite of devenvironment/team has that label; labels in use: core, e2e, obs, sim") {
+		t.Fatalf("status -l nope: %s", r)
+	}
+}
