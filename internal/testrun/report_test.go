@@ -146,8 +146,8 @@ func TestFlaky(t *testing.T) {
 		return v1alpha1.TestRun{Number: n, Result: v1alpha1.ResultFailed, Images: img, Results: r}
 	}
 	older := []v1alpha1.TestRun{
-		run(3, images, results("a.TestRace")), // failed there, passes now
-		run(2, map[string]string{"api": "sha256:bbb"}, results("a.TestOld")), // other digests
+		run(3, images, results("a.TestRace")),                                            // failed there, passes now
+		run(2, map[string]string{"api": "sha256:bbb"}, results("a.TestOld")),             // other digests
 		run(1, images, &v1alpha1.TestResults{Failed: 30, Failures: []string{"a.TestX"}}), // incomplete list
 	}
 	now := run(4, images, results("a.TestTimeout"))
