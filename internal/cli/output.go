@@ -37,7 +37,7 @@ func (p palette) state(s string) string {
 		return p.paint(ansiGreen, s)
 	case string(v1alpha1.PhaseFailed), string(v1alpha1.ResultTimedOut), string(v1alpha1.ResultError), "False", "Stalled":
 		return p.paint(ansiRed, s)
-	case string(v1alpha1.ResultCancelled):
+	case string(v1alpha1.ResultCancelled), string(v1alpha1.PhaseDisabled):
 		return p.paint(ansiFaint, s)
 	default:
 		return p.paint(ansiYellow, s)

@@ -22,7 +22,8 @@ func usesSource(c *v1alpha1.Component, source string) bool {
 
 // affectedComponents are the components a new revision of source rolls
 // out: those that use it and, transitively, those that depend on them, in
-// DAG order. Without a valid plan (a cycle) only the direct users.
+// DAG order, but those turned off (offComponents). Without a valid plan
+// (a cycle) only the direct users.
 func affectedComponents(env *v1alpha1.DevEnvironment, source string) []string {
 	p, err := plan.Build(&env.Spec)
 	if err != nil {
@@ -34,10 +35,10 @@ func affectedComponents(env *v1alpha1.DevEnvironment, source string) []string {
 		}
 		return out
 	}
-	hit := map[string]bool{}
+	hit, off := map[string]bool{}, offComponents(p, env)
 	var visit func(string)
 	visit = func(n string) {
-		if hit[n] {
+		if hit[n] || off[n] {
 			return
 		}
 		hit[n] = true

@@ -223,3 +223,19 @@ func (a *app) waitComponentsReady(ctx context.Context, s *session, name string, 
 	fmt.Fprintf(a.out(), "%s Ready in %s\n", strings.Join(names, ", "), seconds(p.elapsed()))
 	return nil
 }
+
+// offComponents are the components the operator leaves Disabled
+// (enabled: false, or on demand and not up) and those depending on one,
+// directly or not, which stay Blocked: nothing rolls them out, so a push
+// does not wait for them.
+func offComponents(p *plan.Plan, env *v1alpha1.DevEnvironment) map[string]bool {
+	up := env.UpComponents()
+	off := map[string]bool{}
+	for _, n := range p.ComponentOrder() {
+		off[n] = !p.Components[n].IsEnabled(up)
+		for _, d := range p.Graph.DependsOn(n) {
+			off[n] = off[n] || off[d]
+		}
+	}
+	return off
+}

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
@@ -116,5 +119,21 @@ func TestStatusSelectsByLabel(t *testing.T) {
 	r = plugin(t, "status", "team", "-l", "nope", "-n", ns)
 	if r.code == 0 || !strings.Contains(r.err, "-l nope: no component or test suite of devenvironment/team has that label; labels in use: core, e2e, obs, sim") {
 		t.Fatalf("status -l nope: %s", r)
+	}
+}
+
+// TestPushWaitsNotForComponentsTurnedOff: a push does not wait for
+// components the operator leaves Disabled, nor for those depending on
+// one (Blocked), until they are brought up.
+func TestPushWaitsNotForComponentsTurnedOff(t *testing.T) {
+	env := &v1alpha1.DevEnvironment{Spec: onDemandSpec()}
+	env.Spec.Components[0].Enabled = ptr.To(false) // crds off: web is Blocked
+	if got := affectedComponents(env, "upstream"); len(got) != 0 {
+		t.Fatalf("upstream with crds off and kwok, monitoring not up: %v, want none", got)
+	}
+	env.Spec.Components[0].Enabled = nil
+	env.Annotations = map[string]string{v1alpha1.UpAnnotation: "kwok"}
+	if got, want := affectedComponents(env, "upstream"), []string{"crds", "web", "kwok"}; !slices.Equal(got, want) {
+		t.Fatalf("upstream with kwok up: %v, want %v", got, want)
 	}
 }
