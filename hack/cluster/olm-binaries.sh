@@ -14,8 +14,18 @@
 # version builds nothing. Prints nothing on stdout but one `OLM=DIR` line so
 # callers can `eval` it.
 #
-# Version: v1.11.0, the newest release the module proxy serves here that
-# builds with Go 1.26 (docs/olm-e2e.md).
+# Version: v1.2.0, the only release the module proxy serves here that
+# builds: v1.10.0 and v1.11.0 are served but import
+# pkg.package-operator.run/boxcutter, which the proxy refuses (403); the
+# releases between answer 403 themselves (docs/olm-e2e.md).
+#
+# v1.2.0 renders a bundle's manifests as Helm templates, which devloop's CRD
+# (Go template text in its image tag rules) cannot survive; upstream fixed
+# that after v1.2.0. OLM_PATCH (default for 1.2.0:
+# hack/cluster/olm-v1.2.0-static-manifests.patch, that fix backported) is
+# applied to a copy of the module, and the build goes to
+# bin/olm/operator-controller-v<version>-patched. OLM_PATCH=none builds the
+# release as it is.
 #
 # Usage: hack/cluster/olm-binaries.sh [--paths]   (--paths: print where, build nothing)
 set -euo pipefail
@@ -26,7 +36,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "${OLM_PATCH:-}" ] && [ "$OLM_VERSION" = 1.2.0 ]; then
   OLM_PATCH=$ROOT/hack/cluster/olm-v1.2.0-static-manifests.patch
 fi
-[ "${OLM_PATCH:-none}" = none ] && OLM_PATCH=
+if [ "${OLM_PATCH:-none}" = none ]; then OLM_PATCH=; fi
 SUFFIX=${OLM_PATCH:+-patched}
 WORK=$ROOT/bin/.olm-build/operator-controller-v$OLM_VERSION$SUFFIX
 OUT=$ROOT/bin/olm/operator-controller-v$OLM_VERSION$SUFFIX
