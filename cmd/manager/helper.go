@@ -44,6 +44,8 @@ func runHelper(args []string) error {
 		return helperIdle(ctx, args[1:])
 	case "build":
 		return helperBuild(ctx, args[1:])
+	case "test-report":
+		return helperTestReport(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle or build", args[0])
 	}

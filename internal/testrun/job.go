@@ -99,6 +99,13 @@ func Job(req JobRequest) (*batchv1.Job, error) {
 		initContainers = append(initContainers, fetch)
 		volumes = append(volumes, extra...)
 	}
+	if s.Report != nil {
+		report, err := reportContainer(s, req.HelperImage)
+		if err != nil {
+			return nil, err
+		}
+		initContainers = append(initContainers, report)
+	}
 	env := append([]corev1.EnvVar{{Name: "HOME", Value: homeDir}}, req.Env...)
 	for _, e := range s.Env {
 		// Later entries win in a container's env.
