@@ -126,7 +126,7 @@ dev-clean: ## Stop the local cluster and remove all its state.
 	$(CLUSTER_SH) clean
 
 .PHONY: e2e
-e2e: test-binaries cluster-binaries flux-binaries ## End-to-end tests on a real local cluster (root): up, test, down.
+e2e: test-binaries cluster-binaries flux-binaries olm-binaries ## End-to-end tests on a real local cluster (root): up, test, down.
 	$(CLUSTER_SH) up
 	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 30m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 

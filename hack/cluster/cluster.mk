@@ -13,7 +13,7 @@
 
 CLUSTER_SH := hack/cluster/cluster.sh
 
-.PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries flux-binaries
+.PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries flux-binaries olm-binaries
 
 cluster-binaries: ## Build the local cluster's binaries from Go modules (cached under bin/k8s).
 	hack/cluster/binaries.sh >/dev/null
@@ -21,6 +21,10 @@ cluster-binaries: ## Build the local cluster's binaries from Go modules (cached 
 # Before the e2e suite's timeout starts: a cold build takes 10-25 minutes.
 flux-binaries: ## Build Flux source- and kustomize-controller for the e2e suite (cached under bin/flux; DEVLOOP_E2E_FLUX=skip: nothing).
 	@[ "$(DEVLOOP_E2E_FLUX)" = skip ] || hack/cluster/flux-binaries.sh >/dev/null
+
+# Likewise: a cold build of both takes about 7 minutes (docs/olm-e2e.md).
+olm-binaries: ## Build OLM v1's operator-controller and catalogd for the e2e suite (cached under bin/olm; DEVLOOP_E2E_OLM=skip: nothing).
+	@[ "$(DEVLOOP_E2E_OLM)" = skip ] || hack/cluster/olm-binaries.sh >/dev/null
 
 cluster-up: ## Start the local single-node cluster (root); KUBECONFIG=bin/cluster/kubeconfig.
 	$(CLUSTER_SH) up

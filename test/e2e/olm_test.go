@@ -32,10 +32,15 @@ var (
 )
 
 // needOLM is need plus OLM v1's operator-controller and catalogd running
-// on the cluster (devcluster.InstallOLM).
+// on the cluster (devcluster.InstallOLM). DEVLOOP_E2E_OLM=skip skips the
+// OLM test: its first run builds both controllers (minutes,
+// docs/olm-e2e.md).
 func needOLM(t *testing.T) *devcluster.OLM {
 	t.Helper()
 	c := need(t)
+	if os.Getenv("DEVLOOP_E2E_OLM") == "skip" {
+		t.Skip("DEVLOOP_E2E_OLM=skip")
+	}
 	olmOnce.Do(func() {
 		start := time.Now()
 		olmInstall, olmErr = c.InstallOLM(context.Background(), os.Stderr)
