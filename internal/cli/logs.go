@@ -17,12 +17,13 @@ type logsFlags struct {
 	follow    bool
 	container string
 	tail      int64
+	label     string
 }
 
 func newLogsCommand(a *app) *cobra.Command {
 	f := &logsFlags{}
 	cmd := &cobra.Command{
-		Use:   "logs ENV COMPONENT|SUITE|COMPONENT/IMAGE",
+		Use:   "logs ENV COMPONENT|SUITE|COMPONENT/IMAGE | logs ENV -l LABEL",
 		Short: "Logs of a component's pods, a test run, or an image's build",
 		Long: `Print the logs of:
   COMPONENT         the pods of what the component deployed: the workloads
@@ -35,6 +36,8 @@ func newLogsCommand(a *app) *cobra.Command {
                     builder Job's pods, or, for a warm builder
                     (run.keepWarm), the build command's output in the warm
                     builder pod's build container since the build started.
+  -l LABEL          the pods of every component with the label
+                    (components[].labels), together.
 Each container of each pod, init containers first; lines are prefixed with
 [pod/container] when there is more than one. --follow streams until Ctrl-C
 (and waits for a test run's or a build's pod to start); a warm build is
@@ -42,8 +45,17 @@ followed until it ends.`,
 		Example: `  kubectl devloop logs volcano scheduler
   kubectl devloop logs volcano unit-tests --run 3
   kubectl devloop logs volcano e2e-tests-all -f
-  kubectl devloop logs volcano scheduler/scheduler   # the image's build`,
-		Args: cobra.ExactArgs(2),
+  kubectl devloop logs volcano scheduler/scheduler   # the image's build
+  kubectl devloop logs volcano -l core -f`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.label != "" {
+				if len(args) != 1 {
+					return fmt.Errorf("with -l %s, want ENV only (the label selects the components), got %d arguments", f.label, len(args))
+				}
+				return nil
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.connect()
 			if err != nil {
@@ -53,6 +65,9 @@ followed until it ends.`,
 			env, err := s.getEnv(ctx, args[0])
 			if err != nil {
 				return err
+			}
+			if f.label != "" {
+				return a.printLabelledLogs(ctx, s, env, f.label, f)
 			}
 			t, err := logsTargetOf(env, args[1], f.run)
 			if err != nil {
@@ -65,6 +80,7 @@ followed until it ends.`,
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "stream the logs until Ctrl-C")
 	cmd.Flags().StringVarP(&f.container, "container", "c", "", "only this container")
 	cmd.Flags().Int64Var(&f.tail, "tail", -1, "only the last lines of each container (-1: all)")
+	cmd.Flags().StringVarP(&f.label, "selector", "l", "", "the pods of every component with this label (components[].labels)")
 	return cmd
 }
 

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -135,5 +138,46 @@ func TestPushWaitsNotForComponentsTurnedOff(t *testing.T) {
 	env.Annotations = map[string]string{v1alpha1.UpAnnotation: "kwok"}
 	if got, want := affectedComponents(env, "upstream"), []string{"crds", "web", "kwok"}; !slices.Equal(got, want) {
 		t.Fatalf("upstream with kwok up: %v, want %v", got, want)
+	}
+}
+
+// TestLogsSelectsComponentsByLabel: logs -l reads the pods of every
+// component with the label, together; a label no component has is an
+// error naming those in use.
+func TestLogsSelectsComponentsByLabel(t *testing.T) {
+	ns := newNamespace(t)
+	spec := onDemandSpec()
+	spec.Components[0].Labels = []string{"core"}
+	createEnv(t, ns, "team", spec)
+	for _, name := range []string{"crds", "web", "kwok"} {
+		labels := map[string]string{"app": name}
+		create(t,
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.test/" + name}}}},
+			}},
+			pod(ns, name+"-a", labels, name),
+		)
+	}
+	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
+		env.Status.Components = nil
+		for _, name := range []string{"crds", "web", "kwok"} {
+			env.Status.Components = append(env.Status.Components, v1alpha1.ComponentStatus{Name: name, Phase: v1alpha1.PhaseReady,
+				Inventory: []v1alpha1.ObjectRef{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: name}}})
+		}
+	})
+	r := logsPlugin(t, &fakeLogs{}, "logs", "team", "-l", "core", "-n", ns)
+	want := "[crds-a/crds] crds-a/crds line 1\n[crds-a/crds] crds-a/crds line 2\n" +
+		"[web-a/web] web-a/web line 1\n[web-a/web] web-a/web line 2\n"
+	if r.code != 0 || r.out != want {
+		t.Fatalf("logs -l core: got\n%s\nwant\n%s", r, want)
+	}
+	r = logsPlugin(t, &fakeLogs{}, "logs", "team", "-l", "nope", "-n", ns)
+	if r.code == 0 || !strings.Contains(r.err, "-l nope: no component of devenvironment/team has that label; labels in use: core, e2e, obs, sim") {
+		t.Fatalf("logs -l nope: %s", r)
+	}
+	r = logsPlugin(t, &fakeLogs{}, "logs", "team", "web", "-l", "core", "-n", ns)
+	if r.code == 0 || !strings.Contains(r.err, "with -l core, want ENV only") {
+		t.Fatalf("logs team web -l core: %s", r)
 	}
 }
