@@ -189,26 +189,34 @@ func (p *testPass) enqueueOnChange() {
 			continue
 		}
 		st.DigestSet = set
-		p.enqueue(suite.Name, "OnChange")
+		p.enqueue(suite.Name, "OnChange", nil)
 	}
 }
 
-// enqueue adds a queued run, or joins the one already queued: a suite has
-// at most one run waiting, so requests arriving faster than runs finish
-// cannot grow status without bound.
-func (p *testPass) enqueue(suite, what string) string {
+// enqueue adds a queued run, or joins the one already queued with the same
+// params: a suite has at most one run waiting per parameter set, so
+// requests arriving faster than runs finish cannot grow status without
+// bound (and at most maxQueued parameter sets wait at once).
+func (p *testPass) enqueue(suite, what string, params []v1alpha1.EnvVar) string {
 	st := p.testStatus(suite)
+	queued := 0
 	for i := range st.Runs {
 		if st.Runs[i].Result == v1alpha1.ResultPending {
+			queued++
+		}
+		if st.Runs[i].Result == v1alpha1.ResultPending && SameParams(st.Runs[i].Params, params) {
 			st.Runs[i].Requests++
 			return fmt.Sprintf("%s #%d was already queued; it now answers %d requests", suite, st.Runs[i].Number, st.Runs[i].Requests)
 		}
+	}
+	if queued >= maxQueued {
+		return fmt.Sprintf("%s already has %d runs queued with other params; not queued again", suite, queued)
 	}
 	n := int64(1)
 	for _, r := range st.Runs {
 		n = max(n, r.Number+1)
 	}
-	st.Runs = append([]v1alpha1.TestRun{{Number: n, Trigger: message.Truncate(what, 300), Result: v1alpha1.ResultPending, Requests: 1}}, st.Runs...)
+	st.Runs = append([]v1alpha1.TestRun{{Number: n, Trigger: message.Truncate(what, 300), Result: v1alpha1.ResultPending, Requests: 1, Params: params}}, st.Runs...)
 	return fmt.Sprintf("%s #%d queued", suite, n)
 }
 

@@ -139,7 +139,12 @@ func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*b
 		req.Source = &ref
 		req.SourceSecret = env.Spec.SourceSecretName(suite.Source)
 	}
-	return Job(req)
+	job, err := Job(req)
+	if err != nil {
+		return nil, err
+	}
+	withParams(job, run.Params)
+	return job, nil
 }
 
 // create creates a committed run's Job as the environment's

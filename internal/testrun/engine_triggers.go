@@ -107,14 +107,17 @@ func (p *testPass) applyTrigger(key, value string) {
 	env.Status.LastHandledTrigger = message.Truncate(value, MaxValue)
 	what := key + "=" + value
 	tr, err := Parse(value)
-	var names []string
+	var reqs []Request
 	if err == nil {
-		names, err = tr.Resolve(env.Spec.Tests)
+		reqs, err = tr.Requests(env.Spec.Tests)
 	}
 	if err != nil {
 		reason := v1alpha1.ReasonInvalidTrigger
-		if _, ok := err.(*UnknownError); ok {
+		switch err.(type) {
+		case *UnknownError:
 			reason = v1alpha1.ReasonUnknownTestSuite
+		case *ParamError:
+			reason = v1alpha1.ReasonUnknownTestParam
 		}
 		msg := err.Error()
 		if len(value) > MaxValue {
@@ -128,11 +131,11 @@ func (p *testPass) applyTrigger(key, value string) {
 		return
 	}
 	var done []string
-	for _, name := range names {
+	for _, r := range reqs {
 		if tr.Cancel {
-			done = append(done, p.cancel(name, what))
+			done = append(done, p.cancel(r.Suite, what))
 		} else {
-			done = append(done, p.enqueue(name, what))
+			done = append(done, p.enqueue(r.Suite, what, r.Params))
 		}
 	}
 	p.setTriggerCondition(metav1.ConditionTrue, v1alpha1.ReasonTriggerAccepted, what+": "+strings.Join(done, "; "))

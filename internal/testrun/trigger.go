@@ -24,6 +24,7 @@ import (
 //	cancel:unit-tests          cancel a suite's running and queued runs
 //	cancel:all, cancel:label:e2e, cancel:a,b
 //	unit-tests@<token>         any of the above, handled once per token
+//	e2e(E2E_FOCUS=Job;K=V)     start with env vars set (tests[].params)
 //
 // A value either starts or cancels: "a,cancel:b" is refused rather than
 // guessed at.
@@ -44,6 +45,9 @@ type Selector struct {
 	All   bool
 	Label string
 	Name  string
+	// Params are the env vars a start selector sets for its runs
+	// (params.go), sorted by name.
+	Params []v1alpha1.EnvVar
 }
 
 func (s Selector) String() string {
@@ -91,16 +95,24 @@ func Parse(value string) (Trigger, error) {
 			// items after it.
 			starts++
 		}
-		sel, err := parseSelector(item)
+		item, params, err := splitParams(item)
 		if err != nil {
 			return t, fmt.Errorf("trigger %q: %w", value, err)
 		}
+		sel, err := parseSelector(strings.TrimSpace(item))
+		if err != nil {
+			return t, fmt.Errorf("trigger %q: %w", value, err)
+		}
+		sel.Params = params
 		t.Selectors = append(t.Selectors, sel)
 	}
 	if starts > 0 && cancels > 0 {
 		return t, fmt.Errorf("trigger %q both starts and cancels suites; use one trigger for each", value)
 	}
 	t.Cancel = cancels > 0
+	if t.Cancel && slices.ContainsFunc(t.Selectors, func(s Selector) bool { return len(s.Params) > 0 }) {
+		return t, fmt.Errorf("trigger %q: a cancel takes no parameters", value)
+	}
 	return t, nil
 }
 
