@@ -345,6 +345,7 @@ func (p *testPass) trimHistory() {
 		st := &env.Status.Tests[i]
 		st.Runs, _ = Trim(st.Runs, limit)
 		ShrinkTails(st.Runs)
+		ShrinkResults(st.Runs)
 		for _, r := range st.Runs {
 			if r.JobName != "" {
 				kept[r.JobName] = r.Result

@@ -66,6 +66,7 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 	}
 	run.ExitCode = out.ExitCode
 	run.CompletionTime = out.CompletionTime
+	p.recordResults(suite, run, pods.Items, &out)
 	if out.Pod != "" {
 		run.LogTail = p.e.logTail(ctx, p.in.Tenant, env.Namespace, out.Pod, out.Container)
 	}
