@@ -28,6 +28,7 @@ type pushFlags struct {
 	noFollow    bool
 	compression string
 	layer       source.Compression // compression, parsed
+	label       string             // -l: follow only components with it
 }
 
 func newPushCommand(a *app) *cobra.Command {
@@ -44,7 +45,8 @@ the source says insecure: true; credentials from your docker config), ask
 the environment to reconcile now (annotation devloop.dev/reconcile-requested-at),
 and follow it until the components that use the source, and those that
 depend on them, are Ready — or one Failed or the environment is Stalled:
-then it prints the reason and exits 1. Content the registry and the
+then it prints the reason and exits 1. -l LABEL follows only those of them
+with the label (components[].labels). Content the registry and the
 environment already have is a no-op.
 
 --watch pushes again on every change under DIR (ignored paths excepted),
@@ -52,7 +54,8 @@ debounced, until Ctrl-C. While watching, type p and Enter to pause, r and
 Enter to resume (changes made while paused are pushed then), Enter alone to
 push now, q and Enter to stop.`,
 		Example: `  kubectl devloop push ./bin --env volcano --source local
-  kubectl devloop push . --env hello --source app --watch`,
+  kubectl devloop push . --env hello --source app --watch
+  kubectl devloop push . --env volcano --source local --watch -l core`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.env == "" || f.source == "" {
@@ -73,6 +76,9 @@ push now, q and Enter to stop.`,
 			if err != nil {
 				return err
 			}
+			if err := checkLabel(cmd.Context(), s, f.env, f.label); err != nil {
+				return err
+			}
 			if f.watch {
 				return a.watchAndPush(cmd.Context(), s, t, f)
 			}
@@ -85,6 +91,7 @@ push now, q and Enter to stop.`,
 	cmd.Flags().DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "with --watch: wait this long after the last change before pushing")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up following the rollout after this long (0: no limit)")
 	cmd.Flags().BoolVar(&f.noFollow, "no-follow", false, "push and request the reconcile, but do not wait for the rollout")
+	cmd.Flags().StringVarP(&f.label, "selector", "l", "", "follow only the components with this label (components[].labels)")
 	cmd.Flags().StringVar(&f.compression, "compression", "auto", "gzip, none, or auto: none for a registry on a loopback, private or cluster-internal address, gzip for others")
 	return cmd
 }
@@ -207,7 +214,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	if f.noFollow {
 		return nil
 	}
-	affected := affectedComponents(env, t.source)
+	affected := withLabel(env, affectedComponents(env, t.source), f.label)
 	if len(affected) == 0 {
 		fmt.Fprintf(a.out(), "no component uses source %s; waiting for the environment to resolve it\n", t.source)
 	} else {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -47,4 +48,37 @@ func labelsInUse(env *v1alpha1.DevEnvironment) string {
 	}
 	sort.Strings(all)
 	return strings.Join(slices.Compact(all), ", ")
+}
+
+// withLabel keeps the names of components with label; all of them
+// without one.
+func withLabel(env *v1alpha1.DevEnvironment, names []string, label string) []string {
+	if label == "" {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		if c := specComponent(env, n); c != nil && slices.Contains(c.Labels, label) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkLabel refuses a label no component of the environment has, before
+// anything is pushed.
+func checkLabel(ctx context.Context, s *session, name, label string) error {
+	if label == "" {
+		return nil
+	}
+	env, err := s.getEnv(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, c := range env.Spec.Components {
+		if slices.Contains(c.Labels, label) {
+			return nil
+		}
+	}
+	return fmt.Errorf("-l %s: no component of devenvironment/%s has that label; labels in use: %s", label, name, labelsInUse(env))
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // onDemandSpec is teamSpec with three more components: kwok (on demand,
@@ -180,4 +181,58 @@ func TestLogsSelectsComponentsByLabel(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.err, "with -l core, want ENV only") {
 		t.Fatalf("logs team web -l core: %s", r)
 	}
+}
+
+// TestUpWaitAndPushSelectAgainstTheOperator, with the real operator and
+// registry: an on-demand component is Disabled and a push does not wait
+// for it; push -l follows only the labelled components; up --wait
+// follows it until the operator built it and it is Ready; down turns it
+// off again.
+func TestUpWaitAndPushSelectAgainstTheOperator(t *testing.T) {
+	host := testregistry.Start(t)
+	ns := operatorNamespace(t)
+	name := uniqueName("ondemand")
+	spec := pushedSpec(host, name+"-src")
+	// Images only (the shared namespace holds other tests' manifests):
+	// web labelled core, other not, extra on demand.
+	imageOnly := func(component string) v1alpha1.Component {
+		return v1alpha1.Component{Name: component, Images: []v1alpha1.ImageSpec{{Name: name + "-" + component, Source: "app",
+			Layers: []v1alpha1.LayerMapping{{From: "site", To: "/srv/site"}}}}}
+	}
+	web, other, extra := imageOnly("web"), imageOnly("other"), imageOnly("extra")
+	web.Labels, extra.OnDemand = []string{"core"}, true
+	spec.Components = []v1alpha1.Component{web, other, extra}
+	createEnv(t, ns, name, spec)
+	dir := appTree(t, "<h1>v1</h1>")
+
+	r := plugin(t, "push", dir, "--env", name, "--source", "app", "-n", ns, "-l", "nope")
+	if r.code == 0 || !strings.Contains(r.err, "-l nope: no component of devenvironment/"+name+" has that label; labels in use: core") {
+		t.Fatalf("push -l nope:\n%s", r)
+	}
+	r = plugin(t, "push", dir, "--env", name, "--source", "app", "-n", ns, "-l", "core")
+	if r.code != 0 || !strings.Contains(r.out, "following web\n") {
+		t.Fatalf("push -l core follows web only:\n%s", r)
+	}
+	eventually(t, "extra Disabled", func() bool {
+		st := getEnv(t, ns, name).Status.Component("extra")
+		return st != nil && st.Phase == v1alpha1.PhaseDisabled
+	})
+
+	r = plugin(t, "up", name, "extra", "--wait", "-n", ns)
+	if r.code != 0 || !strings.Contains(r.out, "extra Ready in") {
+		t.Fatalf("up --wait:\n%s", r)
+	}
+	env := getEnv(t, ns, name)
+	if img := env.Status.Component("extra"); img == nil || len(img.Images) != 1 || img.Images[0].Digest == "" {
+		t.Fatalf("extra is Ready without its image built: %+v", img)
+	}
+
+	r = plugin(t, "down", name, "extra", "-n", ns)
+	if r.code != 0 {
+		t.Fatalf("down:\n%s", r)
+	}
+	eventually(t, "extra Disabled after down", func() bool {
+		st := getEnv(t, ns, name).Status.Component("extra")
+		return st != nil && st.Phase == v1alpha1.PhaseDisabled
+	})
 }
