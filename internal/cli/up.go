@@ -42,8 +42,9 @@ until Ready (exit 1 if one fails).`,
 		cmd.Use = "down ENV [COMPONENT...]"
 		cmd.Short = "Turn on-demand components off, removing what they deployed"
 		cmd.Long = `Remove on-demand components from the environment's devloop.dev/up annotation:
-the operator removes what they deployed and shows them Disabled. -l selects the
-on-demand components with a label.`
+the operator removes what they deployed and shows them Disabled. The on-demand
+components that depend on them go down too. -l selects the on-demand
+components with a label.`
 		cmd.Example = `  kubectl devloop down volcano kwok`
 	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
@@ -78,6 +79,9 @@ on-demand components with a label.`
 				}
 				next = append(slices.Clone(current), selected...)
 			} else {
+				if selected, err = withUpDependents(env, selected, current); err != nil {
+					return err
+				}
 				next = slices.DeleteFunc(slices.Clone(current), func(n string) bool { return slices.Contains(selected, n) })
 			}
 			value = v1alpha1.FormatUpList(next)
@@ -178,6 +182,34 @@ func withOnDemandDependencies(env *v1alpha1.DevEnvironment, names []string) ([]s
 		next = next[:len(next)-1]
 		for _, d := range p.Graph.DependsOn(n) {
 			if c := p.Components[d]; c != nil && c.OnDemand && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+			next = append(next, d)
+		}
+	}
+	return v1alpha1.ParseUpList(strings.Join(out, ",")), nil
+}
+
+// withUpDependents adds the components in up that depend, directly or
+// not, on names: with those down they could only be Blocked, so they go
+// down too.
+func withUpDependents(env *v1alpha1.DevEnvironment, names, up []string) ([]string, error) {
+	p, err := plan.Build(&env.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("devenvironment/%s: %w", env.Name, err)
+	}
+	out := slices.Clone(names)
+	next := slices.Clone(names)
+	seen := map[string]bool{}
+	for len(next) > 0 {
+		n := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, d := range p.Graph.Dependents(n) {
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			if slices.Contains(up, d) && !slices.Contains(out, d) {
 				out = append(out, d)
 			}
 			next = append(next, d)

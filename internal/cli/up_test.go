@@ -61,8 +61,12 @@ func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
 		t.Fatalf("up -l sim (already up): %s; annotation %q", r, getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation])
 	}
 
+	// down kwok takes monitoring, which depends on it, down too.
+	if r = plugin(t, "up", "team", "monitoring", "-n", ns); r.code != 0 {
+		t.Fatalf("up: %s", r)
+	}
 	r = plugin(t, "down", "team", "kwok", "-n", ns)
-	if r.code != 0 {
+	if r.code != 0 || !strings.Contains(r.out, "devenvironment/team down: kwok, monitoring") {
 		t.Fatalf("down: %s", r)
 	}
 	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; ok {
