@@ -132,7 +132,7 @@ func runTarget(suite string, r *v1alpha1.TestRun) (*logsTarget, error) {
 	if r.JobName == "" {
 		return nil, fmt.Errorf("%s has no Job yet (%s)", runState(suite, r), r.Result)
 	}
-	return &logsTarget{what: fmt.Sprintf("%s #%d", suite, r.Number), job: r.JobName}, nil
+	return &logsTarget{what: runName(suite, r), job: r.JobName}, nil
 }
 
 func runNumbers(env *v1alpha1.DevEnvironment, suite string) string {

@@ -130,6 +130,7 @@ command could not run.`,
 		newSettingsCommand(a),
 		newUpCommand(a),
 		newDownCommand(a),
+		newPortForwardCommand(a),
 	)
 	return root
 }

@@ -158,6 +158,9 @@ func addTest(parent *node, t *TestView, p palette, now time.Time) {
 	if r := t.LastRun; r != nil {
 		line += fmt.Sprintf("  #%d %s", r.Number, p.state(string(r.Result)))
 		var details []string
+		if s := paramsText(r.Params); s != "" {
+			details = append(details, s)
+		}
 		if r.ExitCode != nil {
 			details = append(details, fmt.Sprintf("exit %d", *r.ExitCode))
 		}

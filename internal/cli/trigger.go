@@ -16,6 +16,7 @@ import (
 func newTriggerCommand(a *app) *cobra.Command {
 	var timeout time.Duration
 	var noFollow bool
+	var envFlags []string
 	cmd := &cobra.Command{
 		Use:   "trigger ENV SUITE...",
 		Short: "Run test suites, follow the runs, exit 0 only if all passed",
@@ -25,8 +26,12 @@ are joined into one comma list. A trigger still pending (not yet consumed by
 the operator) is never overwritten: the command waits for it first.
 
 The exit code is 0 when every run passed, 1 otherwise (Failed, TimedOut,
-Cancelled, Error, or --timeout), so scripts and CI can use it.`,
+Cancelled, Error, or --timeout), so scripts and CI can use it.
+
+--env NAME=value sets a variable for these runs over the suite's env; only
+the names a suite lists in tests[].params are accepted.`,
 		Example: `  kubectl devloop trigger volcano unit-tests
+  kubectl devloop trigger volcano e2e --env E2E_FOCUS='Job' --env E2E_SKIP=Flaky
   kubectl devloop trigger volcano label:e2e --timeout 45m`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,7 +49,10 @@ Cancelled, Error, or --timeout), so scripts and CI can use it.`,
 			if err != nil {
 				return err
 			}
-			value := strings.Join(targets, ",")
+			value, err := triggerValue(env, targets, envFlags)
+			if err != nil {
+				return err
+			}
 			p := newProgress(a.out(), a.opts.ProgressInterval)
 			if timeout > 0 {
 				var cancel context.CancelFunc
@@ -78,7 +86,31 @@ Cancelled, Error, or --timeout), so scripts and CI can use it.`,
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long, waiting included (0: no limit)")
 	cmd.Flags().BoolVar(&noFollow, "no-follow", false, "only set the annotation; do not wait for the results")
+	cmd.Flags().StringArrayVar(&envFlags, "env", nil, "NAME=value for these runs (repeatable; only the suite's tests[].params)")
 	return cmd
+}
+
+// triggerValue is the annotation value for the trigger words with the
+// --env params on each, checked by the operator's own parser so a param a
+// suite does not accept is refused before anything is written.
+func triggerValue(env *v1alpha1.DevEnvironment, words, envFlags []string) (string, error) {
+	params, err := testrun.ParseParamFlags(envFlags)
+	if err != nil {
+		return "", err
+	}
+	items := make([]string, len(words))
+	for i, w := range words {
+		items[i] = testrun.FormatSelector(w, params)
+	}
+	value := strings.Join(items, ",")
+	tr, err := testrun.Parse(value)
+	if err == nil {
+		_, err = tr.Requests(env.Spec.Tests)
+	}
+	if err != nil {
+		return "", fmt.Errorf("devenvironment/%s: %w", env.Name, err)
+	}
+	return value, nil
 }
 
 // expandSuites resolves the trigger words to the suites they start, so the
@@ -132,8 +164,17 @@ func newRunsState(env *v1alpha1.DevEnvironment, suites []string, after map[strin
 	runs := map[string]*v1alpha1.TestRun{}
 	var parts []string
 	done := true
+	// The runs with this trigger's params: another parameter set queued
+	// meanwhile is someone else's run.
+	params := map[string][]v1alpha1.EnvVar{}
+	if tr, err := testrun.Parse(value); err == nil {
+		reqs, _ := tr.Requests(env.Spec.Tests)
+		for _, r := range reqs {
+			params[r.Suite] = r.Params
+		}
+	}
 	for _, suite := range suites {
-		r := newestRunAfter(env, suite, after[suite])
+		r := newestRunWith(env, suite, after[suite], params[suite])
 		if r == nil {
 			done = false
 			msg := suite + " not started"

@@ -75,6 +75,21 @@ func newestRunAfter(env *v1alpha1.DevEnvironment, suite string, after int64) *v1
 	return newest
 }
 
+// newestRunWith is the newest run of suite numbered above after with
+// these params, or nil.
+func newestRunWith(env *v1alpha1.DevEnvironment, suite string, after int64, params []v1alpha1.EnvVar) *v1alpha1.TestRun {
+	var newest *v1alpha1.TestRun
+	if t := env.Status.Test(suite); t != nil {
+		for i := range t.Runs {
+			r := &t.Runs[i]
+			if r.Number > after && testrun.SameParams(r.Params, params) && (newest == nil || r.Number > newest.Number) {
+				newest = r
+			}
+		}
+	}
+	return newest
+}
+
 // finished says whether a run has its final result.
 func finished(r *v1alpha1.TestRun) bool {
 	switch r.Result {
