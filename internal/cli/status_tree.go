@@ -164,6 +164,9 @@ func addTest(parent *node, t *TestView, p palette, now time.Time) {
 		if r.ExitCode != nil {
 			details = append(details, fmt.Sprintf("exit %d", *r.ExitCode))
 		}
+		if c := resultCounts(r.Results); c != "" {
+			details = append(details, c)
+		}
 		if r.CompletionTime != nil {
 			details = append(details, ago(now.Sub(r.CompletionTime.Time)))
 		} else if r.StartTime != nil {
@@ -184,6 +187,11 @@ func addTest(parent *node, t *TestView, p palette, now time.Time) {
 	}
 	if r := t.LastRun; r != nil && r.Result != v1alpha1.ResultPassed && r.Result != v1alpha1.ResultRunning && r.Result != v1alpha1.ResultPending && r.LogTail != "" {
 		n.add("log: " + lastLine(r.LogTail))
+	}
+	if r := t.LastRun; r != nil {
+		for _, l := range resultLines(r.Results) {
+			n.add(l)
+		}
 	}
 }
 

@@ -202,6 +202,7 @@ func runsOutcome(a *app, env string, suites []string, runs map[string]*v1alpha1.
 	var bad []string
 	for _, suite := range suites {
 		r := runs[suite]
+		printResults(a.out(), suite, r)
 		if r.Result == v1alpha1.ResultPassed {
 			continue
 		}

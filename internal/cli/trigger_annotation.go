@@ -108,6 +108,9 @@ func runState(suite string, r *v1alpha1.TestRun) string {
 	s := fmt.Sprintf("%s #%d %s", suite, r.Number, res)
 	if r.ExitCode != nil && finished(r) {
 		s += fmt.Sprintf(" (exit %d)", *r.ExitCode)
+		if c := resultCounts(r.Results); c != "" {
+			s = s[:len(s)-1] + "; " + c + ")"
+		}
 	} else if r.JobName != "" {
 		s += " (job " + r.JobName + ")"
 	}
