@@ -181,4 +181,3 @@ func freePort(t *testing.T) int32 {
 	defer l.Close()
 	return int32(l.Addr().(*net.TCPAddr).Port)
 }
-
