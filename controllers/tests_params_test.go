@@ -1,0 +1,97 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testrun"
+)
+
+// testEnvOf is the test container's env of a Job.
+func testEnvOf(job *batchv1.Job) []corev1.EnvVar {
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if c.Name == testrun.ContainerTest {
+			return c.Env
+		}
+	}
+	return nil
+}
+
+// lastValue is the value a container sees for name: its last entry.
+func lastValue(env []corev1.EnvVar, name string) string {
+	v := ""
+	for _, e := range env {
+		if e.Name == name {
+			v = e.Value
+		}
+	}
+	return v
+}
+
+// TestTriggerParams runs a suite with params from the trigger annotation:
+// recorded on the run and set on its Job over the suite's default; a
+// request with other params queues its own run, one with the same params
+// joins it; a param the suite does not list is refused naming the
+// accepted ones, and changes nothing.
+func TestTriggerParams(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	e2e := suite("e2e")
+	e2e.Params = []string{"E2E_FOCUS", "E2E_SKIP"}
+	e2e.Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "default-focus"}, {Name: "E2E_SKIP", Value: "Slow"}}
+	env := testsEnv(t, ns, e2e)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_FOCUS=Job%7CPod)")
+	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
+	g.Expect(run.Params).To(Equal([]v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "Job|Pod"}}))
+	job1 := getJob(t, ns, run.JobName)
+	g.Expect(lastValue(testEnvOf(job1), "E2E_FOCUS")).To(Equal("Job|Pod"), "the param wins over the suite's env")
+	g.Expect(lastValue(testEnvOf(job1), "E2E_SKIP")).To(Equal("Slow"), "a param not set keeps the suite's default")
+
+	// Other params: a run of their own; the same params again join it; no
+	// params: a third.
+	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_SKIP=Flaky)")
+	expectRun(t, env, "e2e", 2, v1alpha1.ResultPending)
+	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e( E2E_SKIP=Flaky )")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(runOf(env, "e2e", 2)).NotTo(BeNil())
+		g.Expect(runOf(env, "e2e", 2).Requests).To(Equal(int32(2)))
+	})
+	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	env, run = expectRun(t, env, "e2e", 3, v1alpha1.ResultPending)
+	g.Expect(run.Params).To(BeEmpty())
+	g.Expect(runOf(env, "e2e", 2).Params).To(Equal([]v1alpha1.EnvVar{{Name: "E2E_SKIP", Value: "Flaky"}}))
+
+	// A param the suite does not list.
+	before := env.Status.Tests
+	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(GOFLAGS=-v)")
+	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := condition(env, v1alpha1.ConditionTriggerHandled)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestParam))
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
+	})
+	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
+		`trigger "e2e(GOFLAGS=-v)": suite e2e does not accept GOFLAGS; nothing was started. Accepted params: E2E_FOCUS, E2E_SKIP`))
+	g.Expect(env.Status.Tests).To(Equal(before), "a refused param changes nothing else")
+	expectEvent(t, ns, v1alpha1.ReasonUnknownTestParam, "Accepted params: E2E_FOCUS, E2E_SKIP")
+
+	// The oldest queued run starts next, with its own params.
+	endTestJob(t, job1, 0, "", "ok\n")
+	env, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
+	job2 := getJob(t, ns, run.JobName)
+	g.Expect(lastValue(testEnvOf(job2), "E2E_SKIP")).To(Equal("Flaky"))
+	g.Expect(lastValue(testEnvOf(job2), "E2E_FOCUS")).To(Equal("default-focus"))
+	g.Expect(runOf(env, "e2e", 3).Result).To(Equal(v1alpha1.ResultPending))
+}
