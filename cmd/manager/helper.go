@@ -28,7 +28,7 @@ const terminationLog = "/dev/termination-log"
 // as the operator would in-process.
 func runHelper(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: manager helper fetch|assemble|install|idle|build [flags]")
+		return errors.New("usage: manager helper fetch|assemble|install|idle|build|test-report [flags]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -47,7 +47,7 @@ func runHelper(args []string) error {
 	case "test-report":
 		return helperTestReport(ctx, args[1:])
 	default:
-		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle or build", args[0])
+		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle, build or test-report", args[0])
 	}
 }
 
