@@ -149,3 +149,31 @@ func (a *app) portForward(ctx context.Context, s *session, fws []*forwarder) err
 	fmt.Fprintln(a.out(), "stopped port-forwards")
 	return nil
 }
+
+// startPortForwards forwards the ports of env's components (those with
+// label, if any) in the background, as `push --watch` does while it
+// watches; the returned function stops them and waits. An environment
+// without ports forwards nothing, silently; other errors are printed.
+func (a *app) startPortForwards(ctx context.Context, s *session, envName, label string) (stop func()) {
+	env, err := s.getEnv(ctx, envName)
+	if err != nil {
+		fmt.Fprintln(a.errOut(), "port-forward:", err)
+		return func() {}
+	}
+	fws, err := forwardsOf(env, nil, label)
+	if err != nil {
+		return func() {} // no ports declared: nothing to forward
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.portForward(ctx, s, fws); err != nil {
+			fmt.Fprintln(a.errOut(), "port-forward:", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -180,4 +182,36 @@ func freePort(t *testing.T) int32 {
 	}
 	defer l.Close()
 	return int32(l.Addr().(*net.TCPAddr).Port)
+}
+
+// push --watch forwards the declared ports while it watches (here a push
+// that fails, which the watch survives) and stops them on q;
+// --port-forward=false leaves them alone.
+func TestPushWatchForwardsDeclaredPorts(t *testing.T) {
+	ns := newNamespace(t)
+	port := freePort(t)
+	spec := teamSpec()
+	spec.Components[1].Ports = []v1alpha1.PortForward{{Name: "ui", Local: port, Target: "svc/web:80"}}
+	createEnv(t, ns, "team", spec)
+	waiting := "ui     localhost:" + strconv.Itoa(int(port)) + " waiting: svc/web:80 in namespace " + ns
+	for _, forward := range []bool{true, false} {
+		stdin, typed := io.Pipe()
+		var out, errOut syncBuffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		exited := startPlugin(ctx, stdin, &out, &errOut, testOptions(), "push", t.TempDir(), "--env", "team", "--source", "app",
+			"--watch", "--port-forward="+strconv.FormatBool(forward), "-n", ns)
+		eventually(t, "watching", func() bool { return strings.Contains(out.String(), "watching ") })
+		if forward {
+			eventually(t, "the forward's waiting line", func() bool { return strings.Contains(out.String(), waiting) })
+		}
+		if _, err := io.WriteString(typed, "q\n"); err != nil {
+			t.Fatal(err)
+		}
+		code := exited()
+		cancel()
+		typed.Close()
+		if code != 0 || strings.Contains(out.String(), "stopped port-forwards") != forward || strings.Contains(out.String(), waiting) != forward {
+			t.Fatalf("--port-forward=%v: exit %d\n%s%s", forward, code, out.String(), errOut.String())
+		}
+	}
 }

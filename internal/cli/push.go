@@ -29,6 +29,7 @@ type pushFlags struct {
 	compression string
 	layer       source.Compression // compression, parsed
 	label       string             // -l: follow only components with it
+	portForward bool               // with --watch: keep components[].ports open
 }
 
 func newPushCommand(a *app) *cobra.Command {
@@ -52,7 +53,10 @@ environment already have is a no-op.
 --watch pushes again on every change under DIR (ignored paths excepted),
 debounced, until Ctrl-C. While watching, type p and Enter to pause, r and
 Enter to resume (changes made while paused are pushed then), Enter alone to
-push now, q and Enter to stop.`,
+push now, q and Enter to stop. While watching, the ports the components
+declare (components[].ports; of the -l components with -l) are forwarded as
+by port-forward; --port-forward=false leaves them alone (a local port in use
+is reported and the watch goes on).`,
 		Example: `  kubectl devloop push ./bin --env volcano --source local
   kubectl devloop push . --env hello --source app --watch
   kubectl devloop push . --env volcano --source local --watch -l core`,
@@ -88,6 +92,7 @@ push now, q and Enter to stop.`,
 	cmd.Flags().StringVar(&f.env, "env", "", "the DevEnvironment whose source to push")
 	cmd.Flags().StringVar(&f.source, "source", "", "the name of the environment's oci source (spec.sources[].name)")
 	cmd.Flags().BoolVarP(&f.watch, "watch", "w", false, "push again on every change until Ctrl-C")
+	cmd.Flags().BoolVar(&f.portForward, "port-forward", true, "with --watch: forward the components' declared ports (components[].ports) while watching")
 	cmd.Flags().DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "with --watch: wait this long after the last change before pushing")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up following the rollout after this long (0: no limit)")
 	cmd.Flags().BoolVar(&f.noFollow, "no-follow", false, "push and request the reconcile, but do not wait for the rollout")

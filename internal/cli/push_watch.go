@@ -36,6 +36,9 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 	done := make(chan struct{})
 	defer close(done)
 	go readCommands(a, commands, done)
+	if f.portForward {
+		defer a.startPortForwards(ctx, s, t.env, f.label)()
+	}
 
 	push := func() {
 		if err := a.pushOnce(ctx, s, t, f); err != nil && ctx.Err() == nil {
