@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -69,7 +71,7 @@ func (r *DevEnvironmentReconciler) bringUpForTests(ctx context.Context, s *scope
 		return nil
 	}
 	up := s.env.UpComponents()
-	var add []string
+	var add, suites []string
 	for _, t := range s.env.Status.Tests {
 		if !hasQueuedRun(&t) {
 			continue
@@ -77,6 +79,9 @@ func (r *DevEnvironmentReconciler) bringUpForTests(ctx context.Context, s *scope
 		for _, d := range s.transitiveDependencies(t.Name) {
 			if c := s.plan.Components[d]; c != nil && c.OnDemand && !slices.Contains(up, d) && !slices.Contains(add, d) {
 				add = append(add, d)
+				if !slices.Contains(suites, t.Name) {
+					suites = append(suites, t.Name)
+				}
 			}
 		}
 	}
@@ -98,6 +103,10 @@ func (r *DevEnvironmentReconciler) bringUpForTests(ctx context.Context, s *scope
 		return nil
 	case err != nil:
 		return fmt.Errorf("setting %s=%s: %w", v1alpha1.UpAnnotation, message.Truncate(value, 300), err)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s.env, nil, corev1.EventTypeNormal, v1alpha1.ReasonBroughtUp, "BringUp", "%s",
+			message.Truncate("bringing up on-demand "+strings.Join(add, ", ")+" for the queued run of "+strings.Join(suites, ", ")+"; they stay up until `kubectl devloop down`", message.MaxEventNote))
 	}
 	// The rest of this reconcile (status) goes on from what it read; the
 	// annotation's change wakes the next one, which deploys them.

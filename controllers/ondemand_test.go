@@ -194,6 +194,7 @@ func TestTriggeredSuiteBringsUpOnDemandComponent(t *testing.T) {
 	g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(componentOf(env, "app").Phase).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
+	expectEvent(t, ns, v1alpha1.ReasonBroughtUp, "bringing up on-demand kwok for the queued run of e2e; they stay up until `kubectl devloop down`")
 	job := getJob(t, ns, "toggles-e2e-1")
 	endTestJob(t, job, 0, "", "ok\n")
 	env, _ = expectRun(t, env, "e2e", 1, v1alpha1.ResultPassed)

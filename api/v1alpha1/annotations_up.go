@@ -12,6 +12,10 @@ import (
 // operator restarts.
 const UpAnnotation = "devloop.dev/up"
 
+// ReasonBroughtUp is the event of the operator adding on-demand
+// components to UpAnnotation for a queued test run.
+const ReasonBroughtUp = "BroughtUp"
+
 // UpComponents are the names UpAnnotation lists, sorted, without
 // duplicates or empty entries.
 func (e *DevEnvironment) UpComponents() []string {
