@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,4 +95,64 @@ func TestTriggerParams(t *testing.T) {
 	g.Expect(lastValue(testEnvOf(job2), "E2E_SKIP")).To(Equal("Flaky"))
 	g.Expect(lastValue(testEnvOf(job2), "E2E_FOCUS")).To(Equal("default-focus"))
 	g.Expect(runOf(env, "e2e", 3).Result).To(Equal(v1alpha1.ResultPending))
+}
+
+// TestTestCacheClaim gives a suite a cache: its claim is created as the
+// tenant, owned by the environment, mounted at $HOME/.cache with the
+// module cache in it, and the same claim serves the next run.
+func TestTestCacheClaim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	unit := suite("unit")
+	size := resource.MustParse("2Gi")
+	unit.Cache = &v1alpha1.TestCache{Size: &size}
+	env := testsEnv(t, ns, unit, suite("plain"))
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+
+	claimName := testrun.CacheClaimName(env.Name, "unit")
+	g.Expect(claimName).To(HaveSuffix("-tcache"))
+	mountsOf := func(job *batchv1.Job) (claims []string, mounts []string) {
+		for _, v := range job.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+		for _, c := range job.Spec.Template.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				mounts = append(mounts, m.MountPath)
+			}
+		}
+		return claims, mounts
+	}
+
+	annotate(t, env, v1alpha1.TriggerAnnotation, "unit,plain")
+	env, run := expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+	job1 := getJob(t, ns, run.JobName)
+	claims, mounts := mountsOf(job1)
+	g.Expect(claims).To(Equal([]string{claimName}))
+	g.Expect(mounts).To(ContainElement("/home/devloop/.cache"))
+	g.Expect(lastValue(testEnvOf(job1), "GOMODCACHE")).To(Equal("/home/devloop/.cache/gomod"))
+
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, pvc)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(pvc, env)).To(BeTrue(), "deleted with the environment")
+	g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelRole, v1alpha1.RoleTestCache))
+	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
+
+	// A suite without a cache mounts no claim.
+	_, plain := expectRun(t, env, "plain", 1, v1alpha1.ResultRunning)
+	claims, _ = mountsOf(getJob(t, ns, plain.JobName))
+	g.Expect(claims).To(BeEmpty())
+
+	// The next run mounts the same claim.
+	endTestJob(t, job1, 0, "", "ok\n")
+	expectRun(t, env, "unit", 1, v1alpha1.ResultPassed)
+	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	_, run = expectRun(t, env, "unit", 2, v1alpha1.ResultRunning)
+	claims, _ = mountsOf(getJob(t, ns, run.JobName))
+	g.Expect(claims).To(Equal([]string{claimName}))
+	list := &corev1.PersistentVolumeClaimList{}
+	g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
 }

@@ -282,32 +282,14 @@ func (s *Session) logTail(ctx context.Context, pod, container string) string {
 // claim of that name this environment did not create is never used.
 func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
 	name := CacheClaimName(s.env.Name, img.Name)
-	pvc := &corev1.PersistentVolumeClaim{}
-	err := tenant.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: name}, pvc)
+	ok, err := EnsureCacheClaim(ctx, tenant, s.env, CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
+		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
+			v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
 	switch {
-	case err == nil:
-		if !metav1.IsControlledBy(pvc, s.env) {
-			return "", notOurs("build cache claim", name)
-		}
-		return name, nil
-	case !apierrors.IsNotFound(err):
-		return "", identity.Refused(err, "get build cache claim "+name)
-	}
-	size := img.Run.Cache.Size
-	pvc = &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.env.Namespace,
-			Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
-				v1alpha1.LabelRole: v1alpha1.RoleBuildCache},
-			OwnerReferences: []metav1.OwnerReference{s.env.ControllerRef()}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		},
-	}
-	if size != nil {
-		pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: *size}
-	}
-	if err := tenant.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", identity.Refused(err, "create build cache claim "+name)
+	case err != nil:
+		return "", err
+	case !ok:
+		return "", notOurs("build cache claim", name)
 	}
 	return name, nil
 }

@@ -39,6 +39,13 @@ func CacheClaimName(env, image string) string {
 	return hashedName(env+"-"+sanitize(image), "-cache", env, image)
 }
 
+// TestCacheClaimName is the name of the test cache claim of env's suite:
+// "<env>-<suite>-<hash>-tcache", hashing "<env>\ntest\n<suite>", so it
+// never meets an image's build cache claim of the same name.
+func TestCacheClaimName(env, suite string) string {
+	return hashedName(env+"-"+suite, "-tcache", env, "test", suite)
+}
+
 // builderJobName is "<env>-<image>-<arch>-<hash>", at most 63 characters
 // (Job names become pod label values); the hash covers the identity and
 // the inputs, so a new input is a new Job.

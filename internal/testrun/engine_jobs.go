@@ -2,6 +2,7 @@ package testrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -145,6 +146,9 @@ func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*b
 		return nil, err
 	}
 	withParams(job, run.Params)
+	if suite.Cache != nil {
+		withCache(job, CacheClaimName(env.Name, suite.Name))
+	}
 	return job, nil
 }
 
@@ -165,6 +169,15 @@ func (p *testPass) create(ctx context.Context, cl client.Client, idErr error, jo
 	}
 	if idErr != nil {
 		p.end(suite, run, v1alpha1.ResultError, "no identity to run the test job as: "+idErr.Error())
+		p.flushNotes()
+		return nil
+	}
+	if err := p.ensureCache(ctx, cl, job); err != nil {
+		var notOurs *notOursError
+		if !errors.As(err, &notOurs) && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("test job %s: %w", job.Name, err)
+		}
+		p.end(suite, run, v1alpha1.ResultError, message.Truncate(err.Error(), 1000))
 		p.flushNotes()
 		return nil
 	}

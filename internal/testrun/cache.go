@@ -1,0 +1,75 @@
+package testrun
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// A suite's cache (tests[].cache) is one claim per suite, created as the
+// tenant like build caches (build.EnsureCacheClaim) and mounted whole at
+// $HOME/.cache: Go's build cache is $HOME/.cache/go-build, and GOMODCACHE
+// points the module cache into it too. The volume's root is writable by
+// the pod's fsGroup (or made so by the provisioner); subPath directories
+// would be created by the kubelet as root, which the test user could not
+// write.
+const (
+	volumeTestCache = "test-cache"
+	testCacheDir    = homeDir + "/.cache"
+	// moduleCacheDir replaces /go/pkg/mod, which would be lost with the
+	// container; a suite's own GOMODCACHE still wins.
+	moduleCacheDir = testCacheDir + "/gomod"
+)
+
+// CacheClaimName is the test cache claim of env's suite.
+func CacheClaimName(env, suite string) string { return build.TestCacheClaimName(env, suite) }
+
+// withCache mounts the suite's cache claim in the test container. The
+// GOMODCACHE entry comes before the suite's env, so the suite may move it.
+func withCache(job *batchv1.Job, claim string) {
+	spec := &job.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeTestCache, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		if c.Name != ContainerTest {
+			continue
+		}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTestCache, MountPath: testCacheDir})
+		c.Env = append([]corev1.EnvVar{{Name: "GOMODCACHE", Value: moduleCacheDir}}, c.Env...)
+	}
+}
+
+// ensureCache creates the cache claim of the Job's suite, if it has a
+// cache, before the Job that mounts it.
+func (p *testPass) ensureCache(ctx context.Context, tenant client.Client, job *batchv1.Job) error {
+	var suite *v1alpha1.TestSuite
+	for i := range p.env.Spec.Tests {
+		if p.env.Spec.Tests[i].Name == job.Labels[v1alpha1.LabelSuite] {
+			suite = &p.env.Spec.Tests[i]
+		}
+	}
+	if suite == nil || suite.Cache == nil {
+		return nil
+	}
+	name := CacheClaimName(p.env.Name, suite.Name)
+	ok, err := build.EnsureCacheClaim(ctx, tenant, p.env, build.CacheClaim{Name: name, What: "test cache claim", Size: suite.Cache.Size,
+		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(p.env.Name), v1alpha1.LabelSuite: suite.Name,
+			v1alpha1.LabelRole: v1alpha1.RoleTestCache}})
+	if err == nil && !ok {
+		err = &notOursError{fmt.Sprintf("test cache claim %s exists and belongs to another owner: devloop neither uses nor replaces it (rename the suite, or remove it)", name)}
+	}
+	return err
+}
+
+// notOursError is a cache claim of the suite's name the environment does
+// not own: the run ends with Error rather than retrying forever.
+type notOursError struct{ msg string }
+
+func (e *notOursError) Error() string { return e.msg }
