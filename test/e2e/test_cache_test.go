@@ -1,0 +1,172 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testrun"
+)
+
+// cachedModule is a small Go module whose tests compile the standard
+// library's heavier packages (net/http, encoding/json, text/template)
+// and a few local packages: what a cold build cache spends its time on.
+var cachedModule = map[string]string{
+	"go.mod": "module example.com/cached\n\ngo 1.26\n",
+	"api/api.go": `package api
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+type Item struct {
+	Name  string ` + "`json:\"name\"`" + `
+	Count int    ` + "`json:\"count\"`" + `
+}
+
+// Handler serves items as JSON.
+func Handler(items []Item) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(items)
+	})
+}
+`,
+	"api/api_test.go": `package api
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestHandler(t *testing.T) {
+	srv := httptest.NewServer(Handler([]Item{{Name: "a", Count: 2}}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []Item
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got) != 1 || got[0].Count != 2 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+`,
+	"report/report.go": `package report
+
+import (
+	"strings"
+	"text/template"
+
+	"example.com/cached/api"
+)
+
+var tmpl = template.Must(template.New("r").Parse("{{range .}}{{.Name}}={{.Count}}\n{{end}}"))
+
+// Render lists items one a line.
+func Render(items []api.Item) (string, error) {
+	var b strings.Builder
+	err := tmpl.Execute(&b, items)
+	return b.String(), err
+}
+`,
+	"report/report_test.go": `package report
+
+import (
+	"testing"
+
+	"example.com/cached/api"
+)
+
+func TestRender(t *testing.T) {
+	got, err := Render([]api.Item{{Name: "a", Count: 1}})
+	if err != nil || got != "a=1\n" {
+		t.Fatalf("%q %v", got, err)
+	}
+}
+`,
+}
+
+// TestTestCache runs a suite with tests[].cache twice: the second run
+// compiles from the cache the first one filled (go test -count=1, so the
+// tests themselves run again). Both durations are logged for
+// docs/performance.md.
+func TestTestCache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := need(t)
+	ns := namespace(t, "e2e-tcache")
+	srcRepo := registry + "/" + ns + "/cached-src"
+	dir := t.TempDir()
+	for name, content := range cachedModule {
+		g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)).To(Succeed())
+		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
+	}
+	_, err := source.PushDir(ctx, dir, srcRepo+":dev", true)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	size := resource.MustParse("1Gi")
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cached"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
+			Tests: []v1alpha1.TestSuite{{
+				Name: "unit", Source: "app", Image: v1alpha1.TestImage{Ref: goImage},
+				Command: []string{"sh", "-c", `go test -count=1 -run "${TEST_RUN:-.}" ./...`},
+				Params:  []string{"TEST_RUN"},
+				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
+					{Name: "GOFLAGS", Value: "-buildvcs=false"}},
+				Cache: &v1alpha1.TestCache{Size: &size},
+			}},
+		},
+	}
+	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+
+	runOnce := func(trigger string, n int64) *v1alpha1.TestRun {
+		setTrigger(t, env, trigger)
+		var run *v1alpha1.TestRun
+		g.Eventually(func(g Gomega) {
+			cur := &v1alpha1.DevEnvironment{}
+			g.Expect(c.Client.Get(ctx, key, cur)).To(Succeed())
+			run = latestRun(cur, "unit")
+			g.Expect(run).NotTo(BeNil())
+			g.Expect(run.Number).To(Equal(n))
+			if run.Result.Finished() && run.Result != v1alpha1.ResultPassed {
+				StopTrying("run failed: " + run.Message + "\n" + run.LogTail).Now()
+			}
+			g.Expect(run.Result).To(Equal(v1alpha1.ResultPassed), run.Message)
+		}, 10*time.Minute, time.Second).Should(Succeed())
+		return run
+	}
+	took := func(r *v1alpha1.TestRun) time.Duration { return r.CompletionTime.Sub(r.StartTime.Time) }
+
+	cold := runOnce("unit", 1)
+	// The second run also carries a param: it reaches the container.
+	warm := runOnce(testrun.FormatSelector("unit", []v1alpha1.EnvVar{{Name: "TEST_RUN", Value: "Test(Handler|Render)"}}), 2)
+	g.Expect(warm.Params).To(Equal([]v1alpha1.EnvVar{{Name: "TEST_RUN", Value: "Test(Handler|Render)"}}))
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("go test ./... cold cache: %s (job %s); warm cache: %s (job %s); load average: %s",
+		took(cold).Round(100*time.Millisecond), cold.JobName, took(warm).Round(100*time.Millisecond), warm.JobName, string(load))
+	t.Logf("warm log tail:\n%s", warm.LogTail)
+
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: testrun.CacheClaimName(env.Name, "unit")}, pvc)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(pvc, env)).To(BeTrue())
+}
