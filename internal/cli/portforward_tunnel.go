@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,7 +36,7 @@ type forwarder struct {
 	poll      time.Duration
 
 	listener net.Listener
-	nextID   int
+	nextID   atomic.Int64
 
 	mu      sync.Mutex
 	cur     *podTunnel
@@ -109,7 +110,7 @@ func (f *forwarder) follow(ctx context.Context) {
 	backoff := f.poll
 	for {
 		wait := f.poll
-		if _, err := f.tunnel(ctx); err != nil {
+		if _, err := f.tunnel(ctx, false); err != nil {
 			wait = backoff
 			backoff = min(backoff*2, 10*time.Second)
 		} else {
@@ -149,10 +150,16 @@ func (f *forwarder) checkPod(ctx context.Context) {
 }
 
 // tunnel is the connection to the current pod, made anew when there is
-// none (or it closed).
-func (f *forwarder) tunnel(ctx context.Context) (*podTunnel, error) {
+// none (or it closed). With acquire, the caller holds it (release gives it
+// back), taken under the same lock so that it is not closed in between.
+func (f *forwarder) tunnel(ctx context.Context, acquire bool) (t *podTunnel, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer func() {
+		if t != nil && acquire {
+			t.active++
+		}
+	}()
 	if f.cur != nil {
 		select {
 		case <-f.cur.conn.CloseChan():
@@ -212,21 +219,17 @@ func (f *forwarder) release(t *podTunnel) {
 // connection on the pod's connection.
 func (f *forwarder) handle(ctx context.Context, local net.Conn) {
 	defer local.Close()
-	t, err := f.tunnel(ctx)
+	t, err := f.tunnel(ctx, true)
 	if err != nil {
 		return // said by tunnel; the client sees the connection closed
 	}
-	f.mu.Lock()
-	t.active++
-	f.nextID++
-	id := f.nextID
-	f.mu.Unlock()
 	defer f.release(t)
+	id := f.nextID.Add(1) // pairs the error and data streams at the kubelet
 
 	headers := http.Header{}
 	headers.Set(corev1.StreamType, corev1.StreamTypeError)
 	headers.Set(corev1.PortHeader, strconv.Itoa(int(t.port)))
-	headers.Set(corev1.PortForwardRequestIDHeader, strconv.Itoa(id))
+	headers.Set(corev1.PortForwardRequestIDHeader, strconv.FormatInt(id, 10))
 	errStream, err := t.conn.CreateStream(headers)
 	if err != nil {
 		f.retire(t)
