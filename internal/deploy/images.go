@@ -23,6 +23,11 @@ type BuiltImage struct {
 	// Reference is the digest-pinned pull reference that replaces a match,
 	// e.g. host:5000/team/api@sha256:....
 	Reference string
+	// Debug is set when the image is in debug mode (a debug build with
+	// delve): the containers running it start under delve (debugContainer).
+	// Omitted from JSON when nil, so a Helm release's render key is what
+	// it was before debug mode existed.
+	Debug *DebugEntrypoint `json:",omitempty"`
 }
 
 // podSpecPaths are where each workload kind keeps its pod spec. Kinds are
@@ -46,6 +51,8 @@ var containerFields = []string{"initContainers", "containers", "ephemeralContain
 // image's digest-pinned Reference, so that what runs is exactly what was
 // built (a tag may move; a digest cannot). It returns how many container
 // images were rewritten. Images that match nothing are left as written.
+// The containers (not init or ephemeral containers) of an image in debug
+// mode also get their command rewritten to run under delve.
 func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int, error) {
 	index, err := repositoryIndex(images)
 	if err != nil {
@@ -80,7 +87,7 @@ func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int,
 }
 
 // rewriteContainers rewrites the images of one pod spec.
-func rewriteContainers(spec map[string]any, index map[string]string) (int, error) {
+func rewriteContainers(spec map[string]any, index map[string]*BuiltImage) (int, error) {
 	n := 0
 	for _, field := range containerFields {
 		list, ok := spec[field]
@@ -97,9 +104,18 @@ func rewriteContainers(spec map[string]any, index map[string]string) (int, error
 				return n, fmt.Errorf("%s holds a non-object", field)
 			}
 			image, _ := c["image"].(string)
-			if ref, ok := lookupImage(index, image); ok && ref != image {
-				c["image"] = ref
+			img, ok := lookupImage(index, image)
+			if !ok {
+				continue
+			}
+			if img.Reference != image {
+				c["image"] = img.Reference
 				n++
+			}
+			if img.Debug != nil && field == "containers" {
+				if err := debugContainer(c, img.Debug); err != nil {
+					return n, err
+				}
 			}
 		}
 	}
@@ -107,33 +123,34 @@ func rewriteContainers(spec map[string]any, index map[string]string) (int, error
 }
 
 // repositoryIndex maps every spelling of every built image's repositories
-// to its reference.
-func repositoryIndex(images []BuiltImage) (map[string]string, error) {
-	index := map[string]string{}
-	for _, img := range images {
+// to the image.
+func repositoryIndex(images []BuiltImage) (map[string]*BuiltImage, error) {
+	index := map[string]*BuiltImage{}
+	for i := range images {
+		img := &images[i]
 		if _, err := name.NewDigest(img.Reference, name.WeakValidation); err != nil {
 			return nil, fault.Permanentf("image %s: reference %q is not digest-pinned: %v", img.Name, img.Reference, err)
 		}
 		for _, repo := range img.Repositories {
 			for _, key := range repositoryKeys(repo) {
-				index[key] = img.Reference
+				index[key] = img
 			}
 		}
 	}
 	return index, nil
 }
 
-// lookupImage finds the reference for an image as written in a manifest.
-func lookupImage(index map[string]string, image string) (string, bool) {
+// lookupImage finds the built image for an image as written in a manifest.
+func lookupImage(index map[string]*BuiltImage, image string) (*BuiltImage, bool) {
 	if image == "" {
-		return "", false
+		return nil, false
 	}
 	for _, key := range repositoryKeys(image) {
-		if ref, ok := index[key]; ok {
-			return ref, true
+		if img, ok := index[key]; ok {
+			return img, true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // repositoryKeys are the spellings a reference is compared on: the

@@ -1,0 +1,96 @@
+package deploy
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// DebugEntrypoint is what a built image in debug mode runs when a
+// container gives no command: its images[].entrypoint and cmd.
+type DebugEntrypoint struct {
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Cmd        []string `json:"cmd,omitempty"`
+}
+
+// debugArgs start the program under delve, headless on DebugPort: the
+// program runs at once (--continue, which needs --accept-multiclient) and
+// clients attach and detach as they like. Delve starts the process
+// itself, so it needs no ptrace capability and the pod stays within the
+// restricted Pod Security Standard.
+var debugArgs = []string{"exec", "--headless", "--listen=:" + strconv.Itoa(v1alpha1.DebugPort),
+	"--api-version=2", "--accept-multiclient", "--continue"}
+
+// debugContainer rewrites one container (an unstructured object) running
+// a debug build to start its program under delve at DebugDelvePath:
+// command = [dlv exec ... PROGRAM -- ARGS], args removed. What the
+// container would have run follows the Kubernetes rules: its command, or
+// else the image's entrypoint; its args, or else (with no command) the
+// image's cmd. Its liveness probe is removed, since a process paused at
+// a breakpoint fails it and the kubelet would restart the container under
+// the debugger. A container already under delve is left as it is.
+func debugContainer(c map[string]any, dbg *DebugEntrypoint) error {
+	name, _ := c["name"].(string)
+	command, err := stringList(c, "command")
+	if err != nil {
+		return fmt.Errorf("container %s: %v", name, err)
+	}
+	if len(command) > 0 && command[0] == v1alpha1.DebugDelvePath {
+		delete(c, "livenessProbe")
+		return nil
+	}
+	args, err := stringList(c, "args")
+	if err != nil {
+		return fmt.Errorf("container %s: %v", name, err)
+	}
+	_, hasArgs := c["args"]
+	argv := command
+	switch {
+	case len(command) > 0 && hasArgs:
+		argv = append(argv, args...)
+	case len(command) == 0:
+		argv = append(append([]string(nil), dbg.Entrypoint...), args...)
+		if !hasArgs {
+			argv = append(argv, dbg.Cmd...)
+		}
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("container %s: the image is in debug mode but neither the container's command nor the image's entrypoint or cmd (images[].entrypoint, images[].cmd) says what program to run under delve", name)
+	}
+	dlv := append([]any{v1alpha1.DebugDelvePath}, toAny(debugArgs)...)
+	dlv = append(append(dlv, argv[0], "--"), toAny(argv[1:])...)
+	c["command"] = dlv
+	delete(c, "args")
+	delete(c, "livenessProbe")
+	return nil
+}
+
+// stringList reads a container's list of strings field (absent: nil).
+func stringList(c map[string]any, field string) ([]string, error) {
+	v, ok := c[field]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a list", field)
+	}
+	out := make([]string, 0, len(list))
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d] is not a string", field, i)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
