@@ -135,9 +135,7 @@ func (a *app) portForward(ctx context.Context, s *session, fws []*forwarder) err
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, f := range fws {
-			if f.listener != nil {
-				f.listener.Close()
-			}
+			f.close()
 		}
 		return err
 	}

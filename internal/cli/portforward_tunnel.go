@@ -35,8 +35,8 @@ type forwarder struct {
 	log       *syncWriter
 	poll      time.Duration
 
-	listener net.Listener
-	nextID   atomic.Int64
+	listeners []net.Listener
+	nextID    atomic.Int64
 
 	mu      sync.Mutex
 	cur     *podTunnel
@@ -66,40 +66,59 @@ func (w *syncWriter) printf(format string, args ...any) {
 }
 
 // listen binds the local port on the loopback: a port in use fails here,
-// before anything is forwarded, naming the port and the component.
+// before anything is forwarded, naming the port and the component. IPv4
+// must work; IPv6's loopback is taken too when there is one, as kubectl
+// does, so that clients resolving localhost to ::1 first get through.
 func (f *forwarder) listen() error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(f.local))))
+	port := strconv.Itoa(int(f.local))
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("local port %d (port-forward %s of component %s) is already in use: stop what listens there or change components[].ports[].local", f.local, f.name, f.component)
 		}
 		return fmt.Errorf("port-forward %s of component %s: listening on local port %d: %w", f.name, f.component, f.local, err)
 	}
-	f.listener = l
+	f.listeners = []net.Listener{l}
+	if l6, err := net.Listen("tcp", net.JoinHostPort("::1", port)); err == nil {
+		f.listeners = append(f.listeners, l6)
+	}
 	return nil
+}
+
+// close stops listening.
+func (f *forwarder) close() {
+	for _, l := range f.listeners {
+		l.Close()
+	}
 }
 
 // run serves the local port until ctx ends: it connects to a pod (with
 // backoff while there is none, or the API server is away), accepts local
 // connections and watches the pod so that a rollout moves the forward.
 func (f *forwarder) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		f.listener.Close()
-	}()
-	go f.follow(ctx)
-	for {
-		conn, err := f.listener.Accept()
-		if err != nil {
-			f.mu.Lock()
-			if f.cur != nil {
-				f.cur.conn.Close()
-				f.cur = nil
+	var wg sync.WaitGroup
+	wg.Go(func() { f.follow(ctx) })
+	for _, l := range f.listeners {
+		wg.Go(func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go f.handle(ctx, conn)
 			}
-			f.mu.Unlock()
-			return
-		}
-		go f.handle(ctx, conn)
+		})
+	}
+	<-ctx.Done()
+	f.close()
+	wg.Wait()
+	// Connections still copying end with ctx (handle); the pod's
+	// connection closes when the last of them is done.
+	f.mu.Lock()
+	t := f.cur
+	f.mu.Unlock()
+	if t != nil {
+		f.retire(t)
 	}
 }
 
@@ -268,9 +287,15 @@ func (f *forwarder) handle(ctx context.Context, local net.Conn) {
 	select {
 	case <-remoteDone:
 	case <-localDone:
+	case <-ctx.Done(): // Ctrl-C, or push --watch stopping
 	}
 	_ = data.Reset()
-	if msg := <-errc; msg != "" {
+	var msg string
+	select {
+	case msg = <-errc:
+	case <-ctx.Done(): // release closes the connection, which ends the read
+	}
+	if msg != "" {
 		// The kubelet could not reach the port (the pod stopped, say):
 		// the next connection resolves the target again.
 		f.log.printf("%-6s localhost:%d pod %s: %s\n", f.name, f.local, t.pod, boundedLine(msg, 400))
