@@ -131,6 +131,7 @@ command could not run.`,
 		newUpCommand(a),
 		newDownCommand(a),
 		newPortForwardCommand(a),
+		newDebugCommand(a),
 	)
 	return root
 }
