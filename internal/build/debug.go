@@ -12,6 +12,55 @@ import (
 // are space-separated; the go command unquotes them).
 const DebugGCFlags = `'-gcflags=all=-N -l'`
 
+// DelveModule and DelveVersion are what a debug build installs with the
+// builder's own toolchain. This delve needs Go 1.25 or newer in the
+// builder (its go.mod says go 1.25.0).
+const (
+	DelveModule  = "github.com/go-delve/delve/cmd/dlv"
+	DelveVersion = "v1.27.2"
+)
+
+// delveWorkspacePath is where the debug build leaves delve in the
+// workspace, for the layer that puts it at DebugDelvePath.
+const delveWorkspacePath = ".devloop-debug/dlv"
+
+// delveInstall runs before the run step's own command in a debug build
+// ("$@" is that command). go install with the builder's toolchain, built
+// for the target platform (GOOS/GOARCH are the build's), optimized
+// (GOFLAGS cleared: the user's flags, such as -mod=vendor, are for their
+// module, not delve's) and static (CGO off). GOBIN stays unset because go
+// install refuses it when cross-compiling; the binary then lands in
+// GOPATH/bin, or GOPATH/bin/GOOS_GOARCH for another platform. With the
+// module and build caches on the cache volume delve is compiled once.
+const delveInstall = `set -e
+if [ ! -x ` + delveWorkspacePath + ` ]; then
+  GOFLAGS= GOBIN= CGO_ENABLED=0 go install ` + DelveModule + "@" + DelveVersion + `
+  bin="$(go env GOPATH)/bin"
+  [ "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" = "$(go env GOOS)/$(go env GOARCH)" ] || bin="$bin/$(go env GOOS)_$(go env GOARCH)"
+  mkdir -p "$(dirname ` + delveWorkspacePath + `)"
+  cp "$bin/dlv" ` + delveWorkspacePath + `
+fi
+exec "$@"`
+
+// DebugImageSpec is img as a debug build makes it: the run step's GOFLAGS
+// turn optimizations off (DebugRunEnv), delve is installed before the
+// run step's command (delveInstall, through sh -c, which Go builder
+// images have), and a layer puts it at DebugDelvePath. An image without a
+// run step is returned as it is. img is not changed.
+func DebugImageSpec(img *v1alpha1.ImageSpec) *v1alpha1.ImageSpec {
+	if img.Run == nil {
+		return img
+	}
+	out := *img
+	run := *img.Run
+	run.Env = DebugRunEnv(run.Env)
+	run.Command = append([]string{"sh", "-c", delveInstall, "sh"}, run.Command...)
+	out.Run = &run
+	out.Layers = append(append([]v1alpha1.LayerMapping(nil), img.Layers...),
+		v1alpha1.LayerMapping{From: delveWorkspacePath, To: v1alpha1.DebugDelvePath, Mode: "0755"})
+	return &out
+}
+
 // DebugRunEnv is a run step's env for a debug build: env with
 // DebugGCFlags appended to GOFLAGS. The last GOFLAGS entry is the one a
 // container gets, so the merge starts from it and replaces it in place;

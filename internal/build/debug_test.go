@@ -2,6 +2,7 @@ package build
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -48,5 +49,34 @@ func TestSplitGoFlagsKeepsQuotedSpaces(t *testing.T) {
 	want := []string{"-a", `'-b=c d'`, `"-e=f g"`, "-h"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitGoFlags = %q, want %q", got, want)
+	}
+}
+
+func TestDebugImageSpecInstallsDelveAndKeepsTheCommand(t *testing.T) {
+	img := &v1alpha1.ImageSpec{Name: "server", Source: "app",
+		Run:    &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make", "server"}, Env: []v1alpha1.EnvVar{{Name: "GOFLAGS", Value: "-mod=vendor"}}},
+		Layers: []v1alpha1.LayerMapping{{From: "bin/server", To: "/server"}}}
+	got := DebugImageSpec(img)
+	if !slices.Equal(got.Run.Command[:4], []string{"sh", "-c", delveInstall, "sh"}) || !slices.Equal(got.Run.Command[4:], []string{"make", "server"}) {
+		t.Errorf("command %q, want the delve install then make server", got.Run.Command)
+	}
+	if want := []v1alpha1.EnvVar{{Name: "GOFLAGS", Value: "-mod=vendor " + DebugGCFlags}}; !slices.Equal(got.Run.Env, want) {
+		t.Errorf("env %v, want %v", got.Run.Env, want)
+	}
+	if want := []v1alpha1.LayerMapping{{From: "bin/server", To: "/server"}, {From: delveWorkspacePath, To: v1alpha1.DebugDelvePath, Mode: "0755"}}; !slices.Equal(got.Layers, want) {
+		t.Errorf("layers %v, want %v", got.Layers, want)
+	}
+	// The spec it came from is unchanged: it is the normal build's.
+	if len(img.Layers) != 1 || len(img.Run.Command) != 2 || img.Run.Env[0].Value != "-mod=vendor" {
+		t.Errorf("DebugImageSpec changed its input: %+v %+v", img, img.Run)
+	}
+	for _, want := range []string{"go install " + DelveModule + "@" + DelveVersion, "GOFLAGS= GOBIN= CGO_ENABLED=0", `exec "$@"`} {
+		if !strings.Contains(delveInstall, want) {
+			t.Errorf("delve install lacks %q", want)
+		}
+	}
+	noRun := &v1alpha1.ImageSpec{Name: "static"}
+	if DebugImageSpec(noRun) != noRun {
+		t.Error("an image without a run step changed")
 	}
 }
