@@ -49,6 +49,11 @@ func (s *Session) renderRun(img *v1alpha1.ImageSpec, tags *plan.TagTemplates) (*
 	}
 	out := *img
 	out.Run = run
+	if s.env.DebugsImage(img.Name) {
+		// Debug mode (devloop.dev/debug): the inputs hash covers the
+		// debug spec, so turning it on or off builds the image again.
+		return DebugImageSpec(&out), reads, nil
+	}
 	return &out, reads, nil
 }
 

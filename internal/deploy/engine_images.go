@@ -29,7 +29,16 @@ func builtImages(env *v1alpha1.DevEnvironment) ([]BuiltImage, map[string]ImageRe
 					repos = append(repos, r)
 				}
 			}
-			images = append(images, BuiltImage{Name: img.Name, Repositories: repos, Reference: pull + "@" + ist.Digest})
+			built := BuiltImage{Name: img.Name, Repositories: repos, Reference: pull + "@" + ist.Digest}
+			if img.Run != nil && env.DebugsImage(img.Name) {
+				// The component deploys once its images are built, so
+				// its digest is the debug build's (delve at /dlv). A
+				// chart of another component naming this image during
+				// a rebuild may run the previous digest under delve
+				// until the build lands.
+				built.Debug = &DebugEntrypoint{Entrypoint: img.Entrypoint, Cmd: img.Cmd}
+			}
+			images = append(images, built)
 			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.Digest, Tag: ist.ContentHash, Revision: revisionTag(ist),
 				Registry: pullRegistry(env), Name: img.Name}
 		}

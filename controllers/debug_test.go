@@ -1,0 +1,66 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// TestDebugAnnotationBuildsADebugImage: with the image in
+// devloop.dev/debug its builder Jobs build with optimizations off and
+// install delve before the run step's command, whose outputs gain /dlv;
+// with the entry removed (debug --off) new Jobs build it as written.
+func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
+	env.Spec.Components[0].Images[0].Run.Env = append(env.Spec.Components[0].Images[0].Run.Env, v1alpha1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor"})
+	env.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+
+	builder := func(g Gomega) (batchv1.Job, corev1.Container) {
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job := jobs["linux-amd64"]
+		g.Expect(job.Spec.Template.Spec.InitContainers).To(HaveLen(2))
+		return job, job.Spec.Template.Spec.InitContainers[1]
+	}
+	var debugJob string
+	g.Eventually(func(g Gomega) {
+		job, c := builder(g)
+		debugJob = job.Name
+		g.Expect(c.Command).To(HaveLen(9))
+		g.Expect(c.Command[:2]).To(Equal([]string{"sh", "-c"}))
+		g.Expect(c.Command[2]).To(ContainSubstring("go install " + build.DelveModule + "@" + build.DelveVersion))
+		g.Expect(c.Command[4:]).To(Equal([]string{"go", "build", "-o", "out/api", "./cmd/api"}))
+		g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor " + build.DebugGCFlags}))
+		g.Expect(strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")).To(ContainSubstring(`"to":"/dlv"`), "the assemble step adds delve at /dlv")
+	}, timeout).Should(Succeed())
+
+	// debug --off: the annotation's entry goes, the image is built as
+	// written again.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(env), env)).To(Succeed())
+	patched := env.DeepCopy()
+	delete(patched.Annotations, v1alpha1.DebugAnnotation)
+	g.Expect(k8s.Patch(ctx, patched, client.MergeFrom(env))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		job, c := builder(g)
+		g.Expect(job.Name).NotTo(Equal(debugJob))
+		g.Expect(c.Command).To(Equal([]string{"go", "build", "-o", "out/api", "./cmd/api"}))
+		g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor"}))
+		g.Expect(strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")).NotTo(ContainSubstring(`"/dlv"`))
+	}, timeout).Should(Succeed())
+}
