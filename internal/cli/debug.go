@@ -15,18 +15,14 @@ import (
 
 // newDebugCommand is `debug ENV COMPONENT[/IMAGE]`: it puts an image in
 // debug mode (or out of it, --off) by the devloop.dev/debug annotation.
-//
-// Hidden: the annotation is written and the deploy engine can run a
-// debug image under delve (deploy.BuiltImage.Debug), but the build does
-// not yet produce debug images (gcflags, delve at /dlv) nor does the
-// operator read the annotation, so the command stays out of the help
-// until it does.
+// The operator builds the image from build.DebugImageSpec and the deploy
+// engine runs its containers under delve (deploy.BuiltImage.Debug). The
+// port is not forwarded here yet: the output says how.
 func newDebugCommand(a *app) *cobra.Command {
 	var off bool
 	cmd := &cobra.Command{
-		Use:    "debug ENV COMPONENT[/IMAGE]",
-		Short:  "Run an image built by a Go run step under delve (--off: back to the normal build)",
-		Hidden: true,
+		Use:   "debug ENV COMPONENT[/IMAGE]",
+		Short: "Run an image built by a Go run step under delve (--off: back to the normal build)",
 		Long: `Put an image in debug mode: the operator rebuilds it with
 GOFLAGS='-gcflags=all=-N -l' (a Makefile that sets GOFLAGS itself defeats
 this), adds delve at /dlv, and runs the containers using it under
@@ -130,7 +126,7 @@ func debugTarget(env *v1alpha1.DevEnvironment, arg string) (v1alpha1.DebugTarget
 
 // attachHelp says how to attach to delve once its port is forwarded.
 func attachHelp(port int) string {
-	return fmt.Sprintf(`Attach once the port is forwarded (kubectl devloop port-forward, or kubectl port-forward POD %[1]d):
+	return fmt.Sprintf(`Once the image is rebuilt and rolled out, forward the port (kubectl port-forward deploy/NAME %[1]d) and attach:
   dlv connect localhost:%[1]d
 VS Code (launch.json):
   {"name": "devloop", "type": "go", "request": "attach", "mode": "remote", "host": "127.0.0.1", "port": %[1]d}
