@@ -95,9 +95,10 @@ type TestSuite struct {
 	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^[A-Za-z_][A-Za-z0-9_]*$')`,message="must be an environment variable name: letters, digits and '_', not starting with a digit"
 	Params []string `json:"params,omitempty"`
 
-	// Cache is a persistent volume kept between runs of this suite, at the
-	// Go build cache (/home/devloop/.cache) and module cache (/go/pkg/mod),
-	// so a second `go test ./...` compiles only what changed.
+	// Cache is a persistent volume kept between runs of this suite, mounted
+	// at /home/devloop/.cache: Go's build cache and, through GOMODCACHE
+	// (which the suite's env may override), its module cache, so a second
+	// `go test ./...` compiles only what changed.
 	// +optional
 	Cache *TestCache `json:"cache,omitempty"`
 
