@@ -230,6 +230,11 @@ type ImageSpec struct {
 	// +kubebuilder:validation:items:MaxLength=128
 	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^([a-zA-Z0-9_.-]|\{\{ ?\.(ContentHash|Revision|ShortRevision|Source|Image|Component) ?\}\})+$')`,message="must be a tag template of letters, digits, '_', '.', '-' and {{ .ContentHash }}, {{ .Revision }}, {{ .ShortRevision }}, {{ .Source }}, {{ .Image }} or {{ .Component }}"
 	Tags []string `json:"tags,omitempty"`
+
+	// LiveUpdate lets changes to some of the image's paths reach the
+	// running pods in place, without a rollout (see LiveUpdate).
+	// +optional
+	LiveUpdate *LiveUpdate `json:"liveUpdate,omitempty"`
 }
 
 // BuildRun is a compile step run in a builder pod: the source is fetched into

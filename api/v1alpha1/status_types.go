@@ -222,6 +222,11 @@ type ImageStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	RevisionTag string `json:"revisionTag,omitempty"`
+	// Debug is true when Digest is a debug build (the image is listed in
+	// the devloop.dev/debug annotation): optimizations off, delve at /dlv,
+	// the containers running it started under delve on port 40000.
+	// +optional
+	Debug bool `json:"debug,omitempty"`
 	// Build is the last builder Job of an image with a run step.
 	// +optional
 	Build *BuildStatus `json:"build,omitempty"`
@@ -229,6 +234,28 @@ type ImageStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
 	Outputs []OutputStatus `json:"outputs,omitempty"`
+	// TemplateDigest is the digest the workloads' pod templates run, as
+	// last deployed. It differs from Digest while a live update serves
+	// Digest in place.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	TemplateDigest string `json:"templateDigest,omitempty"`
+	// LiveDigest is the digest whose files a live update synced into the
+	// running pods (images[].liveUpdate); empty once a rollout made the
+	// templates run Digest.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	LiveDigest string `json:"liveDigest,omitempty"`
+	// LastUpdate is how Digest reached the pods: LiveUpdate (synced in
+	// place) or Rollout.
+	// +optional
+	LastUpdate ImageUpdate `json:"lastUpdate,omitempty"`
+	// UpdateReason says why Digest was rolled out rather than live
+	// updated (a path outside liveUpdate.paths, the image config, a sync
+	// that failed on a pod), or what a live update reached.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	UpdateReason string `json:"updateReason,omitempty"`
 }
 
 // OutputStatus is a run step's output as pushed: an OCI artifact holding
