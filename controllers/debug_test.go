@@ -67,6 +67,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 		g.Expect(c.Args).To(BeEmpty())
 		g.Expect(c.LivenessProbe).To(BeNil())
 		g.Expect(c.ReadinessProbe).NotTo(BeNil())
+		g.Expect(apiImageStatus(g, ns).Debug).To(BeTrue(), "status says the digest deployed is a debug build")
 	}, timeout).Should(Succeed())
 
 	// debug --off: the annotation's entry goes, the image is built as
@@ -88,7 +89,17 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 		c := apiContainer(g, ns)
 		g.Expect(c.Command).To(BeEmpty())
 		g.Expect(c.LivenessProbe).NotTo(BeNil())
+		g.Expect(apiImageStatus(g, ns).Debug).To(BeFalse(), "the normal build is no debug build")
 	}, timeout).Should(Succeed())
+}
+
+// apiImageStatus is the status of the api image of environment api.
+func apiImageStatus(g Gomega, ns string) *v1alpha1.ImageStatus {
+	env := &v1alpha1.DevEnvironment{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, env)).To(Succeed())
+	ist := env.Status.Component("api").Image("api")
+	g.Expect(ist).NotTo(BeNil())
+	return ist
 }
 
 // debugDeployment runs the api image with both probes.

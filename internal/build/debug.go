@@ -42,6 +42,12 @@ if [ ! -x ` + delveWorkspacePath + ` ]; then
 fi
 exec "$@"`
 
+// debugBuild says whether img is built as a debug build: it has a run
+// step and is listed in the devloop.dev/debug annotation.
+func debugBuild(env *v1alpha1.DevEnvironment, img *v1alpha1.ImageSpec) bool {
+	return img.Run != nil && env.DebugsImage(img.Name)
+}
+
 // DebugImageSpec is img as a debug build makes it: the run step's GOFLAGS
 // turn optimizations off (DebugRunEnv), delve is installed before the
 // run step's command (delveInstall, through sh -c, which Go builder

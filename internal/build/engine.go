@@ -196,6 +196,10 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 			return false, "", buildError(img.Name, err)
 		}
 		if held {
+			// Debug mode is part of the inputs, so it is what Digest was
+			// built as (recorded here too for status an older operator
+			// wrote).
+			ist.Debug = debugBuild(s.env, img)
 			return true, "", nil
 		}
 		// The registry lost the image (wiped, garbage-collected) or one
@@ -249,6 +253,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
 	ist.Inputs, ist.Revision = inputs, ref.Revision
 	ist.RevisionTag = tags.Revision()
+	ist.Debug = debugBuild(s.env, img)
 	if res.Pushed && s.e.Events != nil {
 		s.e.Events.Eventf(s.env, nil, corev1.EventTypeNormal, "ImagePushed", "Build",
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
