@@ -71,7 +71,8 @@ type componentsWalk struct {
 	deploys bool
 }
 
-// reconcileComponent builds a component's images, then deploys it.
+// reconcileComponent builds a component's images, live updates those
+// that may be (liveUpdate.go), then deploys it.
 func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *scope, name string, st *v1alpha1.ComponentStatus, w *componentsWalk) error {
 	c := s.plan.Components[name]
 	if len(c.Images) > 0 {
@@ -91,11 +92,15 @@ func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *sc
 			return nil
 		}
 	}
+	if err := r.liveUpdate(ctx, s, c, st); err != nil {
+		return err
+	}
 	res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, resolvedSources{r: r, s: s},
 		func(msg string) { r.progress(ctx, s, msg) })
 	if err != nil {
 		return err
 	}
+	recordTemplates(c, st)
 	st.Phase, st.Message = res.Phase, res.Message
 	if len(st.Drift) > 0 && r.Recorder != nil {
 		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",

@@ -43,6 +43,12 @@ type DevEnvironmentReconciler struct {
 	Deploy Deployer
 	// Tests runs test suites as Jobs.
 	Tests TestRunner
+	// LiveUpdate syncs images[].liveUpdate changes into running pods;
+	// nil rolls every change out.
+	LiveUpdate LiveUpdater
+	// ConvergeInterval is how often pods serving a live update are looked
+	// at for new ones to sync; defaultConvergeInterval when zero.
+	ConvergeInterval time.Duration
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
 	// WaitInterval is how soon an environment waiting on a rollout or a

@@ -10,6 +10,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testrun"
 )
@@ -47,6 +48,13 @@ type Deployer interface {
 	// the component's last status (nil when it has none): the inventory
 	// and the release to remove are read from it.
 	FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error
+}
+
+// LiveUpdater puts a component's new images into its running pods in
+// place when only their liveUpdate paths changed, and syncs pods started
+// since (liveupdate.Engine).
+type LiveUpdater interface {
+	Update(ctx context.Context, req liveupdate.Request) (liveupdate.Outcome, error)
 }
 
 // TestRunner runs test suites as Jobs (testrun.Engine).

@@ -81,7 +81,7 @@ func readyMessage(env *v1alpha1.DevEnvironment) string {
 	if n == 0 {
 		return "nothing to reconcile: no components"
 	}
-	return fmt.Sprintf("%d/%d components ready", n, n)
+	return fmt.Sprintf("%d/%d components ready", n, n) + liveSummary(env)
 }
 
 func componentsReady(env *v1alpha1.DevEnvironment) string {

@@ -65,6 +65,9 @@ const (
 	UpdateRollout ImageUpdate = "Rollout"
 )
 
+// ReasonLiveUpdated is the event of pods synced in place.
+const ReasonLiveUpdated = "LiveUpdated"
+
 // LiveDigestAnnotation is set by the operator on a pod once the files of
 // that digest were synced into it: a pod without it, or with another
 // digest, is synced when it runs (a pod created after live updates).

@@ -29,7 +29,9 @@ func builtImages(env *v1alpha1.DevEnvironment) ([]BuiltImage, map[string]ImageRe
 					repos = append(repos, r)
 				}
 			}
-			built := BuiltImage{Name: img.Name, Repositories: repos, Reference: pull + "@" + ist.Digest}
+			// DeployDigest: while a live update serves a newer digest in
+			// place, the templates keep the one they run (no rollout).
+			built := BuiltImage{Name: img.Name, Repositories: repos, Reference: pull + "@" + ist.DeployDigest()}
 			if img.Run != nil && env.DebugsImage(img.Name) {
 				// The component deploys once its images are built, so
 				// its digest is the debug build's (delve at /dlv). A
@@ -39,7 +41,7 @@ func builtImages(env *v1alpha1.DevEnvironment) ([]BuiltImage, map[string]ImageRe
 				built.Debug = &DebugEntrypoint{Entrypoint: img.Entrypoint, Cmd: img.Cmd}
 			}
 			images = append(images, built)
-			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.Digest, Tag: ist.ContentHash, Revision: revisionTag(ist),
+			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.DeployDigest(), Tag: ist.ContentHash, Revision: revisionTag(ist),
 				Registry: pullRegistry(env), Name: img.Name}
 		}
 	}

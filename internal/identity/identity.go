@@ -147,6 +147,12 @@ func (t *Tenant) Client() (client.Client, error) {
 // k8s.io/client-go/util/exec.CodeExitError; a refused one an error for
 // which apierrors.IsForbidden, or the UpgradeFailureError's Cause, holds.
 func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
+	return t.ExecWithStdin(ctx, namespace, pod, container, command, nil, stdout, stderr)
+}
+
+// ExecWithStdin is Exec with stdin streamed to the command (none when
+// nil): a live update's files to the supervisor's sync.
+func (t *Tenant) ExecWithStdin(ctx context.Context, namespace, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg, err := t.RESTConfig()
 	if err != nil {
 		return err
@@ -156,14 +162,14 @@ func (t *Tenant) Exec(ctx context.Context, namespace, pod, container string, com
 		return err
 	}
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	// WebSockets first: a refused upgrade keeps the API server's Status
 	// (in an UpgradeFailureError), where SPDY's keeps only its message.
 	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
 	if err != nil {
 		return fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
 	}
-	opts := remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr}
+	opts := remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	err = ws.StreamWithContext(ctx, opts)
 	var upgrade *httpstream.UpgradeFailureError
 	if err == nil || !errors.As(err, &upgrade) {

@@ -1,0 +1,244 @@
+package liveupdate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/message"
+)
+
+// Target is a container that runs an image's template digest.
+type Target struct {
+	Namespace, Pod, Container string
+	// Running is set once the container runs (it can be synced).
+	Running bool
+	// LiveDigest is the pod's devloop.dev/live-digest annotation.
+	LiveDigest string
+}
+
+// maxPodsListed bounds the pods read per namespace.
+const maxPodsListed = 500
+
+// syncTimeout bounds one pod's sync, restart included.
+const syncTimeout = time.Minute
+
+// SyncError is a sync that failed on a pod: the component is rolled out
+// instead.
+type SyncError struct {
+	Pod string
+	Err error
+}
+
+func (e *SyncError) Error() string { return "sync failed on pod " + e.Pod + ": " + e.Err.Error() }
+func (e *SyncError) Unwrap() error { return e.Err }
+
+// converge syncs every running container of the template's digest whose
+// pod has not got LiveDigest yet: all of them right after a live update,
+// and later the pods started since (their supervisors wait for this
+// before starting the program, up to their gate timeout). It returns the
+// pods synced, whether some are yet to run, and a *SyncError when a sync
+// failed.
+func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, bool, error) {
+	cl, err := req.Tenant.Client()
+	if err != nil {
+		return nil, false, err
+	}
+	ref := req.Env.PullRepository(img.Name, ist.Repository) + "@" + ist.TemplateDigest
+	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), ref)
+	if err != nil {
+		return nil, false, err
+	}
+	todo, pending := Unsynced(targets, ist.LiveDigest)
+	if len(todo) == 0 {
+		return nil, pending, nil
+	}
+	tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest)
+	if !ok {
+		// The operator restarted since the live update: plan it again.
+		d, data, err := e.plan(ctx, req, img, ist)
+		if err != nil {
+			return nil, pending, err
+		}
+		if !d.Live {
+			return nil, pending, &SyncError{Pod: todo[0].Pod, Err: errors.New(d.Reason)}
+		}
+		e.remember(img.Name, ist.TemplateDigest, ist.LiveDigest, data)
+		tarball = data
+	}
+	synced, err := e.syncAll(ctx, req.Tenant, cl, todo, ist.LiveDigest, tarball)
+	return synced, pending, err
+}
+
+// Namespaces are where the environment's workloads run: those of every
+// component's release workloads and applied objects, and its own.
+func Namespaces(env *v1alpha1.DevEnvironment) []string {
+	out := []string{env.Namespace}
+	add := func(ns string) {
+		if ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	for _, st := range env.Status.Components {
+		if st.Release != nil {
+			for _, w := range st.Release.Workloads {
+				add(w.Namespace)
+			}
+		}
+		for _, o := range st.Inventory {
+			add(o.Namespace)
+		}
+	}
+	return out
+}
+
+// FindTargets lists, as the tenant, the containers (not init containers)
+// in namespaces whose image is ref, in pods not being deleted.
+func FindTargets(ctx context.Context, cl client.Reader, namespaces []string, ref string) ([]Target, error) {
+	var out []Target
+	for _, ns := range namespaces {
+		pods := &corev1.PodList{}
+		if err := cl.List(ctx, pods, client.InNamespace(ns), client.Limit(maxPodsListed)); err != nil {
+			return nil, identity.Refused(err, "list pods in namespace "+ns+" to live update them")
+		}
+		for i := range pods.Items {
+			out = append(out, podTargets(&pods.Items[i], ref)...)
+		}
+	}
+	return out, nil
+}
+
+// podTargets are the containers of one pod running ref.
+func podTargets(pod *corev1.Pod, ref string) []Target {
+	if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	var out []Target
+	for _, c := range pod.Spec.Containers {
+		if c.Image != ref {
+			continue
+		}
+		t := Target{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name, LiveDigest: pod.Annotations[v1alpha1.LiveDigestAnnotation]}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == c.Name && cs.State.Running != nil {
+				t.Running = true
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Unsynced are the running targets whose pod lacks digest, and whether
+// some targets are not running yet (to be synced once they are).
+func Unsynced(targets []Target, digest string) ([]Target, bool) {
+	var todo []Target
+	pending := false
+	for _, t := range targets {
+		switch {
+		case !t.Running:
+			pending = true
+		case t.LiveDigest != digest:
+			todo = append(todo, t)
+		}
+	}
+	return todo, pending
+}
+
+// syncResult is the line the supervisor's sync prints on success.
+type syncResult struct {
+	Digest      string `json:"digest"`
+	RestartedMs int64  `json:"restartedMs"`
+}
+
+// syncAll syncs the targets at once and annotates each pod synced in all
+// its containers; the error is the first failure, a *SyncError.
+func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Client, todo []Target, digest string, tarball []byte) ([]string, error) {
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failed := map[string]bool{}
+	for _, target := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := e.syncOne(ctx, t, target, digest, tarball)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed[target.Namespace+"/"+target.Pod] = true
+				if firstErr == nil {
+					firstErr = &SyncError{Pod: target.Namespace + "/" + target.Pod, Err: err}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var synced []string
+	for _, target := range todo {
+		key := target.Namespace + "/" + target.Pod
+		if failed[key] || slices.Contains(synced, key) {
+			continue
+		}
+		if err := annotate(ctx, cl, target, digest); err != nil {
+			if firstErr == nil {
+				firstErr = &SyncError{Pod: key, Err: err}
+			}
+			continue
+		}
+		synced = append(synced, key)
+	}
+	return synced, firstErr
+}
+
+// syncOne runs the supervisor's sync in one container with the tar on
+// stdin and checks the digest it reports.
+func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := []string{SupervisorPath, "sync", "--digest=" + digest}
+	var err error
+	if e.Exec != nil {
+		err = e.Exec.Exec(ctx, t, target.Namespace, target.Pod, target.Container, cmd, bytes.NewReader(tarball), &stdout, &stderr)
+	} else {
+		err = t.ExecWithStdin(ctx, target.Namespace, target.Pod, target.Container, cmd, bytes.NewReader(tarball), &stdout, &stderr)
+	}
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, message.Truncate(message.Condense(msg), 256))
+		}
+		return identity.Refused(err, "exec "+SupervisorPath+" sync in container "+target.Container)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var res syncResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		return fmt.Errorf("container %s: the supervisor's sync said %q, not its result", target.Container, message.Truncate(lines[len(lines)-1], 128))
+	}
+	if res.Digest != digest {
+		return fmt.Errorf("container %s: the supervisor reports digest %s, not %s", target.Container, res.Digest, digest)
+	}
+	return nil
+}
+
+// annotate records on the pod, as the tenant, that it serves digest.
+func annotate(ctx context.Context, cl client.Client, target Target, digest string) error {
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = target.Namespace, target.Pod
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.LiveDigestAnnotation, digest)
+	if err := cl.Patch(ctx, pod, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		return identity.Refused(err, "annotate pod "+target.Pod+" with "+v1alpha1.LiveDigestAnnotation)
+	}
+	return nil
+}

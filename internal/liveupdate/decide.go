@@ -1,0 +1,270 @@
+// Live update, the operator side: puts a new build's changed files into the running
+// pods of a component instead of rolling it out (images[].liveUpdate).
+//
+// The operator side, in decide*, deliver* and converge* files: whether a
+// new digest may be live updated (decide.go: only files under
+// liveUpdate.paths differ from the digest the pod templates run), the tar
+// of those files, and the sync of every running pod that runs the
+// template's digest, through the supervisor the build put in the image
+// (/.devloop/supervisor sync, exec'd as the environment's
+// ServiceAccount). A pod started later is synced when the operator finds
+// it without the latest digest in its devloop.dev/live-digest annotation.
+
+package liveupdate
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Decision is whether a new digest reaches the pods in place.
+type Decision struct {
+	// Live is true when only files under liveUpdate.paths differ.
+	Live bool
+	// Reason says why not, naming the path or config field, when !Live.
+	Reason string
+	// Files are the differing files under liveUpdate.paths, by image path.
+	Files []File
+}
+
+// File is one changed file of a live update.
+type File struct {
+	// Path in the image, absolute.
+	Path string
+	// Deleted files are sent as a whiteout entry.
+	Deleted bool
+	// layer of the new image holding the file, and its name there
+	// (absolute), which differs from Path for a copy under origDir.
+	layer int
+	entry string
+}
+
+// origCopies is where the build keeps the image's own files of live
+// paths (the in-container side's OrigDir), each live path being a link
+// into the pod's live root.
+const origCopies = "/.devloop/orig/"
+
+// supervisorDir is where the build puts the supervisor and what it
+// needs; a change there (a new operator binary) needs a rollout.
+const supervisorDir = "/.devloop"
+
+// Decide compares the image the pod templates run (old) with a new build
+// of it (next): only files under paths differing makes a live update;
+// any other file, the config (entrypoint, env, user, ...) or the layer
+// count makes a rollout, named in Reason.
+func Decide(old, next v1.Image, paths []string) (*Decision, error) {
+	if reason, err := configChange(old, next); err != nil || reason != "" {
+		return &Decision{Reason: reason}, err
+	}
+	oldLayers, err := old.Layers()
+	if err != nil {
+		return nil, err
+	}
+	newLayers, err := next.Layers()
+	if err != nil {
+		return nil, err
+	}
+	if len(oldLayers) != len(newLayers) {
+		return &Decision{Reason: fmt.Sprintf("the image has %d layers where the pods' has %d (images[].layers or the base changed)", len(newLayers), len(oldLayers))}, nil
+	}
+	d := &Decision{Live: true}
+	for i := range newLayers {
+		same, err := sameLayer(oldLayers[i], newLayers[i])
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			continue
+		}
+		changed, err := layerChanges(oldLayers[i], newLayers[i])
+		if err != nil {
+			return nil, fmt.Errorf("comparing layer %d: %w", i, err)
+		}
+		for _, c := range changed {
+			p := imagePath(c.Path)
+			if p == "" || !underAny(p, paths) {
+				return &Decision{Reason: fmt.Sprintf("%s changed, outside liveUpdate.paths", c.Path)}, nil
+			}
+			c.entry, c.Path, c.layer = c.Path, p, i
+			d.Files = append(d.Files, c)
+		}
+	}
+	sort.Slice(d.Files, func(a, b int) bool { return d.Files[a].Path < d.Files[b].Path })
+	return d, nil
+}
+
+// imagePath is the path a changed layer entry updates in the pod: the
+// path itself, or the one a copy under OrigDir mirrors (the build keeps
+// a live path's own file there, the path being a link into LiveRoot); "" for the
+// supervisor's own files.
+func imagePath(p string) string {
+	if rest, ok := strings.CutPrefix(p, origCopies); ok {
+		return "/" + rest
+	}
+	if p == supervisorDir || strings.HasPrefix(p, supervisorDir+"/") {
+		return ""
+	}
+	return p
+}
+
+// underAny reports whether p is one of paths or below one.
+func underAny(p string, paths []string) bool {
+	for _, lp := range paths {
+		lp = strings.TrimSuffix(lp, "/")
+		if p == lp || strings.HasPrefix(p, lp+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// configChange names the first image config field that differs, or "".
+// Only what the container runs with counts: history and creation times
+// do not.
+func configChange(old, next v1.Image) (string, error) {
+	oc, err := old.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	nc, err := next.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	if oc.OS != nc.OS || oc.Architecture != nc.Architecture || oc.Variant != nc.Variant {
+		return fmt.Sprintf("the image's platform changed (%s/%s to %s/%s)", oc.OS, oc.Architecture, nc.OS, nc.Architecture), nil
+	}
+	a, err := fields(oc.Config)
+	if err != nil {
+		return "", err
+	}
+	b, err := fields(nc.Config)
+	if err != nil {
+		return "", err
+	}
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if string(a[k]) != string(b[k]) {
+			return fmt.Sprintf("the image config's %s changed", k), nil
+		}
+	}
+	return "", nil
+}
+
+// fields is a config's JSON fields, each as its JSON.
+func fields(c v1.Config) (map[string]json.RawMessage, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]json.RawMessage{}
+	return m, json.Unmarshal(data, &m)
+}
+
+func sameLayer(a, b v1.Layer) (bool, error) {
+	da, err := a.DiffID()
+	if err != nil {
+		return false, err
+	}
+	db, err := b.DiffID()
+	if err != nil {
+		return false, err
+	}
+	return da == db, nil
+}
+
+// entry is what a layer says about one path.
+type entry struct {
+	typeflag byte
+	mode     int64
+	uid, gid int
+	link     string
+	sum      string
+}
+
+// layerChanges lists the paths that differ between two layers at the
+// same position: added, changed or removed files, links and whiteouts.
+// Directories count only when added, removed or given other owners or
+// modes; files inside them are listed for themselves.
+func layerChanges(old, next v1.Layer) ([]File, error) {
+	a, err := layerEntries(old)
+	if err != nil {
+		return nil, err
+	}
+	b, err := layerEntries(next)
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for p, e := range b {
+		if o, ok := a[p]; !ok || o != e {
+			if e.typeflag == tar.TypeDir && ok {
+				out = append(out, File{Path: p})
+				continue
+			}
+			if e.typeflag == tar.TypeDir {
+				continue // a new directory holds new files, listed themselves
+			}
+			out = append(out, File{Path: p})
+		}
+	}
+	for p, e := range a {
+		if _, ok := b[p]; !ok && e.typeflag != tar.TypeDir {
+			out = append(out, File{Path: p, Deleted: true})
+		}
+	}
+	return out, nil
+}
+
+// layerEntries reads a layer's tar into entries by absolute path.
+func layerEntries(l v1.Layer) (map[string]entry, error) {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	out := map[string]entry{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		e := entry{typeflag: h.Typeflag, mode: h.Mode & 07777, uid: h.Uid, gid: h.Gid, link: h.Linkname}
+		if h.Typeflag == tar.TypeReg {
+			sum := sha256.New()
+			if _, err := io.Copy(sum, tr); err != nil {
+				return nil, err
+			}
+			e.sum = hex.EncodeToString(sum.Sum(nil))
+		}
+		out[cleanPath(h.Name)] = e
+	}
+}
+
+// cleanPath is a tar entry's name as an absolute image path.
+func cleanPath(name string) string {
+	return path.Clean("/" + name)
+}

@@ -1,0 +1,242 @@
+package liveupdate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/message"
+)
+
+// Executor runs a command in a container of a pod as the tenant, with
+// stdin (identity.Tenant.ExecWithStdin does; tests script it).
+type Executor interface {
+	Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+// Registry reads images the environment pushed (build.Session does).
+type Registry interface {
+	PushedImage(ctx context.Context, image, digest string) (v1.Image, error)
+}
+
+// Engine live updates components (see the package doc).
+type Engine struct {
+	// Exec syncs pods; nil execs as the tenant.
+	Exec Executor
+	// MaxBytes bounds the files one live update carries;
+	// DefaultMaxBytes when zero.
+	MaxBytes int64
+
+	mu sync.Mutex
+	// tars keeps the last few live updates' tars, so a pod started later
+	// is synced without reading the images again.
+	tars []cachedTar
+}
+
+// DefaultMaxBytes is the most file content one live update carries; a
+// bigger change is rolled out.
+const DefaultMaxBytes = 256 << 20
+
+// SupervisorPath is the supervisor the build adds to a live-updatable
+// image (declared here once; the in-container side uses it too).
+const SupervisorPath = "/.devloop/supervisor"
+
+// Request is one component's live update in one reconcile, after its
+// images were built and before it is deployed.
+type Request struct {
+	Env       *v1alpha1.DevEnvironment
+	Component *v1alpha1.Component
+	Status    *v1alpha1.ComponentStatus
+	Tenant    *identity.Tenant
+	Registry  Registry
+}
+
+// Outcome is what a live update leaves to look at again.
+type Outcome struct {
+	// Pending is set while pods that run the template's digest are not
+	// running yet: they are synced once they are, so look again soon.
+	Pending bool
+	// Serving is set while an image serves a newer digest in place than
+	// its pods' template: a pod started later (rescheduled, scaled up,
+	// restarted) must be found and synced, so look again now and then.
+	Serving bool
+	// Synced names the pods synced by this reconcile, for an event.
+	Synced []string
+}
+
+// Update brings every live-updatable image of the component to its
+// newest digest in place when that may be done (Decide), syncing every
+// running pod; else, or when a sync fails, it records a rollout (with
+// why) and leaves DeployDigest at Digest for the deploy step to roll
+// out. It writes the images' liveDigest, lastUpdate and updateReason.
+func (e *Engine) Update(ctx context.Context, req Request) (Outcome, error) {
+	var out Outcome
+	for i := range req.Component.Images {
+		img := &req.Component.Images[i]
+		ist := req.Status.Image(img.Name)
+		if img.LiveUpdate == nil || ist == nil || ist.Digest == "" {
+			continue
+		}
+		if err := e.updateImage(ctx, req, img, ist, &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// updateImage is Update for one image.
+func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
+	switch {
+	case ist.TemplateDigest == ist.Digest:
+		ist.LiveDigest = "" // the templates run it: nothing in place
+		return nil
+	case ist.TemplateDigest == "":
+		rollout(ist, "the pods run no live-updatable build of this image yet")
+		return nil
+	}
+	if ist.LiveDigest != ist.Digest {
+		if reason := e.mustRollOut(req, img); reason != "" {
+			rollout(ist, reason)
+			return nil
+		}
+		d, tarball, err := e.plan(ctx, req, img, ist)
+		if err != nil {
+			return err
+		}
+		if !d.Live {
+			rollout(ist, d.Reason)
+			return nil
+		}
+		e.remember(img.Name, ist.TemplateDigest, ist.Digest, tarball)
+		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
+		ist.UpdateReason = message.Truncate(describeFiles(d.Files), 512)
+	}
+	synced, pending, err := e.converge(ctx, req, img, ist)
+	out.Synced = append(out.Synced, synced...)
+	out.Pending = out.Pending || pending
+	var failed *SyncError
+	if errors.As(err, &failed) {
+		log.FromContext(ctx).Info("a live update sync failed, rolling out instead", "image", img.Name, "pod", failed.Pod, "error", failed.Err.Error())
+		rollout(ist, failed.Error())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	out.Serving = out.Serving || ist.ServesLive()
+	return nil
+}
+
+// mustRollOut says why an image is rolled out whatever its files: in
+// debug mode (a different build), or written into chart values by
+// imageValues (the values change with the digest and tag, and with them
+// the release).
+func (e *Engine) mustRollOut(req Request, img *v1alpha1.ImageSpec) string {
+	if img.Run != nil && req.Env.DebugsImage(img.Name) {
+		return "in debug mode (" + v1alpha1.DebugAnnotation + ")"
+	}
+	for _, c := range req.Env.Spec.Components {
+		if c.Helm == nil {
+			continue
+		}
+		for _, v := range c.Helm.ImageValues {
+			if v.Image == img.Name {
+				return fmt.Sprintf("component %s's helm.imageValues writes it into the chart's values (%s)", c.Name, v.Path)
+			}
+		}
+	}
+	return ""
+}
+
+// plan decides between the template's digest and Digest, and on a live
+// update writes the tar of the changed files.
+func (e *Engine) plan(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (*Decision, []byte, error) {
+	old, err := req.Registry.PushedImage(ctx, img.Name, ist.TemplateDigest)
+	if err != nil {
+		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
+	}
+	next, err := req.Registry.PushedImage(ctx, img.Name, ist.Digest)
+	if err != nil {
+		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
+	}
+	d, err := Decide(old, next, img.LiveUpdate.Paths)
+	if err != nil {
+		return nil, nil, fmt.Errorf("live update of image %s: comparing %s with %s: %w", img.Name, ist.TemplateDigest, ist.Digest, err)
+	}
+	if !d.Live {
+		return d, nil, nil
+	}
+	var buf bytes.Buffer
+	max := e.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	if err := WriteTar(&buf, next, d.Files, max); err != nil {
+		if errors.Is(err, ErrTooBig) {
+			return &Decision{Reason: err.Error()}, nil, nil
+		}
+		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
+	}
+	return d, buf.Bytes(), nil
+}
+
+// rollout records that Digest is rolled out, and why.
+func rollout(ist *v1alpha1.ImageStatus, reason string) {
+	ist.LiveDigest = ""
+	ist.LastUpdate = v1alpha1.UpdateRollout
+	ist.UpdateReason = message.Truncate(reason, 512)
+}
+
+// describeFiles says what a live update carries: "2 files: /app, /srv/x".
+func describeFiles(files []File) string {
+	names := make([]string, 0, len(files))
+	for _, f := range files {
+		n := f.Path
+		if f.Deleted {
+			n += " (deleted)"
+		}
+		names = append(names, n)
+	}
+	if len(files) == 1 {
+		return "synced in place: " + names[0]
+	}
+	return fmt.Sprintf("synced in place: %d files: %s", len(files), strings.Join(names, ", "))
+}
+
+// cachedTar is one live update's tar.
+type cachedTar struct {
+	image, from, to string
+	data            []byte
+}
+
+// maxCachedTars bounds the tars kept in memory.
+const maxCachedTars = 8
+
+func (e *Engine) remember(image, from, to string, data []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tars = append(e.tars, cachedTar{image: image, from: from, to: to, data: data})
+	if len(e.tars) > maxCachedTars {
+		e.tars = e.tars[1:]
+	}
+}
+
+func (e *Engine) recall(image, from, to string) ([]byte, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.tars {
+		if t.image == image && t.from == from && t.to == to {
+			return t.data, true
+		}
+	}
+	return nil, false
+}
