@@ -28,7 +28,7 @@ const terminationLog = "/dev/termination-log"
 // as the operator would in-process.
 func runHelper(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: manager helper fetch|assemble|install|idle|build|test-report [flags]")
+		return errors.New("usage: manager helper fetch|assemble|install|idle|build|test-report|supervise|sync [flags]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -46,8 +46,12 @@ func runHelper(args []string) error {
 		return helperBuild(ctx, args[1:])
 	case "test-report":
 		return helperTestReport(ctx, args[1:])
+	case "supervise": // the live update supervisor, as liveupdate.SupervisorPath runs it
+		return helperSupervise(args[1:])
+	case "sync":
+		return helperSync(args[1:])
 	default:
-		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle, build or test-report", args[0])
+		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle, build, test-report, supervise or sync", args[0])
 	}
 }
 
