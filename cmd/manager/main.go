@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testrun"
@@ -132,6 +133,9 @@ func run(args []string) error {
 			DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
 			MaxHelmTimeout:   opts.maxHelmTimeout,
 		},
+		// images[].liveUpdate: changed files synced into running pods
+		// as the tenant (pods/exec), instead of a rollout.
+		LiveUpdate: &liveupdate.Engine{},
 		Tests: &testrun.Engine{
 			Client:      mgr.GetClient(),
 			APIReader:   mgr.GetAPIReader(),
