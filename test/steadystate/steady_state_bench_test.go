@@ -124,7 +124,7 @@ func BenchmarkSteadyState(b *testing.B) {
 	time.Sleep(sz.quiet)
 	minutes := sz.quiet.Minutes()
 	idleReqs := metrics.ProcessRequests.Snapshot().Sub(reqBefore)
-	b.ReportMetric((cpuTime(b) - cpuBefore).Seconds()/minutes, "idle-cpu-s/min")
+	b.ReportMetric((cpuTime(b)-cpuBefore).Seconds()/minutes, "idle-cpu-s/min")
 	b.ReportMetric((managerReconciles(b)-recBefore)/minutes, "idle-reconciles/min")
 	b.ReportMetric(float64(idleReqs.Reads()+idleReqs.Writes()+idleReqs[metrics.VerbDryRun])/minutes, "idle-requests/min")
 	b.ReportMetric(float64(idleReqs.Writes())/minutes, "idle-writes/min")
