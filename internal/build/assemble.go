@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -62,22 +63,35 @@ func (b *Builder) sourceLayer(img Image, dir string, plan *layerPlan) (v1.Layer,
 	return newUncompressedLayer(writeTar)
 }
 
-// assembleAll builds img for every platform on base from the shared layers.
-func assembleAll(base *baseImage, img Image, layers []v1.Layer, platforms []v1.Platform) ([]platformImage, error) {
-	out := make([]platformImage, len(platforms))
+// basesFor fetches base and picks its image for each platform, with its
+// config.
+func (b *Builder) basesFor(ctx context.Context, img Image, platforms []v1.Platform) ([]v1.Image, error) {
+	base, err := b.fetchBase(ctx, img.Name, img.Base, img.BaseInsecure)
+	if err != nil {
+		return nil, err
+	}
+	bases := make([]v1.Image, len(platforms))
 	for i, p := range platforms {
-		baseImg, err := base.forPlatform(p)
-		if err != nil {
+		if bases[i], err = base.forPlatform(p); err != nil {
 			return nil, err
 		}
-		image, err := withLayersAndConfig(baseImg, img, layers, p)
+	}
+	return bases, nil
+}
+
+// assembleAll builds img for every platform on its base (bases, in the
+// order of platforms) from the shared layers.
+func assembleAll(bases []v1.Image, img Image, layers []v1.Layer, platforms []v1.Platform) ([]platformImage, error) {
+	out := make([]platformImage, len(platforms))
+	for i, p := range platforms {
+		image, err := withLayersAndConfig(bases[i], img, layers, p)
 		if err == nil {
 			// The digest needs the base's config, fetched here: an error is
 			// the base registry's.
 			_, err = image.Digest()
 		}
 		if err != nil {
-			return nil, baseError(err, img.Name, base.ref)
+			return nil, baseError(err, img.Name, img.Base)
 		}
 		out[i] = platformImage{platform: p, image: image}
 	}

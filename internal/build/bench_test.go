@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -51,29 +53,38 @@ type benchFixture struct {
 // BenchmarkImageBuild assembles and pushes an image with a 20 MiB binary
 // layer onto a small base against the real distribution registry, and
 // times crane (the go-containerregistry CLI) making the same image as a
-// yardstick. Run with: go test -bench . -run '^$' ./internal/build/
+// yardstick. Each case runs devloop and crane in turns, one of each per
+// iteration, alternating which goes first, so load that comes and goes on
+// a shared machine lands on both sides; it reports each side's median
+// ms/op and the median of the per-iteration ratios with their spread
+// (the 2nd smallest and 2nd largest of them, min and max below 5
+// iterations). Run with:
+//
+//	go test -bench 'ImageBuild/' -benchtime 10x -count 3 -run '^$' ./internal/build/
 func BenchmarkImageBuild(b *testing.B) {
 	f := newBenchFixture(b)
 	ctx := context.Background()
 
-	b.Run("devloop/cold", func(b *testing.B) {
+	b.Run("cold", func(b *testing.B) {
+		// A new Builder each time: nothing known in the process, a fresh
+		// repository; crane likewise pushes to a fresh repository.
 		run := benchRun.Add(1)
 		uploaded := 0
-		for i := 0; i < b.N; i++ {
-			// A new Builder: nothing known in the process, a fresh repository.
-			bl := f.builder(b)
+		f.interleave(b, nil, func(i int) {
 			img := f.oneFile
 			img.Name = fmt.Sprintf("cold-%d-%d", run, i)
-			res, err := bl.Build(ctx, img, f.dir, staticTags("latest"))
+			res, err := f.builder(b).Build(ctx, img, f.dir, staticTags("latest"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			uploaded += res.Uploaded
-		}
+		}, func(i int) {
+			f.craneAppend(b, fmt.Sprintf("crane-cold-%d-%d", run, i), f.appTar)
+		})
 		b.ReportMetric(float64(uploaded)/float64(b.N), "blobs/op")
 	})
 
-	b.Run("devloop/cold-uncompressed", func(b *testing.B) {
+	b.Run("devloop-cold-uncompressed", func(b *testing.B) {
 		// What a local registry gets by default: the layer's tar as its blob.
 		run := benchRun.Add(1)
 		for i := 0; i < b.N; i++ {
@@ -89,15 +100,19 @@ func BenchmarkImageBuild(b *testing.B) {
 		}
 	})
 
-	b.Run("devloop/warm-unchanged", func(b *testing.B) {
+	b.Run("warm-unchanged", func(b *testing.B) {
 		bl := f.builder(b)
 		img := f.oneFile
-		img.Name = fmt.Sprintf("warm-%d", benchRun.Add(1))
+		run := benchRun.Add(1)
+		img.Name = fmt.Sprintf("warm-%d", run)
 		if _, err := bl.Build(ctx, img, f.dir, staticTags("latest")); err != nil {
 			b.Fatal(err)
 		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
+		repo := fmt.Sprintf("crane-warm-%d", run)
+		if f.crane != "" {
+			f.craneAppend(b, repo, f.appTar)
+		}
+		f.interleave(b, nil, func(int) {
 			res, err := bl.Build(ctx, img, f.dir, staticTags("latest"))
 			if err != nil {
 				b.Fatal(err)
@@ -105,11 +120,13 @@ func BenchmarkImageBuild(b *testing.B) {
 			if res.Pushed {
 				b.Fatal("an unchanged image was pushed")
 			}
-		}
+		}, func(int) {
+			f.craneAppend(b, repo, f.appTar)
+		})
 		b.ReportMetric(0, "blobs/op")
 	})
 
-	b.Run("devloop/one-layer-changed", func(b *testing.B) {
+	b.Run("one-layer-changed", func(b *testing.B) {
 		bl := f.builder(b)
 		img := f.twoFile
 		run := benchRun.Add(1)
@@ -117,51 +134,103 @@ func BenchmarkImageBuild(b *testing.B) {
 		if _, err := bl.Build(ctx, img, f.dir, staticTags("latest")); err != nil {
 			b.Fatal(err)
 		}
-		b.ResetTimer()
+		repo := fmt.Sprintf("crane-changed-%d", run)
+		confTar := filepath.Join(b.TempDir(), "conf.tar")
+		if f.crane != "" {
+			f.craneAppend(b, repo, f.appTar, f.writeConfTar(b, confTar, "generation: 0\n"))
+		}
 		uploaded := 0
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			writeFile(b, f.dir, "conf/settings.yaml", fmt.Sprintf("generation: %d-%d\n", run, i))
-			b.StartTimer()
+		f.interleave(b, func(i int) {
+			generation := fmt.Sprintf("generation: %d-%d\n", run, i)
+			writeFile(b, f.dir, "conf/settings.yaml", generation)
+			f.writeConfTar(b, confTar, generation)
+		}, func(int) {
 			res, err := bl.Build(ctx, img, f.dir, staticTags("latest"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			uploaded += res.Uploaded
-		}
+		}, func(int) {
+			f.craneAppend(b, repo, f.appTar, confTar)
+		})
 		b.ReportMetric(float64(uploaded)/float64(b.N), "blobs/op")
 	})
+}
 
-	if f.crane == "" {
+// interleave runs iteration i of devloop and of crane b.N times, in turns,
+// devloop first on even iterations and crane first on odd ones, after
+// prepare (untimed, when not nil). It reports devloop-ms/op and crane-ms/op
+// (medians) and devloop/crane: the median of the iterations' ratios, with
+// devloop/crane-lo and -hi around it. Without crane, devloop alone runs.
+func (f *benchFixture) interleave(b *testing.B, prepare, devloop, crane func(i int)) {
+	b.Helper()
+	var ours, theirs []time.Duration
+	timed := func(run func(int), i int, into *[]time.Duration) {
+		start := time.Now()
+		run(i)
+		*into = append(*into, time.Since(start))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if prepare != nil {
+			b.StopTimer()
+			prepare(i)
+			b.StartTimer()
+		}
+		switch {
+		case f.crane == "":
+			timed(devloop, i, &ours)
+		case i%2 == 0:
+			timed(devloop, i, &ours)
+			timed(crane, i, &theirs)
+		default:
+			timed(crane, i, &theirs)
+			timed(devloop, i, &ours)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(median(ours)), "devloop-ms/op")
+	if len(theirs) == 0 {
 		return
 	}
-	b.Run("crane/cold", func(b *testing.B) {
-		run := benchRun.Add(1)
-		for i := 0; i < b.N; i++ {
-			f.craneAppend(b, fmt.Sprintf("crane-cold-%d-%d", run, i), f.appTar)
-		}
-	})
-	b.Run("crane/warm-unchanged", func(b *testing.B) {
-		repo := fmt.Sprintf("crane-warm-%d", benchRun.Add(1))
-		f.craneAppend(b, repo, f.appTar)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			f.craneAppend(b, repo, f.appTar)
-		}
-	})
-	b.Run("crane/one-layer-changed", func(b *testing.B) {
-		run := benchRun.Add(1)
-		repo := fmt.Sprintf("crane-changed-%d", run)
-		confTar := filepath.Join(b.TempDir(), "conf.tar")
-		f.craneAppend(b, repo, f.appTar, f.writeConfTar(b, confTar, "generation: 0\n"))
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			f.writeConfTar(b, confTar, fmt.Sprintf("generation: %d-%d\n", run, i))
-			b.StartTimer()
-			f.craneAppend(b, repo, f.appTar, confTar)
-		}
-	})
+	b.ReportMetric(ms(median(theirs)), "crane-ms/op")
+	ratios := make([]float64, len(ours))
+	for i := range ours {
+		ratios[i] = float64(ours[i]) / float64(theirs[i])
+	}
+	lo, mid, hi := spread(ratios)
+	b.ReportMetric(mid, "devloop/crane")
+	b.ReportMetric(lo, "devloop/crane-lo")
+	b.ReportMetric(hi, "devloop/crane-hi")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// spread is the median of xs and, around it, the second smallest and
+// second largest (one outlier each side is not the spread), or the
+// smallest and largest for fewer than 5 values.
+func spread(xs []float64) (lo, mid, hi float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		mid = s[n/2]
+	} else {
+		mid = (s[n/2-1] + s[n/2]) / 2
+	}
+	if n < 5 {
+		return s[0], mid, s[n-1]
+	}
+	return s[1], mid, s[n-2]
 }
 
 func newBenchFixture(b *testing.B) *benchFixture {

@@ -2,7 +2,6 @@ package build
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
 )
 
 // keepCompressedBelow is the largest compressed layer kept in memory
@@ -20,8 +20,14 @@ import (
 const keepCompressedBelow = 64 << 20
 
 // compressionLevel is gzip's fastest, as go-containerregistry's tarball
-// layers use. It is part of the layer digest: changing it changes every
-// digest once (and pushes every layer once).
+// layers use, from klauspost/compress rather than the standard library:
+// 176 against 1,530 MB/s on an incompressible 20 MiB layer (it stores
+// blocks that do not compress instead of encoding them), and about
+// twice as fast on Go binaries, which made the cold gzip build slower than
+// crane's. The compressor and its level are part of the layer digest:
+// changing either (or a klauspost/compress update changing its output)
+// changes every blob digest once, and an image whose inputs changed
+// pushes its layers once more.
 const compressionLevel = gzip.BestSpeed
 
 // blobInfo is what compressing a layer tar taught: its blob digest and size.

@@ -330,15 +330,27 @@ func (b *Builder) assemblePlatforms(ctx context.Context, img Image, list []strin
 	if err != nil {
 		return nil, err
 	}
+	// The base's manifest and configs are fetched while the layers are
+	// hashed and compressed: neither needs the other, and on a cold build
+	// each is a good part of the wait before the upload.
+	type fetched struct {
+		bases []v1.Image
+		err   error
+	}
+	basesCh := make(chan fetched, 1)
+	go func() {
+		bases, err := b.basesFor(ctx, img, platforms)
+		basesCh <- fetched{bases, err}
+	}()
 	layers, err := b.sourceLayers(img, dir)
+	bases := <-basesCh
 	if err != nil {
 		return nil, err
 	}
-	base, err := b.fetchBase(ctx, img.Name, img.Base, img.BaseInsecure)
-	if err != nil {
-		return nil, err
+	if bases.err != nil {
+		return nil, bases.err
 	}
-	return assembleAll(base, img, layers, platforms)
+	return assembleAll(bases.bases, img, layers, platforms)
 }
 
 // PushImage pushes one image by digest (blobs, then the manifest) without
