@@ -40,20 +40,9 @@ func debugContainer(c map[string]any, dbg *DebugEntrypoint) error {
 		delete(c, "livenessProbe")
 		return nil
 	}
-	args, err := stringList(c, "args")
+	argv, err := containerProgram(c, dbg.Entrypoint, dbg.Cmd)
 	if err != nil {
-		return fmt.Errorf("container %s: %v", name, err)
-	}
-	_, hasArgs := c["args"]
-	argv := command
-	switch {
-	case len(command) > 0 && hasArgs:
-		argv = append(argv, args...)
-	case len(command) == 0:
-		argv = append(append([]string(nil), dbg.Entrypoint...), args...)
-		if !hasArgs {
-			argv = append(argv, dbg.Cmd...)
-		}
+		return err
 	}
 	if len(argv) == 0 {
 		return fmt.Errorf("container %s: the image is in debug mode but neither the container's command nor the image's entrypoint or cmd (images[].entrypoint, images[].cmd) says what program to run under delve", name)
@@ -64,6 +53,33 @@ func debugContainer(c map[string]any, dbg *DebugEntrypoint) error {
 	delete(c, "args")
 	delete(c, "livenessProbe")
 	return nil
+}
+
+// containerProgram is the argv a container runs by the Kubernetes rules:
+// its command, or else the image's entrypoint; its args, or else (with no
+// command) the image's cmd. Empty when nothing says what to run.
+func containerProgram(c map[string]any, entrypoint, cmd []string) ([]string, error) {
+	name, _ := c["name"].(string)
+	command, err := stringList(c, "command")
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %v", name, err)
+	}
+	args, err := stringList(c, "args")
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %v", name, err)
+	}
+	_, hasArgs := c["args"]
+	argv := command
+	switch {
+	case len(command) > 0 && hasArgs:
+		argv = append(argv, args...)
+	case len(command) == 0:
+		argv = append(append([]string(nil), entrypoint...), args...)
+		if !hasArgs {
+			argv = append(argv, cmd...)
+		}
+	}
+	return argv, nil
 }
 
 // stringList reads a container's list of strings field (absent: nil).

@@ -39,6 +39,10 @@ func builtImages(env *v1alpha1.DevEnvironment) ([]BuiltImage, map[string]ImageRe
 				// a rebuild may run the previous digest under delve
 				// until the build lands.
 				built.Debug = &DebugEntrypoint{Entrypoint: img.Entrypoint, Cmd: img.Cmd}
+			} else if lu := img.LiveUpdate; lu != nil {
+				// The build put the supervisor in the image: its
+				// containers run under it, so syncs reach them.
+				built.LiveUpdate = &LiveUpdateEntrypoint{Entrypoint: img.Entrypoint, Cmd: img.Cmd, After: lu.After, Command: lu.Command}
 			}
 			images = append(images, built)
 			refs[img.Name] = ImageRef{Repository: pull, Digest: ist.DeployDigest(), Tag: ist.ContentHash, Revision: revisionTag(ist),

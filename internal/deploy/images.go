@@ -28,6 +28,11 @@ type BuiltImage struct {
 	// Omitted from JSON when nil, so a Helm release's render key is what
 	// it was before debug mode existed.
 	Debug *DebugEntrypoint `json:",omitempty"`
+	// LiveUpdate is set for an image with images[].liveUpdate: the
+	// containers running it start under the live update supervisor
+	// (liveUpdateContainer), unless it is in debug mode. Omitted from JSON
+	// when nil, like Debug.
+	LiveUpdate *LiveUpdateEntrypoint `json:",omitempty"`
 }
 
 // podSpecPaths are where each workload kind keeps its pod spec. Kinds are
@@ -71,11 +76,11 @@ func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int,
 		if !found {
 			continue
 		}
-		n, err := rewriteContainers(spec, index)
+		n, wrapped, err := rewriteContainers(spec, index)
 		if err != nil {
 			return rewritten, fault.Permanentf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
-		if n == 0 {
+		if n == 0 && !wrapped {
 			continue
 		}
 		if err := unstructured.SetNestedMap(obj.Object, spec, path...); err != nil {
@@ -86,9 +91,12 @@ func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int,
 	return rewritten, nil
 }
 
-// rewriteContainers rewrites the images of one pod spec.
-func rewriteContainers(spec map[string]any, index map[string]*BuiltImage) (int, error) {
+// rewriteContainers rewrites the images of one pod spec, and says whether
+// it also wrapped containers of live-updatable images (their pod then
+// gets the live root's volume).
+func rewriteContainers(spec map[string]any, index map[string]*BuiltImage) (int, bool, error) {
 	n := 0
+	live := false
 	for _, field := range containerFields {
 		list, ok := spec[field]
 		if !ok || list == nil {
@@ -96,12 +104,12 @@ func rewriteContainers(spec map[string]any, index map[string]*BuiltImage) (int, 
 		}
 		containers, ok := list.([]any)
 		if !ok {
-			return n, fmt.Errorf("%s is not a list", field)
+			return n, false, fmt.Errorf("%s is not a list", field)
 		}
 		for _, item := range containers {
 			c, ok := item.(map[string]any)
 			if !ok {
-				return n, fmt.Errorf("%s holds a non-object", field)
+				return n, false, fmt.Errorf("%s holds a non-object", field)
 			}
 			image, _ := c["image"].(string)
 			img, ok := lookupImage(index, image)
@@ -112,14 +120,26 @@ func rewriteContainers(spec map[string]any, index map[string]*BuiltImage) (int, 
 				c["image"] = img.Reference
 				n++
 			}
-			if img.Debug != nil && field == "containers" {
+			switch {
+			case field != "containers":
+			case img.Debug != nil:
 				if err := debugContainer(c, img.Debug); err != nil {
-					return n, err
+					return n, false, err
 				}
+			case img.LiveUpdate != nil:
+				if err := liveUpdateContainer(c, img.LiveUpdate); err != nil {
+					return n, false, err
+				}
+				live = true
 			}
 		}
 	}
-	return n, nil
+	if live {
+		if err := addLiveVolume(spec); err != nil {
+			return n, false, err
+		}
+	}
+	return n, live, nil
 }
 
 // repositoryIndex maps every spelling of every built image's repositories
