@@ -24,13 +24,13 @@ func debugSpec() v1alpha1.DevEnvironmentSpec {
 
 // TestDebugWritesTheDebugAnnotation: debug adds component/image (the
 // component's only run-step image when IMAGE is left out) and says how
-// to attach; debug again changes nothing; --off removes only its entry.
+// to attach (--no-forward: without waiting); debug again changes nothing; --off removes only its entry.
 func TestDebugWritesTheDebugAnnotation(t *testing.T) {
 	ns := newNamespace(t)
 	createEnv(t, ns, "team", debugSpec())
 	annotation := func() string { return getEnv(t, ns, "team").Annotations[v1alpha1.DebugAnnotation] }
 
-	r := plugin(t, "debug", "team", "web", "-n", ns)
+	r := plugin(t, "debug", "team", "web", "--no-forward", "-n", ns)
 	if r.code != 0 || annotation() != "web/web" {
 		t.Fatalf("debug web: %s; annotation %q, want web/web", r, annotation())
 	}
@@ -39,10 +39,10 @@ func TestDebugWritesTheDebugAnnotation(t *testing.T) {
 			t.Errorf("debug output lacks %q: %s", want, r)
 		}
 	}
-	if r = plugin(t, "debug", "team", "api/server", "-n", ns); r.code != 0 || annotation() != "api/server,web/web" {
+	if r = plugin(t, "debug", "team", "api/server", "--no-forward", "-n", ns); r.code != 0 || annotation() != "api/server,web/web" {
 		t.Fatalf("debug api/server: %s; annotation %q", r, annotation())
 	}
-	if r = plugin(t, "debug", "team", "api/server", "-n", ns); r.code != 0 || annotation() != "api/server,web/web" {
+	if r = plugin(t, "debug", "team", "api/server", "--no-forward", "-n", ns); r.code != 0 || annotation() != "api/server,web/web" {
 		t.Fatalf("debug api/server again: %s; annotation %q", r, annotation())
 	}
 	r = plugin(t, "debug", "team", "web", "--off", "-n", ns)

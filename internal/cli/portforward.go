@@ -117,8 +117,16 @@ func forwardNamespace(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, p v1a
 // portForward binds every local port first (one in use fails the whole
 // command before anything is forwarded), then forwards until ctx ends.
 func (a *app) portForward(ctx context.Context, s *session, fws []*forwarder) error {
-	log := &syncWriter{w: a.out()}
-	poll := max(a.opts.PollInterval, 200*time.Millisecond)
+	if err := bindForwards(fws); err != nil {
+		return err
+	}
+	a.serveForwards(ctx, s, fws)
+	return nil
+}
+
+// bindForwards listens on every forward's local port, or on none: a port
+// declared twice or in use fails them all.
+func bindForwards(fws []*forwarder) error {
 	seen := map[int32]string{}
 	for _, f := range fws {
 		if other, dup := seen[f.local]; dup {
@@ -128,7 +136,6 @@ func (a *app) portForward(ctx context.Context, s *session, fws []*forwarder) err
 	}
 	var errs []error
 	for _, f := range fws {
-		f.s, f.log, f.poll = s, log, poll
 		if err := f.listen(); err != nil {
 			errs = append(errs, err)
 		}
@@ -139,13 +146,20 @@ func (a *app) portForward(ctx context.Context, s *session, fws []*forwarder) err
 		}
 		return err
 	}
+	return nil
+}
+
+// serveForwards forwards the bound ports until ctx ends.
+func (a *app) serveForwards(ctx context.Context, s *session, fws []*forwarder) {
+	log := &syncWriter{w: a.out()}
+	poll := max(a.opts.PollInterval, 200*time.Millisecond)
 	var wg sync.WaitGroup
 	for _, f := range fws {
+		f.s, f.log, f.poll = s, log, poll
 		wg.Go(func() { f.run(ctx) })
 	}
 	wg.Wait()
 	fmt.Fprintln(a.out(), "stopped port-forwards")
-	return nil
 }
 
 // startPortForwards forwards the ports of env's components (those with

@@ -31,9 +31,13 @@ type forwarder struct {
 	namespace string
 	target    forwardTarget
 	local     int32
-	s         *session
-	log       *syncWriter
-	poll      time.Duration
+	// portHint says how to pick another local port when it is in use;
+	// raw marks a port that speaks no HTTP (no http:// URL printed).
+	portHint string
+	raw      bool
+	s        *session
+	log      *syncWriter
+	poll     time.Duration
 
 	listeners []net.Listener
 	nextID    atomic.Int64
@@ -74,7 +78,8 @@ func (f *forwarder) listen() error {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("local port %d (port-forward %s of component %s) is already in use: stop what listens there or change components[].ports[].local", f.local, f.name, f.component)
+			hint := valueOr(f.portHint, "change components[].ports[].local")
+			return fmt.Errorf("local port %d (port-forward %s of component %s) is already in use: stop what listens there or %s", f.local, f.name, f.component, hint)
 		}
 		return fmt.Errorf("port-forward %s of component %s: listening on local port %d: %w", f.name, f.component, f.local, err)
 	}
@@ -195,7 +200,11 @@ func (f *forwarder) tunnel(ctx context.Context, acquire bool) (t *podTunnel, err
 			f.cur = &podTunnel{pod: rt.pod, port: rt.port, conn: conn}
 			f.lastErr = ""
 			if f.lastPod == "" {
-				f.log.printf("%-6s http://localhost:%d -> %s (pod %s)\n", f.name, f.local, f.target, rt.pod)
+				scheme := "http://"
+				if f.raw {
+					scheme = ""
+				}
+				f.log.printf("%-6s %slocalhost:%d -> %s (pod %s)\n", f.name, scheme, f.local, f.target, rt.pod)
 			} else if f.lastPod != rt.pod {
 				f.log.printf("%-6s localhost:%d -> %s now goes to pod %s\n", f.name, f.local, f.target, rt.pod)
 			}

@@ -111,6 +111,9 @@ func addComponent(parent *node, c *ComponentView, p palette) {
 		if len(img.Tags) > 0 {
 			text += "  tags: " + strings.Join(img.Tags, ", ")
 		}
+		if img.Debug {
+			text += "  " + p.state("Debug") + fmt.Sprintf(" build, delve on :%d", v1alpha1.DebugPort)
+		}
 		in := n.add(text)
 		if b := img.Build; b != nil {
 			builder := "build job/"
