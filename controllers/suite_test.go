@@ -23,6 +23,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testrun"
@@ -113,6 +114,10 @@ func TestMain(m *testing.M) {
 			Exec:      suiteExec,
 			Events:    recorder,
 		},
+		// Live updates sync pods through a scripted supervisor; new pods
+		// are looked for every second.
+		LiveUpdate:       &liveupdate.Engine{Exec: liveSyncs},
+		ConvergeInterval: time.Second,
 		// Test Jobs are created as the environment's ServiceAccount; a
 		// test pod that cannot pull its image ends its run quickly.
 		Tests: &testrun.Engine{

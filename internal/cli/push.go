@@ -231,6 +231,10 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 		return err
 	}
 	fmt.Fprintf(a.out(), "Ready in %s (pack %s, push %s, rollout %s)\n", seconds(time.Since(start)), seconds(packed), seconds(pushed), seconds(p.elapsed()))
+	// Live update or rollout, per live-updatable image, and why.
+	if env, err := s.getEnv(ctx, t.env); err == nil {
+		a.printHowUpdated(env, affected)
+	}
 	return nil
 }
 
