@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -64,27 +64,40 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	var cacheOpts cache.Options
-	if opts.watchNamespace != "" {
-		// One namespace only: the operator sees, and reconciles,
-		// nothing outside it.
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
+	mgr, err := newManager(cfg, opts)
+	if err != nil {
+		return err
 	}
+	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
+		"defaultServiceAccount", opts.defaultServiceAccount, "allowOperatorIdentity", opts.allowOperatorIdentity, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
+		"helperImage", opts.helperImage, "workDir", opts.workDir,
+		"watchLabelSelector", opts.shard.selectorString(), "leaderElectionID", opts.shard.leaderElectionID)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// newManager makes the manager, its caches scoped to this shard's
+// environments and the Jobs devloop creates, and wires the reconciler
+// with one engine of each kind.
+func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 newScheme(),
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress: opts.probeAddr,
-		LeaderElection:         opts.leaderElect,
-		LeaderElectionID:       "devloop-manager.devloop.dev",
+		Scheme: newScheme(),
+		// One namespace only (--watch-namespace): the operator sees, and
+		// reconciles, nothing outside it.
+		Cache:                   controllers.CacheOptions(controllers.WatchScope{Namespace: opts.watchNamespace, Environments: opts.shard.selector}),
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        opts.shard.leaderElectionID,
+		LeaderElectionNamespace: opts.leaderElectionNamespace,
 		// Leaving the lease on shutdown lets a replacement take over at
 		// once instead of waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		// Tests run several shards' managers in one process.
+		Controller: config.Controller{SkipNameValidation: &opts.skipNameValidation},
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-
 	// Each engine and the identity they act as are made once and shared
 	// by every reconcile.
 	tenants := &identity.Identity{
@@ -145,10 +158,10 @@ func run(args []string) error {
 		},
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
-		return fmt.Errorf("setting up controller: %w", err)
+		return nil, fmt.Errorf("setting up controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
 	// Ready once the informer caches have synced: before that the
 	// operator cannot act on anything.
@@ -158,13 +171,10 @@ func run(args []string) error {
 		}
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
 
-	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
-		"defaultServiceAccount", opts.defaultServiceAccount, "allowOperatorIdentity", opts.allowOperatorIdentity, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
-		"helperImage", opts.helperImage, "workDir", opts.workDir)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr, nil
 }
 
 type options struct {
@@ -192,6 +202,12 @@ type options struct {
 	driftInterval          time.Duration
 	layerCompression       source.Compression
 	watchNamespace         string
+	// shard is which environments this instance reconciles and the lease
+	// it elects its leader on.
+	shard                   shard
+	leaderElectionNamespace string
+	// skipNameValidation lets tests run several managers in one process.
+	skipNameValidation bool
 }
 
 // restConfig loads the given kubeconfig, or the in-cluster config,
@@ -226,7 +242,9 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.maxHelmTimeout, "max-helm-timeout", deploy.DefaultMaxHelmTimeout, "cap on spec.components[].helm.timeout (keep it below --reconcile-timeout)")
 	fs.DurationVar(&o.maxBuildTimeout, "max-build-timeout", build.DefaultMaxBuildTimeout, "cap on spec.components[].images[].run.timeout, for builder Jobs and warm builds")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; empty: the namespace the operator runs in")
 	egressFlags := registerEgressFlags(fs)
+	shardFlags := registerShardFlags(fs)
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -239,6 +257,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	var err error
 	if o.egress, err = egressFlags.policy(); err != nil {
+		return o, err
+	}
+	if o.shard, err = shardFlags.shard(); err != nil {
 		return o, err
 	}
 	if o.layerCompression, err = source.ParseCompression(*layerCompression); err != nil {

@@ -192,7 +192,21 @@ func (s *Session) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, 
 		return err
 	}
 	log.FromContext(ctx).Info("starting builder job", "job", jobName, "image", img.Name, "platform", platform, "revision", ref.Revision)
-	if err := tenant.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = tenant.Create(ctx, job)
+	if apierrors.IsAlreadyExists(err) {
+		// The cache holds only Jobs labelled as devloop's builder and test
+		// Jobs: a Job of this name it did not show is someone else's (or
+		// lost its labels), and is not waited on as if it were the build.
+		existing := &batchv1.Job{}
+		if err := s.e.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(existing, s.env) || existing.Labels[v1alpha1.LabelRole] != req.Labels[v1alpha1.LabelRole] {
+			return notOurs("builder Job", jobName)
+		}
+		return nil
+	}
+	if err != nil {
 		return identity.Refused(err, "create builder job "+jobName)
 	}
 	return nil
