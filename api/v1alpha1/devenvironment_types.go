@@ -27,6 +27,7 @@ const DevEnvironmentKind = "DevEnvironment"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.images) ? size(c.images) : 0).sum() <= 16",message="at most 16 images in one environment",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, (has(c.helm) && has(c.helm.patches) ? size(c.helm.patches) : 0) + (has(c.manifests) && has(c.manifests.patches) ? size(c.manifests.patches) : 0)).sum() <= 16",message="at most 16 patches in one environment",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.ports) ? size(c.ports) : 0).sum() <= 16",message="at most 16 ports in one environment",fieldPath=".components"
+// +kubebuilder:validation:XValidation:rule="!has(self.components) || self.components.map(c, has(c.images) ? c.images.filter(i, has(i.liveUpdate)).size() : 0).sum() <= 2",message="at most 2 images with liveUpdate (components[].images[].liveUpdate) in one environment",fieldPath=".components"
 // +kubebuilder:validation:XValidation:rule="has(self.registry) || !has(self.components) || !self.components.exists(c, has(c.images))",message="registry is required when a component builds images",fieldPath=".registry"
 type DevEnvironmentSpec struct {
 	// Suspend stops reconciliation: nothing is built, deployed or run and

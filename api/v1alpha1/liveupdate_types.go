@@ -9,7 +9,8 @@ package v1alpha1
 // supervisor does what After says. Anything else — a file outside the
 // paths, the image config (env, entrypoint, user), the chart or manifests
 // — is rolled out as without liveUpdate. The image pushed under its tags
-// stays the truth: a rollout at any time runs the same files.
+// stays the truth: a rollout at any time runs the same files. At most 2
+// images of an environment have it (the CRD's size budget).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.command) || (has(self.after) && self.after == 'Command')",message="liveUpdate.command is only run with liveUpdate.after: Command",fieldPath=".command"
 // +kubebuilder:validation:XValidation:rule="!has(self.after) || self.after != 'Command' || has(self.command)",message="liveUpdate.after: Command needs liveUpdate.command",fieldPath=".command"
@@ -21,7 +22,7 @@ type LiveUpdate struct {
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:MaxLength=64
 	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^/[^/]') && !self.matches(r'(^|/)[.][.]?(/|$)') && !self.matches(r'^/[.]devloop(/|$)')`,message="liveUpdate.paths must be absolute paths in the image below /, without '.' or '..' segments, outside /.devloop"
 	Paths []string `json:"paths"`
 
@@ -36,8 +37,8 @@ type LiveUpdate struct {
 	// Command run in the container after a sync when after is Command,
 	// e.g. [/app/reload]. No shell is involved.
 	// +optional
-	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=64
 	Command []string `json:"command,omitempty"`
 }
 

@@ -28,6 +28,7 @@ var perEnvironment = map[string]budget{
 	"spec.components[].helm.patches[]":      {"patches", 16},
 	"spec.components[].manifests.patches[]": {"patches", 16},
 	"spec.components[].ports[]":             {"ports", 16},
+	"spec.components[].images[].liveUpdate": {"liveUpdates", 2},
 }
 
 // budget is how many items of a group (helm and manifests patches share

@@ -129,6 +129,24 @@ func TestBadSpecsRejected(t *testing.T) {
 		{"unclosed tag template", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Components[1].Images[0].Tags = []string{"v1-{{ .Revision"}
 		}, []string{`spec.components[1].images[0].tags[0]`}},
+		{"liveUpdate path not absolute", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"manager"}}
+		}, []string{`spec.components[1].images[0].liveUpdate.paths[0]`, `liveUpdate.paths must be absolute paths`}},
+		{"liveUpdate path in the supervisor's directory", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/.devloop/supervisor"}}
+		}, []string{`spec.components[1].images[0].liveUpdate.paths[0]`, `outside /.devloop`}},
+		{"liveUpdate command without after: Command", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/manager"}, Command: []string{"/reload"}}
+		}, []string{`spec.components[1].images[0].liveUpdate.command`, `liveUpdate.command is only run with liveUpdate.after: Command`}},
+		{"liveUpdate after: Command without command", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/manager"}, After: v1alpha1.LiveUpdateCommand}
+		}, []string{`spec.components[1].images[0].liveUpdate.command`, `liveUpdate.after: Command needs liveUpdate.command`}},
+		{"too many live-updatable images", func(s *v1alpha1.DevEnvironmentSpec) {
+			for i := 0; i < 3; i++ {
+				s.Components = append(s.Components, v1alpha1.Component{Name: fmt.Sprintf("live%d", i), Images: []v1alpha1.ImageSpec{{
+					Name: fmt.Sprintf("live%d", i), LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/app"}}}}})
+			}
+		}, []string{`spec.components`, `at most 2 images with liveUpdate`}},
 		{"too many components", func(s *v1alpha1.DevEnvironmentSpec) {
 			for i := 0; i < 32; i++ {
 				s.Components = append(s.Components, v1alpha1.Component{Name: fmt.Sprintf("c%d", i), Manifests: &v1alpha1.ManifestsSpec{Source: "app"}})
