@@ -29,6 +29,7 @@ func everything() map[string]any {
 	return map[string]any{
 		"image":          map[string]any{"repository": "10.0.0.1:5000/devloop/manager", "digest": "sha256:" + strings.Repeat("ab", 32)},
 		"replicaCount":   2,
+		"shards":         []any{"team-a", "team-b"},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"manager": map[string]any{
 			"concurrent": 8, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": true,
@@ -135,7 +136,7 @@ func TestChartManagerArgs(t *testing.T) {
 	d := deploymentOf(t, renderChart(t, everything()), "devloop-manager")
 	got := d.Spec.Template.Spec.Containers[0].Args
 	want := []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
-		"--work-dir=/var/cache/devloop", "--concurrent=8", "--default-service-account=deployer",
+		"--work-dir=/var/cache/devloop", "--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--default-service-account=deployer",
 		"--no-cross-namespace-refs", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",
 		"--layer-compression=gzip", "--log-level=debug", "--log-format=console",

@@ -23,6 +23,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: manager
 {{- end -}}
 
+{{/*
+The pods of one manager Deployment: the main one's are the manager's
+selector (unchanged, a Deployment's selector cannot change on upgrade); a
+shard's are told apart by their component and devloop.dev/shard, so no
+Deployment's selector matches another's pods.
+*/}}
+{{- define "devloop.shardSelector" -}}
+{{- if .shard -}}
+app.kubernetes.io/name: devloop
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: manager-shard
+devloop.dev/shard: {{ .shard }}
+{{- else -}}
+{{- include "devloop.managerSelector" .root -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "devloop.registrySelector" -}}
 app.kubernetes.io/name: devloop
 app.kubernetes.io/instance: {{ .Release.Name }}

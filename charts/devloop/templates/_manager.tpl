@@ -1,0 +1,191 @@
+{{/*
+The manager's Deployment. With .shard empty it is the main instance: it
+reconciles every DevEnvironment, or, when shards are installed, those no
+shard takes (no sharding.devloop.dev/key label). With .shard set it is that
+shard's instance, reconciling the DevEnvironments labelled
+sharding.devloop.dev/key=<shard>; each shard elects its leader on a Lease
+of its own (derived by the manager from its selector).
+*/}}
+{{- define "devloop.managerDeployment" -}}
+{{- $root := .root -}}
+{{- $shard := .shard -}}
+{{- $image := include "devloop.image" $root -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "devloop.fullname" $root }}-manager{{ if $shard }}-{{ $shard }}{{ end }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "devloop.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: manager
+    {{- with $shard }}
+    devloop.dev/shard: {{ . }}
+    {{- end }}
+spec:
+  replicas: {{ $root.Values.replicaCount }}
+  selector:
+    matchLabels:
+      {{- include "devloop.shardSelector" (dict "root" $root "shard" $shard) | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "devloop.shardSelector" (dict "root" $root "shard" $shard) | nindent 8 }}
+        {{- with $root.Values.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      annotations:
+        kubectl.kubernetes.io/default-container: manager
+        {{- with $root.Values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      serviceAccountName: {{ include "devloop.serviceAccountName" $root }}
+      terminationGracePeriodSeconds: 30
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      containers:
+      - name: manager
+        image: {{ $image }}
+        imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+        args:
+        {{- if $root.Values.leaderElection.enabled }}
+        - --leader-elect
+        {{- end }}
+        {{- if $root.Values.metrics.enabled }}
+        - --metrics-bind-address=:{{ $root.Values.metrics.port }}
+        {{- else }}
+        - --metrics-bind-address=0
+        {{- end }}
+        - --health-probe-bind-address=:8081
+        - --work-dir=/var/cache/devloop
+        {{- if $shard }}
+        - --watch-label-selector=sharding.devloop.dev/key={{ $shard }}
+        {{- else if $root.Values.shards }}
+        # Sharded environments are their shard's, not this instance's.
+        - --watch-label-selector=!sharding.devloop.dev/key
+        {{- end }}
+        {{- with $root.Values.manager.concurrent }}
+        - --concurrent={{ . }}
+        {{- end }}
+        {{- with $root.Values.manager.defaultServiceAccount }}
+        - --default-service-account={{ . }}
+        {{- end }}
+        {{- if $root.Values.manager.allowOperatorIdentity }}
+        - --allow-operator-identity
+        {{- end }}
+        {{- if $root.Values.manager.noCrossNamespaceRefs }}
+        - --no-cross-namespace-refs
+        {{- end }}
+        {{- with $root.Values.manager.driftInterval }}
+        - --drift-interval={{ . }}
+        {{- end }}
+        {{- with $root.Values.manager.reconcileTimeout }}
+        - --reconcile-timeout={{ . }}
+        {{- end }}
+        {{- with $root.Values.manager.maxHelmTimeout }}
+        - --max-helm-timeout={{ . }}
+        {{- end }}
+        {{- with $root.Values.manager.maxSourceSize }}
+        - --max-source-size={{ int64 . }}
+        {{- end }}
+        {{- with $root.Values.manager.sourceStoreMaxBytes }}
+        - --source-store-max-bytes={{ int64 . }}
+        {{- end }}
+        {{- with $root.Values.manager.sourceStoreEnvMaxBytes }}
+        - --source-store-env-max-bytes={{ int64 . }}
+        {{- end }}
+        {{- with $root.Values.manager.layerCompression }}
+        - --layer-compression={{ . }}
+        {{- end }}
+        {{- with $root.Values.manager.logLevel }}
+        - --log-level={{ . }}
+        {{- end }}
+        {{- with $root.Values.manager.logFormat }}
+        - --log-format={{ . }}
+        {{- end }}
+        {{- range $root.Values.egress.denyCIDRs }}
+        - --egress-deny-cidr={{ . }}
+        {{- end }}
+        {{- range $root.Values.egress.allowCIDRs }}
+        - --egress-allow-cidr={{ . }}
+        {{- end }}
+        {{- range $root.Values.egress.denyHosts }}
+        - --egress-deny-host={{ . }}
+        {{- end }}
+        {{- range $root.Values.egress.allowHosts }}
+        - --egress-allow-host={{ . }}
+        {{- end }}
+        {{- if $root.Values.registry.enabled }}
+        # The chart's own registry is allowed whatever range its Service is in.
+        - --egress-allow-host={{ include "devloop.fullname" $root }}-registry.{{ $root.Release.Namespace }}.svc:{{ $root.Values.registry.service.port }}
+        - --egress-allow-host={{ include "devloop.fullname" $root }}-registry.{{ $root.Release.Namespace }}.svc.cluster.local:{{ $root.Values.registry.service.port }}
+        {{- end }}
+        {{- range $root.Values.manager.extraArgs }}
+        - {{ . | quote }}
+        {{- end }}
+        env:
+        # Builder pods run the operator's own image to fetch sources and
+        # push images: by default exactly the image of this container.
+        - name: DEVLOOP_HELPER_IMAGE
+          value: {{ default $image $root.Values.helperImage | quote }}
+        {{- with $root.Values.manager.extraEnv }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+        ports:
+        {{- if $root.Values.metrics.enabled }}
+        - name: metrics
+          containerPort: {{ $root.Values.metrics.port }}
+        {{- end }}
+        - name: probes
+          containerPort: 8081
+        livenessProbe:
+          httpGet:
+            path: /healthz
+            port: probes
+          initialDelaySeconds: 10
+          periodSeconds: 20
+        readinessProbe:
+          httpGet:
+            path: /readyz
+            port: probes
+          periodSeconds: 10
+        resources:
+          {{- toYaml $root.Values.resources | nindent 10 }}
+        securityContext:
+          {{- toYaml $root.Values.securityContext | nindent 10 }}
+        volumeMounts:
+        # Fetched sources and cached base image layers and charts; lost on
+        # restart, which costs one download per source.
+        - name: work
+          mountPath: /var/cache/devloop
+        # The root file system is read-only; libraries that want a
+        # scratch directory get this one.
+        - name: tmp
+          mountPath: /tmp
+      volumes:
+      - name: work
+        emptyDir:
+          sizeLimit: {{ $root.Values.workDir.sizeLimit }}
+      - name: tmp
+        emptyDir:
+          sizeLimit: 256Mi
+      {{- with $root.Values.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
