@@ -36,6 +36,7 @@ func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
 		if err != nil {
 			return nil, err
 		}
+		relocateLive(plan, img.LivePaths)
 		if layers[i], err = b.sourceLayer(img, dir, plan); err != nil {
 			return nil, explain(err, "image %s: layer from %q: %v", img.Name, m.From, err)
 		}

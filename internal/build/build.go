@@ -84,6 +84,10 @@ type Image struct {
 	// SourceRepository (the source's OCI repository) instead of uploaded.
 	Prebuilt         []source.PrebuiltLayer
 	SourceRepository string
+	// LivePaths are images[].liveUpdate.paths: the image gets the live
+	// update supervisor and its live paths become links into the pod's
+	// live root (liveupdate_layer.go).
+	LivePaths []string `json:",omitempty"`
 }
 
 // Result is what a build pushed.
@@ -139,6 +143,9 @@ type Builder struct {
 	uncompressed bool
 	// guard refuses plain HTTP to registries not marked insecure.
 	guard *schemeGuard
+	// supervisor is the binary live-updatable images get; empty is the
+	// running binary.
+	supervisor string
 }
 
 // Option configures a Builder.
@@ -150,6 +157,8 @@ type options struct {
 	// retryBackoff replaces go-containerregistry's retries (1s, 3s);
 	// tests of failing registries set a fast one.
 	retryBackoff *remote.Backoff
+	// supervisor is the binary live-updatable images get (WithSupervisor).
+	supervisor string
 }
 
 // WithTransport sets the HTTP transport under go-containerregistry's own
@@ -188,6 +197,7 @@ func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
 		insecure:     reg.Insecure,
 		nameOpts:     nameOpts,
 		uncompressed: reg.Compression.For(probe.RegistryStr()) == source.CompressionNone,
+		supervisor:   o.supervisor,
 	}
 	base := o.transport
 	if base == nil {
@@ -350,7 +360,11 @@ func (b *Builder) assemblePlatforms(ctx context.Context, img Image, list []strin
 	if bases.err != nil {
 		return nil, bases.err
 	}
-	return assembleAll(bases.bases, img, layers, platforms)
+	images, err := assembleAll(bases.bases, img, layers, platforms)
+	if err != nil {
+		return nil, err
+	}
+	return b.withSupervisor(img, images)
 }
 
 // PushImage pushes one image by digest (blobs, then the manifest) without

@@ -314,8 +314,13 @@ func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image
 	if base != "" && baseDigest != "" {
 		base = pinDigest(base, baseDigest)
 	}
+	var live []string
+	if img.LiveUpdate != nil {
+		live = img.LiveUpdate.Paths
+	}
 	return Image{
-		Name: img.Name, Base: base, BaseInsecure: img.BaseInsecure, Platforms: img.Platforms, Layers: img.Layers,
+		LivePaths: live,
+		Name:      img.Name, Base: base, BaseInsecure: img.BaseInsecure, Platforms: img.Platforms, Layers: img.Layers,
 		Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env,
 		WorkingDir: img.WorkingDir, User: img.User,
 		SourceURL: ref.URL,
