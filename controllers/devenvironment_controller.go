@@ -165,7 +165,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		summarize(env, outcome)
 		r.recordTransition(read, env, outcome)
-		if err := r.Status().Patch(ctx, env, client.MergeFrom(before)); err != nil {
+		if err := r.writeStatus(ctx, env, before); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("patching status: %w", err))
 			return
 		}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/testrun"
 )
@@ -35,14 +37,31 @@ type step struct {
 // turned off are Disabled), run due tests, bring up the on-demand
 // components queued test runs need.
 func (r *DevEnvironmentReconciler) steps() []step {
-	return []step{
+	return timed([]step{
 		{name: "triggers", run: r.takeTrigger},
 		{name: "plan", run: r.planEnvironment},
 		{name: "sources", run: r.resolveSources},
-		{name: "components", run: r.reconcileComponents},
+		{name: "components", run: func(ctx context.Context, s *scope) error {
+			// Unchanged components' objects are read with one LIST per
+			// namespace and kind (deploy.WithObjectSnapshots).
+			return r.reconcileComponents(deploy.WithObjectSnapshots(ctx), s)
+		}},
 		{name: "tests", run: r.runTests, always: true},
 		{name: "on-demand", run: r.bringUpForTests, always: true},
+	})
+}
+
+// timed makes each step record its duration in the step histogram
+// (devloop_reconcile_step_duration_seconds).
+func timed(steps []step) []step {
+	for i := range steps {
+		run, name := steps[i].run, steps[i].name
+		steps[i].run = func(ctx context.Context, s *scope) error {
+			defer metrics.ObserveStep(name, time.Now())
+			return run(ctx, s)
+		}
 	}
+	return steps
 }
 
 // planEnvironment checks what CEL cannot (cycles, templates, references as

@@ -139,6 +139,8 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		done = append(done, o)
 		if isCRD(o) {
 			crds = append(crds, o)
+			// Helm's cached discovery must see the new kind.
+			crdsApplied.Add(1)
 		}
 	}
 	if len(crds) > 0 {

@@ -23,6 +23,15 @@ const maxDriftFields = 3
 // The next Apply corrects what it reports. Fields devloop does not set
 // (a replica count it leaves to an autoscaler, say) are never drift.
 func Drift(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, opts ApplyOptions) (drifted []string, err error) {
+	drifted, _, err = driftVersions(ctx, c, objs, opts)
+	return drifted, err
+}
+
+// driftVersions is Drift, also returning the resourceVersion of each
+// object it found as wanted: until that version changes, the object
+// cannot have drifted, and need not be asked about again.
+func driftVersions(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, opts ApplyOptions) (drifted []string, inSync Versions, err error) {
+	inSync = Versions{}
 	for _, o := range objs {
 		ref := RefOf(o)
 		live := &unstructured.Unstructured{}
@@ -33,20 +42,23 @@ func Drift(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			continue
 		}
 		if err != nil {
-			return nil, classify(c, err, "get", ref)
+			return nil, nil, classify(c, err, "get", ref)
 		}
 		want := o.DeepCopy()
 		if err := applyOne(ctx, c, want, opts, client.DryRunAll); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if fields := diffFields(comparable(live), comparable(want), ""); len(fields) > 0 {
-			if len(fields) > maxDriftFields {
-				fields = append(fields[:maxDriftFields], fmt.Sprintf("%d more", len(fields)-maxDriftFields))
-			}
-			drifted = append(drifted, fmt.Sprintf("%s: %s changed by hand", describe(c, ref), strings.Join(fields, ", ")))
+		fields := diffFields(comparable(live), comparable(want), "")
+		if len(fields) == 0 {
+			inSync[ref] = live.GetResourceVersion()
+			continue
 		}
+		if len(fields) > maxDriftFields {
+			fields = append(fields[:maxDriftFields], fmt.Sprintf("%d more", len(fields)-maxDriftFields))
+		}
+		drifted = append(drifted, fmt.Sprintf("%s: %s changed by hand", describe(c, ref), strings.Join(fields, ", ")))
 	}
-	return drifted, nil
+	return drifted, inSync, nil
 }
 
 // comparable drops what changes on every write without being content.

@@ -107,6 +107,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 			return fmt.Errorf("removing the component's former manifests: %w", err)
 		}
 		st.Inventory, st.AppliedDigest = nil, ""
+		applied.forget(appliedKey(string(env.UID), c.Name))
 	}
 	if st.Release == nil {
 		return nil
@@ -123,6 +124,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 		return err
 	}
 	st.Release = nil
+	applied.forget(appliedKey(string(env.UID), c.Name))
 	return nil
 }
 
@@ -134,6 +136,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
 	hasRelease := (st != nil && st.Release != nil) || c.Helm != nil
 	hasObjects := st != nil && len(st.Inventory) > 0
+	applied.forget(appliedKey(string(env.UID), c.Name))
 	if !hasRelease && !hasObjects {
 		return nil
 	}

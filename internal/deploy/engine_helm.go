@@ -73,8 +73,17 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err := e.stalledRelease(env, st, req); err != nil {
 		return Result{}, err
 	}
+	key, digest := appliedKey(string(env.UID), c.Name), releaseDigest(req)
+	inFlight := releaseKey(req.Owner, req.Namespace, req.ReleaseName)
+	if rec, ok := applied.get(key); ok && rec.digest == digest && rec.release != nil && !helmInFlight.pending(inFlight) {
+		res, done, err := e.unchangedRelease(ctx, env, st, cl, key, rec, opts)
+		if done || err != nil {
+			return res, err
+		}
+	}
+	applied.forget(key)
 	started := time.Now()
-	run, done := helmInFlight.reconcile(ctx, releaseKey(req.Owner, req.Namespace, req.ReleaseName), client.ObjectKeyFromObject(env), req)
+	run, done := helmInFlight.reconcile(ctx, inFlight, client.ObjectKeyFromObject(env), req)
 	if !done {
 		// The action goes on outside this reconcile (helm_inflight.go).
 		if st.Release == nil {
@@ -109,13 +118,16 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 			"namespace", req.Namespace, "actions", out.Actions, "revision", out.Release.Revision)
 	}
 
-	cfg, err := req.Configs(req.Namespace)
-	if err != nil {
-		return Result{}, err
-	}
-	rls, err := LastRelease(cfg, req.ReleaseName)
-	if err != nil {
-		return Result{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+	rls := out.last
+	if rls == nil || run.started.Before(started) {
+		// Not read by this reconcile's own call: read it now.
+		cfg, err := req.Configs(req.Namespace)
+		if err != nil {
+			return Result{}, err
+		}
+		if rls, err = LastRelease(cfg, req.ReleaseName); err != nil {
+			return Result{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+		}
 	}
 	objs, err := ReleaseManifest(rls, e.Mapper)
 	if err != nil {
@@ -129,6 +141,9 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		}
 		st.Drift = boundDrift(drift)
 	}
+	if len(st.Drift) == 0 {
+		rememberRelease(ctx, cl, key, digest, rls, objs)
+	}
 	st.Release.Workloads = workloads(objs)
 	deployed := make([]ObjRef, 0, len(objs))
 	for _, o := range objs {
@@ -139,7 +154,11 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 
 // recentlyDeployed says the release's last action was less than quiet ago.
 func recentlyDeployed(rls *release.Release, quiet time.Duration) bool {
-	return rls != nil && rls.Info != nil && time.Since(rls.Info.LastDeployed.Time) < quiet
+	return rls != nil && rls.Info != nil && recentlyDeployedAt(rls.Info.LastDeployed.Time, quiet)
+}
+
+func recentlyDeployedAt(deployed time.Time, quiet time.Duration) bool {
+	return time.Since(deployed) < quiet
 }
 
 // correctReleaseDrift finds hand edits to the objects of a release that

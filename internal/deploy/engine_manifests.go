@@ -81,9 +81,22 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	// Drift is looked for only while the objects to apply are those last
 	// applied: what differs then was changed by hand, and the Apply below
 	// puts it back. A changed source or image is an update, not drift.
+	key := appliedKey(string(env.UID), c.Name)
 	var drift []string
 	if st.AppliedDigest == digest {
-		if drift, err = Drift(ctx, cl, objs, opts); err != nil {
+		refs := NewInventory(objs).Entries
+		if rec, ok := applied.get(key); ok && rec.digest == digest {
+			// Applied by this process: nothing to apply unless something
+			// drifted (applied.go).
+			res, found, done, err := e.unchangedManifests(ctx, env, cl, key, rec, objs, refs, opts)
+			if done || err != nil {
+				if err == nil {
+					st.Drift = nil
+				}
+				return res, err
+			}
+			drift = found
+		} else if drift, err = Drift(ctx, cl, objs, opts); err != nil {
 			return Result{}, fmt.Errorf("looking for drift: %w", err)
 		}
 	}
@@ -93,22 +106,53 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		replaced = append(replaced, ref.String())
 		log.FromContext(ctx).Info("replaced an object whose immutable fields changed", "component", c.Name, "object", ref.String())
 	}
-	applied, err := Apply(ctx, cl, objs, opts)
+	applied.forget(key)
+	done, err := Apply(ctx, cl, objs, opts)
 	if err != nil {
-		st.Inventory = toStatusInventory(Union(old, applied))
+		st.Inventory = toStatusInventory(Union(old, done))
 		return Result{}, err
 	}
 	st.AppliedDigest = digest
 	st.Drift = boundDrift(drift)
-	if _, err := Prune(ctx, cl, opts, Diff(old, applied)); err != nil {
+	if _, err := Prune(ctx, cl, opts, Diff(old, done)); err != nil {
 		return Result{}, fmt.Errorf("pruning: %w", err)
 	}
-	st.Inventory = toStatusInventory(applied)
-	done := fmt.Sprintf("%d objects applied", len(applied.Entries))
+	st.Inventory = toStatusInventory(done)
+	// Versions are recorded by the next reconcile's check, not taken from
+	// reads now: one found as wanted by the dry run is certain.
+	applied.set(key, appliedRecord{digest: digest})
+	msg := appliedMessage(len(done.Entries))
 	if len(replaced) > 0 {
-		done += fmt.Sprintf(", %s deleted and created again (a field that cannot change did)", strings.Join(replaced, ", "))
+		msg += fmt.Sprintf(", %s deleted and created again (a field that cannot change did)", strings.Join(replaced, ", "))
 	}
-	return readiness(ctx, env, cl, applied.Entries, done)
+	return readiness(ctx, env, cl, done.Entries, msg)
+}
+
+func appliedMessage(n int) string { return fmt.Sprintf("%d objects applied", n) }
+
+// unchangedManifests is the no-op of a component whose objects this
+// process applied with the same digest: readiness is read, and when every
+// object is still at the version it was found in sync at, or the dry run
+// finds no drift in those that moved (their versions recorded for next
+// time), that is all (done). Otherwise the caller applies and reports
+// the drift found.
+func (e *Engine) unchangedManifests(ctx context.Context, env *v1alpha1.DevEnvironment, cl client.Client, key string, rec appliedRecord, objs []*unstructured.Unstructured, refs []ObjRef, opts ApplyOptions) (res Result, drift []string, done bool, err error) {
+	r, read, err := checkVersions(ctx, snapshotted(ctx, cl, opts.Environment), refs)
+	if err != nil {
+		return Result{}, nil, false, err
+	}
+	if !unchangedSince(rec.inSync, read, refs) {
+		drift, inSync, err := driftVersions(ctx, cl, objs, opts)
+		if err != nil {
+			return Result{}, nil, false, fmt.Errorf("looking for drift: %w", err)
+		}
+		if len(drift) > 0 {
+			return Result{}, drift, false, nil
+		}
+		rec.inSync = inSync
+		applied.set(key, rec)
+	}
+	return readinessResult(env, r, appliedMessage(len(refs))), nil, true, nil
 }
 
 // Bounds of ComponentStatus.Drift, as the CRD declares them.
@@ -157,16 +201,21 @@ func readiness(ctx context.Context, env *v1alpha1.DevEnvironment, cl client.Read
 	if err != nil {
 		return Result{}, err
 	}
+	return readinessResult(env, r, done), nil
+}
+
+// readinessResult is the component's result from what Check found.
+func readinessResult(env *v1alpha1.DevEnvironment, r Readiness, done string) Result {
 	if len(r.Failed) > 0 {
-		return Result{Phase: v1alpha1.PhaseFailed, Message: done + "; failed: " + strings.Join(r.Failed, "; ")}, nil
+		return Result{Phase: v1alpha1.PhaseFailed, Message: done + "; failed: " + strings.Join(r.Failed, "; ")}
 	}
 	if len(r.NotReady) > 0 {
 		for i, line := range r.NotReady {
 			r.NotReady[i] = line + pullHint(env, line)
 		}
-		return Result{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(r.NotReady)}, nil
+		return Result{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(r.NotReady)}
 	}
-	return Result{Phase: v1alpha1.PhaseReady, Message: done + ", all Current"}, nil
+	return Result{Phase: v1alpha1.PhaseReady, Message: done + ", all Current"}
 }
 
 // pullHint names the field a built image's reference came from when a

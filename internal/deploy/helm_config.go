@@ -2,12 +2,10 @@ package deploy
 
 import (
 	"fmt"
-	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,59 +31,46 @@ func NewConfigFactory(cfg *rest.Config, impersonate string) ConfigFactory {
 		if impersonate != "" {
 			c.Impersonate = rest.ImpersonationConfig{UserName: impersonate}
 		}
-		getter := &restGetter{cfg: c, namespace: namespace}
+		d, err := discoveryFor(c)
+		if err != nil {
+			return nil, fmt.Errorf("helm configuration for namespace %s: %w", namespace, err)
+		}
+		d.fresh()
+		getter := &restGetter{cfg: c, namespace: namespace, d: d}
 		ac := new(action.Configuration)
 		// Helm's debug log goes nowhere: the release outcome is reported
 		// through Outcome and errors, and Helm's log lines may quote values.
 		if err := ac.Init(getter, namespace, HelmDriver, func(string, ...any) {}); err != nil {
 			return nil, fmt.Errorf("helm configuration for namespace %s: %w", namespace, err)
 		}
+		// Set, Helm renders with them instead of discovering anew before
+		// every action (helm_discovery.go).
+		if ac.Capabilities, err = d.capabilities(); err != nil {
+			return nil, fmt.Errorf("helm configuration for namespace %s: reading the API server's capabilities: %w", namespace, err)
+		}
 		return ac, nil
 	}
 }
 
 // restGetter is a genericclioptions.RESTClientGetter over an in-memory
-// rest.Config, without kubeconfig files or environment variables. The
-// discovery client and REST mapper are built once so Helm can invalidate
-// and reset them after it installs CRDs.
+// rest.Config, without kubeconfig files or environment variables. Its
+// discovery client and REST mapper are its identity's, shared by every
+// configuration of that identity (helm_discovery.go); Helm invalidates and
+// resets them after it installs CRDs.
 type restGetter struct {
 	cfg       *rest.Config
 	namespace string
-
-	once      sync.Once
-	discovery discovery.CachedDiscoveryInterface
-	mapper    meta.ResettableRESTMapper
-	err       error
+	d         *identityDiscovery
 }
 
 func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
 
-func (g *restGetter) init() {
-	g.once.Do(func() {
-		c := rest.CopyConfig(g.cfg)
-		// Discovery of a cluster with many CRDs makes many requests at once.
-		c.QPS, c.Burst = 50, 100
-		dc, err := discovery.NewDiscoveryClientForConfig(c)
-		if err != nil {
-			g.err = err
-			return
-		}
-		g.discovery = memory.NewMemCacheClient(dc)
-		g.mapper = restmapper.NewDeferredDiscoveryRESTMapper(g.discovery)
-	})
-}
-
 func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	g.init()
-	return g.discovery, g.err
+	return g.d.discovery, nil
 }
 
 func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
-	g.init()
-	if g.err != nil {
-		return nil, g.err
-	}
-	return restmapper.NewShortcutExpander(g.mapper, g.discovery, func(string) {}), nil
+	return restmapper.NewShortcutExpander(missingKindMapper{ResettableRESTMapper: g.d.mapper, d: g.d}, g.d.discovery, func(string) {}), nil
 }
 
 // ToRawKubeConfigLoader only serves the namespace: Helm's kube client reads

@@ -81,6 +81,15 @@ func releaseKey(owner, namespace, name string) string {
 	return owner + "/" + namespace + "/" + name
 }
 
+// pending says a run for key is in flight or ended without its outcome
+// taken by a reconcile yet.
+func (a *helmActions) pending(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.runs[key]
+	return ok
+}
+
 // reconcile runs ReconcileRelease for req, or takes the outcome of the
 // run already under way. It returns done=false while the run is in flight
 // (run says what it does), or the ended run, whose out and err are the

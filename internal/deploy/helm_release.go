@@ -84,6 +84,10 @@ type Outcome struct {
 	Release ReleaseInfo
 	// Observed lists every revision written during the call.
 	Observed []ReleaseInfo
+	// last is the latest stored revision as the call last read it, when
+	// it ended in sync: the caller reads its objects without listing the
+	// history again.
+	last *release.Release
 	// Digest of chart, values and render key: "sha256:<hex>".
 	Digest string
 	// Failure and FailedAction say which action failed last and how;
@@ -279,6 +283,7 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		}
 		act, ok := nextAction[st]
 		if !ok { // in sync
+			out.last = last
 			return out, lastErr
 		}
 		if act == ActionUnlock {

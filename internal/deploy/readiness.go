@@ -38,18 +38,33 @@ type Readiness struct {
 
 // Check is Ready with failures told apart from what is still in flight.
 func Check(ctx context.Context, c client.Reader, refs []ObjRef) (Readiness, error) {
+	r, _, err := checkVersions(ctx, c, refs)
+	return r, err
+}
+
+// Versions are the resourceVersions of objects as read, "" for one not
+// found: equal versions mean nothing, spec or status, changed in between.
+type Versions map[ObjRef]string
+
+// checkVersions is Check, also returning the resourceVersion each object
+// was read at, so the reads readiness needs anyway tell the engine
+// whether anything changed since it last looked (see appliedBook).
+func checkVersions(ctx context.Context, c client.Reader, refs []ObjRef) (Readiness, Versions, error) {
 	var r Readiness
+	versions := make(Versions, len(refs))
 	for _, ref := range refs {
 		o := &unstructured.Unstructured{}
 		o.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, o)
 		if apierrors.IsNotFound(err) {
+			versions[ref] = ""
 			r.NotReady = append(r.NotReady, describe(c, ref)+": not found")
 			continue
 		}
 		if err != nil {
-			return Readiness{}, classify(c, err, "get", ref)
+			return Readiness{}, nil, classify(c, err, "get", ref)
 		}
+		versions[ref] = o.GetResourceVersion()
 		msg, state := objectState(o)
 		switch state {
 		case objFailed:
@@ -62,7 +77,7 @@ func Check(ctx context.Context, c client.Reader, refs []ObjRef) (Readiness, erro
 			r.NotReady = append(r.NotReady, line)
 		}
 	}
-	return r, nil
+	return r, versions, nil
 }
 
 type objectHealth int

@@ -1,0 +1,117 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// A release whose chart, values and images are those this process last
+// deployed needs no Helm at all: no action configuration (discovery), no
+// history listed. What could have changed behind devloop's back is looked
+// at cheaply: the storage Secret of the deployed revision (Helm rewrites
+// it on every action on the release — an upgrade, a rollback, an
+// uninstall — or deletes it) and that no newer revision exists (someone's
+// upgrade, pending), listed as metadata only; then the release's objects,
+// as a manifests component's (applied.go).
+
+var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+
+// releaseSecret is the name Helm's Secret driver stores a revision under.
+func releaseSecret(name string, revision int) string {
+	return "sh.helm.release.v1." + name + ".v" + strconv.Itoa(revision)
+}
+
+// storedRevision lists the metadata of the release's storage Secrets and
+// returns the resourceVersion of revision's if it is the latest and Helm
+// labels it deployed; "" otherwise (gone, superseded, or a newer revision
+// pending under someone's helm upgrade). Metadata only: the releases
+// themselves, gzipped in the Secrets, are not transferred.
+func storedRevision(ctx context.Context, cl client.Reader, namespace, name string, revision int) (string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(secretGVK.GroupVersion().WithKind("SecretList"))
+	if err := cl.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": name}); err != nil {
+		return "", err
+	}
+	version := ""
+	for _, m := range list.Items {
+		l := m.GetLabels()
+		v, err := strconv.Atoi(l["version"])
+		switch {
+		case err != nil:
+			return "", nil
+		case v > revision:
+			return "", nil
+		case v == revision && m.GetName() == releaseSecret(name, revision) && l["status"] == string(release.StatusDeployed):
+			version = m.GetResourceVersion()
+		}
+	}
+	return version, nil
+}
+
+// rememberRelease records a release found deployed with digest and its
+// objects, after a full reconcile of it. Its storage Secret is read now;
+// one that is not labelled deployed (someone acted in between) is not
+// recorded, and the next reconcile looks at the release in full again.
+func rememberRelease(ctx context.Context, cl client.Reader, key, digest string, rls *release.Release, objs []*unstructured.Unstructured) {
+	if rls == nil || rls.Info == nil || rls.Info.Status != release.StatusDeployed || rls.Labels[DigestLabel] != digestLabel(digest) {
+		applied.forget(key)
+		return
+	}
+	secret := releaseSecret(rls.Name, rls.Version)
+	version, err := storedRevision(ctx, cl, rls.Namespace, rls.Name, rls.Version)
+	if err != nil || version == "" {
+		applied.forget(key)
+		return
+	}
+	applied.set(key, appliedRecord{digest: digest, release: &releaseRecord{
+		info: infoOf(rls), secret: secret, secretVersion: version, objects: objs,
+		deployed: rls.Info.LastDeployed.Time,
+	}})
+}
+
+// unchangedRelease is the no-op of a release recorded with the digest
+// about to be deployed: when its deployed revision is untouched and its
+// objects are unchanged (or the dry run finds them as wanted), the result
+// is their readiness (done). Otherwise the caller reconciles it in full.
+func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironment, st *v1alpha1.ComponentStatus, cl client.Client, key string, rec appliedRecord, opts ApplyOptions) (Result, bool, error) {
+	rel := rec.release
+	if st.Release == nil || st.Release.Revision != rel.info.Revision || st.Release.Name != rel.info.Name {
+		return Result{}, false, nil
+	}
+	version, err := storedRevision(ctx, cl, rel.info.Namespace, rel.info.Name, rel.info.Revision)
+	if err != nil || version != rel.secretVersion {
+		// Gone, superseded or rewritten: Helm decides what to do.
+		return Result{}, false, nil
+	}
+	refs := make([]ObjRef, 0, len(rel.objects))
+	for _, o := range rel.objects {
+		refs = append(refs, RefOf(o))
+	}
+	r, read, err := checkVersions(ctx, snapshotted(ctx, cl, opts.Environment), refs)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if !unchangedSince(rec.inSync, read, refs) && !recentlyDeployedAt(rel.deployed, e.DriftQuietPeriod) {
+		drift, inSync, err := driftVersions(ctx, cl, rel.objects, opts)
+		if err != nil {
+			return Result{}, false, fmt.Errorf("release %s/%s: looking for drift: %w", rel.info.Namespace, rel.info.Name, err)
+		}
+		if len(drift) > 0 {
+			return Result{}, false, nil
+		}
+		rec.inSync = inSync
+		applied.set(key, rec)
+	}
+	st.Drift = nil
+	st.Release.Workloads = workloads(rel.objects)
+	return readinessResult(env, r, fmt.Sprintf("release %s revision %d %s", rel.info.Name, rel.info.Revision, rel.info.Status)), true, nil
+}
