@@ -6,9 +6,12 @@ package steadystate
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -28,11 +31,13 @@ func TestMain(m *testing.M) {
 		// nothing: envtest is not worth starting for it.
 		os.Exit(m.Run())
 	}
+	// The operator's log is dropped unless asked for: fifty environments
+	// coming up say a lot.
+	ctrl.SetLogger(logr.Discard())
+	if os.Getenv("DEVLOOP_TEST_VERBOSE") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	}
 	os.Exit(testenv.RunWithClient(m, func(env *envtest.Environment, c client.Client) {
 		testEnv, k8s = env, c
-		if os.Getenv("DEVLOOP_TEST_VERBOSE") == "" {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "envtest at", env.Config.Host)
 	}))
 }
