@@ -16,8 +16,12 @@ import (
 // live update in place is looked at for pods started since (rescheduled,
 // scaled up, restarted), which must be synced to the latest digest.
 // Nothing watches pods, so this bounds how long such a pod serves the
-// image's own files after its supervisor's start gate gave up waiting.
-const defaultConvergeInterval = 5 * time.Second
+// image's own files after its supervisor's start gate gave up waiting
+// (3 s); while pods of the template are starting, each reconcile also
+// tells their supervisors to start at once. A reconcile of a Ready
+// environment is a few reads, so 2 s costs little, and only environments
+// with pods of live-updatable images pay it.
+const defaultConvergeInterval = 2 * time.Second
 
 func (r *DevEnvironmentReconciler) convergeInterval() time.Duration {
 	if r.ConvergeInterval > 0 {
@@ -35,10 +39,7 @@ func (r *DevEnvironmentReconciler) liveUpdate(ctx context.Context, s *scope, c *
 		return nil
 	}
 	out, err := r.LiveUpdate.Update(ctx, liveupdate.Request{Env: s.env, Component: c, Status: st, Tenant: s.tenant, Registry: s.imageBuilds(r)})
-	if out.Pending {
-		s.requeueWithin(minRolloutPoll)
-	}
-	if out.Serving {
+	if out.Pending || out.Serving {
 		s.requeueWithin(r.convergeInterval())
 	}
 	if len(out.Synced) > 0 && r.Recorder != nil {

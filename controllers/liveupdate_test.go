@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -69,13 +72,13 @@ func (s *scriptedSync) Exec(_ context.Context, _ *identity.Tenant, ns, pod, cont
 	return json.NewEncoder(stdout).Encode(map[string]any{"digest": digest, "restartedMs": 7, "files": len(call.Files)})
 }
 
-// in are the syncs made in namespace ns, to pod when not "".
-func (s *scriptedSync) in(ns, pod string) []syncCall {
+// of are the syncs of digest made to pod in namespace ns.
+func (s *scriptedSync) of(ns, pod, digest string) []syncCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []syncCall
 	for _, c := range s.calls {
-		if c.Namespace == ns && (pod == "" || c.Pod == pod) {
+		if c.Namespace == ns && c.Pod == pod && c.Command[len(c.Command)-1] == "--digest="+digest {
 			out = append(out, c)
 		}
 	}
@@ -86,6 +89,24 @@ func (s *scriptedSync) failFor(ns, pod, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail[ns+"/"+pod] = msg
+}
+
+// staticSupervisor builds a static linux/amd64 binary standing in for the
+// supervisor live-updatable images get (the build refuses a dynamic one;
+// no pod runs it in envtest).
+func staticSupervisor(dir string) (string, error) {
+	src := filepath.Join(dir, "supervisor.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "supervisor")
+	cmd := exec.Command("go", "build", "-o", out, src)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=", "GO111MODULE=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building a static supervisor: %v: %s", err, b)
+	}
+	return out, nil
 }
 
 // liveEnv is webEnv deploying a Deployment of the web image, with /web
@@ -151,7 +172,11 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	// First deploy: a rollout, as always.
-	g.Eventually(func(g Gomega) { webDeploymentNow(g, ns) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := &v1alpha1.DevEnvironment{}
+		g.Expect(k8s.Get(ctx, key, cur)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed(), "status: %+v", cur.Status)
+	}, timeout).Should(Succeed())
 	markAvailable(t, ns, "web")
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
@@ -183,7 +208,7 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	v2 := *imageOf(env, "web", "web")
 	g.Expect(condition(env, v1alpha1.ConditionReady).Message).To(ContainSubstring("live update serving: web/web"))
 	for _, pod := range []string{"web-a", "web-b"} {
-		calls := liveSyncs.in(ns, pod)
+		calls := liveSyncs.of(ns, pod, v2.Digest)
 		g.Expect(calls).To(HaveLen(1), "one sync per pod")
 		g.Expect(calls[0].Container).To(Equal("web"))
 		g.Expect(calls[0].Command).To(Equal([]string{liveupdate.SupervisorPath, "sync", "--digest=" + v2.Digest}))
@@ -200,8 +225,8 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(podLiveDigest(g, ns, "web-c")).To(Equal(v2.Digest))
 	}, timeout).Should(Succeed())
-	g.Expect(liveSyncs.in(ns, "web-c")[0].Files).To(Equal(map[string]string{"/web": "755:binary v2"}))
-	g.Expect(liveSyncs.in(ns, "web-a")).To(HaveLen(1), "a synced pod is not synced again")
+	g.Expect(liveSyncs.of(ns, "web-c", v2.Digest)[0].Files).To(Equal(map[string]string{"/web": "755:binary v2"}))
+	g.Expect(liveSyncs.of(ns, "web-a", v2.Digest)).To(HaveLen(1), "a synced pod is not synced again")
 
 	// A sync failing on one pod: the component is rolled out instead.
 	liveSyncs.failFor(ns, "web-b", "sync: no supervisor answers at /.devloop/live/.supervisor.sock")
@@ -251,5 +276,17 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	})
 	markAvailable(t, ns, "web")
 	env = eventually(t, key, readyCurrent)
+
+	// A pod of a template that runs the newest digest itself is told it
+	// is current (an empty sync), so its supervisor starts the program
+	// without waiting out its start gate.
+	latest := imageOf(env, "web", "web").Digest
+	runningPod(t, ns, "web-d", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+	g.Eventually(func(g Gomega) {
+		g.Expect(podLiveDigest(g, ns, "web-d")).To(Equal(latest))
+	}, timeout).Should(Succeed())
+	g.Expect(liveSyncs.of(ns, "web-d", latest)[0].Files).To(BeEmpty())
+	env = eventually(t, key, readyCurrent)
+	g.Expect(imageOf(env, "web", "web").LastUpdate).To(Equal(v1alpha1.UpdateRollout), "telling a pod it is current is no live update")
 	expectKstatus(t, env, status.CurrentStatus)
 }

@@ -85,6 +85,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Live-updatable images get a static supervisor; this test binary
+	// is not one.
+	supervisor, err := staticSupervisor(workDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	restConfig = env.Config
 	strict := &identity.Identity{Config: operatorConfig, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme()}
 	// The DAG and build tests' environments, which name no ServiceAccount,
@@ -107,7 +114,8 @@ func TestMain(m *testing.M) {
 		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources", Egress: egress.Default()},
 		Builds: &build.Engine{
 			// Every reconcile checks that unchanged images are still pushed.
-			Options:   build.Options{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond},
+			Options: build.Options{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond,
+				Supervisor: supervisor},
 			Cache:     mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Logs:      logs,

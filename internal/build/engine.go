@@ -37,6 +37,10 @@ type Options struct {
 	HelperImage string
 	// BaseCacheDir caches base image layers on disk; empty disables it.
 	BaseCacheDir string
+	// Supervisor is the static binary live-updatable images get at
+	// /.devloop/supervisor (WithSupervisor); empty: the running binary.
+	// Tests, whose binary is not static, set it.
+	Supervisor string
 	// Transport is the HTTP transport to registries; tests count requests
 	// with it. Nil is the default transport.
 	Transport http.RoundTripper
@@ -357,6 +361,9 @@ func (s *Session) registry(ctx context.Context) (*Builder, error) {
 	}
 	if s.e.Options.Transport != nil {
 		opts = append(opts, WithTransport(s.e.Options.Transport))
+	}
+	if s.e.Options.Supervisor != "" {
+		opts = append(opts, WithSupervisor(s.e.Options.Supervisor))
 	}
 	b, err := NewBuilder(Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain,
 		Compression: s.e.Options.Compression}, opts...)

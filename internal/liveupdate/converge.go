@@ -1,6 +1,7 @@
 package liveupdate
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -51,6 +52,42 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // pods synced, whether some are yet to run, and a *SyncError when a sync
 // failed.
 func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, bool, error) {
+	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, func() ([]byte, error) {
+		if tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
+			return tarball, nil
+		}
+		// The operator restarted since the live update: plan it again.
+		d, data, err := e.plan(ctx, req, img, ist)
+		if err != nil {
+			return nil, err
+		}
+		if !d.Live {
+			return nil, errors.New(d.Reason)
+		}
+		e.remember(img.Name, ist.TemplateDigest, ist.LiveDigest, data)
+		return data, nil
+	})
+}
+
+// openGates tells the supervisors of pods started from a template that
+// runs Digest itself that they are current (an empty sync), so they start
+// their program at once rather than after their gate timeout.
+func (e *Engine) openGates(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, bool, error) {
+	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, emptyTar)
+}
+
+// emptyTar is a tar of no files: "you are current".
+func emptyTar() ([]byte, error) {
+	var buf bytes.Buffer
+	err := tar.NewWriter(&buf).Close()
+	return buf.Bytes(), err
+}
+
+// syncTemplatePods syncs digest, with the tar tarball makes (only when a
+// pod needs it), into the running containers of the template's digest
+// whose pods lack digest in their annotation.
+func (e *Engine) syncTemplatePods(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+	digest string, tarball func() ([]byte, error)) ([]string, bool, error) {
 	cl, err := req.Tenant.Client()
 	if err != nil {
 		return nil, false, err
@@ -60,24 +97,15 @@ func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageS
 	if err != nil {
 		return nil, false, err
 	}
-	todo, pending := Unsynced(targets, ist.LiveDigest)
+	todo, pending := Unsynced(targets, digest)
 	if len(todo) == 0 {
 		return nil, pending, nil
 	}
-	tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest)
-	if !ok {
-		// The operator restarted since the live update: plan it again.
-		d, data, err := e.plan(ctx, req, img, ist)
-		if err != nil {
-			return nil, pending, err
-		}
-		if !d.Live {
-			return nil, pending, &SyncError{Pod: todo[0].Pod, Err: errors.New(d.Reason)}
-		}
-		e.remember(img.Name, ist.TemplateDigest, ist.LiveDigest, data)
-		tarball = data
+	data, err := tarball()
+	if err != nil {
+		return nil, pending, &SyncError{Pod: todo[0].Namespace + "/" + todo[0].Pod, Err: err}
 	}
-	synced, err := e.syncAll(ctx, req.Tenant, cl, todo, ist.LiveDigest, tarball)
+	synced, err := e.syncAll(ctx, req.Tenant, cl, todo, digest, data)
 	return synced, pending, err
 }
 

@@ -63,7 +63,9 @@ type Request struct {
 // Outcome is what a live update leaves to look at again.
 type Outcome struct {
 	// Pending is set while pods that run the template's digest are not
-	// running yet: they are synced once they are, so look again soon.
+	// running yet: they are synced once they are (a live update's files,
+	// or "you are current" to start their program without waiting), so
+	// look again soon.
 	Pending bool
 	// Serving is set while an image serves a newer digest in place than
 	// its pods' template: a pod started later (rescheduled, scaled up,
@@ -97,8 +99,19 @@ func (e *Engine) Update(ctx context.Context, req Request) (Outcome, error) {
 func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
 	switch {
 	case ist.TemplateDigest == ist.Digest:
-		ist.LiveDigest = "" // the templates run it: nothing in place
-		return nil
+		// The templates run it: nothing in place; pods started since
+		// are told so, which starts their program without waiting.
+		ist.LiveDigest = ""
+		_, pending, err := e.openGates(ctx, req, img, ist)
+		out.Pending = out.Pending || pending
+		var failed *SyncError
+		if errors.As(err, &failed) {
+			// The supervisor starts the program after its gate timeout
+			// anyway: nothing to roll out.
+			log.FromContext(ctx).Info("telling a new pod's supervisor it is current failed", "image", img.Name, "pod", failed.Pod, "error", failed.Err.Error())
+			return nil
+		}
+		return err
 	case ist.TemplateDigest == "":
 		rollout(ist, "the pods run no live-updatable build of this image yet")
 		return nil
