@@ -88,6 +88,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 				s.env.Status.Sources = kept
 				return sourceError(fieldError(s.env, src.Name, err))
 			}
+			changed := !ok || last.spec != specHash || last.request != request || last.ref.Key() != ref.Key()
 			if last.ref.Key() != ref.Key() || st.Revision == "" {
 				// New content: its digest is known once fetched (git) or
 				// already (OCI, Flux).
@@ -95,7 +96,12 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 			}
 			last = resolution{spec: specHash, request: request, ref: ref, at: now}
 			r.resolved.Put(key, last)
-			st.LastResolveTime = &metav1.Time{Time: now}
+			if changed || st.LastResolveTime == nil {
+				// The same answer at the interval is not news: stamping
+				// it would write status on every interval of every idle
+				// environment.
+				st.LastResolveTime = &metav1.Time{Time: now}
+			}
 		}
 		st.Revision = last.ref.Revision
 		s.refs[src.Name] = last.ref

@@ -102,8 +102,10 @@ type SourceStatus struct {
 	// LastFetchTime is when the content was last fetched.
 	// +optional
 	LastFetchTime *metav1.Time `json:"lastFetchTime,omitempty"`
-	// LastResolveTime is when the reference (branch, tag) was last resolved;
-	// it is resolved again after the source's interval.
+	// LastResolveTime is when the reference (branch, tag) last resolved to
+	// new content, or was resolved for a new spec or a reconcile request.
+	// It is resolved again after the source's interval; the same answer
+	// then is not written, so an idle environment's status stays as it is.
 	// +optional
 	LastResolveTime *metav1.Time `json:"lastResolveTime,omitempty"`
 }
