@@ -93,6 +93,7 @@ func helperSync(args []string) error {
 	fs := flag.NewFlagSet("sync", flag.ContinueOnError)
 	digest := fs.String("digest", "", "the image digest the files come from")
 	root := fs.String("root", liveupdate.LiveRoot, "the live root")
+	orig := fs.String("orig", liveupdate.OrigDir, "where the image keeps the original files of its live paths")
 	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the supervisor's after-action")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -101,7 +102,7 @@ func helperSync(args []string) error {
 	defer cancel()
 	ctx, cancel = context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := liveupdate.Sync(ctx, *root, *digest, os.Stdin)
+	res, err := liveupdate.Sync(ctx, *root, *orig, *digest, os.Stdin)
 	if err != nil {
 		return err
 	}

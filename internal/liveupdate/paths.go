@@ -22,12 +22,14 @@ const (
 	// $DEVLOOP_LIVE_ROOT/<image path>, falling back to the image path.
 	LiveRootEnv = "DEVLOOP_LIVE_ROOT"
 
-	// SocketName, DigestName and lockName are the supervisor's own files
+	// SocketName, DigestName, lockName and manifestName (the paths the
+	// last sync wrote) are the supervisor's own files
 	// in LiveRoot. Their names start with a dot and are refused as sync
 	// targets at the top level, so no image path can overwrite them.
-	SocketName = ".supervisor.sock"
-	DigestName = ".digest"
-	lockName   = ".sync.lock"
+	SocketName   = ".supervisor.sock"
+	DigestName   = ".digest"
+	lockName     = ".sync.lock"
+	manifestName = ".synced"
 )
 
 // cleanImagePath turns a path as a tar entry or program names it ("/app/x",
@@ -44,7 +46,7 @@ func cleanImagePath(name string) (string, error) {
 	}
 	rel := strings.TrimPrefix(p, "/")
 	switch rel {
-	case SocketName, DigestName, lockName:
+	case SocketName, DigestName, lockName, manifestName:
 		return "", fmt.Errorf("%q is the supervisor's own file", name)
 	}
 	// Clean of an absolute path cannot climb above "/", so a "../" in the

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	case "sync":
-		res, err := Sync(context.Background(), os.Getenv("ROOT"), os.Getenv("DIGEST"), os.Stdin)
+		res, err := Sync(context.Background(), os.Getenv("ROOT"), os.Getenv("ORIG"), os.Getenv("DIGEST"), os.Stdin)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -34,7 +34,12 @@ type SyncResult struct {
 // the digest is recorded once it did. A digest already recorded writes and
 // restarts nothing (the tar is drained unread), but still opens the
 // supervisor's start gate. Concurrent syncs are serialized.
-func Sync(ctx context.Context, root, digest string, tarStream io.Reader) (SyncResult, error) {
+//
+// Each tar is the difference between the new digest and the image the pod
+// runs (not the previous sync), so a path an earlier sync wrote that this
+// one does not carry is back to the image's: its link to orig (the
+// image's original) again, or gone when the image has none.
+func Sync(ctx context.Context, root, orig, digest string, tarStream io.Reader) (SyncResult, error) {
 	res := SyncResult{Digest: digest}
 	if digest == "" || strings.ContainsAny(digest, "\n\r") {
 		return res, errors.New("--digest: want the image digest the files come from")
@@ -67,8 +72,13 @@ func Sync(ctx context.Context, root, digest string, tarStream io.Reader) (SyncRe
 		if err != nil {
 			return res, err
 		}
+		reverted, err := revertOthers(root, orig, changed)
+		if err != nil {
+			return res, err
+		}
+		res.Files += reverted
 	}
-	rep, err := tell(ctx, filepath.Join(root, SocketName), notice{Digest: digest, Changed: len(changed) > 0})
+	rep, err := tell(ctx, filepath.Join(root, SocketName), notice{Digest: digest, Changed: res.Files > 0})
 	res.RestartedMs, res.Started = rep.RestartedMs, rep.Started
 	if err != nil {
 		return res, err
@@ -103,4 +113,61 @@ func writeAtomically(path string, data []byte) error {
 		return err
 	}
 	return nil
+}
+
+// revertOthers brings back to the image's state every path the previous
+// sync wrote that this one (changed) did not, records changed as what
+// the live root now holds besides the image's files, and returns how many
+// paths it put back.
+func revertOthers(root, orig string, changed []string) (int, error) {
+	manifest := filepath.Join(root, manifestName)
+	prev, err := os.ReadFile(manifest)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	n := 0
+	now := map[string]bool{}
+	for _, p := range changed {
+		now[p] = true
+	}
+	for _, p := range strings.Split(string(prev), "\n") {
+		if p == "" || now[p] {
+			continue
+		}
+		if err := revert(root, orig, p); err != nil {
+			return n, fmt.Errorf("putting back the image's %s: %w", p, err)
+		}
+		n++
+	}
+	return n, writeAtomically(manifest, []byte(strings.Join(changed, "\n")+"\n"))
+}
+
+// revert makes image path p in root what the image has: a link to its
+// original under orig (a directory of links for a directory), or nothing.
+func revert(root, orig, p string) error {
+	rel, err := cleanImagePath(p)
+	if err != nil {
+		return err
+	}
+	live, original := filepath.Join(root, rel), filepath.Join(orig, rel)
+	if err := os.RemoveAll(live); err != nil {
+		return err
+	}
+	st, err := os.Stat(original)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case st.IsDir():
+		if err := os.MkdirAll(live, 0o755); err != nil {
+			return err
+		}
+		_, err = seed(live, original)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(live), 0o755); err != nil {
+		return err
+	}
+	return os.Symlink(original, live)
 }

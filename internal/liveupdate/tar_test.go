@@ -3,6 +3,8 @@ package liveupdate
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -128,4 +130,63 @@ func TestApplyTarRefuses(t *testing.T) {
 		tarEntry{name: "/out/escaped", body: "x", typeflag: tar.TypeReg})))
 	g.Expect(err).To(HaveOccurred())
 	g.Expect("/tmp/escaped").NotTo(BeAnExistingFile())
+}
+
+// fakeSupervisor answers every notice at once, in-process.
+func fakeSupervisor(t *testing.T, root string) {
+	t.Helper()
+	l, err := net.Listen("unix", filepath.Join(root, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	requests := make(chan request)
+	go serve(l, requests)
+	go func() {
+		for req := range requests {
+			req.answer <- reply{}
+		}
+	}()
+}
+
+// Each tar is the difference with the image: what an earlier sync wrote
+// and a later one does not carry is the image's again (a link to the
+// original) or gone (a file the image never had).
+func TestSyncRevertsWhatALaterDigestNoLongerChanges(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	orig, root := filepath.Join(dir, "orig"), filepath.Join(dir, "live")
+	g.Expect(os.MkdirAll(filepath.Join(orig, "srv"), 0o755)).To(Succeed())
+	g.Expect(os.MkdirAll(root, 0o777)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(orig, "srv", "index.html"), []byte("image"), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(orig, "server"), []byte("v1"), 0o755)).To(Succeed())
+	_, err := seed(root, orig)
+	g.Expect(err).NotTo(HaveOccurred())
+	fakeSupervisor(t, root)
+	ctx := context.Background()
+
+	res, err := Sync(ctx, root, orig, "sha256:a", bytes.NewReader(tarBytes(t,
+		tarEntry{name: "/srv/index.html", body: "a", typeflag: tar.TypeReg, mode: 0o644},
+		tarEntry{name: "/srv/added.js", body: "added", typeflag: tar.TypeReg, mode: 0o644},
+		tarEntry{name: "/.wh.server", typeflag: tar.TypeReg})))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Files).To(Equal(3))
+	g.Expect(os.ReadFile(filepath.Join(root, "srv/index.html"))).To(Equal([]byte("a")))
+	g.Expect(filepath.Join(root, "server")).NotTo(BeAnExistingFile())
+
+	// The next digest changes only the server: the page is the image's
+	// again, the added file gone, the server back (and new).
+	_, err = Sync(ctx, root, orig, "sha256:b", bytes.NewReader(tarBytes(t,
+		tarEntry{name: "/server", body: "v2", typeflag: tar.TypeReg, mode: 0o755})))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.Readlink(filepath.Join(root, "srv/index.html"))).To(Equal(filepath.Join(orig, "srv/index.html")))
+	g.Expect(filepath.Join(root, "srv/added.js")).NotTo(BeAnExistingFile())
+	g.Expect(os.ReadFile(filepath.Join(root, "server"))).To(Equal([]byte("v2")))
+
+	// Back to the image's own files (an empty difference).
+	res, err = Sync(ctx, root, orig, "sha256:c", bytes.NewReader(tarBytes(t)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Files).To(Equal(1), "the server put back counts: the program restarts")
+	g.Expect(os.Readlink(filepath.Join(root, "server"))).To(Equal(filepath.Join(orig, "server")))
+	g.Expect(os.ReadFile(filepath.Join(root, DigestName))).To(Equal([]byte("sha256:c\n")))
 }
