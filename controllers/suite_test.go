@@ -67,7 +67,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
+		Scheme: testenv.Scheme(),
+		// The operator's own cache scope: every test below runs with only
+		// devloop's Jobs cached and no other kind readable from the cache.
+		Cache:                  CacheOptions(WatchScope{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
