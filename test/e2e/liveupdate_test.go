@@ -1,0 +1,222 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// liveServerMain answers every request with its version, set at link
+// time, so a probe tells which build serves.
+const liveServerMain = `package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+)
+
+var version = "0"
+
+func main() {
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "version "+version) })
+	fmt.Fprintln(os.Stderr, "version", version, "listening on :8080")
+	if err := http.ListenAndServe(":8080", nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+`
+
+// liveServerManifests run the server (from scratch: no shell, no tar)
+// under the restricted Pod Security level, read-only root filesystem.
+const liveServerManifests = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: live}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: live}}
+  template:
+    metadata: {labels: {app: live}}
+    spec:
+      ` + restrictedPod + `
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: server
+        image: server
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}
+`
+
+// buildLiveServer compiles liveServerMain with version into dir/bin/server
+// (static, linux/amd64), as a developer's local go build would.
+func buildLiveServer(t *testing.T, dir string, version int) {
+	t.Helper()
+	mod := filepath.Join(t.TempDir(), "mod")
+	g := NewWithT(t)
+	g.Expect(mkdirWrite(filepath.Join(mod, "go.mod"), "module example.com/live\n\ngo 1.26\n")).To(Succeed())
+	g.Expect(mkdirWrite(filepath.Join(mod, "main.go"), liveServerMain)).To(Succeed())
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", fmt.Sprintf("-s -w -X main.version=%d", version), "-o", filepath.Join(dir, "bin", "server"), ".")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+}
+
+// probe asks the pod's port 8080 through the API server's proxy.
+func probe(ctx context.Context, ns, pod string) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	b, err := dc.Clientset.CoreV1().Pods(ns).ProxyGet("http", pod, "8080", "/", nil).DoRaw(ctx)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// livePods are the live Deployment's pods not being deleted.
+func livePods(g Gomega, ns string) []corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(dc.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "live"})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func replicaSets(g Gomega, ns string) []string {
+	list := &appsv1.ReplicaSetList{}
+	g.Expect(dc.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var names []string
+	for _, rs := range list.Items {
+		names = append(names, rs.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestLiveUpdateServesNewCodeWithoutARollout is issue 20 on the real
+// cluster: a Go HTTP server image (scratch base) with liveUpdate on its
+// binary; five pushes that change only the binary each reach the running
+// pod in place — the new version answers through the API server's proxy
+// (polled every 20 ms from the push), with no new pod or ReplicaSet; the
+// pod deleted after the fifth comes back serving the fifth.
+func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
+	c := need(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "e2e-live")
+	dir := t.TempDir()
+	g.Expect(mkdirWrite(filepath.Join(dir, "deploy", "live.yaml"), liveServerManifests)).To(Succeed())
+	buildLiveServer(t, dir, 0)
+	env := &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: []v1alpha1.Component{{
+				Name: "live",
+				Images: []v1alpha1.ImageSpec{{
+					Name: "server", Source: "app",
+					Layers:     []v1alpha1.LayerMapping{{From: "bin/server", To: "/server", Mode: "0755"}},
+					Entrypoint: []string{"/server"},
+					LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}},
+				}},
+				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
+			}},
+		},
+	}
+	pushOnly(t, env, dir)
+	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	env = waitEnv(t, key, 5*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) { readyNow(g, env) })
+	var pod string
+	g.Eventually(func(g Gomega) {
+		pods := livePods(g, ns)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(podReady(&pods[0])).To(BeTrue())
+		pod = pods[0].Name
+		g.Expect(probe(ctx, ns, pod)).To(Equal("version 0"))
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	rsBefore := replicaSets(g, ns)
+	d := &appsv1.Deployment{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "live"}, d)).To(Succeed())
+	generation := d.Generation
+	t.Logf("version 0 serving in pod %s (ReplicaSets %v)", pod, rsBefore)
+
+	var latencies []time.Duration
+	for v := 1; v <= 5; v++ {
+		buildLiveServer(t, dir, v)
+		start := time.Now()
+		push(t, env, dir)
+		want := fmt.Sprintf("version %d", v)
+		var last string
+		for last != want {
+			if time.Since(start) > 2*time.Minute {
+				t.Fatalf("version %d not serving 2 minutes after the push (last answer %q)", v, last)
+			}
+			time.Sleep(20 * time.Millisecond)
+			last = probe(ctx, ns, pod)
+		}
+		latencies = append(latencies, time.Since(start))
+		env = waitEnv(t, key, time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+			ist := imageOf(env, "server")
+			g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "update reason: %s", ist.UpdateReason)
+			g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
+		})
+		t.Logf("version %d serving %s after the push (push included): %s", v, latencies[v-1].Round(time.Millisecond), imageOf(env, "server").UpdateReason)
+	}
+	sorted := slices.Clone(latencies)
+	slices.Sort(sorted)
+	t.Logf("change → new code serving, 5 live updates: p50 %s, max %s", sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond))
+
+	pods := livePods(g, ns)
+	g.Expect(pods).To(HaveLen(1))
+	g.Expect(pods[0].Name).To(Equal(pod), "no new pod")
+	g.Expect(pods[0].Status.ContainerStatuses[0].RestartCount).To(BeZero(), "the container was not restarted, only its program")
+	g.Expect(replicaSets(g, ns)).To(Equal(rsBefore), "no new ReplicaSet")
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "live"}, d)).To(Succeed())
+	g.Expect(d.Generation).To(Equal(generation), "the Deployment was not changed")
+	g.Expect(pods[0].Annotations).To(HaveKeyWithValue(v1alpha1.LiveDigestAnnotation, imageOf(env, "server").Digest))
+
+	// The pod deleted after 5 live updates comes back serving the 5th.
+	start := time.Now()
+	g.Expect(c.Client.Delete(ctx, &pods[0])).To(Succeed())
+	var replacement string
+	var first string
+	g.Eventually(func(g Gomega) {
+		pods := livePods(g, ns)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].Name).NotTo(Equal(pod))
+		replacement = pods[0].Name
+		answer := probe(ctx, ns, replacement)
+		if first == "" && !strings.HasPrefix(answer, "error") {
+			first = answer
+		}
+		g.Expect(answer).To(Equal("version 5"))
+	}, 2*time.Minute, 20*time.Millisecond).Should(Succeed())
+	t.Logf("replacement pod %s serving version 5 %s after the delete (its first answer: %q)", replacement, time.Since(start).Round(time.Millisecond), first)
+	g.Expect(replicaSets(g, ns)).To(Equal(rsBefore), "still no new ReplicaSet")
+}
