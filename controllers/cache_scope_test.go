@@ -1,0 +1,50 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// TestBuilderJobOutOfTheCacheIsNotWaitedOn: the operator caches only Jobs
+// labelled as its builder or test Jobs (CacheOptions). A builder Job that
+// loses its role label drops out of the cache while its name is still
+// taken: the build must not take the name as its own Job started and wait
+// on it for ever, but stall naming it, and leave it alone.
+func TestBuilderJobOutOfTheCacheIsNotWaitedOn(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
+	deployer(t, ns, "deployer", true)
+	env := apiEnv(ns)
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	var job batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs := builderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job = jobs["linux-amd64"]
+	}, timeout).Should(Succeed())
+
+	delete(job.Labels, v1alpha1.LabelRole)
+	g.Expect(k8s.Update(ctx, &job)).To(Succeed())
+	requestReconcile(t, env)
+	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("builder Job " + job.Name + " exists and belongs to another owner"))
+	})
+	kept := &batchv1.Job{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
+	g.Expect(kept.UID).To(Equal(job.UID))
+	g.Expect(kept.DeletionTimestamp).To(BeNil())
+	expectKstatus(t, env, status.FailedStatus)
+}
