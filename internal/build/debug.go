@@ -58,6 +58,9 @@ func DebugImageSpec(img *v1alpha1.ImageSpec) *v1alpha1.ImageSpec {
 		return img
 	}
 	out := *img
+	// Delve runs the program, not the supervisor: no live paths, so the
+	// program is a plain file where the image says.
+	out.LiveUpdate = nil
 	run := *img.Run
 	run.Env = DebugRunEnv(run.Env)
 	run.Command = append([]string{"sh", "-c", delveInstall, "sh"}, run.Command...)

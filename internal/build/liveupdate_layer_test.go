@@ -192,3 +192,13 @@ func mustDigest(t *testing.T, ref string) name.Digest {
 	}
 	return d
 }
+
+// A debug build runs the program under delve, not the supervisor: it has
+// no live paths, so the program stays a plain file.
+func TestDebugBuildHasNoLivePaths(t *testing.T) {
+	g := NewWithT(t)
+	img := &v1alpha1.ImageSpec{Name: "web", Run: &v1alpha1.BuildRun{Command: []string{"go", "build"}},
+		LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}}}
+	g.Expect(DebugImageSpec(img).LiveUpdate).To(BeNil())
+	g.Expect(img.LiveUpdate).NotTo(BeNil(), "the spec itself is not changed")
+}

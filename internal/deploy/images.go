@@ -121,6 +121,11 @@ func rewriteContainers(spec map[string]any, index map[string]*BuiltImage) (int, 
 				n++
 			}
 			switch {
+			case field == "initContainers" && img.Debug == nil && img.LiveUpdate != nil:
+				if err := liveUpdateInitContainer(c, img.LiveUpdate); err != nil {
+					return n, false, err
+				}
+				live = true
 			case field != "containers":
 			case img.Debug != nil:
 				if err := debugContainer(c, img.Debug); err != nil {

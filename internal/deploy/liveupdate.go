@@ -45,6 +45,24 @@ func (lu *LiveUpdateEntrypoint) superviseArgs() ([]any, error) {
 // kept: the program serves as before, and a restart takes milliseconds.
 // A container already under the supervisor keeps its command.
 func liveUpdateContainer(c map[string]any, lu *LiveUpdateEntrypoint) error {
+	wrap, err := lu.superviseArgs()
+	if err != nil {
+		return err
+	}
+	return superviseContainer(c, lu, wrap)
+}
+
+// liveUpdateInitContainer wraps an init container of the image: its live
+// paths are links into the live root, which only the supervisor fills, so
+// it runs under the supervisor too — at once (no start gate: the
+// operator syncs only running containers) and with no after-action.
+func liveUpdateInitContainer(c map[string]any, lu *LiveUpdateEntrypoint) error {
+	return superviseContainer(c, lu, []any{liveupdate.SupervisorPath, "supervise", "--after=none", "--gate-timeout=1ms", "--"})
+}
+
+// superviseContainer makes c run its program after the supervisor's
+// arguments wrap, and mounts the live root.
+func superviseContainer(c map[string]any, lu *LiveUpdateEntrypoint, wrap []any) error {
 	name, _ := c["name"].(string)
 	command, err := stringList(c, "command")
 	if err != nil {
@@ -58,11 +76,7 @@ func liveUpdateContainer(c map[string]any, lu *LiveUpdateEntrypoint) error {
 		if len(argv) == 0 {
 			return fmt.Errorf("container %s: the image has liveUpdate but neither the container's command nor the image's entrypoint or cmd (images[].entrypoint, images[].cmd) says what program the supervisor runs", name)
 		}
-		wrapped, err := lu.superviseArgs()
-		if err != nil {
-			return err
-		}
-		c["command"] = append(wrapped, toAny(argv)...)
+		c["command"] = append(wrap, toAny(argv)...)
 		delete(c, "args")
 	}
 	return addLiveMount(c)
