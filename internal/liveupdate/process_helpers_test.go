@@ -49,7 +49,11 @@ func TestMain(m *testing.M) {
 		_ = json.NewEncoder(os.Stdout).Encode(res)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if serverDir != "" {
+		os.RemoveAll(serverDir)
+	}
+	os.Exit(code)
 }
 
 var (
