@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,9 @@ type countedEngine struct {
 	id  *identity.Identity
 	env *v1alpha1.DevEnvironment
 	src source.Resolved
+	// snapshots reads unchanged objects as the reconciler does, with a
+	// LIST per namespace and kind (WithObjectSnapshots).
+	snapshots bool
 }
 
 func newCountedEngine(t testing.TB, c v1alpha1.Component, src source.Resolved) *countedEngine {
@@ -82,7 +86,11 @@ func newCountedEngine(t testing.TB, c v1alpha1.Component, src source.Resolved) *
 func (ce *countedEngine) reconcile() (Result, metrics.Snapshot) {
 	ce.t.Helper()
 	before := metrics.ProcessRequests.Snapshot()
-	res, err := ce.e.ReconcileComponent(context.Background(), ce.env, &ce.env.Spec.Components[0], &ce.env.Status.Components[0], ce.id.For(ce.env), ce.src, nil)
+	ctx := context.Background()
+	if ce.snapshots {
+		ctx = WithObjectSnapshots(ctx)
+	}
+	res, err := ce.e.ReconcileComponent(ctx, ce.env, &ce.env.Spec.Components[0], &ce.env.Status.Components[0], ce.id.For(ce.env), ce.src, nil)
 	if err != nil {
 		ce.t.Fatal(err)
 	}
@@ -91,14 +99,10 @@ func (ce *countedEngine) reconcile() (Result, metrics.Snapshot) {
 
 func (ce *countedEngine) status() *v1alpha1.ComponentStatus { return &ce.env.Status.Components[0] }
 
-// TestUnchangedManifestsAreOnlyRead: once its objects were found as
-// wanted, a no-op reconcile of a manifests component reads each object
-// once (readiness) and writes nothing, dry runs included; a hand edit or
-// a deletion is still found and put back at the next reconcile.
-func TestUnchangedManifestsAreOnlyRead(t *testing.T) {
+// writeWebManifests writes a ConfigMap and a Deployment under dir/app.
+func writeWebManifests(t *testing.T, dir string) {
+	t.Helper()
 	g := NewWithT(t)
-	ctx := context.Background()
-	dir := t.TempDir()
 	g.Expect(os.MkdirAll(filepath.Join(dir, "app"), 0o755)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(dir, "app", "config.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n"), 0o644)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(dir, "app", "deployment.yaml"), []byte(`apiVersion: apps/v1
@@ -112,6 +116,47 @@ spec:
     spec:
       containers: [{name: web, image: registry.test/web:1}]
 `), 0o644)).To(Succeed())
+}
+
+// TestSnapshotsListOnceOrGet: with the reconciler's snapshots, an
+// unchanged component's objects are read with one LIST per kind; a
+// ServiceAccount that may get but not list is served by GETs, as Ready.
+func TestSnapshotsListOnceOrGet(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeWebManifests(t, dir)
+	ce := newCountedEngine(t, v1alpha1.Component{Name: "app", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"app"}}}, dirSource{dir})
+	ce.snapshots = true
+	ns := ce.env.Namespace
+	ce.reconcile()
+	markAvailable(t, ns, "web")
+	ce.reconcile()
+	res, noop := ce.reconcile()
+	g.Expect(res.Phase).To(Equal(v1alpha1.PhaseReady), res.Message)
+	g.Expect(noop[metrics.VerbList]).To(Equal(int64(2)), "a ConfigMap list and a Deployment list: %v", noop)
+	g.Expect(noop.Reads()).To(Equal(int64(2)), "%v", noop)
+
+	role := &rbacv1.Role{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deployer"}, role)).To(Succeed())
+	role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}
+	g.Expect(k8s.Update(ctx, role)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		res, noop := ce.reconcile()
+		g.Expect(res.Phase).To(Equal(v1alpha1.PhaseReady), res.Message)
+		g.Expect(noop[metrics.VerbGet]).To(Equal(int64(2)), "refused lists, then a GET each: %v", noop)
+	}).Should(Succeed())
+}
+
+// TestUnchangedManifestsAreOnlyRead: once its objects were found as
+// wanted, a no-op reconcile of a manifests component reads each object
+// once (readiness) and writes nothing, dry runs included; a hand edit or
+// a deletion is still found and put back at the next reconcile.
+func TestUnchangedManifestsAreOnlyRead(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeWebManifests(t, dir)
 	ce := newCountedEngine(t, v1alpha1.Component{Name: "app", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"app"}}}, dirSource{dir})
 	ns := ce.env.Namespace
 
