@@ -1,0 +1,56 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devloop-dev/devloop/internal/build"
+)
+
+// nodeAddress is the node's address, where pods reach the host (the
+// registry listens there too).
+var nodeAddress, _, _ = strings.Cut(registry, ":")
+
+// delveGoProxy serves this machine's Go module download cache as a
+// GOPROXY on the node's address, for builder pods: their network reaches
+// the host but not the Internet (the pod bridge has no masquerade), and a
+// debug build go-installs delve. The host's own `go install` of the same
+// delve fills the cache first (and proves it builds here). It returns the
+// GOPROXY URL; the server stops with the test.
+func delveGoProxy(t *testing.T) string {
+	t.Helper()
+	start := time.Now()
+	install := exec.Command("go", "install", build.DelveModule+"@"+build.DelveVersion)
+	install.Env = append(os.Environ(), "GOBIN="+t.TempDir(), "GOFLAGS=", "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install %s@%s on the host: %v\n%s", build.DelveModule, build.DelveVersion, err, out)
+	}
+	t.Logf("delve %s installed on the host in %s (fills the module cache served to builder pods)", build.DelveVersion, time.Since(start).Round(time.Millisecond))
+
+	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(modcache)), "cache", "download")
+	l, err := net.Listen("tcp", net.JoinHostPort(nodeAddress, "0"))
+	if err != nil {
+		t.Fatalf("listening on the node's address for the Go proxy: %v", err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return "http://" + l.Addr().String()
+}
