@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	devmetrics "github.com/devloop-dev/devloop/internal/metrics"
 )
 
 // TestCacheHoldsOnlyWhatDevloopOwns starts the operator as main does and
@@ -71,6 +73,14 @@ func TestCacheHoldsOnlyWhatDevloopOwns(t *testing.T) {
 		var notCached *cache.ErrResourceNotCached
 		g.Expect(errors.As(err, &notCached)).To(BeTrue(), "%T read from the cache: %v (an informer over every one in the cluster)", list, err)
 	}
+
+	// The manager's requests are counted (newManager wraps its config):
+	// its informers' watches and the environment's status writes.
+	counted := devmetrics.ProcessRequests.Snapshot()
+	g.Expect(counted[devmetrics.VerbWatch]).To(BeNumerically(">", 0), "watches counted: %v", counted)
+	g.Expect(counted.Writes()).To(BeNumerically(">", 0), "writes counted: %v", counted)
+	g.Expect(testutil.ToFloat64(devmetrics.APIRequests.WithLabelValues(devmetrics.VerbWatch))).To(BeNumerically(">", 0),
+		"devloop_api_requests_total{verb=watch} served to Prometheus")
 }
 
 func unrelatedJob(ns, name string, labels map[string]string) *batchv1.Job {

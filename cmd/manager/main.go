@@ -23,6 +23,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
+	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testrun"
@@ -79,6 +80,11 @@ func run(args []string) error {
 // environments and the Jobs devloop creates, and wires the reconciler
 // with one engine of each kind.
 func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
+	// Every client made from this config (the manager's, the tenants'
+	// impersonating copies, Helm's) counts its requests; a copy, so a
+	// caller's config is not wrapped twice.
+	cfg = rest.CopyConfig(cfg)
+	metrics.CountRequests(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: newScheme(),
 		// One namespace only (--watch-namespace): the operator sees, and
@@ -159,6 +165,9 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return nil, fmt.Errorf("setting up controller: %w", err)
+	}
+	if err := mgr.Add(metrics.WorkDirSampler{Root: opts.workDir}); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
