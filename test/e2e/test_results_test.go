@@ -21,7 +21,7 @@ import (
 // resultsModule has a test that passes, one that fails, one that is
 // skipped and one that fails the first time only: it leaves a marker in
 // the suite's cache volume ($HOME/.cache, kept between runs), so the next
-// run on the same images passes it — a flaky test.
+// run passes it.
 var resultsModule = map[string]string{
 	"go.mod": "module example.com/results\n\ngo 1.26\n",
 	"results_test.go": `package results
@@ -59,9 +59,9 @@ func TestFailsOnce(t *testing.T) {
 // cluster: a suite writing `go test -json` to its declared report path
 // runs twice; the report sidecar (a native sidecar the kubelet stops when
 // the tests end) summarises the report into its termination message, and
-// each run's status holds the counts and the failed tests' names; the
-// second run flags the test that failed once and then passed on the same
-// images as flaky. `kubectl devloop status` shows them.
+// each run's status holds the counts and the failed tests' names (the
+// second run's show the test that failed once passing, from the cache
+// volume's state). `kubectl devloop status` shows them.
 func TestRunResultsOnAKubelet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -139,12 +139,15 @@ func TestRunResultsOnAKubelet(t *testing.T) {
 
 	second := runOnce(2)
 	g.Expect(second.Results).NotTo(BeNil(), "%s\n%s", second.Message, second.LogTail)
+	// The suite runs an external image and depends on no built image, so
+	// its runs carry no digests and are never compared for flaky tests
+	// (testrun.Flaky: the code under test may have changed between them).
 	g.Expect(*second.Results).To(Equal(v1alpha1.TestResults{Passed: 2, Failed: 1, Skipped: 1,
-		Failures: []string{"results.TestFails"}, Flaky: []string{"results.TestFailsOnce"}}))
+		Failures: []string{"results.TestFails"}}))
 
 	var out, errOut lockedBuffer
 	g.Expect(<-runPlugin(ctx, c.Kubeconfig, ns, &out, &errOut, "status", "results")).To(Equal(0), "%s%s", &out, &errOut)
-	for _, want := range []string{"2 passed, 1 failed, 1 skipped", "failed: results.TestFails", "flaky: results.TestFailsOnce"} {
+	for _, want := range []string{"2 passed, 1 failed, 1 skipped", "failed: results.TestFails"} {
 		g.Expect(out.String()).To(ContainSubstring(want))
 	}
 	t.Logf("status:\n%s", strings.TrimSpace(out.String()))
