@@ -128,7 +128,7 @@ dev-clean: ## Stop the local cluster and remove all its state.
 .PHONY: e2e
 e2e: test-binaries cluster-binaries flux-binaries olm-binaries ## End-to-end tests on a real local cluster (root): up, test, down.
 	$(CLUSTER_SH) up
-	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 30m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 50m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
 .PHONY: clean
 clean: ## Remove build output (keeps the cached test binaries).
