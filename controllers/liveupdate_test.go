@@ -24,7 +24,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
-	"github.com/devloop-dev/devloop/internal/liveupdate"
+	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
 // liveSyncs stands in for `/.devloop/supervisor sync` in the pods (no pod
@@ -211,7 +211,7 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 		calls := liveSyncs.of(ns, pod, v2.Digest)
 		g.Expect(calls).To(HaveLen(1), "one sync per pod")
 		g.Expect(calls[0].Container).To(Equal("web"))
-		g.Expect(calls[0].Command).To(Equal([]string{liveupdate.SupervisorPath, "sync", "--digest=" + v2.Digest}))
+		g.Expect(calls[0].Command).To(Equal([]string{supervisor.Path, "sync", "--digest=" + v2.Digest}))
 		g.Expect(calls[0].Files).To(Equal(map[string]string{"/web": "755:binary v2"}), "the tar holds the changed file only, mode kept")
 	}
 	after := webDeploymentNow(g, ns)

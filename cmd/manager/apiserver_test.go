@@ -37,6 +37,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Started under the supervisor's name (helper_supervise_test.go),
+	// this test binary is the supervisor, as main makes the manager.
+	if code, ok := runAsSupervisor(); ok {
+		os.Exit(code)
+	}
 	code := m.Run()
 	if apiEnv != nil {
 		if err := apiEnv.Stop(); err != nil {

@@ -46,10 +46,8 @@ func runHelper(args []string) error {
 		return helperBuild(ctx, args[1:])
 	case "test-report":
 		return helperTestReport(ctx, args[1:])
-	case "supervise": // the live update supervisor, as liveupdate.SupervisorPath runs it
-		return helperSupervise(args[1:])
-	case "sync":
-		return helperSync(args[1:])
+	case "supervise", "sync": // the live update supervisor, as supervisor.Path runs it
+		return helperSupervisor(args)
 	default:
 		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle, build, test-report, supervise or sync", args[0])
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // supervisorCommand runs this test binary under the supervisor's name, as
-// the build puts the operator's binary at /.devloop/supervisor: init
-// dispatches before the tests (or main) run.
+// the build puts the operator's binary at /.devloop/supervisor when it
+// has no dedicated supervisor for the platform: TestMain dispatches
+// before the tests run, as main does.
 func supervisorCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	link := filepath.Join(t.TempDir(), "supervisor")

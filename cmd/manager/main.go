@@ -30,6 +30,9 @@ import (
 )
 
 func main() {
+	if code, ok := runAsSupervisor(); ok {
+		os.Exit(code)
+	}
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "helper" {
 		err = runHelper(os.Args[2:])

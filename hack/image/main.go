@@ -42,12 +42,12 @@ func run(image string, insecure bool, layoutDir, tag string, platforms []string,
 		return err
 	}
 	start := time.Now()
-	bins, err := operatorimage.Compile(ctx, root, filepath.Join(root, "bin", "image", "build"), platforms)
+	bins, sups, err := operatorimage.Compile(ctx, root, filepath.Join(root, "bin", "image", "build"), platforms)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "image: compiled the manager for %s in %s\n", strings.Join(platforms, ", "), time.Since(start).Round(time.Millisecond))
-	opts := operatorimage.Options{Binaries: bins, CABundle: caBundle, SourceURL: "https://github.com/devloop-dev/devloop", Revision: revision(root)}
+	opts := operatorimage.Options{Binaries: bins, Supervisors: sups, CABundle: caBundle, SourceURL: "https://github.com/devloop-dev/devloop", Revision: revision(root)}
 
 	start = time.Now()
 	var res *operatorimage.Result

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/devloop-dev/devloop/internal/fault"
-	"github.com/devloop-dev/devloop/internal/liveupdate"
+	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
 // A live-updatable image (images[].liveUpdate, Image.LivePaths) is built
@@ -27,14 +28,43 @@ import (
 //     /.devloop/orig/<path> (relocateLive): the image's own files, which
 //     the supervisor links into the live root when the pod starts;
 //   - one more layer on top (LiveUpdateLayer) holds the supervisor at
-//     /.devloop/supervisor (the operator's own static binary) and makes
+//     /.devloop/supervisor (cmd/supervisor for the image's platform, from
+//     SupervisorDir; else the operator's own static binary) and makes
 //     each live path a symlink to /.devloop/live/<path>, the pod's
 //     emptyDir where syncs write.
 
-// WithSupervisor sets the static binary a live-updatable image gets as
-// its supervisor; the default is the running binary (os.Executable), the
-// operator's own, which has the supervise and sync commands.
+// WithSupervisor sets the static binary every live-updatable image gets
+// as its supervisor, whatever its platform (SupervisorFor otherwise).
 func WithSupervisor(binary string) Option { return func(o *options) { o.supervisor = binary } }
+
+// SupervisorDir is where the operator image keeps cmd/supervisor, built
+// for each platform it supports, as supervisor-<os>-<arch>[-<variant>].
+const SupervisorDir = "/supervisors"
+
+// SupervisorName is the file name of the supervisor for platform p in
+// SupervisorDir.
+func SupervisorName(p v1.Platform) string {
+	n := "supervisor-" + p.OS + "-" + p.Architecture
+	if p.Variant != "" {
+		n += "-" + p.Variant
+	}
+	return n
+}
+
+// SupervisorFor is the supervisor binary for platform p: the small one in
+// dir (SupervisorDir in the operator image) when there is one, else the
+// running binary (os.Executable: the operator's own, which is the
+// supervisor too when started under its name, only bigger and slower to
+// start).
+func SupervisorFor(dir string, p v1.Platform) (string, error) {
+	if dir != "" {
+		bin := filepath.Join(dir, SupervisorName(p))
+		if _, err := os.Stat(bin); err == nil {
+			return bin, nil
+		}
+	}
+	return os.Executable()
+}
 
 // LiveUpdateLayer is the supervisor layer of a live-updatable image for
 // platform p: the directories of /.devloop, the supervisor binary (0755)
@@ -65,11 +95,11 @@ func LiveUpdateLayer(image, binary string, p v1.Platform, livePaths []string, co
 // supervisorEntries are the layer's tar entries: the supervisor's
 // directories and file, then each live path's parents and symlink.
 func supervisorEntries(size int64, livePaths []string) []layerEntry {
-	root := strings.TrimPrefix(path.Dir(liveupdate.SupervisorPath), "/")
+	root := strings.TrimPrefix(path.Dir(supervisor.Path), "/")
 	entries := []layerEntry{
 		{name: root + "/", typeflag: tar.TypeDir, mode: dirMode},
-		{name: strings.TrimPrefix(liveupdate.LiveRoot, "/") + "/", typeflag: tar.TypeDir, mode: 0o777},
-		{name: strings.TrimPrefix(liveupdate.SupervisorPath, "/"), typeflag: tar.TypeReg, mode: 0o755, size: size},
+		{name: strings.TrimPrefix(supervisor.LiveRoot, "/") + "/", typeflag: tar.TypeDir, mode: 0o777},
+		{name: strings.TrimPrefix(supervisor.Path, "/"), typeflag: tar.TypeReg, mode: 0o755, size: size},
 	}
 	seen := map[string]bool{}
 	paths := slices.Clone(livePaths)
@@ -83,7 +113,7 @@ func supervisorEntries(size int64, livePaths []string) []layerEntry {
 			}
 		}
 		entries = append(entries, layerEntry{name: rel, typeflag: tar.TypeSymlink, mode: 0o777,
-			linkname: path.Join(liveupdate.LiveRoot, rel)})
+			linkname: path.Join(supervisor.LiveRoot, rel)})
 	}
 	return entries
 }
@@ -126,8 +156,7 @@ var elfMachines = map[string]elf.Machine{
 }
 
 // checkStaticELF refuses a binary that is not a static Linux executable
-// for p: the supervisor is the operator's binary, built for the platform
-// the operator runs on.
+// for p.
 func checkStaticELF(binary string, p v1.Platform) error {
 	f, err := elf.Open(binary)
 	if err != nil {
@@ -141,8 +170,8 @@ func checkStaticELF(binary string, p v1.Platform) error {
 		}
 	}
 	if p.OS != "linux" || elfMachines[p.Architecture] != f.Machine {
-		return fmt.Errorf("the supervisor is the operator's own binary, built for linux/%s, and cannot run on %s: "+
-			"list in images[].platforms only the operator's platform (linux/%s) for a live-updatable image, or drop images[].liveUpdate", have, p.String(), have)
+		return fmt.Errorf("no supervisor for %s: the operator image has none in %s and its own binary is built for linux/%s; "+
+			"list in images[].platforms only platforms the operator image ships a supervisor for, or drop images[].liveUpdate", p.String(), SupervisorDir, have)
 	}
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
@@ -153,12 +182,12 @@ func checkStaticELF(binary string, p v1.Platform) error {
 }
 
 // relocateLive moves a layer plan's entries under livePaths to
-// /.devloop/orig (liveupdate.OrigDir), adding the directories above them.
+// /.devloop/orig (supervisor.OrigDir), adding the directories above them.
 func relocateLive(plan *layerPlan, livePaths []string) {
 	if len(livePaths) == 0 {
 		return
 	}
-	orig := strings.TrimPrefix(liveupdate.OrigDir, "/")
+	orig := strings.TrimPrefix(supervisor.OrigDir, "/")
 	var out []layerEntry
 	have := map[string]bool{}
 	for _, e := range plan.entries {
@@ -220,16 +249,15 @@ func (b *Builder) withSupervisor(img Image, images []platformImage) ([]platformI
 	if len(img.LivePaths) == 0 {
 		return images, nil
 	}
-	binary := b.supervisor
-	if binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fault.Permanentf("image %s: liveUpdate: finding the operator's binary for the supervisor: %v", img.Name, err)
-		}
-		binary = exe
-	}
 	out := make([]platformImage, len(images))
 	for i, pi := range images {
+		binary := b.supervisor
+		if binary == "" {
+			var err error
+			if binary, err = SupervisorFor(SupervisorDir, pi.platform); err != nil {
+				return nil, fault.Permanentf("image %s: liveUpdate: finding the supervisor for %s: %v", img.Name, pi.platform.String(), err)
+			}
+		}
 		layer, err := LiveUpdateLayer(img.Name, binary, pi.platform, coveredLivePaths(img), !b.uncompressed)
 		if err != nil {
 			return nil, err
@@ -245,7 +273,7 @@ func (b *Builder) withSupervisor(img Image, images []platformImage) ([]platformI
 		image, err := mutate.Append(pi.image, mutate.Addendum{
 			Layer:     layer,
 			MediaType: layerMediaType(lt, mt == types.DockerManifestSchema2),
-			History:   v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "devloop: live update supervisor " + liveupdate.SupervisorPath, Comment: "devloop"},
+			History:   v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "devloop: live update supervisor " + supervisor.Path, Comment: "devloop"},
 		})
 		if err != nil {
 			return nil, err

@@ -154,13 +154,13 @@ func TestLiveUpdateImageHasTheSupervisorLayer(t *testing.T) {
 	}
 }
 
-// The supervisor is the operator's binary: an image for another platform
-// is refused naming images[].platforms, a binary that is not ELF too.
+// A supervisor built for another platform is refused naming
+// images[].platforms, a binary that is not ELF too.
 func TestLiveUpdateLayerRefusesAnotherPlatform(t *testing.T) {
 	g := NewWithT(t)
 	supervisor := staticBinary(t)
 	_, err := LiveUpdateLayer("web", supervisor, v1.Platform{OS: "linux", Architecture: "arm64"}, nil, false)
-	g.Expect(err).To(MatchError(ContainSubstring("image web: liveUpdate: the supervisor is the operator's own binary, built for linux/amd64, and cannot run on linux/arm64: list in images[].platforms only the operator's platform (linux/amd64)")))
+	g.Expect(err).To(MatchError(ContainSubstring("image web: liveUpdate: no supervisor for linux/arm64: the operator image has none in /supervisors and its own binary is built for linux/amd64; list in images[].platforms only platforms")))
 
 	notELF := filepath.Join(t.TempDir(), "script")
 	g.Expect(os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
@@ -201,4 +201,32 @@ func TestDebugBuildHasNoLivePaths(t *testing.T) {
 		LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}}}
 	g.Expect(DebugImageSpec(img).LiveUpdate).To(BeNil())
 	g.Expect(img.LiveUpdate).NotTo(BeNil(), "the spec itself is not changed")
+}
+
+// The supervisor of an image is the operator image's small one for the
+// image's platform when it ships one, else the running binary.
+func TestSupervisorForPicksThePlatformsBinary(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	for _, n := range []string{"supervisor-linux-amd64", "supervisor-linux-arm64", "supervisor-linux-arm-v7"} {
+		g.Expect(os.WriteFile(filepath.Join(dir, n), []byte(n), 0o755)).To(Succeed())
+	}
+	exe, err := os.Executable()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, c := range []struct {
+		p    v1.Platform
+		want string
+	}{
+		{v1.Platform{OS: "linux", Architecture: "amd64"}, filepath.Join(dir, "supervisor-linux-amd64")},
+		{v1.Platform{OS: "linux", Architecture: "arm64"}, filepath.Join(dir, "supervisor-linux-arm64")},
+		{v1.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}, filepath.Join(dir, "supervisor-linux-arm-v7")},
+		{v1.Platform{OS: "linux", Architecture: "s390x"}, exe},
+	} {
+		got, err := SupervisorFor(dir, c.p)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(c.want), c.p.String())
+	}
+	got, err := SupervisorFor("", v1.Platform{OS: "linux", Architecture: "amd64"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(exe))
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/liveupdate"
+	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
 // LiveUpdateEntrypoint is how a live-updatable image's containers run
@@ -24,9 +24,9 @@ type LiveUpdateEntrypoint struct {
 func (lu *LiveUpdateEntrypoint) superviseArgs() ([]any, error) {
 	after := strings.ToLower(string(lu.After))
 	if after == "" {
-		after = string(liveupdate.AfterRestart)
+		after = string(supervisor.AfterRestart)
 	}
-	args := []any{liveupdate.SupervisorPath, "supervise", "--after=" + after}
+	args := []any{supervisor.Path, "supervise", "--after=" + after}
 	if lu.After == v1alpha1.LiveUpdateCommand {
 		cmd, err := json.Marshal(lu.Command)
 		if err != nil {
@@ -57,7 +57,7 @@ func liveUpdateContainer(c map[string]any, lu *LiveUpdateEntrypoint) error {
 // it runs under the supervisor too — at once (no start gate: the
 // operator syncs only running containers) and with no after-action.
 func liveUpdateInitContainer(c map[string]any, lu *LiveUpdateEntrypoint) error {
-	return superviseContainer(c, lu, []any{liveupdate.SupervisorPath, "supervise", "--after=none", "--gate-timeout=1ms", "--"})
+	return superviseContainer(c, lu, []any{supervisor.Path, "supervise", "--after=none", "--gate-timeout=1ms", "--"})
 }
 
 // superviseContainer makes c run its program after the supervisor's
@@ -68,7 +68,7 @@ func superviseContainer(c map[string]any, lu *LiveUpdateEntrypoint, wrap []any) 
 	if err != nil {
 		return fmt.Errorf("container %s: %v", name, err)
 	}
-	if len(command) == 0 || command[0] != liveupdate.SupervisorPath {
+	if len(command) == 0 || command[0] != supervisor.Path {
 		argv, err := containerProgram(c, lu.Entrypoint, lu.Cmd)
 		if err != nil {
 			return err
@@ -86,11 +86,11 @@ func superviseContainer(c map[string]any, lu *LiveUpdateEntrypoint, wrap []any) 
 func addLiveMount(c map[string]any) error {
 	mounts, _ := c["volumeMounts"].([]any)
 	for _, m := range mounts {
-		if mm, ok := m.(map[string]any); ok && mm["mountPath"] == liveupdate.LiveRoot {
+		if mm, ok := m.(map[string]any); ok && mm["mountPath"] == supervisor.LiveRoot {
 			return nil
 		}
 	}
-	c["volumeMounts"] = append(mounts, map[string]any{"name": liveupdate.LiveVolume, "mountPath": liveupdate.LiveRoot})
+	c["volumeMounts"] = append(mounts, map[string]any{"name": supervisor.LiveVolume, "mountPath": supervisor.LiveRoot})
 	return nil
 }
 
@@ -103,10 +103,10 @@ func addLiveVolume(spec map[string]any) error {
 		return fmt.Errorf("volumes is not a list")
 	}
 	for _, v := range volumes {
-		if vm, ok := v.(map[string]any); ok && vm["name"] == liveupdate.LiveVolume {
+		if vm, ok := v.(map[string]any); ok && vm["name"] == supervisor.LiveVolume {
 			return nil
 		}
 	}
-	spec["volumes"] = append(volumes, map[string]any{"name": liveupdate.LiveVolume, "emptyDir": map[string]any{}})
+	spec["volumes"] = append(volumes, map[string]any{"name": supervisor.LiveVolume, "emptyDir": map[string]any{}})
 	return nil
 }

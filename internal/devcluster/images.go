@@ -35,11 +35,11 @@ func (c *Cluster) PushOperator(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(out)
-	bins, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
+	bins, sups, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
 	if err != nil {
 		return "", err
 	}
-	res, err := operatorimage.Push(ctx, operatorimage.Options{Binaries: bins}, OperatorRepository+":dev", true)
+	res, err := operatorimage.Push(ctx, operatorimage.Options{Binaries: bins, Supervisors: sups}, OperatorRepository+":dev", true)
 	if err != nil {
 		return "", err
 	}

@@ -44,11 +44,11 @@ func (c *Cluster) PushOperatorRelease(ctx context.Context, version string) (stri
 		return "", err
 	}
 	defer os.RemoveAll(out)
-	bins, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
+	bins, sups, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
 	if err != nil {
 		return "", err
 	}
-	res, err := operatorimage.Push(ctx, operatorimage.Options{Binaries: bins, Revision: "v" + version}, OperatorRepository+":v"+version, true)
+	res, err := operatorimage.Push(ctx, operatorimage.Options{Binaries: bins, Supervisors: sups, Revision: "v" + version}, OperatorRepository+":v"+version, true)
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
 // Target is a container that runs an image's template digest.
@@ -236,7 +237,7 @@ func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target,
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := []string{SupervisorPath, "sync", "--digest=" + digest}
+	cmd := []string{supervisor.Path, "sync", "--digest=" + digest}
 	var err error
 	if e.Exec != nil {
 		err = e.Exec.Exec(ctx, t, target.Namespace, target.Pod, target.Container, cmd, bytes.NewReader(tarball), &stdout, &stderr)
@@ -247,7 +248,7 @@ func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target,
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, message.Truncate(message.Condense(msg), 256))
 		}
-		return identity.Refused(err, "exec "+SupervisorPath+" sync in container "+target.Container)
+		return identity.Refused(err, "exec "+supervisor.Path+" sync in container "+target.Container)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	var res syncResult

@@ -46,10 +46,6 @@ type Engine struct {
 // bigger change is rolled out.
 const DefaultMaxBytes = 256 << 20
 
-// SupervisorPath is the supervisor the build adds to a live-updatable
-// image (declared here once; the in-container side uses it too).
-const SupervisorPath = "/.devloop/supervisor"
-
 // Request is one component's live update in one reconcile, after its
 // images were built and before it is deployed.
 type Request struct {

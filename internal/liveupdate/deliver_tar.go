@@ -9,10 +9,12 @@ import (
 	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
-// whiteoutPrefix marks a deleted file in a layer tar (OCI image spec).
-const whiteoutPrefix = ".wh."
+// whiteoutPrefix marks a deleted file in a layer tar and in a sync's tar.
+const whiteoutPrefix = supervisor.WhiteoutPrefix
 
 // WriteTar writes the files of a live update as the supervisor's sync
 // reads them: an uncompressed tar of regular files (and links) under

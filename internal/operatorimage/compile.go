@@ -15,24 +15,31 @@ import (
 var GoBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
 
 // Compile builds ./cmd/manager of the module at root for each platform
-// into outDir/<os>-<arch>/manager and returns the Binaries of Options.
-// Go's build cache makes a second run with nothing changed take seconds.
-func Compile(ctx context.Context, root, outDir string, platforms []string) (map[string]string, error) {
-	out := map[string]string{}
+// into outDir/<os>-<arch>/manager, and the live update supervisor
+// (./cmd/supervisor) next to it, and returns the Binaries and Supervisors
+// of Options. Go's build cache makes a second run with nothing changed
+// take seconds.
+func Compile(ctx context.Context, root, outDir string, platforms []string) (managers, supervisors map[string]string, err error) {
+	managers, supervisors = map[string]string{}, map[string]string{}
 	for _, platform := range platforms {
 		goos, goarch, ok := strings.Cut(platform, "/")
 		if !ok || strings.Contains(goarch, "/") {
-			return nil, fmt.Errorf("platform %q is not os/arch", platform)
+			return nil, nil, fmt.Errorf("platform %q is not os/arch", platform)
 		}
-		bin := filepath.Join(outDir, goos+"-"+goarch, "manager")
-		args := append([]string{"build", "-o", bin}, GoBuildFlags...)
-		cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/manager")...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/manager for %s: %v\n%s", platform, err, b)
+		for _, b := range []struct {
+			pkg string
+			out map[string]string
+		}{{"./cmd/manager", managers}, {"./cmd/supervisor", supervisors}} {
+			bin := filepath.Join(outDir, goos+"-"+goarch, filepath.Base(b.pkg))
+			args := append([]string{"build", "-o", bin}, GoBuildFlags...)
+			cmd := exec.CommandContext(ctx, "go", append(args, b.pkg)...)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return nil, nil, fmt.Errorf("go build %s for %s: %v\n%s", b.pkg, platform, err, out)
+			}
+			b.out[platform] = bin
 		}
-		out[platform] = bin
 	}
-	return out, nil
+	return managers, supervisors, nil
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// Binaries maps "os/arch" to a compiled manager binary; its keys are
 	// the platforms of the image. Compile makes them.
 	Binaries map[string]string
+	// Supervisors maps "os/arch" to a compiled cmd/supervisor: every
+	// platform's image carries all of them, under build.SupervisorDir,
+	// for the live-updatable images the operator builds for any of those
+	// platforms.
+	Supervisors map[string]string
 	// CABundle is the PEM file copied to /etc/ssl/certs/ca-certificates.crt;
 	// empty means DefaultCABundle.
 	CABundle string
@@ -106,14 +111,18 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 		if err != nil {
 			return nil, fmt.Errorf("pushing the %s base: %w", platform, err)
 		}
-		dir, err := stage(bin)
+		dir, err := stage(bin, opts.Supervisors)
 		if err != nil {
 			return nil, err
+		}
+		layers := []v1alpha1.LayerMapping{{From: "manager", To: "/manager", Mode: "0755"}}
+		if len(opts.Supervisors) > 0 {
+			layers = append(layers, v1alpha1.LayerMapping{From: "supervisors", To: build.SupervisorDir, Mode: "0755"})
 		}
 		img, err := b.Assemble(ctx, build.Image{
 			Name:       image,
 			Base:       b.Repository(image) + "@" + baseDigest.String(),
-			Layers:     []v1alpha1.LayerMapping{{From: "manager", To: "/manager", Mode: "0755"}},
+			Layers:     layers,
 			Entrypoint: []string{"/manager"},
 			User:       fmt.Sprintf("%d:%d", NonRoot, NonRoot),
 			SourceURL:  opts.SourceURL,
@@ -186,24 +195,43 @@ func WriteLayout(ctx context.Context, opts Options, dir, tag string) (*Result, e
 	return &Result{Reference: dir + "@" + res.Digest, Digest: res.Digest, Tags: []string{tag}}, nil
 }
 
-// stage links (or copies) bin as "manager" into a new directory: the source
-// directory of internal/build's layer mapping.
-func stage(bin string) (string, error) {
+// stage links (or copies) bin as "manager", and each supervisor as
+// supervisors/supervisor-<os>-<arch>, into a new directory: the source
+// directory of internal/build's layer mappings.
+func stage(bin string, supervisors map[string]string) (string, error) {
 	dir, err := os.MkdirTemp("", "devloop-image-")
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(dir, "manager")
-	if err := os.Link(bin, dst); err != nil {
-		data, err := os.ReadFile(bin)
+	if err := linkOrCopy(bin, filepath.Join(dir, "manager")); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("manager binary: %w", err)
+	}
+	for platform, sup := range supervisors {
+		p, err := v1.ParsePlatform(platform)
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(dir, "supervisors"), 0o755)
+		}
+		if err == nil {
+			err = linkOrCopy(sup, filepath.Join(dir, "supervisors", build.SupervisorName(*p)))
+		}
 		if err != nil {
 			os.RemoveAll(dir)
-			return "", fmt.Errorf("manager binary: %w", err)
-		}
-		if err := os.WriteFile(dst, data, 0o755); err != nil {
-			os.RemoveAll(dir)
-			return "", err
+			return "", fmt.Errorf("supervisor for %s: %w", platform, err)
 		}
 	}
 	return dir, nil
+}
+
+// linkOrCopy hard-links src at dst, or copies it (mode 0755) across
+// file systems.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
 }

@@ -34,15 +34,20 @@ func fakeOptions(t *testing.T) Options {
 	if err := os.WriteFile(ca, []byte(testCA), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bins := map[string]string{}
+	bins, sups := map[string]string{}, map[string]string{}
 	for _, p := range DefaultPlatforms {
 		bin := filepath.Join(dir, strings.ReplaceAll(p, "/", "-"))
 		if err := os.WriteFile(bin, []byte("manager for "+p), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		bins[p] = bin
+		sup := bin + "-supervisor"
+		if err := os.WriteFile(sup, []byte("supervisor for "+p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sups[p] = sup
 	}
-	return Options{Binaries: bins, CABundle: ca, Revision: "0123abc"}
+	return Options{Binaries: bins, Supervisors: sups, CABundle: ca, Revision: "0123abc"}
 }
 
 type file struct {
@@ -129,10 +134,13 @@ func TestLayoutIsAMultiPlatformNonRootImage(t *testing.T) {
 		}
 		fs := files(t, img)
 		want := map[string]file{
-			"/manager":                           {mode: 0o755, content: "manager for " + m.Platform.String(), typeflag: tar.TypeReg},
-			"/etc/ssl/certs/ca-certificates.crt": {mode: 0o644, content: testCA, typeflag: tar.TypeReg},
-			"/tmp":                               {mode: 0o1777, typeflag: tar.TypeDir},
-			"/home/nonroot":                      {mode: 0o700, uid: NonRoot, typeflag: tar.TypeDir},
+			"/manager": {mode: 0o755, content: "manager for " + m.Platform.String(), typeflag: tar.TypeReg},
+			// Every platform's image has every platform's supervisor.
+			"/supervisors/supervisor-linux-amd64": {mode: 0o755, content: "supervisor for linux/amd64", typeflag: tar.TypeReg},
+			"/supervisors/supervisor-linux-arm64": {mode: 0o755, content: "supervisor for linux/arm64", typeflag: tar.TypeReg},
+			"/etc/ssl/certs/ca-certificates.crt":  {mode: 0o644, content: testCA, typeflag: tar.TypeReg},
+			"/tmp":                                {mode: 0o1777, typeflag: tar.TypeDir},
+			"/home/nonroot":                       {mode: 0o700, uid: NonRoot, typeflag: tar.TypeDir},
 		}
 		for path, w := range want {
 			if got, ok := fs[path]; !ok || got != w {
@@ -206,6 +214,8 @@ func TestDockerfileBuildsTheSameBinary(t *testing.T) {
 		`CGO_ENABLED=0`,
 		`go build -trimpath -ldflags "-s -w"`,
 		`./cmd/manager`,
+		`./cmd/supervisor`,
+		`COPY --from=build /out/supervisors/ /supervisors/`,
 		`FROM gcr.io/distroless/static:nonroot`,
 		`USER 65532:65532`,
 		`ENTRYPOINT ["/manager"]`,
@@ -229,7 +239,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := Push(ctx, fakeOptions(t), "Not A Reference", true); err == nil || !strings.Contains(err.Error(), `image reference "Not A Reference"`) {
 		t.Errorf("bad reference: %v", err)
 	}
-	if _, err := Compile(ctx, testenv.RepoRoot(), t.TempDir(), []string{"linux"}); err == nil || !strings.Contains(err.Error(), `platform "linux" is not os/arch`) {
+	if _, _, err := Compile(ctx, testenv.RepoRoot(), t.TempDir(), []string{"linux"}); err == nil || !strings.Contains(err.Error(), `platform "linux" is not os/arch`) {
 		t.Errorf("bad platform: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package liveupdate
+package supervisor
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package liveupdate
+package supervisor
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 )
 
 const (
+	// Path is where the build puts the supervisor in a live-updatable
+	// image; the pod's command starts it there.
+	Path = "/.devloop/supervisor"
 	// LiveRoot is where synced files live in the container: the mount
 	// point of the LiveVolume emptyDir.
 	LiveRoot = "/.devloop/live"

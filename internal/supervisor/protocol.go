@@ -1,4 +1,4 @@
-package liveupdate
+package supervisor
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ func tell(ctx context.Context, socket string, n notice) (reply, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
-		return reply{}, fmt.Errorf("no supervisor answers at %s (is the container running under %s?): %w", socket, SupervisorPath, err)
+		return reply{}, fmt.Errorf("no supervisor answers at %s (is the container running under %s?): %w", socket, Path, err)
 	}
 	defer conn.Close()
 	if deadline, ok := ctx.Deadline(); ok {

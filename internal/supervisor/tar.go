@@ -1,4 +1,4 @@
-package liveupdate
+package supervisor
 
 import (
 	"archive/tar"
@@ -12,9 +12,12 @@ import (
 	"strings"
 )
 
-// opaqueWhiteout in a directory of a layer tar empties that directory
-// (OCI image spec; whiteoutPrefix is the single-file whiteout).
-const opaqueWhiteout = ".wh..wh..opq"
+// WhiteoutPrefix marks a deleted file in a sync's tar, as in a layer's
+// (OCI image spec); opaqueWhiteout in a directory empties that directory.
+const (
+	WhiteoutPrefix = ".wh."
+	opaqueWhiteout = ".wh..wh..opq"
+)
 
 // applyTar writes the entries of an uncompressed tar (paths as in the
 // image, absolute or not) under root, each file atomically: written to a
@@ -45,8 +48,8 @@ func applyTar(root *os.Root, r io.Reader) ([]string, error) {
 		case base == opaqueWhiteout:
 			err = emptyDir(root, dir)
 			rel = dir
-		case strings.HasPrefix(base, whiteoutPrefix):
-			rel = path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix))
+		case strings.HasPrefix(base, WhiteoutPrefix):
+			rel = path.Join(dir, strings.TrimPrefix(base, WhiteoutPrefix))
 			err = root.RemoveAll(rel)
 		case hdr.Typeflag == tar.TypeReg:
 			err = writeFile(root, rel, fs.FileMode(hdr.Mode).Perm(), tr, n)
