@@ -8,7 +8,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -33,24 +32,15 @@ func TestBuilderImageRunsMakeAndGit(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"Makefile": versionsMakefile})
 
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tools"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{
-				Name: "tools",
-				Images: []v1alpha1.ImageSpec{{
-					Name: "versions", Source: "app", Base: registry + "/busybox:1.35",
-					Run: &v1alpha1.BuildRun{Image: goImage,
-						Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}},
-					Layers: []v1alpha1.LayerMapping{{From: "out/versions.txt", To: "/versions.txt"}},
-				}},
-			}},
-		},
-	}
+	env := devEnv(ns, "tools", v1alpha1.Component{
+		Name: "tools",
+		Images: []v1alpha1.ImageSpec{{
+			Name: "versions", Source: "app", Base: registry + "/busybox:1.35",
+			Run: &v1alpha1.BuildRun{Image: goImage,
+				Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}},
+			Layers: []v1alpha1.LayerMapping{{From: "out/versions.txt", To: "/versions.txt"}},
+		}},
+	})
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	env = waitEnv(t, client.ObjectKeyFromObject(env), 6*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {

@@ -17,7 +17,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,29 +128,20 @@ func TestDebugAttachesDelve(t *testing.T) {
 		"deploy/server.yaml": debugServerManifests,
 	})
 	httpPort, dlvPort := freeLocalPort(t), freeLocalPort(t)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dbg"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{
-				Name: "server",
-				Images: []v1alpha1.ImageSpec{{
-					Name: "server", Source: "app", Base: registry + "/busybox:1.35",
-					Run: &v1alpha1.BuildRun{Image: goImage, Command: []string{"go", "build", "-o", "out/server", "."},
-						Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-							{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"},
-							{Name: "GOPROXY", Value: goproxy}, {Name: "GOSUMDB", Value: "off"}}},
-					Layers:     []v1alpha1.LayerMapping{{From: "out/server", To: "/server", Mode: "0755"}},
-					Entrypoint: []string{"/server"},
-				}},
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-				Ports:     []v1alpha1.PortForward{{Name: "http", Local: int32(httpPort), Target: "deploy/server:http"}},
-			}},
-		},
-	}
+	env := devEnv(ns, "dbg", v1alpha1.Component{
+		Name: "server",
+		Images: []v1alpha1.ImageSpec{{
+			Name: "server", Source: "app", Base: registry + "/busybox:1.35",
+			Run: &v1alpha1.BuildRun{Image: goImage, Command: []string{"go", "build", "-o", "out/server", "."},
+				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
+					{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"},
+					{Name: "GOPROXY", Value: goproxy}, {Name: "GOSUMDB", Value: "off"}}},
+			Layers:     []v1alpha1.LayerMapping{{From: "out/server", To: "/server", Mode: "0755"}},
+			Entrypoint: []string{"/server"},
+		}},
+		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
+		Ports:     []v1alpha1.PortForward{{Name: "http", Local: int32(httpPort), Target: "deploy/server:http"}},
+	})
 	pushOnly(t, env, dir)
 	start := time.Now()
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())

@@ -55,6 +55,22 @@ func sampleIn(t *testing.T, ns string) *v1alpha1.DevEnvironment {
 	return env
 }
 
+// devEnv is the environment most cases start from: the deployer
+// ServiceAccount, the registry prefix under ns, and one OCI source "app"
+// at <ns>/src:dev that the case pushes (pushOnly).
+func devEnv(ns, name string, components ...v1alpha1.Component) *v1alpha1.DevEnvironment {
+	return &v1alpha1.DevEnvironment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.DevEnvironmentSpec{
+			ServiceAccountName: "deployer",
+			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
+			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
+				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+			Components: components,
+		},
+	}
+}
+
 // copyDir copies a source tree to a fresh temporary directory.
 func copyDir(t *testing.T, src string) string {
 	t.Helper()

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -70,29 +69,20 @@ func TestUnchangedBinaryKeepsItsDigest(t *testing.T) {
 		"deploy/sleeper.yaml": sleeperDeployment,
 	})
 
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "same"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{
-				Name: "sleeper",
-				Images: []v1alpha1.ImageSpec{{
-					Name: "tools/sleeper", Source: "app", Base: registry + "/busybox:1.35",
-					Run: &v1alpha1.BuildRun{Image: goImage,
-						Command: []string{"go", "build", "-trimpath", "-o", "out/sleeper", "."},
-						Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-							{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"}},
-						Cache: &v1alpha1.BuildCache{}},
-					Layers:     []v1alpha1.LayerMapping{{From: "out/sleeper", To: "/sleeper", Mode: "0755"}},
-					Entrypoint: []string{"/sleeper"},
-				}},
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-			}},
-		},
-	}
+	env := devEnv(ns, "same", v1alpha1.Component{
+		Name: "sleeper",
+		Images: []v1alpha1.ImageSpec{{
+			Name: "tools/sleeper", Source: "app", Base: registry + "/busybox:1.35",
+			Run: &v1alpha1.BuildRun{Image: goImage,
+				Command: []string{"go", "build", "-trimpath", "-o", "out/sleeper", "."},
+				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
+					{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"}},
+				Cache: &v1alpha1.BuildCache{}},
+			Layers:     []v1alpha1.LayerMapping{{From: "out/sleeper", To: "/sleeper", Mode: "0755"}},
+			Entrypoint: []string{"/sleeper"},
+		}},
+		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
+	})
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)

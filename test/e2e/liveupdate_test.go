@@ -16,7 +16,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -129,25 +128,16 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	dir := t.TempDir()
 	g.Expect(mkdirWrite(filepath.Join(dir, "deploy", "live.yaml"), liveServerManifests)).To(Succeed())
 	buildLiveServer(t, dir, 0)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{
-				Name: "live",
-				Images: []v1alpha1.ImageSpec{{
-					Name: "server", Source: "app",
-					Layers:     []v1alpha1.LayerMapping{{From: "bin/server", To: "/server", Mode: "0755"}},
-					Entrypoint: []string{"/server"},
-					LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}},
-				}},
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-			}},
-		},
-	}
+	env := devEnv(ns, "live", v1alpha1.Component{
+		Name: "live",
+		Images: []v1alpha1.ImageSpec{{
+			Name: "server", Source: "app",
+			Layers:     []v1alpha1.LayerMapping{{From: "bin/server", To: "/server", Mode: "0755"}},
+			Entrypoint: []string{"/server"},
+			LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}},
+		}},
+		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
+	})
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)

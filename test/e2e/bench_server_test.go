@@ -1,0 +1,181 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// versionMarker holds the benchmark server's version in its source and in
+// its binary: a change of the prebuilt binary rewrites the digits in place
+// (no compile in the loop), a change of the source rewrites the literal.
+const versionMarker = "devloop-bench-version="
+
+// benchSource is the benchmark server at version v: it answers every
+// request with "version V iteration I", I from its ITERATION variable (what
+// the floor changes).
+func benchSource(v int) string {
+	return fmt.Sprintf(`package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+)
+
+var version = "%s%08d"
+
+func main() {
+	v, _ := strconv.Atoi(strings.TrimPrefix(version, %q))
+	answer := fmt.Sprintf("version %%d iteration %%s\n", v, os.Getenv("ITERATION"))
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, answer) })
+	if err := http.ListenAndServe(":8080", nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+`, versionMarker, v, versionMarker)
+}
+
+// benchManifests run the server (scratch: no shell) under the restricted
+// Pod Security level behind the Service "bench".
+const benchManifests = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bench}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: bench}}
+  template:
+    metadata: {labels: {app: bench}}
+    spec:
+      ` + restrictedPod + `
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: server
+        image: server
+        env: [{name: ITERATION, value: "0"}]
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: bench}
+spec:
+  selector: {app: bench}
+  ports: [{port: 80, targetPort: http}]
+`
+
+// benchService is the manifests' Service, for the floor's Deployment.
+func benchService(ns string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "bench"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
+	}
+}
+
+// buildBenchServer compiles benchSource(0) for the node (static,
+// linux/amd64) as a developer's local go build would, once.
+func buildBenchServer(t *testing.T) []byte {
+	t.Helper()
+	g := NewWithT(t)
+	mod := t.TempDir()
+	g.Expect(mkdirWrite(filepath.Join(mod, "go.mod"), "module example.com/bench\n\ngo 1.26\n")).To(Succeed())
+	g.Expect(mkdirWrite(filepath.Join(mod, "main.go"), benchSource(0))).To(Succeed())
+	bin := filepath.Join(mod, "server")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+	data, err := os.ReadFile(bin)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bytes.Count(data, []byte(versionMarker))).To(Equal(1), "the version marker appears once in the binary")
+	return data
+}
+
+// writeBenchServer writes server at path with its version set to v.
+func writeBenchServer(t *testing.T, path string, server []byte, v int) {
+	t.Helper()
+	data := bytes.Clone(server)
+	i := bytes.Index(data, []byte(versionMarker)) + len(versionMarker)
+	copy(data[i:], fmt.Sprintf("%08d", v))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serviceURL is the Service's cluster IP address, which this machine (the
+// node) reaches through kube-proxy's rules as a pod would.
+func serviceURL(t *testing.T, ns, name string) string {
+	t.Helper()
+	svc := &corev1.Service{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(need(t).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, svc)).To(Succeed())
+		g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
+	}, time.Minute).Should(Succeed())
+	return fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+}
+
+// prober asks on a new connection each time, so every answer comes from
+// an endpoint the Service has now.
+var prober = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// get is one GET of url: the body, or the error.
+func get(url string) string {
+	resp, err := prober.Get(url)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(b)
+}
+
+// waitAnswer polls url every 20 ms until an answer contains want and
+// returns how long after t0 that was.
+func waitAnswer(t *testing.T, url, want string, t0 time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	var last string
+	for {
+		if last = get(url); strings.Contains(last, want) {
+			return time.Since(t0)
+		}
+		if time.Since(t0) > timeout {
+			t.Fatalf("%s did not answer %q within %s of the change (last answer %q)", url, want, timeout, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kubectlPath is the kubectl make test-binaries builds.
+func kubectlPath() string {
+	return filepath.Join(testenv.RepoRoot(), "bin", "k8s", "v1.36.3-etcd3.6.8", "kubectl")
+}
