@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
@@ -202,7 +203,10 @@ func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Clie
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := e.syncOne(ctx, t, target, digest, tarball)
+			started := time.Now()
+			res, err := e.syncOne(ctx, t, target, digest, tarball)
+			log.FromContext(ctx).V(1).Info("synced", "pod", target.Namespace+"/"+target.Pod, "container", target.Container,
+				"bytes", len(tarball), "took", time.Since(started).String(), "restartedMs", res.RestartedMs, "failed", err != nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -233,7 +237,7 @@ func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Clie
 
 // syncOne runs the supervisor's sync in one container with the tar on
 // stdin and checks the digest it reports.
-func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) error {
+func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) (syncResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -248,17 +252,17 @@ func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target,
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, message.Truncate(message.Condense(msg), 256))
 		}
-		return identity.Refused(err, "exec "+supervisor.Path+" sync in container "+target.Container)
+		return syncResult{}, identity.Refused(err, "exec "+supervisor.Path+" sync in container "+target.Container)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	var res syncResult
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		return fmt.Errorf("container %s: the supervisor's sync said %q, not its result", target.Container, message.Truncate(lines[len(lines)-1], 128))
+		return res, fmt.Errorf("container %s: the supervisor's sync said %q, not its result", target.Container, message.Truncate(lines[len(lines)-1], 128))
 	}
 	if res.Digest != digest {
-		return fmt.Errorf("container %s: the supervisor reports digest %s, not %s", target.Container, res.Digest, digest)
+		return res, fmt.Errorf("container %s: the supervisor reports digest %s, not %s", target.Container, res.Digest, digest)
 	}
-	return nil
+	return res, nil
 }
 
 // annotate records on the pod, as the tenant, that it serves digest.

@@ -64,6 +64,11 @@ const supervisorDir = "/.devloop"
 // any other file, the config (entrypoint, env, user, ...) or the layer
 // count makes a rollout, named in Reason.
 func Decide(old, next v1.Image, paths []string) (*Decision, error) {
+	return decide(old, next, paths, layerEntries)
+}
+
+// decide is Decide reading layers' entries with entriesOf.
+func decide(old, next v1.Image, paths []string, entriesOf func(v1.Layer) (map[string]entry, error)) (*Decision, error) {
 	if reason, err := configChange(old, next); err != nil || reason != "" {
 		return &Decision{Reason: reason}, err
 	}
@@ -87,7 +92,7 @@ func Decide(old, next v1.Image, paths []string) (*Decision, error) {
 		if same {
 			continue
 		}
-		changed, err := layerChanges(oldLayers[i], newLayers[i])
+		changed, err := layerChanges(oldLayers[i], newLayers[i], entriesOf)
 		if err != nil {
 			return nil, fmt.Errorf("comparing layer %d: %w", i, err)
 		}
@@ -205,12 +210,12 @@ type entry struct {
 // same position: added, changed or removed files, links and whiteouts.
 // Directories count only when added, removed or given other owners or
 // modes; files inside them are listed for themselves.
-func layerChanges(old, next v1.Layer) ([]File, error) {
-	a, err := layerEntries(old)
+func layerChanges(old, next v1.Layer, entriesOf func(v1.Layer) (map[string]entry, error)) ([]File, error) {
+	a, err := entriesOf(old)
 	if err != nil {
 		return nil, err
 	}
-	b, err := layerEntries(next)
+	b, err := entriesOf(next)
 	if err != nil {
 		return nil, err
 	}

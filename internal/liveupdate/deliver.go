@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -40,6 +41,10 @@ type Engine struct {
 	// tars keeps the last few live updates' tars, so a pod started later
 	// is synced without reading the images again.
 	tars []cachedTar
+	// entries keeps the last few layers' listings by diff ID: the next
+	// live update compares with the layer this one brought, which is
+	// then not read from the registry again.
+	entries []cachedEntries
 }
 
 // DefaultMaxBytes is the most file content one live update carries; a
@@ -117,10 +122,13 @@ func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.Ima
 			rollout(ist, reason)
 			return nil
 		}
+		planned := time.Now()
 		d, tarball, err := e.plan(ctx, req, img, ist)
 		if err != nil {
 			return err
 		}
+		log.FromContext(ctx).V(1).Info("live update planned", "image", img.Name, "live", d.Live, "files", len(d.Files),
+			"bytes", len(tarball), "took", time.Since(planned).String())
 		if !d.Live {
 			rollout(ist, d.Reason)
 			return nil
@@ -177,7 +185,7 @@ func (e *Engine) plan(ctx context.Context, req Request, img *v1alpha1.ImageSpec,
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
-	d, err := Decide(old, next, img.LiveUpdate.Paths)
+	d, err := decide(old, next, img.LiveUpdate.Paths, e.layerEntries)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: comparing %s with %s: %w", img.Name, ist.TemplateDigest, ist.Digest, err)
 	}
@@ -248,4 +256,40 @@ func (e *Engine) recall(image, from, to string) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// cachedEntries is one layer's listing.
+type cachedEntries struct {
+	diffID  v1.Hash
+	entries map[string]entry
+}
+
+// maxCachedLayers bounds the listings kept in memory.
+const maxCachedLayers = 16
+
+// layerEntries lists a layer, from memory when it was listed lately.
+func (e *Engine) layerEntries(l v1.Layer) (map[string]entry, error) {
+	id, err := l.DiffID()
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	for _, c := range e.entries {
+		if c.diffID == id {
+			e.mu.Unlock()
+			return c.entries, nil
+		}
+	}
+	e.mu.Unlock()
+	entries, err := layerEntries(l)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entries = append(e.entries, cachedEntries{diffID: id, entries: entries})
+	if len(e.entries) > maxCachedLayers {
+		e.entries = e.entries[1:]
+	}
+	return entries, nil
 }

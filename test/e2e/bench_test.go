@@ -155,9 +155,9 @@ func benchPush(t *testing.T, server []byte, live bool, n int) ([]time.Duration, 
 		d := waitAnswer(t, url, fmt.Sprintf("version %d ", i), t0, 2*time.Minute)
 		samples = append(samples, d)
 		env = waitReadyWithNewImage(t, key, "server", old)
-		how := imageOf(env, "server").LastUpdate
+		how := updateKind(imageOf(env, "server"))
 		if live {
-			g.Expect(how).To(Equal(v1alpha1.UpdateLive), "update %d: %s", i, imageOf(env, "server").UpdateReason)
+			g.Expect(how).To(Equal("live update"), "update %d: %s", i, imageOf(env, "server").UpdateReason)
 		}
 		if !live || i <= 10 || i%10 == 0 {
 			t.Logf("%s %3d: %s (source pushed at %s, reconcile requested at %s, Ready at %s, %s)", name, i, d.Round(time.Millisecond),
@@ -220,9 +220,9 @@ func benchWarm(t *testing.T, live bool, n int) []time.Duration {
 		pushed, requested := pushTimed(t, env, dir)
 		d := waitAnswer(t, url, fmt.Sprintf("version %d ", i+1), t0, 3*time.Minute)
 		env = waitReadyWithNewImage(t, key, "server", old)
-		how := imageOf(env, "server").LastUpdate
+		how := updateKind(imageOf(env, "server"))
 		if live {
-			g.Expect(how).To(Equal(v1alpha1.UpdateLive), "update %d: %s", i, imageOf(env, "server").UpdateReason)
+			g.Expect(how).To(Equal("live update"), "update %d: %s", i, imageOf(env, "server").UpdateReason)
 		}
 		if i == 0 {
 			t.Logf("%s warm-up: %s", name, d.Round(time.Millisecond))
@@ -296,6 +296,14 @@ func waitReadyWithNewImage(t *testing.T, key client.ObjectKey, image, old string
 		g.Expect(imageOf(env, image).Digest).NotTo(Equal(old))
 	}, time.Minute, 50*time.Millisecond).Should(Succeed())
 	return env
+}
+
+// updateKind says how the image's newest digest reached the pods.
+func updateKind(ist *v1alpha1.ImageStatus) string {
+	if ist.LastUpdate == v1alpha1.UpdateLive {
+		return "live update"
+	}
+	return "rollout"
 }
 
 // pushTimed pushes dir as the environment's source and requests a

@@ -160,7 +160,7 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	for v := 1; v <= 5; v++ {
 		buildLiveServer(t, dir, v)
 		start := time.Now()
-		push(t, env, dir)
+		request := push(t, env, dir)
 		want := fmt.Sprintf("version %d", v)
 		var last string
 		for last != want {
@@ -172,6 +172,8 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 		}
 		latencies = append(latencies, time.Since(start))
 		env = waitEnv(t, key, time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+			// The status of this push, not the previous one's.
+			g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
 			ist := imageOf(env, "server")
 			g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "update reason: %s", ist.UpdateReason)
 			g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
