@@ -157,7 +157,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		},
 		// images[].liveUpdate: changed files synced into running pods
 		// as the tenant (pods/exec), instead of a rollout.
-		LiveUpdate: &liveupdate.Engine{},
+		LiveUpdate: &liveupdate.Engine{Sessions: true},
 		Tests: &testrun.Engine{
 			Client:      mgr.GetClient(),
 			APIReader:   mgr.GetAPIReader(),

@@ -240,15 +240,19 @@ func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Clie
 func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) (syncResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
+	if e.Sessions {
+		res, err := e.syncOverSession(ctx, t, target, digest, tarball)
+		switch {
+		case err == nil && res.Digest != digest:
+			return res, fmt.Errorf("container %s: the supervisor reports digest %s, not %s", target.Container, res.Digest, digest)
+		case !errors.Is(err, errSessionBroken):
+			return res, err
+		}
+		log.FromContext(ctx).V(1).Info("no sync session; one exec instead", "pod", target.Namespace+"/"+target.Pod, "reason", err.Error())
+	}
 	var stdout, stderr bytes.Buffer
 	cmd := []string{supervisor.Path, "sync", "--digest=" + digest}
-	var err error
-	if e.Exec != nil {
-		err = e.Exec.Exec(ctx, t, target.Namespace, target.Pod, target.Container, cmd, bytes.NewReader(tarball), &stdout, &stderr)
-	} else {
-		err = t.ExecWithStdin(ctx, target.Namespace, target.Pod, target.Container, cmd, bytes.NewReader(tarball), &stdout, &stderr)
-	}
-	if err != nil {
+	if err := e.exec(ctx, t, target, cmd, bytes.NewReader(tarball), &stdout, &stderr); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, message.Truncate(message.Condense(msg), 256))
 		}

@@ -36,6 +36,9 @@ type Engine struct {
 	// MaxBytes bounds the files one live update carries;
 	// DefaultMaxBytes when zero.
 	MaxBytes int64
+	// Sessions keeps one exec of the supervisor's sync open per
+	// container (session.go), so a live update pays no exec setup.
+	Sessions bool
 
 	mu sync.Mutex
 	// tars keeps the last few live updates' tars, so a pod started later
@@ -45,6 +48,10 @@ type Engine struct {
 	// live update compares with the layer this one brought, which is
 	// then not read from the registry again.
 	entries []cachedEntries
+	// sessions are the open sync sessions by sessionKey; noStream the
+	// containers whose supervisor cannot stream.
+	sessions map[string]*session
+	noStream map[string]bool
 }
 
 // DefaultMaxBytes is the most file content one live update carries; a

@@ -17,7 +17,8 @@ import (
 // code: `supervise [flags] -- PROGRAM ARGS...` runs PROGRAM under the
 // supervisor and exits with its code; `sync --digest=D < tar` writes the
 // changed files of image digest D under the live root, has the supervisor
-// do its after-action, and prints the result as one JSON line.
+// do its after-action, and prints the result as one JSON line; `sync
+// --stream` does so for each frame on stdin (Stream).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
 		fmt.Fprintln(stderr, "devloop supervisor: want a command: supervise or sync")
@@ -79,11 +80,15 @@ func syncCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	root := fs.String("root", LiveRoot, "the live root")
 	orig := fs.String("orig", OrigDir, "where the image keeps the original files of its live paths")
 	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the supervisor's after-action")
+	stream := fs.Bool("stream", false, "read syncs framed on stdin (a JSON line {digest, size}, then the tar) until it closes, answering each with a JSON line")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	if *stream {
+		return Stream(ctx, *root, *orig, *timeout, stdin, stdout)
+	}
 	ctx, cancel = context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	res, err := Sync(ctx, *root, *orig, *digest, stdin)

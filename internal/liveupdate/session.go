@@ -1,0 +1,213 @@
+package liveupdate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/supervisor"
+)
+
+// A session is one exec of `supervisor sync --stream` in a container, kept
+// open between live updates (Engine.Sessions): an exec's setup (the API
+// server, the kubelet, the runtime starting a process in the container)
+// is paid once per container instead of on every sync. A session that
+// breaks is dropped and the sync done by a one-shot exec instead.
+//
+// A session is opened as the environment's ServiceAccount and keyed by it,
+// and closed after sessionIdle without a sync, so a right the
+// ServiceAccount loses stops being used within that time.
+type session struct {
+	key    string
+	mu     sync.Mutex // one sync at a time
+	stdin  *io.PipeWriter
+	lines  *bufio.Reader
+	cancel context.CancelFunc
+	idle   *time.Timer
+	done   chan struct{}
+	// answered is set once a frame was answered: a session that ends
+	// before that is taken for a supervisor without --stream.
+	answered atomic.Bool
+	stderr   lockedBuffer
+	err      error // why the exec ended, once done is closed
+}
+
+// sessionIdle closes a session not used for this long.
+const sessionIdle = 10 * time.Minute
+
+// maxNoStream bounds the containers remembered as unable to stream.
+const maxNoStream = 1024
+
+// errSessionBroken is a session that could not carry a sync: the sync is
+// done by a one-shot exec instead.
+var errSessionBroken = errors.New("sync session broken")
+
+// sessionKey names a container's session for one identity.
+func sessionKey(t *identity.Tenant, target Target) string {
+	return target.Namespace + "/" + target.Pod + "/" + target.Container + "|" + t.ServiceAccount()
+}
+
+// syncOverSession syncs target over its session, opening one when there
+// is none. A transport failure is errSessionBroken (the session is gone);
+// an error the supervisor answered is the sync's own failure.
+func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) (syncResult, error) {
+	s := e.session(t, target)
+	if s == nil {
+		return syncResult{}, errSessionBroken
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idle.Reset(sessionIdle)
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := fmt.Fprintf(s.stdin, `{"digest":%q,"size":%d}`+"\n", digest, len(tarball))
+		if err == nil {
+			_, err = s.stdin.Write(tarball)
+		}
+		wrote <- err
+	}()
+	type answer struct {
+		line []byte
+		err  error
+	}
+	read := make(chan answer, 1)
+	go func() {
+		line, err := s.lines.ReadBytes('\n')
+		read <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case a = <-read:
+	case <-ctx.Done():
+		e.closeSession(s)
+		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, ctx.Err())
+	}
+	if a.err != nil {
+		e.closeSession(s)
+		<-s.done
+		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, s.why(a.err))
+	}
+	if err := <-wrote; err != nil {
+		e.closeSession(s)
+		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, err)
+	}
+	s.answered.Store(true)
+	var r supervisor.StreamReply
+	if err := json.Unmarshal(a.line, &r); err != nil {
+		e.closeSession(s)
+		return syncResult{}, fmt.Errorf("%w: the supervisor answered %q", errSessionBroken, message.Truncate(string(a.line), 128))
+	}
+	res := syncResult{Digest: r.Digest, RestartedMs: r.RestartedMs}
+	if r.Error != "" {
+		return res, errors.New(message.Truncate(r.Error, 256))
+	}
+	return res, nil
+}
+
+// session is target's open session, opened now if there is none; nil
+// for a container whose supervisor cannot stream.
+func (e *Engine) session(t *identity.Tenant, target Target) *session {
+	key := sessionKey(t, target)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.noStream[key] {
+		return nil
+	}
+	if s, ok := e.sessions[key]; ok {
+		return s
+	}
+	if e.sessions == nil {
+		e.sessions = map[string]*session{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	s := &session{key: key, stdin: stdinW, lines: bufio.NewReader(stdoutR), cancel: cancel, done: make(chan struct{})}
+	s.idle = time.AfterFunc(sessionIdle, func() { e.closeSession(s) })
+	e.sessions[key] = s
+	cmd := []string{supervisor.Path, "sync", "--stream"}
+	go func() {
+		err := e.exec(ctx, t, target, cmd, stdinR, stdoutW, &s.stderr)
+		if err == nil {
+			err = io.EOF
+		}
+		s.err = err
+		_ = stdoutW.CloseWithError(err)
+		_ = stdinR.CloseWithError(err)
+		e.mu.Lock()
+		if e.sessions[key] == s {
+			delete(e.sessions, key)
+		}
+		if !s.answered.Load() && strings.Contains(s.stderr.String(), "-stream") {
+			// A supervisor without --stream (an image of an older
+			// operator) refused the flag.
+			if len(e.noStream) >= maxNoStream {
+				e.noStream = nil
+			}
+			if e.noStream == nil {
+				e.noStream = map[string]bool{}
+			}
+			e.noStream[key] = true
+		}
+		e.mu.Unlock()
+		close(s.done)
+	}()
+	return s
+}
+
+// closeSession ends a session's exec; its goroutine forgets it.
+func (e *Engine) closeSession(s *session) {
+	s.idle.Stop()
+	s.cancel()
+	_ = s.stdin.Close()
+}
+
+// why says why a session's exec ended, with its stderr.
+func (s *session) why(readErr error) error {
+	err := s.err
+	if err == nil {
+		err = readErr
+	}
+	if msg := strings.TrimSpace(s.stderr.String()); msg != "" {
+		err = fmt.Errorf("%w: %s", err, message.Truncate(message.Condense(msg), 256))
+	}
+	return err
+}
+
+// exec runs command in target's container as the tenant.
+func (e *Engine) exec(ctx context.Context, t *identity.Tenant, target Target, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if e.Exec != nil {
+		return e.Exec.Exec(ctx, t, target.Namespace, target.Pod, target.Container, command, stdin, stdout, stderr)
+	}
+	return t.ExecWithStdin(ctx, target.Namespace, target.Pod, target.Container, command, stdin, stdout, stderr)
+}
+
+// lockedBuffer is a bytes buffer safe for the exec's writer and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b.Len() > 4096 {
+		return len(p), nil
+	}
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
