@@ -118,8 +118,6 @@ func offPhase() {
 // returns the samples and the image it ran last (for the floor).
 func benchPush(t *testing.T, server []byte, live bool, n int) ([]time.Duration, string) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	c := need(t)
 	name := "push"
 	if live {
 		name = "push-live"
@@ -132,17 +130,8 @@ func benchPush(t *testing.T, server []byte, live bool, n int) ([]time.Duration, 
 	img := v1alpha1.ImageSpec{Name: "server", Source: "app",
 		Layers:     []v1alpha1.LayerMapping{{From: "bin/server", To: "/server", Mode: "0755"}},
 		Entrypoint: []string{"/server"}}
-	if live {
-		img.LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/server"}}
-	}
-	env := devEnv(ns, name, v1alpha1.Component{Name: "bench", Images: []v1alpha1.ImageSpec{img},
-		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}})
-	pushOnly(t, env, dir)
-	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	env, url := startBenchEnv(t, ns, name, dir, img, live, 5*time.Minute)
 	key := client.ObjectKeyFromObject(env)
-	env = waitEnv(t, key, 5*time.Minute, false, readyNow)
-	url := serviceURL(t, ns, "bench")
-	waitAnswer(t, url, "version 0 ", time.Now(), 2*time.Minute)
 	before := workloadState(t, ns)
 
 	samples := make([]time.Duration, 0, n)
@@ -176,8 +165,6 @@ func benchPush(t *testing.T, server []byte, live bool, n int) ([]time.Duration, 
 // changed here, pushed, compiled in the image's warm builder pod.
 func benchWarm(t *testing.T, live bool, n int) []time.Duration {
 	g := NewWithT(t)
-	ctx := context.Background()
-	c := need(t)
 	name := "warm"
 	if live {
 		name = "warm-live"
@@ -197,17 +184,8 @@ func benchWarm(t *testing.T, live bool, n int) []time.Duration {
 			Cache: &v1alpha1.BuildCache{}, KeepWarm: true},
 		Layers:     []v1alpha1.LayerMapping{{From: "out/server", To: "/server", Mode: "0755"}},
 		Entrypoint: []string{"/server"}}
-	if live {
-		img.LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/server"}}
-	}
-	env := devEnv(ns, name, v1alpha1.Component{Name: "bench", Images: []v1alpha1.ImageSpec{img},
-		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}})
-	pushOnly(t, env, dir)
-	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	env, url := startBenchEnv(t, ns, name, dir, img, live, 8*time.Minute)
 	key := client.ObjectKeyFromObject(env)
-	env = waitEnv(t, key, 8*time.Minute, false, readyNow)
-	url := serviceURL(t, ns, "bench")
-	waitAnswer(t, url, "version 0 ", time.Now(), 2*time.Minute)
 
 	samples := make([]time.Duration, 0, n)
 	// The first change warms the builder's cache with the server's own
@@ -233,6 +211,25 @@ func benchWarm(t *testing.T, live bool, n int) []time.Duration {
 			pushed, requested, time.Since(t0).Round(10*time.Millisecond), how)
 	}
 	return samples
+}
+
+// startBenchEnv creates the environment of one bench path: the component
+// "bench" of img (with liveUpdate on /server when live) and the manifests
+// in dir, pushed; it waits until the environment is Ready and version 0
+// answers through the Service, and returns the environment and its URL.
+func startBenchEnv(t *testing.T, ns, name, dir string, img v1alpha1.ImageSpec, live bool, within time.Duration) (*v1alpha1.DevEnvironment, string) {
+	t.Helper()
+	if live {
+		img.LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/server"}}
+	}
+	env := devEnv(ns, name, v1alpha1.Component{Name: "bench", Images: []v1alpha1.ImageSpec{img},
+		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}})
+	pushOnly(t, env, dir)
+	NewWithT(t).Expect(need(t).Client.Create(context.Background(), env)).To(Succeed())
+	env = waitEnv(t, client.ObjectKeyFromObject(env), within, false, readyNow)
+	url := serviceURL(t, ns, "bench")
+	waitAnswer(t, url, "version 0 ", time.Now(), 2*time.Minute)
+	return env, url
 }
 
 // benchFloor rolls a plain Deployment of image with kubectl.

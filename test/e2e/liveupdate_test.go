@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,64 +19,6 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
-// liveServerMain answers every request with its version, set at link
-// time, so a probe tells which build serves.
-const liveServerMain = `package main
-
-import (
-	"fmt"
-	"net/http"
-	"os"
-)
-
-var version = "0"
-
-func main() {
-	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "version "+version) })
-	fmt.Fprintln(os.Stderr, "version", version, "listening on :8080")
-	if err := http.ListenAndServe(":8080", nil); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
-`
-
-// liveServerManifests run the server (from scratch: no shell, no tar)
-// under the restricted Pod Security level, read-only root filesystem.
-const liveServerManifests = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: live}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: live}}
-  template:
-    metadata: {labels: {app: live}}
-    spec:
-      ` + restrictedPod + `
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: server
-        image: server
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}
-`
-
-// buildLiveServer compiles liveServerMain with version into dir/bin/server
-// (static, linux/amd64), as a developer's local go build would.
-func buildLiveServer(t *testing.T, dir string, version int) {
-	t.Helper()
-	mod := filepath.Join(t.TempDir(), "mod")
-	g := NewWithT(t)
-	g.Expect(mkdirWrite(filepath.Join(mod, "go.mod"), "module example.com/live\n\ngo 1.26\n")).To(Succeed())
-	g.Expect(mkdirWrite(filepath.Join(mod, "main.go"), liveServerMain)).To(Succeed())
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", fmt.Sprintf("-s -w -X main.version=%d", version), "-o", filepath.Join(dir, "bin", "server"), ".")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-	out, err := cmd.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
-}
-
 // probe asks the pod's port 8080 through the API server's proxy.
 func probe(ctx context.Context, ns, pod string) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -90,10 +30,10 @@ func probe(ctx context.Context, ns, pod string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// livePods are the live Deployment's pods not being deleted.
+// livePods are the bench Deployment's pods not being deleted.
 func livePods(g Gomega, ns string) []corev1.Pod {
 	pods := &corev1.PodList{}
-	g.Expect(dc.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "live"})).To(Succeed())
+	g.Expect(dc.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "bench"})).To(Succeed())
 	var out []corev1.Pod
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil {
@@ -126,8 +66,10 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-live")
 	dir := t.TempDir()
-	g.Expect(mkdirWrite(filepath.Join(dir, "deploy", "live.yaml"), liveServerManifests)).To(Succeed())
-	buildLiveServer(t, dir, 0)
+	g.Expect(mkdirWrite(filepath.Join(dir, "deploy", "bench.yaml"), benchManifests)).To(Succeed())
+	server := buildBenchServer(t)
+	bin := filepath.Join(dir, "bin", "server")
+	writeBenchServer(t, bin, server, 0)
 	env := devEnv(ns, "live", v1alpha1.Component{
 		Name: "live",
 		Images: []v1alpha1.ImageSpec{{
@@ -148,20 +90,20 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 		g.Expect(pods).To(HaveLen(1))
 		g.Expect(podReady(&pods[0])).To(BeTrue())
 		pod = pods[0].Name
-		g.Expect(probe(ctx, ns, pod)).To(Equal("version 0"))
+		g.Expect(probe(ctx, ns, pod)).To(Equal("version 0 iteration 0"))
 	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 	rsBefore := replicaSets(g, ns)
 	d := &appsv1.Deployment{}
-	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "live"}, d)).To(Succeed())
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bench"}, d)).To(Succeed())
 	generation := d.Generation
 	t.Logf("version 0 serving in pod %s (ReplicaSets %v)", pod, rsBefore)
 
 	var latencies []time.Duration
 	for v := 1; v <= 5; v++ {
-		buildLiveServer(t, dir, v)
+		writeBenchServer(t, bin, server, v)
 		start := time.Now()
 		request := push(t, env, dir)
-		want := fmt.Sprintf("version %d", v)
+		want := fmt.Sprintf("version %d iteration 0", v)
 		var last string
 		for last != want {
 			if time.Since(start) > 2*time.Minute {
@@ -189,7 +131,7 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	g.Expect(pods[0].Name).To(Equal(pod), "no new pod")
 	g.Expect(pods[0].Status.ContainerStatuses[0].RestartCount).To(BeZero(), "the container was not restarted, only its program")
 	g.Expect(replicaSets(g, ns)).To(Equal(rsBefore), "no new ReplicaSet")
-	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "live"}, d)).To(Succeed())
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bench"}, d)).To(Succeed())
 	g.Expect(d.Generation).To(Equal(generation), "the Deployment was not changed")
 	g.Expect(pods[0].Annotations).To(HaveKeyWithValue(v1alpha1.LiveDigestAnnotation, imageOf(env, "server").Digest))
 
@@ -207,7 +149,7 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 		if first == "" && !strings.HasPrefix(answer, "error") {
 			first = answer
 		}
-		g.Expect(answer).To(Equal("version 5"))
+		g.Expect(answer).To(Equal("version 5 iteration 0"))
 	}, 2*time.Minute, 20*time.Millisecond).Should(Succeed())
 	t.Logf("replacement pod %s serving version 5 %s after the delete (its first answer: %q)", replacement, time.Since(start).Round(time.Millisecond), first)
 	g.Expect(replicaSets(g, ns)).To(Equal(rsBefore), "still no new ReplicaSet")
