@@ -2,6 +2,7 @@ package controllers
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,9 +28,10 @@ type WatchScope struct {
 var OwnedJobRoles = []string{v1alpha1.RoleBuild, v1alpha1.RoleTest}
 
 // CacheOptions are the manager's cache options for scope. The cache holds
-// two kinds only: DevEnvironments (those scope selects) and the Jobs
-// devloop created; everything else (pods, Secrets, what environments
-// deploy) is read uncached, through the APIReader or the tenant's client.
+// three kinds only: DevEnvironments (those scope selects), the Jobs
+// devloop created and the pods running under its live update supervisor;
+// everything else (other pods, Secrets, what environments deploy) is read
+// uncached, through the APIReader or the tenant's client.
 // Reading any other kind through the cached client fails
 // (ErrResourceNotCached) instead of silently starting an informer over
 // every object of that kind in the cluster.
@@ -45,6 +47,9 @@ func CacheOptions(scope WatchScope) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&batchv1.Job{}: {Label: labels.NewSelector().Add(*roles)},
+			// The pods whose containers run under the live update
+			// supervisor, watched to sync one as soon as it runs.
+			&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelLiveUpdate: v1alpha1.LiveUpdateSupervised})},
 		},
 	}
 	if scope.Environments != nil && !scope.Environments.Empty() {

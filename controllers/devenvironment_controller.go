@@ -46,9 +46,6 @@ type DevEnvironmentReconciler struct {
 	// LiveUpdate syncs images[].liveUpdate changes into running pods;
 	// nil rolls every change out.
 	LiveUpdate LiveUpdater
-	// ConvergeInterval is how often pods serving a live update are looked
-	// at for new ones to sync; defaultConvergeInterval when zero.
-	ConvergeInterval time.Duration
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
 	// WaitInterval is how soon an environment waiting on a rollout or a
@@ -85,10 +82,12 @@ type DevEnvironmentReconciler struct {
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // Builder and test Jobs are created, deleted and their pods' logs read as
 // the environment's ServiceAccount; the operator only watches the Jobs and
-// lists their pods to tell how they ended.
+// lists their pods to tell how they ended. Of the other pods it watches
+// only those running under the live update supervisor, to sync one as
+// soon as it starts.
 // The deploy engine writes (and reads) everything an environment deploys as
 // the environment's ServiceAccount; the operator needs no rights on the
 // deployed kinds, only the right to impersonate. Secrets and Flux sources
@@ -119,6 +118,10 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 		WatchesRawSource(crsource.Channel(r.Builds.Wake(), &handler.EnqueueRequestForObject{}))
 	if w, ok := r.Deploy.(waker); ok && w.Wake() != nil {
 		b = b.WatchesRawSource(crsource.Channel(w.Wake(), &handler.EnqueueRequestForObject{}))
+	}
+	if r.LiveUpdate != nil {
+		// CacheOptions holds only the pods labelled as supervised.
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.livePodRequests))
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).Complete(r)
 }

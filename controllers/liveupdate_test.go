@@ -130,22 +130,35 @@ func webDeploymentNow(g Gomega, ns string) *appsv1.Deployment {
 	return d
 }
 
-// runningPod makes a pod running image, as the Deployment's ReplicaSet
-// would (envtest runs no controllers and no kubelet).
+// runningPod makes a pod of the web Deployment's template running image,
+// as its ReplicaSet and a kubelet would (envtest runs neither).
 func runningPod(t *testing.T, ns, name, image string) {
 	t.Helper()
+	markRunning(t, startPod(t, ns, name, image))
+}
+
+// startPod makes a pod of the web Deployment's template (its labels: the
+// operator watches the pods labelled as supervised) that does not run
+// yet.
+func startPod(t *testing.T, ns, name, image string) *corev1.Pod {
+	t.Helper()
 	g := NewWithT(t)
-	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: webDeploymentNow(g, ns).Spec.Template.Labels},
 		Spec: corev1.PodSpec{ServiceAccountName: "deployer", AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{{Name: "web", Image: image}}},
 	}
-	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	g.Expect(k8s.Create(context.Background(), pod)).To(Succeed())
+	return pod
+}
+
+// markRunning says, as the kubelet would, that the pod's container runs.
+func markRunning(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
 	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: image,
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: pod.Spec.Containers[0].Image,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	NewWithT(t).Expect(k8s.Status().Update(context.Background(), pod)).To(Succeed())
 }
 
 func podLiveDigest(g Gomega, ns, name string) string {
@@ -188,6 +201,8 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	before := webDeploymentNow(g, ns)
 	image := before.Spec.Template.Spec.Containers[0].Image
 	g.Expect(image).To(HaveSuffix("@" + v1.Digest))
+	g.Expect(before.Spec.Template.Labels).To(HaveKeyWithValue(v1alpha1.LabelLiveUpdate, v1alpha1.LiveUpdateSupervised),
+		"the operator watches the template's pods")
 	runningPod(t, ns, "web-a", image)
 	runningPod(t, ns, "web-b", image)
 
@@ -220,8 +235,11 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	expectEvent(t, ns, v1alpha1.ReasonLiveUpdated, "synced in place into "+ns+"/web-a, "+ns+"/web-b")
 
 	// A pod started later (rescheduled, scaled up) is synced to the
-	// latest digest, without a new build or reconcile request.
-	runningPod(t, ns, "web-c", image)
+	// latest digest as soon as it runs, without a new build or reconcile
+	// request: nothing else reconciles this environment within the
+	// timeout (sources every minute, drift every 5), the pod's start
+	// does.
+	markRunning(t, startPod(t, ns, "web-c", image))
 	g.Eventually(func(g Gomega) {
 		g.Expect(podLiveDigest(g, ns, "web-c")).To(Equal(v2.Digest))
 	}, timeout).Should(Succeed())

@@ -125,10 +125,8 @@ func TestMain(m *testing.M) {
 			Exec:      suiteExec,
 			Events:    recorder,
 		},
-		// Live updates sync pods through a scripted supervisor; new pods
-		// are looked for every second.
-		LiveUpdate:       &liveupdate.Engine{Exec: liveSyncs},
-		ConvergeInterval: time.Second,
+		// Live updates sync pods through a scripted supervisor.
+		LiveUpdate: &liveupdate.Engine{Exec: liveSyncs},
 		// Test Jobs are created as the environment's ServiceAccount; a
 		// test pod that cannot pull its image ends its run quickly.
 		Tests: &testrun.Engine{

@@ -19,7 +19,15 @@ const (
 	LabelRole        = "devloop.dev/role"
 	LabelSuite       = "devloop.dev/suite"
 	LabelRun         = "devloop.dev/run"
+	// LabelLiveUpdate is on the pods (pod templates) whose containers run
+	// under the live update supervisor, value LiveUpdateSupervised: the
+	// operator watches those pods, and only those, to sync a pod that
+	// starts after a live update as soon as it runs.
+	LabelLiveUpdate = "devloop.dev/live-update"
 )
+
+// LiveUpdateSupervised is the value of LabelLiveUpdate.
+const LiveUpdateSupervised = "supervised"
 
 // Values of LabelRole.
 const (

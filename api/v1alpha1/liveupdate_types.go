@@ -89,3 +89,18 @@ func (s *ImageStatus) DeployDigest() string {
 func (s *ImageStatus) ServesLive() bool {
 	return s.LiveDigest != "" && s.LiveDigest == s.Digest && s.TemplateDigest != "" && s.TemplateDigest != s.Digest
 }
+
+// PodDigest is the digest a running pod of the template (TemplateDigest)
+// is to be synced to, as its LiveDigestAnnotation will say: LiveDigest
+// while a live update serves in place, Digest once the template runs it
+// (an empty sync: "you are current"), "" while a rollout is due or
+// before any template ran a live-updatable build.
+func (s *ImageStatus) PodDigest() string {
+	switch {
+	case s.TemplateDigest == "":
+		return ""
+	case s.TemplateDigest == s.Digest:
+		return s.Digest
+	}
+	return s.LiveDigest
+}

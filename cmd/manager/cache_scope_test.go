@@ -23,9 +23,10 @@ import (
 // are none of devloop's (among the Jobs, 20 a chart deployed for an
 // environment: labelled with it, but no builder or test Job). The
 // manager's cache holds none of them: of Jobs only devloop's builder and
-// test Jobs, and no informer at all for pods, Secrets or ConfigMaps (a read
-// of them from the cache fails rather than starting one), while an
-// environment reconciles to Ready.
+// test Jobs, of pods only those running under the live update supervisor,
+// and no informer at all for Secrets or ConfigMaps (a read of them from
+// the cache fails rather than starting one), while an environment
+// reconciles to Ready.
 func TestCacheHoldsOnlyWhatDevloopOwns(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -50,6 +51,9 @@ func TestCacheHoldsOnlyWhatDevloopOwns(t *testing.T) {
 	tests := unrelatedJob(ns, "api-unit-1", map[string]string{v1alpha1.LabelEnvironment: "api", v1alpha1.LabelRole: v1alpha1.RoleTest})
 	g.Expect(admin.Create(ctx, builder)).To(Succeed())
 	g.Expect(admin.Create(ctx, tests)).To(Succeed())
+	g.Expect(admin.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-live",
+		Labels: map[string]string{v1alpha1.LabelLiveUpdate: v1alpha1.LiveUpdateSupervised}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})).To(Succeed())
 	g.Expect(admin.Create(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}})).To(Succeed())
 	expectReady(t, admin, ns, "api")
 
@@ -68,7 +72,17 @@ func TestCacheHoldsOnlyWhatDevloopOwns(t *testing.T) {
 	g.Expect(admin.List(ctx, all, client.InNamespace(unrelated))).To(Succeed())
 	g.Expect(all.Items).To(HaveLen(200), "the API server has them all")
 
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.SecretList{}, &corev1.ConfigMapList{}} {
+	g.Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(cached.List(ctx, pods)).To(Succeed())
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		g.Expect(names).To(ConsistOf(ns + "/web-live"))
+	}, waitFor).Should(Succeed())
+
+	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}} {
 		err := cached.List(ctx, list, client.InNamespace(unrelated))
 		var notCached *cache.ErrResourceNotCached
 		g.Expect(errors.As(err, &notCached)).To(BeTrue(), "%T read from the cache: %v (an informer over every one in the cluster)", list, err)

@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
@@ -85,6 +87,11 @@ func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int,
 		}
 		if err := unstructured.SetNestedMap(obj.Object, spec, path...); err != nil {
 			return rewritten, err
+		}
+		if wrapped {
+			if err := labelSupervised(obj, path); err != nil {
+				return rewritten, fault.Permanentf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
 		}
 		rewritten += n
 	}
@@ -203,4 +210,21 @@ func stripTagAndDigest(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// labelSupervised labels the pod template beside the pod spec at path
+// (the Pod itself for a Pod) as running containers under the live update
+// supervisor: the operator watches such pods to sync one that starts
+// after a live update as soon as it runs.
+func labelSupervised(obj *unstructured.Unstructured, specPath []string) error {
+	path := append(slices.Clone(specPath[:len(specPath)-1]), "metadata", "labels")
+	labels, _, err := unstructured.NestedStringMap(obj.Object, path...)
+	if err != nil {
+		return fmt.Errorf("%s is not a map of strings: %v", strings.Join(path, "."), err)
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.LabelLiveUpdate] = v1alpha1.LiveUpdateSupervised
+	return unstructured.SetNestedStringMap(obj.Object, labels, path...)
 }

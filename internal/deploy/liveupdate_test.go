@@ -65,6 +65,10 @@ func TestRewriteImagesRunsLiveUpdateImagesUnderTheSupervisor(t *testing.T) {
 			g.Expect(inits[0].(map[string]any)["command"]).To(Equal([]any{"/.devloop/supervisor", "supervise", "--after=none", "--gate-timeout=1ms", "--", "/server", "--port=8080"}))
 			g.Expect(inits[0].(map[string]any)["volumeMounts"]).To(Equal([]any{liveMount}))
 
+			// The pod template is labelled, for the operator's watch.
+			labels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
+			g.Expect(labels).To(Equal(map[string]string{"devloop.dev/live-update": "supervised"}))
+
 			// Rewriting the rewritten object changes nothing.
 			again := obj.DeepCopy()
 			_, err = RewriteImages([]*unstructured.Unstructured{again}, []BuiltImage{live})
@@ -87,6 +91,13 @@ func TestLiveUpdateAfterCommandAndDebug(t *testing.T) {
 	g.Expect(c[0].(map[string]any)["command"]).To(Equal([]any{"/.devloop/supervisor", "supervise", "--after=command", `--after-command=["/app","reload"]`, "--", "/app"}))
 	v, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumes")
 	g.Expect(v).To(HaveLen(1))
+	g.Expect(obj.GetLabels()).To(Equal(map[string]string{"devloop.dev/live-update": "supervised"}), "a Pod is its own template")
+
+	cron := fromYAML(t, "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        metadata: {labels: {app: c}}\n        spec:\n          containers:\n          - {name: c, image: api}\n")
+	_, err = RewriteImages([]*unstructured.Unstructured{cron}, []BuiltImage{live})
+	g.Expect(err).NotTo(HaveOccurred())
+	labels, _, _ := unstructured.NestedStringMap(cron.Object, "spec", "jobTemplate", "spec", "template", "metadata", "labels")
+	g.Expect(labels).To(Equal(map[string]string{"app": "c", "devloop.dev/live-update": "supervised"}), "the template's own labels are kept")
 
 	none := builtAPI
 	none.LiveUpdate = &LiveUpdateEntrypoint{Entrypoint: []string{"/app"}, After: "None"}
@@ -104,6 +115,8 @@ func TestLiveUpdateAfterCommandAndDebug(t *testing.T) {
 	c, _, _ = unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
 	g.Expect(c[0].(map[string]any)["command"]).To(Equal(debugCommand("/app")))
 	g.Expect(c[0].(map[string]any)).NotTo(HaveKey("volumeMounts"))
+	_, found, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
+	g.Expect(found).To(BeFalse(), "a debug pod runs no supervisor: not labelled")
 }
 
 func TestLiveUpdateWithoutProgramSaysWhy(t *testing.T) {

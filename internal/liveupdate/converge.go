@@ -50,10 +50,10 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // converge syncs every running container of the template's digest whose
 // pod has not got LiveDigest yet: all of them right after a live update,
 // and later the pods started since (their supervisors wait for this
-// before starting the program, up to their gate timeout). It returns the
-// pods synced, whether some are yet to run, and a *SyncError when a sync
-// failed.
-func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, bool, error) {
+// before starting the program, up to their gate timeout; the operator
+// watches such pods and reconciles as one starts to run). It returns the
+// pods synced and a *SyncError when a sync failed.
+func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
 	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, func() ([]byte, error) {
 		if tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
 			return tarball, nil
@@ -74,7 +74,7 @@ func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageS
 // openGates tells the supervisors of pods started from a template that
 // runs Digest itself that they are current (an empty sync), so they start
 // their program at once rather than after their gate timeout.
-func (e *Engine) openGates(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, bool, error) {
+func (e *Engine) openGates(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
 	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, emptyTar)
 }
 
@@ -87,28 +87,33 @@ func emptyTar() ([]byte, error) {
 
 // syncTemplatePods syncs digest, with the tar tarball makes (only when a
 // pod needs it), into the running containers of the template's digest
-// whose pods lack digest in their annotation.
+// whose pods lack digest in their annotation. Containers not running yet
+// are left for the reconcile their start brings.
 func (e *Engine) syncTemplatePods(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digest string, tarball func() ([]byte, error)) ([]string, bool, error) {
+	digest string, tarball func() ([]byte, error)) ([]string, error) {
 	cl, err := req.Tenant.Client()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	ref := req.Env.PullRepository(img.Name, ist.Repository) + "@" + ist.TemplateDigest
-	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), ref)
+	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	todo, pending := Unsynced(targets, digest)
+	todo := Unsynced(targets, digest)
 	if len(todo) == 0 {
-		return nil, pending, nil
+		return nil, nil
 	}
 	data, err := tarball()
 	if err != nil {
-		return nil, pending, &SyncError{Pod: todo[0].Namespace + "/" + todo[0].Pod, Err: err}
+		return nil, &SyncError{Pod: todo[0].Namespace + "/" + todo[0].Pod, Err: err}
 	}
-	synced, err := e.syncAll(ctx, req.Tenant, cl, todo, digest, data)
-	return synced, pending, err
+	return e.syncAll(ctx, req.Tenant, cl, todo, digest, data)
+}
+
+// TemplateRef is the reference the pod templates of a live-updatable
+// image run: its pull repository at TemplateDigest.
+func TemplateRef(env *v1alpha1.DevEnvironment, ist *v1alpha1.ImageStatus) string {
+	return env.PullRepository(ist.Name, ist.Repository) + "@" + ist.TemplateDigest
 }
 
 // Namespaces are where the environment's workloads run: those of every
@@ -170,20 +175,15 @@ func podTargets(pod *corev1.Pod, ref string) []Target {
 	return out
 }
 
-// Unsynced are the running targets whose pod lacks digest, and whether
-// some targets are not running yet (to be synced once they are).
-func Unsynced(targets []Target, digest string) ([]Target, bool) {
+// Unsynced are the running targets whose pod lacks digest.
+func Unsynced(targets []Target, digest string) []Target {
 	var todo []Target
-	pending := false
 	for _, t := range targets {
-		switch {
-		case !t.Running:
-			pending = true
-		case t.LiveDigest != digest:
+		if t.Running && t.LiveDigest != digest {
 			todo = append(todo, t)
 		}
 	}
-	return todo, pending
+	return todo
 }
 
 // syncResult is the line the supervisor's sync prints on success.

@@ -68,17 +68,8 @@ type Request struct {
 	Registry  Registry
 }
 
-// Outcome is what a live update leaves to look at again.
+// Outcome is what a live update did.
 type Outcome struct {
-	// Pending is set while pods that run the template's digest are not
-	// running yet: they are synced once they are (a live update's files,
-	// or "you are current" to start their program without waiting), so
-	// look again soon.
-	Pending bool
-	// Serving is set while an image serves a newer digest in place than
-	// its pods' template: a pod started later (rescheduled, scaled up,
-	// restarted) must be found and synced, so look again now and then.
-	Serving bool
 	// Synced names the pods synced by this reconcile, for an event.
 	Synced []string
 }
@@ -110,8 +101,7 @@ func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.Ima
 		// The templates run it: nothing in place; pods started since
 		// are told so, which starts their program without waiting.
 		ist.LiveDigest = ""
-		_, pending, err := e.openGates(ctx, req, img, ist)
-		out.Pending = out.Pending || pending
+		_, err := e.openGates(ctx, req, img, ist)
 		var failed *SyncError
 		if errors.As(err, &failed) {
 			// The supervisor starts the program after its gate timeout
@@ -144,29 +134,28 @@ func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.Ima
 		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
 		ist.UpdateReason = message.Truncate(describeFiles(d.Files), 512)
 	}
-	synced, pending, err := e.converge(ctx, req, img, ist)
+	synced, err := e.converge(ctx, req, img, ist)
 	out.Synced = append(out.Synced, synced...)
-	out.Pending = out.Pending || pending
 	var failed *SyncError
 	if errors.As(err, &failed) {
 		log.FromContext(ctx).Info("a live update sync failed, rolling out instead", "image", img.Name, "pod", failed.Pod, "error", failed.Err.Error())
 		rollout(ist, failed.Error())
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	out.Serving = out.Serving || ist.ServesLive()
-	return nil
+	return err
 }
 
 // mustRollOut says why an image is rolled out whatever its files: in
-// debug mode (a different build), or written into chart values by
-// imageValues (the values change with the digest and tag, and with them
-// the release).
+// debug mode (a different build), built for several platforms (an index:
+// a live update would have to pick each pod's platform's files), or
+// written into chart values by imageValues (the values change with the
+// digest and tag, and with them the release).
 func (e *Engine) mustRollOut(req Request, img *v1alpha1.ImageSpec) string {
 	if img.Run != nil && req.Env.DebugsImage(img.Name) {
 		return "in debug mode (" + v1alpha1.DebugAnnotation + ")"
+	}
+	if len(img.Platforms) > 1 {
+		return fmt.Sprintf("built for %d platforms (images[].platforms): a live update carries one platform's files", len(img.Platforms))
 	}
 	for _, c := range req.Env.Spec.Components {
 		if c.Helm == nil {

@@ -1,0 +1,57 @@
+package liveupdate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+)
+
+// Some images are rolled out whatever files changed, status saying why,
+// before any registry read or pod is looked at (the request has neither a
+// registry nor a tenant: touching either would panic).
+func TestImagesThatAlwaysRollOut(t *testing.T) {
+	live := &v1alpha1.LiveUpdate{Paths: []string{"/server"}}
+	cases := []struct {
+		name   string
+		image  v1alpha1.ImageSpec
+		env    func(*v1alpha1.DevEnvironment)
+		reason string
+	}{
+		{"several platforms", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live, Platforms: []string{"linux/amd64", "linux/arm64"}}, nil,
+			"built for 2 platforms (images[].platforms): a live update carries one platform's files"},
+		{"in debug mode", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live, Run: &v1alpha1.BuildRun{Command: []string{"make"}}},
+			func(e *v1alpha1.DevEnvironment) { e.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"} },
+			"in debug mode (" + v1alpha1.DebugAnnotation + ")"},
+		{"written into chart values", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live},
+			func(e *v1alpha1.DevEnvironment) {
+				e.Spec.Components = append(e.Spec.Components, v1alpha1.Component{Name: "chart",
+					Helm: &v1alpha1.HelmSpec{ImageValues: []v1alpha1.ImageValue{{Image: "api", Path: "server.image"}}}})
+			},
+			"component chart's helm.imageValues writes it into the chart's values (server.image)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "dev"}}
+			env.Spec.Components = []v1alpha1.Component{{Name: "api", Images: []v1alpha1.ImageSpec{tc.image}}}
+			if tc.env != nil {
+				tc.env(env)
+			}
+			st := &v1alpha1.ComponentStatus{Name: "api", Images: []v1alpha1.ImageStatus{{Name: "api", Digest: "sha256:b", TemplateDigest: "sha256:a"}}}
+			out, err := (&Engine{}).Update(context.Background(), Request{Env: env, Component: &env.Spec.Components[0], Status: st})
+			if err != nil {
+				t.Fatalf("Update: %v", err)
+			}
+			ist := st.Images[0]
+			if ist.LastUpdate != v1alpha1.UpdateRollout || ist.LiveDigest != "" || ist.DeployDigest() != "sha256:b" || len(out.Synced) != 0 {
+				t.Fatalf("not a rollout of the new digest: %+v, synced %v", ist, out.Synced)
+			}
+			if !strings.Contains(ist.UpdateReason, tc.reason) {
+				t.Fatalf("reason %q, want %q", ist.UpdateReason, tc.reason)
+			}
+		})
+	}
+}
