@@ -13,6 +13,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // liveUpdate runs between a component's build and its deploy: images
@@ -73,47 +74,58 @@ func liveSummary(env *v1alpha1.DevEnvironment) string {
 
 // livePodRequests maps an event of a pod that runs containers under the
 // live update supervisor (the only pods the operator watches: those
-// labelled LabelLiveUpdate) to the environments that are to sync it: a
-// pod started after a live update (rescheduled, scaled up, replaced) is
-// synced as soon as it runs, and one of a template that runs the newest
-// digest is told so, which starts its program without waiting out its
-// supervisor's gate. The sync itself lists and execs as the tenant; this
-// only says which environment to reconcile.
+// labelled LabelLiveUpdate) to the environments whose template one of its
+// containers runs, when that environment has something to do: sync a pod
+// started after a live update (rescheduled, scaled up, replaced) as soon
+// as it runs, tell one of a template that runs the newest digest so (its
+// program then starts without waiting out its supervisor's gate), or
+// report a container that went down (a crash after a live update's
+// restart is reported as any crash is, not at the next periodic
+// reconcile). The sync itself lists and execs as the tenant; this only
+// says which environment to reconcile.
 func (r *DevEnvironmentReconciler) livePodRequests(ctx context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || !pod.DeletionTimestamp.IsZero() || pod.Labels[v1alpha1.LabelLiveUpdate] != v1alpha1.LiveUpdateSupervised {
 		return nil
 	}
-	running := runningImages(pod)
-	if len(running) == 0 {
+	running, down := containerImages(pod)
+	if len(running) == 0 && len(down) == 0 {
 		return nil
 	}
 	envs := &v1alpha1.DevEnvironmentList{}
 	if err := r.List(ctx, envs); err != nil {
-		log.FromContext(ctx).Error(err, "listing environments for a started pod", "pod", pod.Namespace+"/"+pod.Name)
+		log.FromContext(ctx).Error(err, "listing environments for a live-updatable pod", "pod", pod.Namespace+"/"+pod.Name)
 		return nil
 	}
 	var out []reconcile.Request
 	for i := range envs.Items {
-		if envs.Items[i].Spec.Suspend || !slices.Contains(liveupdate.Namespaces(&envs.Items[i]), pod.Namespace) {
+		env := &envs.Items[i]
+		if env.Spec.Suspend || !slices.Contains(liveupdate.Namespaces(env), pod.Namespace) {
 			continue
 		}
-		if mustSync(&envs.Items[i], pod, running) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&envs.Items[i])})
+		if concerns(env, pod, running, down) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(env)})
 		}
 	}
 	return out
 }
 
-// mustSync reports whether env has a live-updatable image whose template
-// one of the pod's running containers runs and whose digest the pod has
-// not been synced to.
-func mustSync(env *v1alpha1.DevEnvironment, pod *corev1.Pod, running map[string]bool) bool {
+// concerns reports whether env has a live-updatable image whose template
+// one of the pod's containers runs and which has something to do with
+// the pod: a running container not synced to the digest the pod is to
+// serve, or a container down.
+func concerns(env *v1alpha1.DevEnvironment, pod *corev1.Pod, running, down map[string]bool) bool {
 	for _, c := range env.Status.Components {
 		for i := range c.Images {
 			ist := &c.Images[i]
-			want := ist.PodDigest()
-			if want != "" && running[liveupdate.TemplateRef(env, ist)] && pod.Annotations[v1alpha1.LiveDigestAnnotation] != want {
+			if ist.TemplateDigest == "" {
+				continue
+			}
+			ref := liveupdate.TemplateRef(env, ist)
+			if down[ref] {
+				return true
+			}
+			if want := ist.PodDigest(); want != "" && running[ref] && pod.Annotations[v1alpha1.LiveDigestAnnotation] != want {
 				return true
 			}
 		}
@@ -121,19 +133,20 @@ func mustSync(env *v1alpha1.DevEnvironment, pod *corev1.Pod, running map[string]
 	return false
 }
 
-// runningImages are the images (as the pod spec names them) of the pod's
-// running containers.
-func runningImages(pod *corev1.Pod) map[string]bool {
-	out := map[string]bool{}
+// containerImages are the images (as the pod spec names them) of the
+// pod's running containers, and of those down (pods.NotRunning).
+func containerImages(pod *corev1.Pod) (running, down map[string]bool) {
+	running, down = map[string]bool{}, map[string]bool{}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.State.Running == nil {
-			continue
-		}
 		for _, c := range pod.Spec.Containers {
-			if c.Name == cs.Name {
-				out[c.Image] = true
+			switch {
+			case c.Name != cs.Name:
+			case cs.State.Running != nil:
+				running[c.Image] = true
+			case pods.NotRunning(cs) != "":
+				down[c.Image] = true
 			}
 		}
 	}
-	return out
+	return running, down
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
@@ -27,6 +28,9 @@ type Target struct {
 	Namespace, Pod, Container string
 	// Running is set once the container runs (it can be synced).
 	Running bool
+	// Down says why the container is neither running nor starting
+	// (pods.NotRunning: a crash loop, say): no sync can reach it.
+	Down string
 	// LiveDigest is the pod's devloop.dev/live-digest annotation.
 	LiveDigest string
 }
@@ -54,7 +58,7 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // watches such pods and reconciles as one starts to run). It returns the
 // pods synced and a *SyncError when a sync failed.
 func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
-	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, func() ([]byte, error) {
+	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, func() ([]byte, error) {
 		if tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
 			return tarball, nil
 		}
@@ -75,7 +79,7 @@ func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageS
 // runs Digest itself that they are current (an empty sync), so they start
 // their program at once rather than after their gate timeout.
 func (e *Engine) openGates(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
-	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, emptyTar)
+	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, false, emptyTar)
 }
 
 // emptyTar is a tar of no files: "you are current".
@@ -88,9 +92,12 @@ func emptyTar() ([]byte, error) {
 // syncTemplatePods syncs digest, with the tar tarball makes (only when a
 // pod needs it), into the running containers of the template's digest
 // whose pods lack digest in their annotation. Containers not running yet
-// are left for the reconcile their start brings.
+// are left for the reconcile their start brings. With reachAll, a
+// container that lacks digest and is down (a crash loop: it runs for
+// moments, never long enough to be synced, and restarts on the files it
+// has) fails the sync, so the component is rolled out instead.
 func (e *Engine) syncTemplatePods(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digest string, tarball func() ([]byte, error)) ([]string, error) {
+	digest string, reachAll bool, tarball func() ([]byte, error)) ([]string, error) {
 	cl, err := req.Tenant.Client()
 	if err != nil {
 		return nil, err
@@ -98,6 +105,14 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req Request, img *v1alpha
 	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist))
 	if err != nil {
 		return nil, err
+	}
+	if reachAll {
+		for _, t := range targets {
+			if t.Down != "" && t.LiveDigest != digest {
+				return nil, &SyncError{Pod: t.Namespace + "/" + t.Pod,
+					Err: fmt.Errorf("container %s is not running (%s): no sync can reach it", t.Container, t.Down)}
+			}
+		}
 	}
 	todo := Unsynced(targets, digest)
 	if len(todo) == 0 {
@@ -166,8 +181,9 @@ func podTargets(pod *corev1.Pod, ref string) []Target {
 		}
 		t := Target{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name, LiveDigest: pod.Annotations[v1alpha1.LiveDigestAnnotation]}
 		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == c.Name && cs.State.Running != nil {
-				t.Running = true
+			if cs.Name == c.Name {
+				t.Running = cs.State.Running != nil
+				t.Down = pods.NotRunning(cs)
 			}
 		}
 		out = append(out, t)

@@ -34,11 +34,32 @@ func (p Logs) TailLog(ctx context.Context, namespace, pod, container string, lin
 func WaitingReason(pod *corev1.Pod) string {
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, cs := range statuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+		if w := cs.State.Waiting; w != nil && !starting(w.Reason) {
 			return fmt.Sprintf(": %s %s", cs.Name, w.Reason)
 		}
 	}
 	return ""
+}
+
+// NotRunning says why a container is down rather than running or still
+// starting: its waiting reason (CrashLoopBackOff, ImagePullBackOff,
+// CreateContainerError...), or "exited with code N" between a crash and
+// the kubelet's restart; "" while it runs or starts.
+func NotRunning(cs corev1.ContainerStatus) string {
+	switch {
+	case cs.State.Running != nil:
+		return ""
+	case cs.State.Terminated != nil:
+		return fmt.Sprintf("exited with code %d", cs.State.Terminated.ExitCode)
+	case cs.State.Waiting != nil && !starting(cs.State.Waiting.Reason):
+		return cs.State.Waiting.Reason
+	}
+	return ""
+}
+
+// starting reports whether a waiting reason is a container on its way up.
+func starting(reason string) bool {
+	return reason == "" || reason == "PodInitializing" || reason == "ContainerCreating"
 }
 
 // TailFor reads the last lines of a container's log for status: as the

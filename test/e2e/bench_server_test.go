@@ -29,9 +29,13 @@ import (
 // (no compile in the loop), a change of the source rewrites the literal.
 const versionMarker = "devloop-bench-version="
 
+// crashVersion is the version at which the benchmark server exits with
+// code 3 as it starts: a program that crashes after a live update.
+const crashVersion = 666
+
 // benchSource is the benchmark server at version v: it answers every
 // request with "version V iteration I", I from its ITERATION variable (what
-// the floor changes).
+// the floor changes); at crashVersion it crashes.
 func benchSource(v int) string {
 	return fmt.Sprintf(`package main
 
@@ -46,6 +50,10 @@ var version = "%s%08d"
 
 func main() {
 	v, _ := strconv.Atoi(version[len(version)-8:])
+	if v == %d {
+		fmt.Fprintln(os.Stderr, "version", v, "crashes")
+		os.Exit(3)
+	}
 	answer := fmt.Sprintf("version %%d iteration %%s\n", v, os.Getenv("ITERATION"))
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, answer) })
 	if err := http.ListenAndServe(":8080", nil); err != nil {
@@ -53,7 +61,7 @@ func main() {
 		os.Exit(1)
 	}
 }
-`, versionMarker, v)
+`, versionMarker, v, crashVersion)
 }
 
 // benchManifests run the server (scratch: no shell) under the restricted

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -153,4 +154,33 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	}, 2*time.Minute, 20*time.Millisecond).Should(Succeed())
 	t.Logf("replacement pod %s serving version 5 %s after the delete (its first answer: %q)", replacement, time.Since(start).Round(time.Millisecond), first)
 	g.Expect(replicaSets(g, ns)).To(Equal(rsBefore), "still no new ReplicaSet")
+
+	// A build whose program crashes as it starts: reported as any crash,
+	// the pod named with its CrashLoopBackOff.
+	writeBenchServer(t, bin, server, crashVersion)
+	start = time.Now()
+	push(t, env, dir)
+	env = waitEnv(t, key, 2*time.Minute, true, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady)).To(BeFalse())
+		g.Expect(componentOf(env, "live").Message).To(ContainSubstring("CrashLoopBackOff"))
+	})
+	ist := imageOf(env, "server")
+	t.Logf("crash reported %s after the push: %s (update: %s, %s)", time.Since(start).Round(time.Millisecond),
+		componentOf(env, "live").Message, ist.LastUpdate, ist.UpdateReason)
+
+	// The fix, a binary-only change again, reaches the crash-looping pod:
+	// no sync can (its container is down), so it is rolled out.
+	writeBenchServer(t, bin, server, 6)
+	start = time.Now()
+	request := push(t, env, dir)
+	url := serviceURL(t, ns, "bench")
+	g.Eventually(func() string { return get(url) }, 3*time.Minute, 20*time.Millisecond).Should(Equal("version 6 iteration 0\n"))
+	served := time.Since(start)
+	env = waitEnv(t, key, 2*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
+		readyNow(g, env)
+		g.Expect(imageOf(env, "server").DeployDigest()).To(Equal(imageOf(env, "server").Digest), "the templates run the fix")
+	})
+	ist = imageOf(env, "server")
+	t.Logf("the fix serving %s after its push: %s (%s)", served.Round(time.Millisecond), ist.LastUpdate, ist.UpdateReason)
 }
