@@ -21,17 +21,8 @@ import (
 func TestLiveUpdateOfACrashingProgram(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	reg.pushSource(t, ns+"/src", "dev", liveSource("binary v1", "<h1>1</h1>"))
-	env := liveEnv(ns)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	ns, env := deployLiveEnv(t)
 	key := client.ObjectKeyFromObject(env)
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
-	}, timeout).Should(Succeed())
-	markAvailable(t, ns, "web")
 	env = eventually(t, key, readyCurrent)
 	image := webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image
 	pod := startPod(t, ns, "web-a", image)

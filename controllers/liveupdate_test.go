@@ -123,6 +123,27 @@ func liveSource(binary, page string) map[string]string {
 	return map[string]string{"bin/web": binary, "static/index.html": page, "deploy/web.yaml": webDeployment}
 }
 
+// deployLiveEnv creates liveEnv at binary v1 in a new namespace and
+// waits for its Deployment, which it marks available.
+func deployLiveEnv(t *testing.T) (string, *v1alpha1.DevEnvironment) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	useDeployEngine(ns)
+	deployer(t, ns, "deployer", true)
+	reg.pushSource(t, ns+"/src", "dev", liveSource("binary v1", "<h1>1</h1>"))
+	env := liveEnv(ns)
+	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := &v1alpha1.DevEnvironment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(env), cur)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed(), "status: %+v", cur.Status)
+	}, timeout).Should(Succeed())
+	markAvailable(t, ns, "web")
+	return ns, env
+}
+
 // webDeploymentNow is the web Deployment as it is.
 func webDeploymentNow(g Gomega, ns string) *appsv1.Deployment {
 	d := &appsv1.Deployment{}
@@ -176,21 +197,10 @@ func podLiveDigest(g Gomega, ns, name string) string {
 func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	reg.pushSource(t, ns+"/src", "dev", liveSource("binary v1", "<h1>1</h1>"))
-	env := liveEnv(ns)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	ns, env := deployLiveEnv(t)
 	key := client.ObjectKeyFromObject(env)
 
 	// First deploy: a rollout, as always.
-	g.Eventually(func(g Gomega) {
-		cur := &v1alpha1.DevEnvironment{}
-		g.Expect(k8s.Get(ctx, key, cur)).To(Succeed())
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed(), "status: %+v", cur.Status)
-	}, timeout).Should(Succeed())
-	markAvailable(t, ns, "web")
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
 		ist := imageOf(env, "web", "web")
