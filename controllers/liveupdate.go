@@ -85,15 +85,13 @@ func liveSummary(env *v1alpha1.DevEnvironment) string {
 // says which environment to reconcile.
 func (r *DevEnvironmentReconciler) livePodRequests(ctx context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || !pod.DeletionTimestamp.IsZero() || pod.Labels[v1alpha1.LabelLiveUpdate] != v1alpha1.LiveUpdateSupervised {
-		return nil
-	}
-	running, down := containerImages(pod)
-	if len(running) == 0 && len(down) == 0 {
+	if !ok || !pod.DeletionTimestamp.IsZero() || pod.Labels[v1alpha1.LabelLiveUpdate] != v1alpha1.LiveUpdateSupervised ||
+		!slices.ContainsFunc(pod.Status.ContainerStatuses, runningOrDown) {
 		return nil
 	}
 	envs := &v1alpha1.DevEnvironmentList{}
-	if err := r.List(ctx, envs); err != nil {
+	// Only read: the cache's objects need not be copied for every event.
+	if err := r.List(ctx, envs, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing environments for a live-updatable pod", "pod", pod.Namespace+"/"+pod.Name)
 		return nil
 	}
@@ -103,50 +101,38 @@ func (r *DevEnvironmentReconciler) livePodRequests(ctx context.Context, obj clie
 		if env.Spec.Suspend || !slices.Contains(liveupdate.Namespaces(env), pod.Namespace) {
 			continue
 		}
-		if concerns(env, pod, running, down) {
+		if concerns(env, pod) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(env)})
 		}
 	}
 	return out
 }
 
+// runningOrDown reports whether a container runs or is down
+// (pods.NotRunning): one still starting has nothing to sync or report.
+func runningOrDown(cs corev1.ContainerStatus) bool {
+	return cs.State.Running != nil || pods.NotRunning(cs) != ""
+}
+
 // concerns reports whether env has a live-updatable image whose template
-// one of the pod's containers runs and which has something to do with
-// the pod: a running container not synced to the digest the pod is to
-// serve, or a container down.
-func concerns(env *v1alpha1.DevEnvironment, pod *corev1.Pod, running, down map[string]bool) bool {
+// one of the pod's containers runs (liveupdate.PodTargets, as the sync
+// finds them) and which has something to do with the pod: a running
+// container not synced to the digest the pod is to serve, or a container
+// down.
+func concerns(env *v1alpha1.DevEnvironment, pod *corev1.Pod) bool {
 	for _, c := range env.Status.Components {
 		for i := range c.Images {
 			ist := &c.Images[i]
 			if ist.TemplateDigest == "" {
 				continue
 			}
-			ref := liveupdate.TemplateRef(env, ist)
-			if down[ref] {
-				return true
-			}
-			if want := ist.PodDigest(); want != "" && running[ref] && pod.Annotations[v1alpha1.LiveDigestAnnotation] != want {
-				return true
+			want := ist.PodDigest()
+			for _, t := range liveupdate.PodTargets(pod, liveupdate.TemplateRef(env, ist)) {
+				if t.Down != "" || (t.Running && want != "" && t.LiveDigest != want) {
+					return true
+				}
 			}
 		}
 	}
 	return false
-}
-
-// containerImages are the images (as the pod spec names them) of the
-// pod's running containers, and of those down (pods.NotRunning).
-func containerImages(pod *corev1.Pod) (running, down map[string]bool) {
-	running, down = map[string]bool{}, map[string]bool{}
-	for _, cs := range pod.Status.ContainerStatuses {
-		for _, c := range pod.Spec.Containers {
-			switch {
-			case c.Name != cs.Name:
-			case cs.State.Running != nil:
-				running[c.Image] = true
-			case pods.NotRunning(cs) != "":
-				down[c.Image] = true
-			}
-		}
-	}
-	return running, down
 }

@@ -52,8 +52,7 @@ func TestLivePodEventsConcernTheirEnvironment(t *testing.T) {
 	}
 	for _, tc := range cases {
 		status(tc.digest, tc.template, tc.live)
-		run, down := containerImages(tc.pod)
-		if got := concerns(env, tc.pod, run, down); got != tc.want {
+		if got := concerns(env, tc.pod); got != tc.want {
 			t.Errorf("%s: concerns = %v, want %v", tc.name, got, tc.want)
 		}
 	}

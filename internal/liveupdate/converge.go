@@ -163,14 +163,15 @@ func FindTargets(ctx context.Context, cl client.Reader, namespaces []string, ref
 			return nil, identity.Refused(err, "list pods in namespace "+ns+" to live update them")
 		}
 		for i := range pods.Items {
-			out = append(out, podTargets(&pods.Items[i], ref)...)
+			out = append(out, PodTargets(&pods.Items[i], ref)...)
 		}
 	}
 	return out, nil
 }
 
-// podTargets are the containers of one pod running ref.
-func podTargets(pod *corev1.Pod, ref string) []Target {
+// PodTargets are the containers (not init containers) of one pod running
+// ref, none when the pod is being deleted or has finished.
+func PodTargets(pod *corev1.Pod, ref string) []Target {
 	if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil
 	}
