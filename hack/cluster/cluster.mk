@@ -16,7 +16,7 @@ CLUSTER_SH := hack/cluster/cluster.sh
 .PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries flux-binaries olm-binaries
 
 cluster-binaries: ## Build the local cluster's binaries from Go modules (cached under bin/k8s).
-	hack/cluster/binaries.sh >/dev/null
+	K8S_VERSION=$(K8S_VERSION) hack/k8s-binaries.sh >/dev/null
 
 # Before the e2e suite's timeout starts: a cold build takes 10-25 minutes.
 flux-binaries: ## Build Flux source- and kustomize-controller for the e2e suite (cached under bin/flux; DEVLOOP_E2E_FLUX=skip: nothing).

@@ -168,7 +168,7 @@ binaries() {
   local line
   while IFS= read -r line; do
     case $line in *=*) export "${line?}" ;; esac
-  done < <("$HERE/binaries.sh" "$@")
+  done < <("$HERE/../k8s-binaries.sh" "$@")
 }
 
 # tools: the pause binary (static), imagepack and the volume provisioner,

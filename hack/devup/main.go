@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -40,25 +41,33 @@ func main() {
 }
 
 func run(ctx context.Context, timeout time.Duration) error {
-	t0 := time.Now()
-	step := func(format string, args ...any) {
-		fmt.Printf("[%6.1fs] %s\n", time.Since(t0).Seconds(), fmt.Sprintf(format, args...))
-	}
+	r := newReporter()
+	step := r.step
 	c, err := devcluster.Connect(ctx, testenv.RepoRoot())
 	if err != nil {
 		return err
 	}
-	operator, err := c.PushOperator(ctx)
+	var operator string
+	err = r.during("compiling the operator for this machine's platform", func(progress io.Writer) (err error) {
+		operator, err = c.PushOperator(ctx, progress)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	step("operator image %s", operator)
-	golang, err := c.PushGoImage(ctx)
+	var golang string
+	err = r.during("assembling the Go builder image", func(io.Writer) (err error) {
+		golang, err = c.PushGoImage(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	step("Go builder image %s (%s)", golang, devcluster.GoImage)
-	if err := c.InstallOperator(ctx, operator); err != nil {
+	if err := r.during("installing the operator's chart and waiting for its rollout", func(io.Writer) error {
+		return c.InstallOperator(ctx, operator)
+	}); err != nil {
 		return err
 	}
 	step("operator running: helm release %s/%s, deployment %s", devcluster.OperatorNamespace, devcluster.OperatorRelease, devcluster.OperatorDeployment)
@@ -78,8 +87,10 @@ func run(ctx context.Context, timeout time.Duration) error {
 	if err := c.ApplyEnvironment(ctx, env); err != nil {
 		return err
 	}
-	step("applied DevEnvironment %s/%s; waiting until Ready (both images are compiled in the cluster: web in its warm builder pod, validator in a builder Job)", env.Namespace, env.Name)
-	env, err = c.WaitReady(ctx, client.ObjectKeyFromObject(env), timeout, func(line string) { step("  %s", line) })
+	step("applied DevEnvironment %s/%s; waiting until Ready (both images are compiled in the cluster: web in its warm builder pod, validator in a builder Job; their logs follow)", env.Namespace, env.Name)
+	watch := newEnvWatch(ctx, r, c.Kubeconfig)
+	env, err = c.WaitReady(ctx, client.ObjectKeyFromObject(env), timeout, watch.observe)
+	watch.stop()
 	if err != nil {
 		return err
 	}
@@ -92,7 +103,7 @@ func run(ctx context.Context, timeout time.Duration) error {
 			fmt.Printf("    release %s/%s revision %d %s\n", comp.Release.Namespace, comp.Release.Name, comp.Release.Revision, comp.Release.Status)
 		}
 	}
-	kubectl := filepath.Join("bin", "k8s", "v1.36.3-etcd3.6.8", "kubectl")
+	kubectl := filepath.Join("bin", "k8s", "v1.37.2", "kubectl")
 	fmt.Printf(`
 How to look:
   export KUBECONFIG=%s

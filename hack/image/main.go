@@ -42,7 +42,7 @@ func run(image string, insecure bool, layoutDir, tag string, platforms []string,
 		return err
 	}
 	start := time.Now()
-	bins, sups, err := operatorimage.Compile(ctx, root, filepath.Join(root, "bin", "image", "build"), platforms)
+	bins, sups, err := operatorimage.Compile(ctx, operatorimage.Compilation{Root: root, OutDir: filepath.Join(root, "bin", "image", "build"), Platforms: platforms})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package devcluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,16 +27,18 @@ const (
 )
 
 // PushOperator compiles the manager for this machine's platform (the
-// node's) and pushes the operator image, ko-style, with internal/build. It
-// returns repository@digest.
-func (c *Cluster) PushOperator(ctx context.Context) (string, error) {
+// node's) only, with LocalBuildFlags (the packages `go test` compiled are
+// reused), and pushes the operator image, ko-style, with internal/build.
+// progress, when set, receives a line per compiled package. It returns
+// repository@digest.
+func (c *Cluster) PushOperator(ctx context.Context, progress io.Writer) (string, error) {
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	out, err := os.MkdirTemp("", "devloop-manager-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(out)
-	bins, sups, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
+	bins, sups, err := operatorimage.Compile(ctx, operatorimage.Compilation{Root: c.Root, OutDir: out, Platforms: []string{platform}, Flags: operatorimage.LocalBuildFlags, Progress: progress})
 	if err != nil {
 		return "", err
 	}

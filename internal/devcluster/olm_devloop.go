@@ -44,7 +44,7 @@ func (c *Cluster) PushOperatorRelease(ctx context.Context, version string) (stri
 		return "", err
 	}
 	defer os.RemoveAll(out)
-	bins, sups, err := operatorimage.Compile(ctx, c.Root, out, []string{platform})
+	bins, sups, err := operatorimage.Compile(ctx, operatorimage.Compilation{Root: c.Root, OutDir: out, Platforms: []string{platform}, Flags: operatorimage.LocalBuildFlags})
 	if err != nil {
 		return "", err
 	}

@@ -98,9 +98,9 @@ func toUnstructured(env *v1alpha1.DevEnvironment) (*unstructured.Unstructured, e
 }
 
 // WaitReady follows the environment until Ready=True for its current
-// generation, calling progress with each new summary line; it fails at
-// once, with the message, when the environment is Stalled.
-func (c *Cluster) WaitReady(ctx context.Context, key client.ObjectKey, timeout time.Duration, progress func(string)) (*v1alpha1.DevEnvironment, error) {
+// generation, calling observe with each reading (every 200 ms); it fails
+// at once, with the message, when the environment is Stalled.
+func (c *Cluster) WaitReady(ctx context.Context, key client.ObjectKey, timeout time.Duration, observe func(*v1alpha1.DevEnvironment)) (*v1alpha1.DevEnvironment, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := ""
@@ -108,10 +108,9 @@ func (c *Cluster) WaitReady(ctx context.Context, key client.ObjectKey, timeout t
 		env := &v1alpha1.DevEnvironment{}
 		err := c.Client.Get(ctx, key, env)
 		if err == nil {
-			line := Summary(env)
-			if line != last && progress != nil {
-				progress(line)
-				last = line
+			last = Summary(env)
+			if observe != nil {
+				observe(env)
 			}
 			if env.Status.ObservedGeneration == env.Generation {
 				if meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady) {

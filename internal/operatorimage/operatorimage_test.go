@@ -239,7 +239,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := Push(ctx, fakeOptions(t), "Not A Reference", true); err == nil || !strings.Contains(err.Error(), `image reference "Not A Reference"`) {
 		t.Errorf("bad reference: %v", err)
 	}
-	if _, _, err := Compile(ctx, testenv.RepoRoot(), t.TempDir(), []string{"linux"}); err == nil || !strings.Contains(err.Error(), `platform "linux" is not os/arch`) {
+	if _, _, err := Compile(ctx, Compilation{Root: testenv.RepoRoot(), OutDir: t.TempDir(), Platforms: []string{"linux"}}); err == nil || !strings.Contains(err.Error(), `platform "linux" is not os/arch`) {
 		t.Errorf("bad platform: %v", err)
 	}
 }

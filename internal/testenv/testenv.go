@@ -18,9 +18,9 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
-// DefaultAssets is the asset directory hack/test-binaries.sh fills with the
-// default versions.
-const DefaultAssets = "bin/k8s/v1.36.3-etcd3.6.8"
+// DefaultAssets is the asset directory hack/k8s-binaries.sh fills with the
+// default version (the Makefile's K8S_VERSION).
+const DefaultAssets = "bin/k8s/v1.37.2"
 
 // RepoRoot is the root of the devloop module.
 func RepoRoot() string {
@@ -36,7 +36,7 @@ func AssetsDir() (string, error) {
 		dir = filepath.Join(RepoRoot(), DefaultAssets)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
-		return "", errors.New("no kube-apiserver in " + dir + ": run `make test` (or hack/test-binaries.sh) to build the test binaries")
+		return "", errors.New("no kube-apiserver in " + dir + ": run `make test` (or hack/k8s-binaries.sh) to build the test binaries")
 	}
 	return dir, nil
 }

@@ -184,5 +184,5 @@ func waitAnswer(t *testing.T, url, want string, t0 time.Time, timeout time.Durat
 
 // kubectlPath is the kubectl make test-binaries builds.
 func kubectlPath() string {
-	return filepath.Join(testenv.RepoRoot(), "bin", "k8s", "v1.36.3-etcd3.6.8", "kubectl")
+	return filepath.Join(testenv.RepoRoot(), "bin", "k8s", "v1.37.2", "kubectl")
 }

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 // its chart, as make dev-up does.
 func setup(ctx context.Context) error {
 	var err error
-	if operatorImage, err = dc.PushOperator(ctx); err != nil {
+	if operatorImage, err = dc.PushOperator(ctx, nil); err != nil {
 		return err
 	}
 	if goImage, err = dc.PushGoImage(ctx); err != nil {
