@@ -20,7 +20,7 @@ set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 COREDNS_VERSION=${COREDNS_VERSION:-1.14.7}
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$ROOT/bin/.k8s-build/v$K8S_VERSION
 OUT=$ROOT/bin/k8s/v$K8S_VERSION
 NICE=${NICE:-nice -n 10}
