@@ -30,8 +30,8 @@ export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
 
-# shellcheck source=../progress.sh
-. "$ROOT/hack/progress.sh"
+# shellcheck source=lib.sh
+. "$ROOT/hack/lib.sh"
 log() { echo "k8s-binaries: $*" >&2; }
 
 ALL=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kube-proxy kubelet coredns)
@@ -47,11 +47,8 @@ package_of() {
 
 # wrapper: the module every binary is built from. k8s.io/kubernetes replaces
 # its staging modules with ./staging paths; a module consumer pins them to
-# the matching published v0.x versions. Every module devloop's go.mod
-# selects is required at devloop's version too, so a dependency both build
-# (golang.org/x/net, grpc, ...) is the same version, and each package above
-# it the same build cache entry (devloop's go.mod is kept at or above what
-# k8s.io/kubernetes needs).
+# the matching published v0.x versions. devloop's versions are required too
+# (devloop_requires): client-go & co. compile once for both.
 wrapper() {
   local minor=${K8S_VERSION#*.}; minor=${minor%%.*}
   local stamp
@@ -70,7 +67,7 @@ wrapper() {
     echo "require ("
     echo "	k8s.io/kubernetes v$K8S_VERSION"
     echo "	github.com/coredns/coredns v$COREDNS_VERSION"
-    (cd "$ROOT" && GOFLAGS=-mod=readonly go list -m -f '{{if and (not .Main) (not .Replace)}}	{{.Path}} {{.Version}}{{end}}' all) | grep -v '^	k8s.io/kubernetes '
+    devloop_requires "$ROOT" | grep -v '^	k8s.io/kubernetes '
     echo ")"
     echo
     sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 v0.'"$minor"'.'"${K8S_VERSION##*.}"'#p' "$gomod"

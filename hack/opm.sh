@@ -6,6 +6,9 @@
 # Usage: hack/opm.sh              -> prints the path of the binary
 #        OPM_VERSION=1.73.0 hack/opm.sh
 #
+# The wrapper module requires devloop's own module versions too
+# (devloop_requires, hack/lib.sh) and the build has no -trimpath, so the
+# packages opm shares with devloop (client-go, grpc, ...) compile once.
 # The tag containers_image_openpgp picks the pure-Go signature code of
 # containers/image, so no gpgme (cgo) is needed.
 set -euo pipefail
@@ -17,21 +20,27 @@ WORK=$ROOT/bin/.opm-build/v$OPM_VERSION
 
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+# shellcheck source=lib.sh
+. "$ROOT/hack/lib.sh"
 
 if [ -x "$OUT" ]; then
   echo "$OUT"
   exit 0
 fi
 mkdir -p "$WORK" "$(dirname "$OUT")"
-if [ ! -f "$WORK/go.sum" ]; then
-  echo "opm: preparing wrapper module for operator-registry v$OPM_VERSION" >&2
-  cat >"$WORK/go.mod" <<MOD
-module devloop.local/opmbuild
-
-go 1.26
-
-require github.com/operator-framework/operator-registry v$OPM_VERSION
-MOD
+stamp="operator-registry v$OPM_VERSION devloop $(sha256sum <"$ROOT/go.mod" | cut -c1-16)"
+if [ ! -f "$WORK/go.sum" ] || [ "$(cat "$WORK/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  {
+    echo "module devloop.local/opmbuild"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require ("
+    echo "	github.com/operator-framework/operator-registry v$OPM_VERSION"
+    devloop_requires "$ROOT"
+    echo ")"
+  } >"$WORK/go.mod"
   cat >"$WORK/tools.go" <<'GO'
 //go:build tools
 
@@ -39,10 +48,11 @@ package opmbuild
 
 import _ "github.com/operator-framework/operator-registry/cmd/opm"
 GO
-  (cd "$WORK" && go mod tidy >/dev/null)
+  (cd "$WORK" && with_progress "opm: downloading modules for operator-registry v$OPM_VERSION" "" go mod tidy)
+  echo "$stamp" >"$WORK/.stamp"
 fi
-echo "opm: building opm v$OPM_VERSION (minutes on a cold cache)" >&2
-(cd "$WORK" && CGO_ENABLED=0 go build -tags containers_image_openpgp -trimpath \
+total=$(cd "$WORK" && go list -deps -tags containers_image_openpgp github.com/operator-framework/operator-registry/cmd/opm | wc -l)
+(cd "$WORK" && with_progress "opm: building opm v$OPM_VERSION, compiled packages" "$total" go build -v -tags containers_image_openpgp \
   -ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=v$OPM_VERSION -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=v$OPM_VERSION" \
   -o "$OUT.tmp" github.com/operator-framework/operator-registry/cmd/opm)
 mv "$OUT.tmp" "$OUT"

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Builds Flux's source-controller and kustomize-controller from Go modules,
-# once, and caches each under bin/flux/<name>-v<version>/ with what
-# installing it needs from its module (read from the module zip, so nothing
-# but the Go module proxy is used):
+# once, together (one wrapper module, one `go build`, so the packages they
+# share compile once), and caches each under bin/flux/<name>-v<version>/
+# with what installing it needs from its module (read from the module zip,
+# so nothing but the Go module proxy is used):
 #   <name>          the static binary (CGO off, linux, this machine's arch)
 #   crds/*.yaml     config/crd/bases of the module
 #   role.yaml       config/rbac/role.yaml of the module (the controller's ClusterRole)
-# Wrapper modules live under bin/.flux-build/. A second run with the same
-# versions builds nothing. Prints nothing on stdout but `NAME=DIR` lines
-# (SOURCE_CONTROLLER=..., KUSTOMIZE_CONTROLLER=...) so callers can `eval` them.
+# The wrapper module lives under bin/.flux-build/. A second run with the
+# same versions builds nothing. Prints nothing on stdout but `NAME=DIR`
+# lines (SOURCE_CONTROLLER=..., KUSTOMIZE_CONTROLLER=...) so callers can
+# `eval` them; progress goes to stderr at least every 20 s.
 #
 # Versions: the newest that resolve and build from the module proxy here
 # with Go 1.26 (docs/flux-e2e.md): kustomize-controller v1.8.x is not on the
-# proxy (403), newer releases need Go 1.27.
+# proxy (403), newer releases need Go 1.27. Together they build at
+# source-controller's (newer) Kubernetes and controller-runtime versions.
 #
 # Usage: hack/cluster/flux-binaries.sh [--paths]   (--paths: print where, build nothing)
 set -euo pipefail
@@ -20,92 +23,95 @@ set -euo pipefail
 SOURCE_CONTROLLER_VERSION=${SOURCE_CONTROLLER_VERSION:-1.8.0}
 KUSTOMIZE_CONTROLLER_VERSION=${KUSTOMIZE_CONTROLLER_VERSION:-1.7.3}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$ROOT/bin/.flux-build
-NICE=${NICE:-nice -n 15}
+WORK=$ROOT/bin/.flux-build/sc-v$SOURCE_CONTROLLER_VERSION-kc-v$KUSTOMIZE_CONTROLLER_VERSION
+NICE=${NICE:-nice -n 10}
 
 # Some k8s.io and fluxcd modules are missing from the checksum database
 # behind the proxy.
 export GONOSUMDB=${GONOSUMDB:-k8s.io,github.com/fluxcd}
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=local
+export CGO_ENABLED=0 GOOS=linux
+# shellcheck source=../lib.sh
+. "$ROOT/hack/lib.sh"
 
 log() { echo "flux: $*" >&2; }
 
-# wrapper NAME VERSION: a module requiring github.com/fluxcd/NAME VERSION
-# with the controller's own replace directives (a consumer's build ignores
-# the dependency's replaces; local ./api ones are dropped: the published
-# api module at the required version is the same code).
+CONTROLLERS=(source-controller=$SOURCE_CONTROLLER_VERSION kustomize-controller=$KUSTOMIZE_CONTROLLER_VERSION)
+
+# wrapper: a module requiring both controllers, with their non-local
+# replace directives and their go.sums (their dependencies are verified
+# against the hashes their releases were built with, including modules the
+# checksum database behind this proxy does not answer for).
 wrapper() {
-  local name=$1 version=$2 dir=$WORK/$1-v$2
-  mkdir -p "$dir"
-  if [ -f "$dir/go.mod" ] && grep -q "github.com/fluxcd/$name v$version" "$dir/go.mod" && [ -f "$dir/.tidy" ]; then
-    return 0
-  fi
-  log "preparing wrapper module for $name v$version"
-  local info gomod src
-  info=$(cd "$dir" && go mod download -json "github.com/fluxcd/$name@v$version") || true
-  gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p' <<<"$info")
-  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$info")
-  [ -n "$gomod" ] && [ -n "$src" ] || { log "github.com/fluxcd/$name@v$version: not served by the module proxy: $info"; exit 1; }
+  mkdir -p "$WORK"
+  [ ! -f "$WORK/.tidy" ] || return 0
+  log "preparing the wrapper module for ${CONTROLLERS[*]}"
+  local pair name version replaces=() sums=()
   {
     echo "module devloop.local/fluxbuild"
     echo
     echo "go 1.26"
     echo
-    echo "require github.com/fluxcd/$name v$version"
+    echo "require ("
+    for pair in "${CONTROLLERS[@]}"; do echo "	github.com/fluxcd/${pair%%=*} v${pair#*=}"; done
+    echo ")"
     echo
-    # replace lines, single or in a block, whose target is not a local path.
-    awk '/^replace \($/ {block=1; next}
-         block && /^\)/ {block=0; next}
-         /=>/ && (block || /^replace /) {
-           sub(/^replace[[:space:]]+/, ""); sub(/^[[:space:]]+/, "")
-           split($0, parts, "=>"); target=parts[2]; sub(/^[[:space:]]+/, "", target)
-           if (target !~ /^\.\.?\//) print "replace " $0
-         }' "$gomod"
-  } >"$dir/go.mod"
-  # The controller's own go.sum: its dependencies are verified against the
-  # hashes its release was built with, including modules the checksum
-  # database behind this proxy does not answer for.
-  cp "$src/go.sum" "$dir/go.sum"
-  chmod u+w "$dir/go.sum"
-  cat >"$dir/tools.go" <<GO
-//go:build tools
-
-package fluxbuild
-
-import _ "github.com/fluxcd/$name"
-GO
-  rm -f "$dir/.tidy"
-  (cd "$dir" && $NICE go mod tidy >/dev/null)
-  touch "$dir/.tidy"
-}
-
-# build NAME VERSION OUT: the binary, its CRDs and its ClusterRole.
-build() {
-  local name=$1 version=$2 out=$3 dir=$WORK/$1-v$2 start=$SECONDS
-  wrapper "$name" "$version"
-  log "building $name v$version (minutes on a cold cache)"
-  (cd "$dir" && CGO_ENABLED=0 GOOS=linux $NICE go build -trimpath -ldflags "-s -w" -o "$out/$name.tmp" "github.com/fluxcd/$name")
-  local src
-  src=$(cd "$dir" && go list -m -f '{{.Dir}}' "github.com/fluxcd/$name")
-  rm -rf "$out/crds" && mkdir -p "$out/crds"
-  cp "$src"/config/crd/bases/*.yaml "$out/crds/"
-  cp "$src/config/rbac/role.yaml" "$out/role.yaml"
-  chmod -R u+w "$out"
-  mv "$out/$name.tmp" "$out/$name"
-  log "built $name v$version in $((SECONDS - start))s"
+    for pair in "${CONTROLLERS[@]}"; do
+      name=${pair%%=*} version=${pair#*=}
+      (cd "$WORK" && module_source "github.com/fluxcd/$name@v$version" && nonlocal_replaces "$GOMOD")
+    done | awk '{ split($0, p, "=>"); if (!seen[p[1]]++) print }'
+  } >"$WORK/go.mod.tmp"
+  : >"$WORK/go.sum.tmp"
+  for pair in "${CONTROLLERS[@]}"; do
+    name=${pair%%=*} version=${pair#*=}
+    (cd "$WORK" && module_source "github.com/fluxcd/$name@v$version" && cat "$SRC/go.sum") >>"$WORK/go.sum.tmp"
+  done
+  mv "$WORK/go.mod.tmp" "$WORK/go.mod"
+  sort -u "$WORK/go.sum.tmp" >"$WORK/go.sum" && rm "$WORK/go.sum.tmp"
+  {
+    echo "//go:build tools"
+    echo
+    echo "package fluxbuild"
+    echo
+    echo "import ("
+    for pair in "${CONTROLLERS[@]}"; do echo "	_ \"github.com/fluxcd/${pair%%=*}\""; done
+    echo ")"
+  } >"$WORK/tools.go"
+  (cd "$WORK" && with_progress "flux: downloading modules" "" go mod tidy)
+  touch "$WORK/.tidy"
 }
 
 PATHS_ONLY=0
 if [ "${1:-}" = --paths ]; then PATHS_ONLY=1; shift; fi
 
-for pair in source-controller=$SOURCE_CONTROLLER_VERSION kustomize-controller=$KUSTOMIZE_CONTROLLER_VERSION; do
+missing=()
+for pair in "${CONTROLLERS[@]}"; do
   name=${pair%%=*} version=${pair#*=}
-  out=$ROOT/bin/flux/$name-v$version
-  if [ $PATHS_ONLY = 0 ] && [ ! -x "$out/$name" ]; then
-    mkdir -p "$out"
-    build "$name" "$version" "$out"
-  fi
+  [ -x "$ROOT/bin/flux/$name-v$version/$name" ] || missing+=("$pair")
+done
+if [ $PATHS_ONLY = 0 ] && [ ${#missing[@]} -gt 0 ]; then
+  wrapper
+  pkgs=()
+  for pair in "${missing[@]}"; do pkgs+=("github.com/fluxcd/${pair%%=*}"); done
+  total=$(cd "$WORK" && go list -deps "${pkgs[@]}" | wc -l)
+  mkdir -p "$WORK/out"
+  (cd "$WORK" && with_progress "flux: building ${pkgs[*]##*/}, compiled packages" "$total" \
+    $NICE go build -v -ldflags "-s -w" -o "$WORK/out/" "${pkgs[@]}")
+  for pair in "${missing[@]}"; do
+    name=${pair%%=*} version=${pair#*=}
+    out=$ROOT/bin/flux/$name-v$version
+    src=$(cd "$WORK" && go list -m -f '{{.Dir}}' "github.com/fluxcd/$name")
+    rm -rf "$out" && mkdir -p "$out/crds"
+    cp "$src"/config/crd/bases/*.yaml "$out/crds/"
+    cp "$src/config/rbac/role.yaml" "$out/role.yaml"
+    chmod -R u+w "$out"
+    mv "$WORK/out/$name" "$out/$name"
+  done
+fi
+
+for pair in "${CONTROLLERS[@]}"; do
+  name=${pair%%=*} version=${pair#*=}
   var=$(echo "$name" | tr 'a-z-' 'A-Z_')
-  echo "$var=$out"
+  echo "$var=$ROOT/bin/flux/$name-v$version"
 done

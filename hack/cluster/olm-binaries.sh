@@ -40,13 +40,16 @@ if [ "${OLM_PATCH:-none}" = none ]; then OLM_PATCH=; fi
 SUFFIX=${OLM_PATCH:+-patched}
 WORK=$ROOT/bin/.olm-build/operator-controller-v$OLM_VERSION$SUFFIX
 OUT=$ROOT/bin/olm/operator-controller-v$OLM_VERSION$SUFFIX
-NICE=${NICE:-nice -n 15}
+NICE=${NICE:-nice -n 10}
 
 # Some k8s.io modules are missing from the checksum database behind the
 # proxy; the release's own go.sum vouches for them.
 export GONOSUMDB=${GONOSUMDB:-k8s.io}
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=local
+export CGO_ENABLED=0 GOOS=linux
+# shellcheck source=../lib.sh
+. "$ROOT/hack/lib.sh"
 
 log() { echo "olm: $*" >&2; }
 
@@ -60,11 +63,10 @@ wrapper() {
     return 0
   fi
   log "preparing wrapper module for operator-controller v$OLM_VERSION"
-  local info gomod src
-  info=$(cd "$WORK" && go mod download -json "$MODULE@v$OLM_VERSION") || true
-  gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p' <<<"$info")
-  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$info")
-  [ -n "$gomod" ] && [ -n "$src" ] || { log "$MODULE@v$OLM_VERSION: not served by the module proxy: $info"; exit 1; }
+  cd "$WORK"
+  module_source "$MODULE@v$OLM_VERSION"
+  cd - >/dev/null
+  local gomod=$GOMOD src=$SRC
   {
     echo "module devloop.local/olmbuild"
     echo
@@ -72,13 +74,7 @@ wrapper() {
     echo
     echo "require $MODULE v$OLM_VERSION"
     echo
-    awk '/^replace \($/ {block=1; next}
-         block && /^\)/ {block=0; next}
-         /=>/ && (block || /^replace /) {
-           sub(/^replace[[:space:]]+/, ""); sub(/^[[:space:]]+/, "")
-           split($0, parts, "=>"); target=parts[2]; sub(/^[[:space:]]+/, "", target)
-           if (target !~ /^\.\.?\//) print "replace " $0
-         }' "$gomod"
+    nonlocal_replaces "$gomod"
     # The patched copy of the module replaces the release.
     if [ -n "$OLM_PATCH" ]; then echo "replace $MODULE => ./src"; fi
   } >"$WORK/go.mod"
@@ -101,22 +97,25 @@ import (
 )
 GO
   rm -f "$WORK/.tidy"
-  (cd "$WORK" && $NICE go mod tidy >/dev/null)
+  (cd "$WORK" && with_progress "olm: downloading modules" "" go mod tidy)
   touch "$WORK/.tidy"
 }
 
 build() {
-  local start=$SECONDS name
+  local start=$SECONDS name pkgs=() total
   wrapper
-  mkdir -p "$OUT"
+  mkdir -p "$OUT" "$WORK/out"
   for name in operator-controller catalogd; do
-    [ -x "$OUT/$name" ] && continue
-    log "building $name v$OLM_VERSION${OLM_PATCH:+ with $(basename "$OLM_PATCH")} (minutes on a cold cache)"
-    (cd "$WORK" && CGO_ENABLED=0 GOOS=linux $NICE go build -trimpath -tags containers_image_openpgp \
-      -ldflags "-s -w -X $MODULE/internal/shared/version.version=v$OLM_VERSION" \
-      -o "$OUT/$name.tmp" "$MODULE/cmd/$name")
-    mv "$OUT/$name.tmp" "$OUT/$name"
+    [ -x "$OUT/$name" ] || pkgs+=("$MODULE/cmd/$name")
   done
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    total=$(cd "$WORK" && go list -deps -tags containers_image_openpgp "${pkgs[@]}" | wc -l)
+    (cd "$WORK" && with_progress "olm: building ${pkgs[*]##*/} v$OLM_VERSION${OLM_PATCH:+ with $(basename "$OLM_PATCH")}, compiled packages" "$total" \
+      $NICE go build -v -tags containers_image_openpgp \
+        -ldflags "-s -w -X $MODULE/internal/shared/version.version=v$OLM_VERSION" \
+        -o "$WORK/out/" "${pkgs[@]}")
+    for name in "${pkgs[@]}"; do mv "$WORK/out/${name##*/}" "$OUT/${name##*/}"; done
+  fi
   local src
   src=$(cd "$WORK" && go list -m -f '{{.Dir}}' "$MODULE")
   if [ -n "$OLM_PATCH" ]; then cp "$OLM_PATCH" "$OUT/"; fi
