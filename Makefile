@@ -100,7 +100,7 @@ test-binaries: ## Build etcd, kube-apiserver and kubectl from Go modules (cached
 
 .PHONY: test
 test: test-binaries opm vet fuzz ## Run all tests against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS=$(ASSETS) go test ./... -count=1
+	KUBEBUILDER_ASSETS=$(ASSETS) hack/go-test.sh -count=1
 
 .PHONY: fuzz
 fuzz: ## Short fuzz runs of the DAG and spec checks (FUZZTIME=10s).
@@ -120,7 +120,8 @@ include hack/cluster/cluster.mk
 .PHONY: dev-up dev-down dev-clean
 dev-up: cluster-binaries ## The main job: local cluster + registry + operator (from its chart) + the sample, Ready.
 	$(CLUSTER_SH) up
-	go run ./hack/devup $(ARGS)
+	@hack/with-progress.sh "dev-up: compiling hack/devup, packages" go build -v -o bin/devup ./hack/devup
+	bin/devup $(ARGS)
 
 dev-down: ## Stop the local cluster (state kept; dev-up resumes it).
 	$(CLUSTER_SH) down

@@ -74,3 +74,21 @@ nonlocal_replaces() {
          if (target !~ /^\.\.?\//) print "replace " $0
        }' "$1"
 }
+
+# with_heartbeat LABEL STATUS CMD...: runs CMD with its output shown as it
+# comes and, every 20 s, a line "LABEL: <what the function STATUS prints>,
+# Ts". Exits with CMD's status.
+with_heartbeat() {
+  local label=$1 status=$2; shift 2
+  local start=$SECONDS rc=0 ticker
+  (
+    while sleep 20; do
+      echo "$label: $($status), $((SECONDS - start))s" >&2
+    done
+  ) &
+  ticker=$!
+  "$@" || rc=$?
+  kill "$ticker" 2>/dev/null
+  wait "$ticker" 2>/dev/null || true
+  return $rc
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# go-test.sh ARGS...: `go test ARGS ./...`, saying every 20 s which test
+# binaries run and for how long. go test prints a package's result only
+# after the packages before it, so a long one (controllers' envtests) would
+# otherwise hold the output for minutes.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+running_tests() {
+  local running
+  running=$(ps -eo etimes=,args= | awk '{ n = split($2, p, "/") } p[n] ~ /\.test$/ { printf "%s%s (%ss)", sep, p[n], $1; sep = ", " }')
+  echo "running ${running:-no test binary (compiling)}"
+}
+
+with_heartbeat "go test" running_tests go test "$@" ./...
