@@ -48,6 +48,9 @@ var (
 const helperImage = "registry.test/devloop/manager:test"
 
 func TestMain(m *testing.M) {
+	if code, ok := runShards(); ok {
+		os.Exit(code)
+	}
 	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
