@@ -15,19 +15,28 @@ export CGO_ENABLED := 0
 export GONOSUMDB := k8s.io
 
 ASSETS := $(CURDIR)/bin/k8s/v$(K8S_VERSION)
-CONTROLLER_GEN := go tool controller-gen
+CONTROLLER_GEN := bin/controller-gen
+# compile LABEL OUT PACKAGE: go build with a package count every 20 s (a
+# cold compile says how far it got instead of minutes of silence).
+compile = @hack/with-progress.sh "$(1): compiling, packages" go build -v -o $(2) $(3)
 
 .PHONY: all
 all: build
 
 ##@ Development
 
+.PHONY: bin/controller-gen bin/olm-tool
+bin/controller-gen:
+	$(call compile,controller-gen,$@,sigs.k8s.io/controller-tools/cmd/controller-gen)
+bin/olm-tool:
+	$(call compile,hack/olm,$@,./hack/olm)
+
 .PHONY: generate
-generate: ## Generate deepcopy code.
+generate: bin/controller-gen ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD and the manager's RBAC from the Go markers.
+manifests: bin/controller-gen ## Generate the CRD and the manager's RBAC from the Go markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	@# The chart installs copies of the generated CRD and rules (test/install checks them).
@@ -51,7 +60,7 @@ build: bin/manager ## Build the operator binary.
 
 .PHONY: bin/manager
 bin/manager:
-	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager
+	$(call compile,the operator,bin/manager,./cmd/manager)
 
 .PHONY: build-plugin
 build-plugin: bin/kubectl-devloop ## Build the kubectl plugin (put bin/kubectl-devloop on your PATH).
@@ -76,12 +85,12 @@ image: ## Operator image for linux/amd64+arm64 without Docker: OCI layout bin/im
 	go run ./hack/image -tag $(TAG) $(if $(IMAGE),-image $(IMAGE)) $(if $(INSECURE),-insecure)
 
 .PHONY: bundle
-bundle: manifests ## OLM registry+v1 bundle/ and config/olm/installer-rbac.yaml from config/ (VERSION=0.1.0).
-	go run ./hack/olm bundle -version $(VERSION)
+bundle: manifests bin/olm-tool ## OLM registry+v1 bundle/ and config/olm/installer-rbac.yaml from config/ (VERSION=0.1.0).
+	bin/olm-tool bundle -version $(VERSION)
 
 .PHONY: catalog
-catalog: opm ## File-based catalog/ from catalog/semver-template.yaml (opm), then opm validate.
-	go run ./hack/olm catalog -opm $(OPM)
+catalog: opm bin/olm-tool ## File-based catalog/ from catalog/semver-template.yaml (opm), then opm validate.
+	bin/olm-tool catalog -opm $(OPM)
 	$(OPM) validate catalog
 
 .PHONY: olm-images
@@ -127,7 +136,7 @@ include hack/cluster/cluster.mk
 .PHONY: dev-up dev-down dev-clean
 dev-up: cluster-binaries ## The main job: local cluster + registry + operator (from its chart) + the sample, Ready.
 	$(CLUSTER_SH) up
-	@hack/with-progress.sh "dev-up: compiling hack/devup, packages" go build -v -o bin/devup ./hack/devup
+	$(call compile,hack/devup,bin/devup,./hack/devup)
 	bin/devup $(ARGS)
 
 dev-down: ## Stop the local cluster (state kept; dev-up resumes it).
