@@ -27,8 +27,13 @@ with_progress() {
   rc=0
   wait "$pid" || rc=$?
   if [ $rc -ne 0 ]; then
-    echo "$label: failed (exit $rc) after $((SECONDS - start))s; last lines:" >&2
-    tail -n 30 "$log" >&2
+    echo "$label: failed (exit $rc) after $((SECONDS - start))s:" >&2
+    # go build -v lists packages between the errors: show the errors.
+    if grep -qE '^# |\.go:[0-9]+:|^go: ' "$log"; then
+      grep -E '^# |\.go:[0-9]+:|^go: |^\s' "$log" | tail -n 40 >&2
+    else
+      tail -n 30 "$log" >&2
+    fi
   else
     echo "$label: done in $((SECONDS - start))s" >&2
   fi

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # Builds Flux's source-controller and kustomize-controller from Go modules,
-# once, together (one wrapper module, one `go build`, so the packages they
-# share compile once), and caches each under bin/flux/<name>-v<version>/
+# once, one after the other (their releases need different versions of
+# fluxcd/pkg modules, so they cannot share one module; both are built
+# without -trimpath, so a package at the same version compiles once), and
+# caches each under bin/flux/<name>-v<version>/
 # with what installing it needs from its module (read from the module zip,
 # so nothing but the Go module proxy is used):
 #   <name>          the static binary (CGO off, linux, this machine's arch)
 #   crds/*.yaml     config/crd/bases of the module
 #   role.yaml       config/rbac/role.yaml of the module (the controller's ClusterRole)
-# The wrapper module lives under bin/.flux-build/. A second run with the
+# The wrapper modules live under bin/.flux-build/. A second run with the
 # same versions builds nothing. Prints nothing on stdout but `NAME=DIR`
 # lines (SOURCE_CONTROLLER=..., KUSTOMIZE_CONTROLLER=...) so callers can
 # `eval` them; progress goes to stderr at least every 20 s.
 #
 # Versions: the newest that resolve and build from the module proxy here
 # with Go 1.26 (docs/flux-e2e.md): kustomize-controller v1.8.x is not on the
-# proxy (403), newer releases need Go 1.27. Together they build at
-# source-controller's (newer) Kubernetes and controller-runtime versions.
+# proxy (403), newer releases need Go 1.27.
 #
 # Usage: hack/cluster/flux-binaries.sh [--paths]   (--paths: print where, build nothing)
 set -euo pipefail
@@ -23,7 +24,7 @@ set -euo pipefail
 SOURCE_CONTROLLER_VERSION=${SOURCE_CONTROLLER_VERSION:-1.8.0}
 KUSTOMIZE_CONTROLLER_VERSION=${KUSTOMIZE_CONTROLLER_VERSION:-1.7.3}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$ROOT/bin/.flux-build/sc-v$SOURCE_CONTROLLER_VERSION-kc-v$KUSTOMIZE_CONTROLLER_VERSION
+WORK=$ROOT/bin/.flux-build
 NICE=${NICE:-nice -n 10}
 
 # Some k8s.io and fluxcd modules are missing from the checksum database
@@ -39,76 +40,60 @@ log() { echo "flux: $*" >&2; }
 
 CONTROLLERS=(source-controller=$SOURCE_CONTROLLER_VERSION kustomize-controller=$KUSTOMIZE_CONTROLLER_VERSION)
 
-# wrapper: a module requiring both controllers, with their non-local
-# replace directives and their go.sums (their dependencies are verified
-# against the hashes their releases were built with, including modules the
-# checksum database behind this proxy does not answer for).
+# wrapper NAME VERSION: a module requiring github.com/fluxcd/NAME VERSION
+# with the controller's non-local replace directives and its go.sum (its
+# dependencies are verified against the hashes its release was built
+# with, including modules the checksum database behind this proxy does not
+# answer for).
 wrapper() {
-  mkdir -p "$WORK"
-  [ ! -f "$WORK/.tidy" ] || return 0
-  log "preparing the wrapper module for ${CONTROLLERS[*]}"
-  local pair name version replaces=() sums=()
-  {
-    echo "module devloop.local/fluxbuild"
-    echo
-    echo "go 1.26"
-    echo
-    echo "require ("
-    for pair in "${CONTROLLERS[@]}"; do echo "	github.com/fluxcd/${pair%%=*} v${pair#*=}"; done
-    echo ")"
-    echo
-    for pair in "${CONTROLLERS[@]}"; do
-      name=${pair%%=*} version=${pair#*=}
-      (cd "$WORK" && module_source "github.com/fluxcd/$name@v$version" && nonlocal_replaces "$GOMOD")
-    done | awk '{ split($0, p, "=>"); if (!seen[p[1]]++) print }'
-  } >"$WORK/go.mod.tmp"
-  : >"$WORK/go.sum.tmp"
-  for pair in "${CONTROLLERS[@]}"; do
-    name=${pair%%=*} version=${pair#*=}
-    (cd "$WORK" && module_source "github.com/fluxcd/$name@v$version" && cat "$SRC/go.sum") >>"$WORK/go.sum.tmp"
-  done
-  mv "$WORK/go.mod.tmp" "$WORK/go.mod"
-  sort -u "$WORK/go.sum.tmp" >"$WORK/go.sum" && rm "$WORK/go.sum.tmp"
-  {
-    echo "//go:build tools"
-    echo
-    echo "package fluxbuild"
-    echo
-    echo "import ("
-    for pair in "${CONTROLLERS[@]}"; do echo "	_ \"github.com/fluxcd/${pair%%=*}\""; done
-    echo ")"
-  } >"$WORK/tools.go"
-  (cd "$WORK" && with_progress "flux: downloading modules" "" go mod tidy)
-  touch "$WORK/.tidy"
+  local name=$1 version=$2 dir=$WORK/$1-v$2
+  mkdir -p "$dir"
+  [ ! -f "$dir/.tidy" ] || return 0
+  log "preparing the wrapper module for $name v$version"
+  (
+    cd "$dir"
+    module_source "github.com/fluxcd/$name@v$version"
+    {
+      echo "module devloop.local/fluxbuild"
+      echo
+      echo "go 1.26"
+      echo
+      echo "require github.com/fluxcd/$name v$version"
+      echo
+      nonlocal_replaces "$GOMOD"
+    } >go.mod
+    cp "$SRC/go.sum" go.sum
+    chmod u+w go.sum
+    printf '//go:build tools\n\npackage fluxbuild\n\nimport _ "github.com/fluxcd/%s"\n' "$name" >tools.go
+    with_progress "flux: downloading modules for $name" "" go mod tidy
+  )
+  touch "$dir/.tidy"
+}
+
+# build NAME VERSION: the binary, its CRDs and its ClusterRole.
+build() {
+  local name=$1 version=$2 dir=$WORK/$1-v$2 out=$ROOT/bin/flux/$1-v$2 total src
+  wrapper "$name" "$version"
+  total=$(cd "$dir" && go list -deps "github.com/fluxcd/$name" | wc -l)
+  (cd "$dir" && with_progress "flux: building $name v$version, compiled packages" "$total" \
+    $NICE go build -v -ldflags "-s -w" -o "$dir/$name" "github.com/fluxcd/$name")
+  src=$(cd "$dir" && go list -m -f '{{.Dir}}' "github.com/fluxcd/$name")
+  rm -rf "$out" && mkdir -p "$out/crds"
+  cp "$src"/config/crd/bases/*.yaml "$out/crds/"
+  cp "$src/config/rbac/role.yaml" "$out/role.yaml"
+  chmod -R u+w "$out"
+  mv "$dir/$name" "$out/$name"
 }
 
 PATHS_ONLY=0
 if [ "${1:-}" = --paths ]; then PATHS_ONLY=1; shift; fi
 
-missing=()
 for pair in "${CONTROLLERS[@]}"; do
   name=${pair%%=*} version=${pair#*=}
-  [ -x "$ROOT/bin/flux/$name-v$version/$name" ] || missing+=("$pair")
+  if [ $PATHS_ONLY = 0 ] && [ ! -x "$ROOT/bin/flux/$name-v$version/$name" ]; then
+    build "$name" "$version"
+  fi
 done
-if [ $PATHS_ONLY = 0 ] && [ ${#missing[@]} -gt 0 ]; then
-  wrapper
-  pkgs=()
-  for pair in "${missing[@]}"; do pkgs+=("github.com/fluxcd/${pair%%=*}"); done
-  total=$(cd "$WORK" && go list -deps "${pkgs[@]}" | wc -l)
-  mkdir -p "$WORK/out"
-  (cd "$WORK" && with_progress "flux: building ${pkgs[*]##*/}, compiled packages" "$total" \
-    $NICE go build -v -ldflags "-s -w" -o "$WORK/out/" "${pkgs[@]}")
-  for pair in "${missing[@]}"; do
-    name=${pair%%=*} version=${pair#*=}
-    out=$ROOT/bin/flux/$name-v$version
-    src=$(cd "$WORK" && go list -m -f '{{.Dir}}' "github.com/fluxcd/$name")
-    rm -rf "$out" && mkdir -p "$out/crds"
-    cp "$src"/config/crd/bases/*.yaml "$out/crds/"
-    cp "$src/config/rbac/role.yaml" "$out/role.yaml"
-    chmod -R u+w "$out"
-    mv "$WORK/out/$name" "$out/$name"
-  done
-fi
 
 for pair in "${CONTROLLERS[@]}"; do
   name=${pair%%=*} version=${pair#*=}
