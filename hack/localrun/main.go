@@ -1,6 +1,6 @@
-// Command localrun is the newcomer's main-job command until the full local
-// cluster lands: it starts a real etcd and kube-apiserver (the binaries
-// `make test` builds) and a real distribution registry, installs the CRD,
+// Command localrun is `make run-local`, a lighter main job than `make
+// dev-up`'s cluster, without nodes: it starts a real etcd and kube-apiserver
+// (the binaries `make test` builds) and a real distribution registry, installs the CRD,
 // runs the operator binary against them, pushes the sample's source to the
 // registry, applies the samples and waits until every environment is Ready:
 // its image built in the operator and pushed under two tags.

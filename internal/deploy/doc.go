@@ -9,7 +9,8 @@
 //     (install, upgrade, rollback, uninstall, unlock of a pending release);
 //   - plain YAML and kustomize directories rendered in-process (no remote
 //     bases, nothing outside the source), applied with server-side apply
-//     under the devloop field manager, inventoried and pruned;
+//     under the environment's own field manager (devloop/<ns>/<name>),
+//     inventoried and pruned;
 //   - images rewritten to the built, digest-pinned references in every pod
 //     template, for both;
 //   - readiness by kstatus, and drift by server-side dry run.
