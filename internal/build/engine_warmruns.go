@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -122,7 +121,7 @@ type warmRun struct {
 	started time.Time
 	// log keeps the end of the steps' output (stderr) as it comes, for
 	// status while the build runs.
-	log  *tailBuffer
+	log  *message.Tail
 	mu   sync.Mutex
 	done bool
 	out  warmOutcome
@@ -172,7 +171,7 @@ func (w *warmBuilds) forget(key string) {
 // last step's stdout carries the report.
 func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeout time.Duration, steps []WarmStep,
 	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) *warmRun {
-	run := &warmRun{started: time.Now(), log: &tailBuffer{max: logTailBytes}}
+	run := &warmRun{started: time.Now(), log: &message.Tail{Max: logTailBytes}}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
 		for k, r := range w.runs {
@@ -189,7 +188,7 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeou
 	go func() {
 		release := w.turn(pod)
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		stdout, stderr := &tailBuffer{max: 4096}, run.log
+		stdout, stderr := &message.Tail{Max: 4096}, run.log
 		var err error
 		timedOut := false
 		for i, step := range steps {
@@ -225,27 +224,4 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeou
 		w.wake <- event.GenericEvent{Object: client.Object(wake)}
 	}()
 	return run
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimRight(string(t.b), "\n")
 }

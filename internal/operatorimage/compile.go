@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/devloop-dev/devloop/internal/message"
 )
 
 // GoBuildFlags are the flags the manager is compiled with, here and in the
@@ -63,10 +65,10 @@ func Compile(ctx context.Context, c Compilation) (managers, supervisors map[stri
 			cmd := exec.CommandContext(ctx, "go", append(args, b.pkg)...)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-			var out tail
-			cmd.Stdout, cmd.Stderr = &out, &out
+			out := &message.Tail{Max: 16 << 10} // go build's errors, not the -v package list before them
+			cmd.Stdout, cmd.Stderr = out, out
 			if c.Progress != nil {
-				cmd.Stderr = io.MultiWriter(&out, c.Progress)
+				cmd.Stderr = io.MultiWriter(out, c.Progress)
 			}
 			if err := cmd.Run(); err != nil {
 				return nil, nil, fmt.Errorf("go build %s for %s: %v\n%s", b.pkg, platform, err, out.String())
@@ -76,18 +78,3 @@ func Compile(ctx context.Context, c Compilation) (managers, supervisors map[stri
 	}
 	return managers, supervisors, nil
 }
-
-// tail keeps the last 16 KiB written: go build's errors, without the
-// package list -v writes before them.
-type tail struct{ b []byte }
-
-func (t *tail) Write(p []byte) (int, error) {
-	const max = 16 << 10
-	t.b = append(t.b, p...)
-	if len(t.b) > max {
-		t.b = t.b[len(t.b)-max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return string(t.b) }
