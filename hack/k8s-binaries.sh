@@ -24,6 +24,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$ROOT/bin/.k8s-build/v$K8S_VERSION
 OUT=$ROOT/bin/k8s/v$K8S_VERSION
 NICE=${NICE:-nice -n 10}
+MINOR=${K8S_VERSION#*.}; MINOR=${MINOR%%.*}
 
 export GONOSUMDB=${GONOSUMDB:-k8s.io}
 export GOFLAGS=-mod=mod
@@ -50,15 +51,15 @@ package_of() {
 # the matching published v0.x versions. devloop's versions are required too
 # (devloop_requires): client-go & co. compile once for both.
 wrapper() {
-  local minor=${K8S_VERSION#*.}; minor=${minor%%.*}
   local stamp
   stamp="k8s.io/kubernetes v$K8S_VERSION coredns v$COREDNS_VERSION devloop $(sha256sum <"$ROOT/go.mod" | cut -c1-16)"
   if [ -f "$WORK/go.sum" ] && [ "$(cat "$WORK/.stamp" 2>/dev/null)" = "$stamp" ]; then
     return 0
   fi
   mkdir -p "$WORK"
-  local gomod
-  gomod=$(cd "$WORK" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  cd "$WORK"
+  module_source "k8s.io/kubernetes@v$K8S_VERSION"
+  cd - >/dev/null
   {
     echo "module devloop.local/k8sbuild"
     echo
@@ -70,7 +71,7 @@ wrapper() {
     devloop_requires "$ROOT" | grep -v '^	k8s.io/kubernetes '
     echo ")"
     echo
-    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 v0.'"$minor"'.'"${K8S_VERSION##*.}"'#p' "$gomod"
+    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 v0.'"$MINOR"'.'"${K8S_VERSION##*.}"'#p' "$GOMOD"
   } >"$WORK/go.mod"
   {
     echo "//go:build tools"
@@ -102,13 +103,12 @@ if [ $PATHS_ONLY = 0 ] && [ ${#missing[@]} -gt 0 ]; then
   pkgs=()
   for n in "${missing[@]}"; do pkgs+=("$(package_of "$n")"); done
   total=$(cd "$WORK" && go list -deps "${pkgs[@]}" | wc -l)
-  minor=${K8S_VERSION#*.}; minor=${minor%%.*}
   mkdir -p "$OUT/.tmp"
   log "building ${missing[*]} v$K8S_VERSION in one go build ($total packages at most; minutes on a cold cache)"
   # -v lists each package as it is compiled: the progress count.
   (cd "$WORK" && with_progress "k8s-binaries: compiled packages" "$total" \
     $NICE go build -v -o "$OUT/.tmp/" \
-      -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
+      -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR" \
       "${pkgs[@]}")
   # go build names a binary after its package path's last element (before a
   # /vN suffix): etcd's is "server".

@@ -7,7 +7,8 @@
 #   with_progress LABEL TOTAL CMD...   CMD's output goes to a log; every 20 s
 #                                      "LABEL: N/TOTAL, Ts" (N: lines of the
 #                                      log, e.g. packages `go build -v` has
-#                                      compiled); on failure, the log's tail.
+#                                      compiled); on failure, the compile
+#                                      errors in the log, or its tail.
 #                                      TOTAL may be empty (lines only).
 
 with_progress() {
