@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -83,7 +84,7 @@ func testNames(dir string) ([]string, error) {
 		if !strings.HasSuffix(f.Name(), "_test.go") {
 			continue
 		}
-		src, err := os.ReadFile(f.Name())
+		src, err := os.ReadFile(filepath.Join(dir, f.Name()))
 		if err != nil {
 			return nil, err
 		}
