@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/message"
 )
 
@@ -71,36 +73,33 @@ type componentsWalk struct {
 	deploys bool
 }
 
-// reconcileComponent builds a component's images, live updates those
-// that may be (liveUpdate.go), then deploys it.
+// reconcileComponent hands a component to the engines in order: its
+// images built, live updated where they may be, then deployed. An engine
+// that reports a phase (a build running) ends the component's turn.
 func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *scope, name string, st *v1alpha1.ComponentStatus, w *componentsWalk) error {
 	c := s.plan.Components[name]
-	if len(c.Images) > 0 {
-		builds := s.imageBuilds(r)
-		builds.Progress = func(msg string) { r.progress(ctx, s, "component "+name+": "+msg) }
-		built, msg, err := builds.BuildImages(ctx, c, st)
-		if builds.RequeueAfter > 0 {
-			s.requeueWithin(builds.RequeueAfter)
+	say := func(msg string) { r.progress(ctx, s, "component "+name+": "+msg) }
+	for _, e := range []engine.Engine{r.Engines.Builds, r.Engines.LiveUpdate} {
+		if e == nil {
+			continue
 		}
-		s.unwatched = s.unwatched || builds.Poll
+		res, err := e.Reconcile(ctx, s.request(c, st, say))
+		s.lookAgain(res)
 		if err != nil {
 			return err
 		}
-		if !built {
-			st.Phase, st.Message = v1alpha1.PhaseBuilding, msg
+		if res.Phase != "" {
+			st.Phase, st.Message = res.Phase, res.Message
 			w.inFlight = append(w.inFlight, name)
 			return nil
 		}
 	}
-	if err := r.liveUpdate(ctx, s, c, st); err != nil {
-		return err
-	}
-	res, err := r.Deploy.ReconcileComponent(ctx, s.env, c, st, s.tenant, resolvedSources{r: r, s: s},
-		func(msg string) { r.progress(ctx, s, msg) })
+	res, err := r.Engines.Deploy.Reconcile(ctx, s.request(c, st, func(msg string) { r.progress(ctx, s, msg) }))
+	s.lookAgain(res)
 	if err != nil {
 		return err
 	}
-	recordTemplates(c, st)
+	liveupdate.Deployed(c, st)
 	st.Phase, st.Message = res.Phase, res.Message
 	if len(st.Drift) > 0 && r.Recorder != nil {
 		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
@@ -117,7 +116,6 @@ func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *sc
 		w.failed = append(w.failed, fault.Stalledf(v1alpha1.ReasonDeployFailed, "component %s: %s", name, res.Message))
 	default:
 		w.inFlight = append(w.inFlight, name)
-		s.unwatched = true // nothing watches the deployed objects
 	}
 	return nil
 }
@@ -146,7 +144,7 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 		// and blocked components wait on the others: only what nothing
 		// reports is polled soon.
 		after := r.WaitInterval
-		if s.unwatched {
+		if s.next.Poll {
 			after = r.rolloutPoll(s, time.Now())
 		}
 		return &fault.WaitingError{Reason: v1alpha1.ReasonProgressing, RequeueAfter: after, Err: errors.New(msg)}
@@ -177,7 +175,7 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 	if w.deploys {
 		// Nothing watches the deployed objects: a Ready environment looks
 		// again for hand edits to correct, in manifests and releases.
-		s.requeueWithin(r.driftInterval())
+		s.next.RequeueWithin(r.driftInterval())
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func diamond() []v1alpha1.Component {
 func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	engine.set(ns, "c", "", errors.New("helm install c: 1 error occurred:\n\t* job c-hook failed: BackoffLimitExceeded"))
+	scripted.set(ns, "c", "", errors.New("helm install c: 1 error occurred:\n\t* job c-hook failed: BackoffLimitExceeded"))
 	env := newEnv(ns, "diamond", diamond()...)
 	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -47,11 +47,11 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 		g.Expect(findComponent(env, "c").Message).To(Equal("helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"))
 		g.Expect(condition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "a transient failure is retried")
 	})
-	g.Expect(engine.calls(ns, "b")).To(BeNumerically(">", 0))
-	g.Expect(engine.calls(ns, "d")).To(BeZero(), "a blocked component is never handed to the engine")
+	g.Expect(scripted.calls(ns, "b")).To(BeNumerically(">", 0))
+	g.Expect(scripted.calls(ns, "d")).To(BeZero(), "a blocked component is never handed to the engine")
 	expectKstatus(t, env, status.InProgressStatus)
 
-	engine.set(ns, "c", v1alpha1.PhaseReady, nil)
+	scripted.set(ns, "c", v1alpha1.PhaseReady, nil)
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
 		g.Expect(phaseOf(env, "d")).To(Equal(v1alpha1.PhaseReady))
@@ -65,8 +65,8 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	engine.set(ns, "c", "", fault.Stalledf(v1alpha1.ReasonDeployFailed, "helm release c failed 3 times in a row"))
-	engine.set(ns, "b", v1alpha1.PhaseDeploying, nil)
+	scripted.set(ns, "c", "", fault.Stalledf(v1alpha1.ReasonDeployFailed, "helm release c failed 3 times in a row"))
+	scripted.set(ns, "b", v1alpha1.PhaseDeploying, nil)
 	env := newEnv(ns, "stalls", diamond()...)
 	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -80,7 +80,7 @@ func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 	})
 	expectKstatus(t, env, status.InProgressStatus)
 
-	engine.set(ns, "b", v1alpha1.PhaseReady, nil)
+	scripted.set(ns, "b", v1alpha1.PhaseReady, nil)
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady))
 		stalled := condition(env, v1alpha1.ConditionStalled)
@@ -97,7 +97,7 @@ func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 func TestListOrderNeverChangesTheOutcome(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	engine.set(ns, "c", "", errors.New("chart c is broken"))
+	scripted.set(ns, "c", "", errors.New("chart c is broken"))
 	perms := permutations(diamond())
 	for i, comps := range perms {
 		env := newEnv(ns, fmt.Sprintf("order-%d", i), comps...)

@@ -12,19 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
-	"github.com/devloop-dev/devloop/internal/identity"
-	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/engine"
 )
 
 // blockingDeployer never finishes a component on its own: it returns when
 // its context ends, or after a minute.
 type blockingDeployer struct {
-	Deployer
+	engine.Engine
 	deadline chan time.Time
 }
 
-func (d *blockingDeployer) ReconcileComponent(ctx context.Context, _ *v1alpha1.DevEnvironment, _ *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant, _ source.Resolved, _ deploy.Progress) (deploy.Result, error) {
+func (d *blockingDeployer) Reconcile(ctx context.Context, _ engine.Request) (engine.Result, error) {
 	dl, _ := ctx.Deadline()
 	select {
 	case d.deadline <- dl:
@@ -32,9 +30,9 @@ func (d *blockingDeployer) ReconcileComponent(ctx context.Context, _ *v1alpha1.D
 	}
 	select {
 	case <-ctx.Done():
-		return deploy.Result{}, ctx.Err()
+		return engine.Result{}, ctx.Err()
 	case <-time.After(time.Minute):
-		return deploy.Result{}, errors.New("blocked for a minute")
+		return engine.Result{}, errors.New("blocked for a minute")
 	}
 }
 
@@ -55,11 +53,12 @@ func TestReconcileDeadline(t *testing.T) {
 	})
 
 	s := suiteReconciler
-	blocking := &blockingDeployer{Deployer: s.Deploy, deadline: make(chan time.Time, 1)}
+	blocking := &blockingDeployer{Engine: s.Engines.Deploy, deadline: make(chan time.Time, 1)}
+	engines := s.Engines
+	engines.Deploy = blocking
 	r := &DevEnvironmentReconciler{
 		Client: &requestingClient{Client: s.Client}, APIReader: s.APIReader, Recorder: s.Recorder,
-		Identity: s.Identity, Builds: s.Builds, Deploy: blocking, Tests: s.Tests,
-		NoCrossNamespaceRefs: s.NoCrossNamespaceRefs, WaitInterval: s.WaitInterval, Sources: s.Sources,
+		Identity: s.Identity, Engines: engines, Policy: s.Policy, WaitInterval: s.WaitInterval, Sources: s.Sources,
 		ReconcileTimeout: 2 * time.Second,
 	}
 	started := time.Now()

@@ -98,20 +98,21 @@ spec:
 
 	s := suiteReconciler
 	cl := &requestingClient{Client: s.Client}
-	r := &DevEnvironmentReconciler{
-		Client:               cl,
-		APIReader:            s.APIReader,
-		Recorder:             s.Recorder,
-		Identity:             s.Identity,
-		Builds:               s.Builds,
-		Deploy:               s.Deploy,
-		NoCrossNamespaceRefs: s.NoCrossNamespaceRefs,
-		WaitInterval:         s.WaitInterval,
-		Sources:              s.Sources,
-	}
-	tests := *s.Tests.(*testrun.Engine)
+	// The suite's engines, but the test runs' writes go through cl too.
+	engines := s.Engines
+	tests := *engines.Tests.(*testrun.Engine)
 	tests.Client = cl
-	r.Tests = &tests
+	engines.Tests, engines.Triggers = &tests, testrun.Triggers{Engine: &tests}
+	r := &DevEnvironmentReconciler{
+		Client:       cl,
+		APIReader:    s.APIReader,
+		Recorder:     s.Recorder,
+		Identity:     s.Identity,
+		Engines:      engines,
+		Policy:       s.Policy,
+		WaitInterval: s.WaitInterval,
+		Sources:      s.Sources,
+	}
 	req := ctrl.Request{NamespacedName: key}
 	// Warm up: the bench reconciler resolves the sources once.
 	_, err := r.Reconcile(context.Background(), req)

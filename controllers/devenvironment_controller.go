@@ -18,15 +18,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
-	"github.com/devloop-dev/devloop/internal/memo"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/liveupdate"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -37,17 +40,14 @@ type DevEnvironmentReconciler struct {
 
 	// Identity is who every request made for an environment acts as.
 	Identity Identities
-	// Builds builds components' images.
-	Builds ImageBuilder
-	// Deploy deploys components whose images are built.
-	Deploy Deployer
-	// Tests runs test suites as Jobs.
-	Tests TestRunner
-	// LiveUpdate syncs images[].liveUpdate changes into running pods;
-	// nil rolls every change out.
-	LiveUpdate LiveUpdater
-	// NoCrossNamespaceRefs refuses references to other namespaces.
-	NoCrossNamespaceRefs bool
+	// Engines do the work, one of each kind (internal/operator makes
+	// them); Triggers, Builds, Deploy and Tests are required.
+	Engines engine.Set
+	// Sources resolves and fetches sources; nil disables the sources step
+	// (and with it every image that needs a source).
+	Sources SourceResolver
+	// Policy is what the operator's flags forbid in a spec.
+	Policy plan.Policy
 	// WaitInterval is how soon an environment waiting on a rollout or a
 	// dependency is looked at again; 5s when zero.
 	WaitInterval time.Duration
@@ -70,11 +70,6 @@ type DevEnvironmentReconciler struct {
 
 	// APIReader reads namespaces straight from the API server.
 	APIReader client.Reader
-	// Sources resolves and fetches sources; nil disables the sources step
-	// (and with it every image that needs a source).
-	Sources *source.Fetcher
-
-	resolved memo.Map[resolution]
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
@@ -100,36 +95,31 @@ type DevEnvironmentReconciler struct {
 // reconcile; spec changes and annotation changes (trigger, reconcile
 // requests) do.
 func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent int) error {
-	if r.Identity == nil || r.Builds == nil || r.Deploy == nil || r.Tests == nil {
+	if e := r.Engines; r.Identity == nil || e.Triggers == nil || e.Builds == nil || e.Deploy == nil || e.Tests == nil {
 		// A reconciler that deployed nothing would still report Ready.
-		return errors.New("DevEnvironmentReconciler needs Identity, Builds, Deploy and Tests")
+		return errors.New("DevEnvironmentReconciler needs Identity and the Triggers, Builds, Deploy and Tests engines")
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	// Builder Jobs are owned by their environment, so a finished build
 	// reconciles it at once instead of at the next poll; a build in a warm
-	// builder says so on its own channel, and so does a Helm action that
-	// outlived its reconcile.
+	// builder says so on the engines' wake channels, and so does a Helm
+	// action that outlived its reconcile.
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.DevEnvironment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&batchv1.Job{}).
-		WatchesRawSource(crsource.Channel(r.Builds.Wake(), &handler.EnqueueRequestForObject{}))
-	if w, ok := r.Deploy.(waker); ok && w.Wake() != nil {
-		b = b.WatchesRawSource(crsource.Channel(w.Wake(), &handler.EnqueueRequestForObject{}))
+		Owns(&batchv1.Job{})
+	for _, wake := range r.Engines.Wakes {
+		b = b.WatchesRawSource(crsource.Channel(wake, &handler.EnqueueRequestForObject{}))
 	}
-	if r.LiveUpdate != nil {
-		// CacheOptions holds only the pods labelled as supervised.
-		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.livePodRequests))
+	if r.Engines.LiveUpdate != nil {
+		// The operator's cache holds only the pods labelled as supervised.
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, pod client.Object) []reconcile.Request {
+			return liveupdate.PodRequests(ctx, r.Client, pod)
+		}))
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).Complete(r)
-}
-
-// waker is a Deployer whose actions may end outside a reconcile
-// (deploy.Engine's Helm actions); without it, such a component is polled.
-type waker interface {
-	Wake() <-chan event.GenericEvent
 }
 
 // Reconcile runs the steps for one environment and writes its status.
@@ -159,7 +149,8 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	before, read := env.DeepCopy(), env.DeepCopy()
-	s := &scope{env: env, before: before, read: read, tenant: r.Identity.For(env)}
+	tenant := r.Identity.For(env)
+	s := &scope{env: env, before: before, read: read, tenant: tenant, pass: &engine.Pass{}, sources: r.beginSources(env, tenant)}
 
 	var outcome error
 	defer func() {
@@ -173,10 +164,10 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return
 		}
 		result, retErr = resultFor(outcome)
-		if retErr == nil && s.requeueAfter > 0 && (result.RequeueAfter == 0 || s.requeueAfter < result.RequeueAfter) {
+		if next := s.next.RequeueAfter; retErr == nil && next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
 			// Even a Ready or Stalled environment looks again when a
 			// moving reference (a branch, a tag) is due to be resolved.
-			result.RequeueAfter = s.requeueAfter
+			result.RequeueAfter = next
 		}
 	}()
 
@@ -213,6 +204,15 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		outcome = r.cutShort(outcome)
 	}
 	return ctrl.Result{}, nil
+}
+
+// beginSources starts this reconcile's sources; without a resolver they
+// fetch nothing.
+func (r *DevEnvironmentReconciler) beginSources(env *v1alpha1.DevEnvironment, t *identity.Tenant) *source.Sources {
+	if r.Sources == nil {
+		return (*source.Resolver)(nil).Begin(env, t)
+	}
+	return r.Sources.Begin(env, t)
 }
 
 // DefaultReconcileTimeout bounds one reconcile when ReconcileTimeout is

@@ -102,7 +102,7 @@ func TestDependencyCycleStallsUntilFixed(t *testing.T) {
 		g.Expect(condition(env, v1alpha1.ConditionReconciling)).To(BeNil(), "never Reconciling and Stalled at once")
 	})
 	expectKstatus(t, env, status.FailedStatus)
-	g.Expect(engine.calls(ns, "crds")).To(BeZero(), "nothing is deployed from a spec that does not plan")
+	g.Expect(scripted.calls(ns, "crds")).To(BeZero(), "nothing is deployed from a spec that does not plan")
 
 	// The Warning event names the cycle too, where `kubectl describe` and
 	// `kubectl events` show it.
@@ -132,7 +132,7 @@ func TestDependencyCycleStallsUntilFixed(t *testing.T) {
 func TestDependentsWaitOnEveryChange(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	engine.set(ns, "db", v1alpha1.PhaseDeploying, nil)
+	scripted.set(ns, "db", v1alpha1.PhaseDeploying, nil)
 	env := newEnv(ns, "gated", component("app", "db", "crds"), component("db"), component("crds"))
 	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -149,10 +149,10 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 	env = eventually(t, key, blocked)
 	g.Expect(phaseOf(env, "crds")).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(env.Status.ComponentsReady).To(Equal("1/3"))
-	g.Expect(engine.calls(ns, "app")).To(BeZero(), "a blocked component is never handed to the engine")
+	g.Expect(scripted.calls(ns, "app")).To(BeZero(), "a blocked component is never handed to the engine")
 	expectKstatus(t, env, status.InProgressStatus)
 
-	engine.set(ns, "db", v1alpha1.PhaseReady, nil)
+	scripted.set(ns, "db", v1alpha1.PhaseReady, nil)
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)
 		g.Expect(phaseOf(env, "app")).To(Equal(v1alpha1.PhaseReady))
@@ -161,13 +161,13 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 
 	// db rolls out again (a rebuild, say): app is blocked again until db is
 	// Ready again — gating holds on every change, not only the first.
-	engine.set(ns, "db", v1alpha1.PhaseDeploying, nil)
+	scripted.set(ns, "db", v1alpha1.PhaseDeploying, nil)
 	patch := client.MergeFrom(env.DeepCopy())
 	env.Annotations = map[string]string{v1alpha1.ReconcileRequestAnnotation: "1"}
 	g.Expect(k8s.Patch(context.Background(), env, patch)).To(Succeed())
 	env = eventually(t, key, blocked)
 	expectKstatus(t, env, status.InProgressStatus)
-	engine.set(ns, "db", v1alpha1.PhaseReady, nil)
+	scripted.set(ns, "db", v1alpha1.PhaseReady, nil)
 	env = eventually(t, key, readyCurrent)
 	expectKstatus(t, env, status.CurrentStatus)
 }
@@ -175,7 +175,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 func TestEngineErrorIsRetried(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	engine.set(ns, "api", "", errors.New("registry unreachable"))
+	scripted.set(ns, "api", "", errors.New("registry unreachable"))
 	env := newEnv(ns, "flaky", component("api"))
 	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -192,7 +192,7 @@ func TestEngineErrorIsRetried(t *testing.T) {
 
 	// The failure heals without a spec change: backoff retries find the
 	// engine working again.
-	engine.set(ns, "api", v1alpha1.PhaseReady, nil)
+	scripted.set(ns, "api", v1alpha1.PhaseReady, nil)
 	env = eventually(t, key, readyCurrent)
 	expectKstatus(t, env, status.CurrentStatus)
 }
@@ -211,14 +211,14 @@ func TestSuspendedEnvironmentDoesNothing(t *testing.T) {
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonSuspended))
 		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
 	})
-	g.Expect(engine.calls(ns, "api")).To(BeZero())
+	g.Expect(scripted.calls(ns, "api")).To(BeZero())
 	expectKstatus(t, env, status.InProgressStatus) // never reconciled: Ready is Unknown
 
 	patch := client.MergeFrom(env.DeepCopy())
 	env.Spec.Suspend = false
 	g.Expect(k8s.Patch(context.Background(), env, patch)).To(Succeed())
 	env = eventually(t, key, readyCurrent)
-	g.Expect(engine.calls(ns, "api")).To(BeNumerically(">", 0))
+	g.Expect(scripted.calls(ns, "api")).To(BeNumerically(">", 0))
 	expectKstatus(t, env, status.CurrentStatus)
 }
 
@@ -238,7 +238,7 @@ func TestDeletionFinalizesInReverseOrder(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(context.Background(), key, &v1alpha1.DevEnvironment{}))
 	}, timeout).Should(BeTrue())
-	g.Expect(engine.finalizedIn(ns)).To(Equal([]string{"tests-tooling", "operator", "crds"}))
+	g.Expect(scripted.finalizedIn(ns)).To(Equal([]string{"tests-tooling", "operator", "crds"}))
 }
 
 func TestCrossNamespaceSourceRefused(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
@@ -45,7 +46,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx, removeCtx context.Context, env 
 	var failed []string
 	var errs []error
 	for _, c := range teardownOrder(env) {
-		err := r.Deploy.FinalizeComponent(removeCtx, env, c, env.Status.Component(c.Name), tenant)
+		err := r.Engines.Deploy.Finalize(removeCtx, engine.Request{Env: env, Component: c, Status: env.Status.Component(c.Name), Tenant: tenant})
 		if err != nil && removeCtx.Err() != nil && ctx.Err() == nil {
 			err = r.cutShort(err)
 		}
@@ -66,9 +67,16 @@ func (r *DevEnvironmentReconciler) finalize(ctx, removeCtx context.Context, env 
 				message.Truncate(fmt.Sprintf("%s: left what components %s deployed: %s", why, strings.Join(failed, ", "), cause.Error()), message.MaxEventNote))
 		}
 	}
-	r.forgetSources(env.UID)
-	r.Builds.Forget(env.UID)
-	r.Tests.Forget(env)
+	// Every engine forgets the environment (a nil component), and so
+	// does the sources step.
+	for _, e := range r.Engines.All() {
+		if err := e.Finalize(ctx, engine.Request{Env: env, Tenant: tenant}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if r.Sources != nil {
+		r.Sources.Forget(env.UID)
+	}
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))

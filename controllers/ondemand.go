@@ -38,7 +38,7 @@ func (r *DevEnvironmentReconciler) turnOff(ctx context.Context, s *scope, name, 
 	st.WaitingFor = nil
 	if st.Release != nil || len(st.Inventory) > 0 {
 		log.FromContext(ctx).Info("removing what a turned-off component deployed", "component", name)
-		if err := r.Deploy.FinalizeComponent(ctx, s.env, s.plan.Components[name], st, s.tenant); err != nil {
+		if err := r.Engines.Deploy.Finalize(ctx, s.request(s.plan.Components[name], st, nil)); err != nil {
 			return fmt.Errorf("removing what it deployed: %w", err)
 		}
 		st.Release, st.Inventory, st.Drift = nil, nil, nil
@@ -76,7 +76,7 @@ func (r *DevEnvironmentReconciler) bringUpForTests(ctx context.Context, s *scope
 		if !hasQueuedRun(&t) {
 			continue
 		}
-		for _, d := range s.transitiveDependencies(t.Name) {
+		for _, d := range s.plan.Graph.Ancestors(t.Name) {
 			if c := s.plan.Components[d]; c != nil && c.OnDemand && !slices.Contains(up, d) && !slices.Contains(add, d) {
 				add = append(add, d)
 				if !slices.Contains(suites, t.Name) {
@@ -99,7 +99,7 @@ func (r *DevEnvironmentReconciler) bringUpForTests(ctx context.Context, s *scope
 	err := r.Patch(ctx, patched, client.MergeFromWithOptions(s.env, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsConflict(err):
-		s.retrySoon()
+		s.next.RetrySoon()
 		return nil
 	case err != nil:
 		return fmt.Errorf("setting %s=%s: %w", v1alpha1.UpAnnotation, message.Truncate(value, 300), err)
@@ -121,21 +121,4 @@ func hasQueuedRun(t *v1alpha1.TestStatus) bool {
 		}
 	}
 	return false
-}
-
-// transitiveDependencies is everything node depends on, directly or not.
-func (s *scope) transitiveDependencies(node string) []string {
-	var out []string
-	next := []string{node}
-	for len(next) > 0 {
-		n := next[len(next)-1]
-		next = next[:len(next)-1]
-		for _, d := range s.plan.Graph.DependsOn(n) {
-			if !slices.Contains(out, d) {
-				out = append(out, d)
-				next = append(next, d)
-			}
-		}
-	}
-	return out
 }

@@ -1,10 +1,8 @@
 package controllers
 
 import (
-	"time"
-
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -24,54 +22,32 @@ type scope struct {
 
 	// plan is the checked dependency graph, set by the plan step.
 	plan *plan.Plan
-
-	// refs are the resolved sources by name, set by the sources step.
-	refs map[string]source.Ref
-	// artifacts are the sources fetched during this reconcile.
-	artifacts map[string]*source.Artifact
+	// sources are this reconcile's sources, resolved by the sources step.
+	sources *source.Sources
 	// tenant acts as the environment's ServiceAccount; its client is made
 	// on first use.
 	tenant *identity.Tenant
-	// builds are this reconcile's image builds; made on first use.
-	builds *build.Session
+	// pass is what this reconcile's engine calls share.
+	pass *engine.Pass
 
-	// requeueAfter is the soonest time something must be looked at again
-	// even if nothing changes (a branch to resolve again); zero is never.
-	requeueAfter time.Duration
-	// unwatched is set when the reconcile waits for something no event
-	// reports (a rollout, a warm builder pod starting): it is polled soon
-	// (rolloutPoll) instead of after WaitInterval.
-	unwatched bool
+	// next is when to look again even if nothing changes (a branch to
+	// resolve again; zero is never) and whether the reconcile waits for
+	// something no event reports (a rollout, a warm builder pod starting):
+	// such a wait is polled soon (rolloutPoll) instead of after
+	// WaitInterval. Its phase is unused.
+	next engine.Result
 }
 
-// requeueWithin asks for a reconcile no later than d from now.
-func (s *scope) requeueWithin(d time.Duration) {
-	if d < time.Second {
-		d = time.Second
-	}
-	if s.requeueAfter == 0 || d < s.requeueAfter {
-		s.requeueAfter = d
-	}
+// lookAgain keeps what an engine's result says about when to look again.
+func (s *scope) lookAgain(res engine.Result) {
+	s.next.Merge(engine.Result{RequeueAfter: res.RequeueAfter, Poll: res.Poll})
 }
 
-// conflictRetry is how soon a reconcile whose write lost a race (the
-// cache had not seen the newest version yet) looks again.
-const conflictRetry = 200 * time.Millisecond
-
-// retrySoon asks for another reconcile shortly, without an error: a
-// conflicting write is not a failure, only a stale read.
-func (s *scope) retrySoon() {
-	if s.requeueAfter == 0 || conflictRetry < s.requeueAfter {
-		s.requeueAfter = conflictRetry
-	}
-}
-
-// wrote notes that a step wrote env and holds the version it wrote: the
-// final status patch, computed against before, must not carry the
-// resourceVersion along (it would turn into a precondition that the
-// writes after this one, such as removing a pending trigger, break).
-func (s *scope) wrote() {
-	s.before.ResourceVersion = s.env.ResourceVersion
+// request is what the scope asks of an engine about component c (nil:
+// the whole environment).
+func (s *scope) request(c *v1alpha1.Component, st *v1alpha1.ComponentStatus, progress func(string)) engine.Request {
+	return engine.Request{Env: s.env, Before: s.before, Plan: s.plan, Component: c, Status: st,
+		Tenant: s.tenant, Sources: s.sources, Progress: progress, Pass: s.pass}
 }
 
 // componentStatus returns the status entry of a component, adding it when
@@ -92,10 +68,4 @@ func (s *scope) isReady(name string) bool {
 		return c.Ready()
 	}
 	return s.env.Status.Test(name).Passed()
-}
-
-// Ref is a source's resolved reference (source.Resolved).
-func (s *scope) Ref(name string) (source.Ref, bool) {
-	ref, ok := s.refs[name]
-	return ref, ok
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // privateGitServer serves a one-commit repository holding files over
@@ -155,7 +156,7 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 
 	// A's entry is in the store until A is deleted; then nobody uses it.
 	entries := func() []string {
-		names, _ := filepath.Glob(filepath.Join(suiteReconciler.Sources.Root, "git-"+commit+"-*"))
+		names, _ := filepath.Glob(filepath.Join(suiteReconciler.Sources.(*source.Resolver).Fetcher.Root, "git-"+commit+"-*"))
 		return names
 	}
 	g.Expect(entries()).To(HaveLen(1))

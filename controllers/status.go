@@ -12,6 +12,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/message"
 )
 
@@ -81,7 +82,7 @@ func readyMessage(env *v1alpha1.DevEnvironment) string {
 	if n == 0 {
 		return "nothing to reconcile: no components"
 	}
-	return fmt.Sprintf("%d/%d components ready", n, n) + liveSummary(env)
+	return fmt.Sprintf("%d/%d components ready", n, n) + liveupdate.Summary(env)
 }
 
 func componentsReady(env *v1alpha1.DevEnvironment) string {

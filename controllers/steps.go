@@ -11,12 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/plan"
-	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // step is one stage of a reconcile. Steps run in order; the first error
@@ -67,7 +65,7 @@ func timed(steps []step) []step {
 // planEnvironment checks what CEL cannot (cycles, templates, references as
 // the libraries parse them, operator policy) and builds the DAG.
 func (r *DevEnvironmentReconciler) planEnvironment(ctx context.Context, s *scope) error {
-	if err := r.checkPolicy(s.env); err != nil {
+	if err := r.Policy.Check(s.env); err != nil {
 		return fault.Stalled(v1alpha1.ReasonInvalidSpec, err)
 	}
 	p, err := plan.Build(&s.env.Spec)
@@ -100,21 +98,8 @@ func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, s *scope, 
 		// Status says what it deployed: the engine removes both kinds.
 		c := &v1alpha1.Component{Name: st.Name}
 		log.FromContext(ctx).Info("removing a component dropped from the spec", "component", st.Name)
-		if err := r.Deploy.FinalizeComponent(ctx, env, c, st, s.tenant); err != nil {
+		if err := r.Engines.Deploy.Finalize(ctx, s.request(c, st, nil)); err != nil {
 			return fmt.Errorf("removing dropped component %s: %w", st.Name, err)
-		}
-	}
-	return nil
-}
-
-// checkPolicy applies the operator's flags to the spec.
-func (r *DevEnvironmentReconciler) checkPolicy(env *v1alpha1.DevEnvironment) error {
-	if !r.NoCrossNamespaceRefs {
-		return nil
-	}
-	for i, src := range env.Spec.Sources {
-		if src.SourceRef != nil && src.SourceRef.Namespace != "" && src.SourceRef.Namespace != env.Namespace {
-			return fmt.Errorf("spec.sources[%d].sourceRef.namespace: %q is another namespace, and this operator refuses cross-namespace references (--no-cross-namespace-refs)", i, src.SourceRef.Namespace)
 		}
 	}
 	return nil
@@ -178,34 +163,29 @@ func (r *DevEnvironmentReconciler) driftInterval() time.Duration {
 	return DefaultDriftInterval
 }
 
-// imageBuilds is this reconcile's build session, made on first use.
-func (s *scope) imageBuilds(r *DevEnvironmentReconciler) *build.Session {
-	if s.builds == nil {
-		s.builds = r.Builds.Session(s.env, s.tenant, resolvedSources{r: r, s: s})
+// resolveSources is the sources step: every source turned into an
+// immutable reference (internal/source.Resolver), due again when a moving
+// one is.
+func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope) error {
+	due, err := s.sources.Resolve(ctx)
+	if due > 0 {
+		s.next.RequeueWithin(due)
 	}
-	return s.builds
+	return err
 }
 
 // takeTrigger is the triggers step: a plain trigger annotation moves into
 // pending (the first of the protocol's three writes, see internal/testrun).
 func (r *DevEnvironmentReconciler) takeTrigger(ctx context.Context, s *scope) error {
-	retry, err := r.Tests.TakeTrigger(ctx, s.env, s.before)
-	if retry {
-		s.retrySoon()
-	}
+	res, err := r.Engines.Triggers.Reconcile(ctx, s.request(nil, nil, nil))
+	s.lookAgain(res)
 	return err
 }
 
 // runTests is the tests step: test requests recorded, runs started,
 // observed and trimmed (internal/testrun).
 func (r *DevEnvironmentReconciler) runTests(ctx context.Context, s *scope) error {
-	hints, err := r.Tests.Run(ctx, testrun.Inputs{Env: s.env, Before: s.before, Plan: s.plan,
-		Sources: resolvedSources{r: r, s: s}, Tenant: s.tenant})
-	if hints.RetrySoon {
-		s.retrySoon()
-	}
-	if hints.RequeueAfter > 0 {
-		s.requeueWithin(hints.RequeueAfter)
-	}
+	res, err := r.Engines.Tests.Reconcile(ctx, s.request(nil, nil, nil))
+	s.lookAgain(res)
 	return err
 }

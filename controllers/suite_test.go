@@ -14,29 +14,26 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
-	"github.com/devloop-dev/devloop/internal/deploy"
-	"github.com/devloop-dev/devloop/internal/egress"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
-	"github.com/devloop-dev/devloop/internal/liveupdate"
-	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/operator"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/testenv"
-	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
-// k8s talks to the envtest API server; engine is the component engine the
-// running reconciler uses, scripted per test; reg is the registry sources
+// k8s talks to the envtest API server; scripted is the deploy engine the
+// running reconciler uses outside the deploy tests' namespaces, scripted
+// per test; reg is the registry sources
 // and images go to; logs stands in for the kubelet's container logs.
 var (
-	k8s    client.Client
-	engine = newScriptedEngine()
-	reg    *testRegistry
-	logs   = &fakeLogs{}
+	k8s      client.Client
+	scripted = newScriptedEngine()
+	reg      *testRegistry
+	logs     = &fakeLogs{}
 
 	// restConfig is the test admin's connection; operatorConfig is the
 	// operator's, with the chart's RBAC.
@@ -73,7 +70,7 @@ func TestMain(m *testing.M) {
 		Scheme: testenv.Scheme(),
 		// The operator's own cache scope: every test below runs with only
 		// devloop's Jobs cached and no other kind readable from the cache.
-		Cache:                  CacheOptions(WatchScope{}),
+		Cache:                  operator.CacheOptions(operator.WatchScope{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
@@ -105,37 +102,30 @@ func TestMain(m *testing.M) {
 	// with the operator's --default-service-account.
 	defaulted := &identity.Identity{Config: operatorConfig, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme(),
 		DefaultServiceAccount: defaultDeployer}
-	routed := &routedEngine{scripted: engine, real: &deploy.Engine{
-		Mapper: mgr.GetRESTMapper(),
-		Charts: &deploy.ChartLoader{CacheDir: workDir + "/charts", Egress: egress.Default()},
-	}, strict: strict, defaulted: defaulted}
-	recorder := mgr.GetEventRecorder("devloop")
+	// The engines as the operator wires them (internal/operator), with
+	// the seams envtest lacks scripted: no kubelet serves logs or runs
+	// warm builders, and no pod runs a supervisor.
+	op := operator.New(mgr, operator.Options{
+		HelperImage: helperImage,
+		WorkDir:     workDir,
+		Test: operator.TestSeams{
+			Logs: logs, BuildExec: suiteExec, LiveExec: liveSyncs, Supervisor: supervisor,
+			// Every reconcile checks that unchanged images are still
+			// pushed; a test pod that cannot pull its image ends its run
+			// quickly.
+			VerifyInterval: time.Nanosecond, TestStartTimeout: time.Second,
+		},
+	})
+	routed := &routedEngine{scripted: scripted, real: op.Engines.Deploy, strict: strict, defaulted: defaulted}
+	op.Engines.Deploy = routed
 	r := &DevEnvironmentReconciler{
-		Client:               mgr.GetClient(),
-		Recorder:             recorder,
-		Identity:             routed,
-		Deploy:               routed,
-		NoCrossNamespaceRefs: true,
-		WaitInterval:         200 * time.Millisecond,
-		Sources:              &source.Fetcher{Reader: mgr.GetAPIReader(), Root: workDir + "/sources", Egress: egress.Default()},
-		Builds: &build.Engine{
-			// Every reconcile checks that unchanged images are still pushed.
-			Options: build.Options{HelperImage: helperImage, BaseCacheDir: workDir + "/base", VerifyInterval: time.Nanosecond,
-				Supervisor: supervisor},
-			Cache:     mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Logs:      logs,
-			Exec:      suiteExec,
-			Events:    recorder,
-		},
-		// Live updates sync pods through a scripted supervisor.
-		LiveUpdate: &liveupdate.Engine{Exec: liveSyncs},
-		// Test Jobs are created as the environment's ServiceAccount; a
-		// test pod that cannot pull its image ends its run quickly.
-		Tests: &testrun.Engine{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: recorder, Logs: logs,
-			HelperImage: helperImage, StartTimeout: time.Second,
-		},
+		Client:       mgr.GetClient(),
+		Recorder:     mgr.GetEventRecorder("devloop"),
+		Identity:     routed,
+		Sources:      op.Sources,
+		Engines:      op.Engines,
+		Policy:       plan.Policy{NoCrossNamespaceRefs: true},
+		WaitInterval: 200 * time.Millisecond,
 	}
 	if err := r.SetupWithManager(mgr, 4); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -202,7 +192,7 @@ func newNamespace(t testing.TB) string {
 // one manager.
 type routedEngine struct {
 	scripted *scriptedEngine
-	real     *deploy.Engine
+	real     engine.Engine
 	deployNS sync.Map // namespace -> true
 	// strict refuses environments without a ServiceAccount; defaulted
 	// gives them the namespace's default deployer.
@@ -212,17 +202,21 @@ type routedEngine struct {
 // useDeployEngine makes environments in ns deploy for real.
 func useDeployEngine(ns string) { suiteEngine().deployNS.Store(ns, true) }
 
-func suiteEngine() *routedEngine { return suiteReconciler.Deploy.(*routedEngine) }
+func suiteEngine() *routedEngine { return suiteReconciler.Engines.Deploy.(*routedEngine) }
 
-func (e *routedEngine) pick(ns string) Deployer {
+func (e *routedEngine) pick(ns string) engine.Engine {
 	if _, ok := e.deployNS.Load(ns); ok {
 		return e.real
 	}
 	return e.scripted
 }
 
-func (e *routedEngine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress deploy.Progress) (deploy.Result, error) {
-	return e.pick(env.Namespace).ReconcileComponent(ctx, env, c, st, t, sources, progress)
+func (e *routedEngine) Reconcile(ctx context.Context, req engine.Request) (engine.Result, error) {
+	return e.pick(req.Env.Namespace).Reconcile(ctx, req)
+}
+
+func (e *routedEngine) Finalize(ctx context.Context, req engine.Request) error {
+	return e.pick(req.Env.Namespace).Finalize(ctx, req)
 }
 
 // For acts as the environment's ServiceAccount where the real engine runs
@@ -235,17 +229,9 @@ func (e *routedEngine) For(env *v1alpha1.DevEnvironment) *identity.Tenant {
 	return e.defaulted.For(env)
 }
 
-// Wake passes on the real engine's wakes (a Helm action that outlived
-// its reconcile).
-func (e *routedEngine) Wake() <-chan event.GenericEvent { return e.real.Wake() }
-
-func (e *routedEngine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
-	return e.pick(env.Namespace).FinalizeComponent(ctx, env, c, st, t)
-}
-
-// scriptedEngine stands in for the build and deploy engines: each
-// component reports the phase a test sets (Ready by default) or an error,
-// and every call is recorded.
+// scriptedEngine stands in for the deploy engine: each component reports
+// the phase a test sets (Ready by default) or an error, and every call is
+// recorded.
 type scriptedEngine struct {
 	mu         sync.Mutex
 	phases     map[string]v1alpha1.ComponentPhase // namespace/component -> phase
@@ -282,25 +268,29 @@ func (e *scriptedEngine) finalizedIn(ns string) []string {
 	return append([]string(nil), e.finalized[ns]...)
 }
 
-func (e *scriptedEngine) ReconcileComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant, _ source.Resolved, _ deploy.Progress) (deploy.Result, error) {
+func (e *scriptedEngine) Reconcile(_ context.Context, req engine.Request) (engine.Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	key := env.Namespace + "/" + c.Name
+	key := req.Env.Namespace + "/" + req.Component.Name
 	e.reconciled[key]++
 	if err := e.errs[key]; err != nil {
-		return deploy.Result{}, err
+		return engine.Result{}, err
 	}
 	phase, ok := e.phases[key]
 	if !ok {
 		phase = v1alpha1.PhaseReady
 	}
-	return deploy.Result{Phase: phase, Message: "scripted " + string(phase)}, nil
+	// Like the deploy engine, a component not Ready yet is polled.
+	return engine.Result{Phase: phase, Message: "scripted " + string(phase), Poll: phase != v1alpha1.PhaseReady && phase != v1alpha1.PhaseFailed}, nil
 }
 
-func (e *scriptedEngine) FinalizeComponent(_ context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, _ *v1alpha1.ComponentStatus, _ *identity.Tenant) error {
+func (e *scriptedEngine) Finalize(_ context.Context, req engine.Request) error {
+	if req.Component == nil {
+		return nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.finalized[env.Namespace] = append(e.finalized[env.Namespace], c.Name)
+	e.finalized[req.Env.Namespace] = append(e.finalized[req.Env.Namespace], req.Component.Name)
 	return nil
 }
 

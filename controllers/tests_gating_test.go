@@ -22,7 +22,7 @@ func TestDependsOnGatesARun(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	g.Expect(testenv.CreateDeployer(ctx, k8s, ns, "runner")).To(Succeed())
-	engine.set(ns, "api", v1alpha1.PhaseDeploying, nil)
+	scripted.set(ns, "api", v1alpha1.PhaseDeploying, nil)
 	env := newEnv(ns, "deps", component("api"))
 	env.Spec.ServiceAccountName = "runner"
 	e2e := suite("e2e")
@@ -42,7 +42,7 @@ func TestDependsOnGatesARun(t *testing.T) {
 	expectKstatus(t, env, status.InProgressStatus) // api is still rolling out
 
 	// api becomes Ready: e2e still waits for tools.
-	engine.set(ns, "api", v1alpha1.PhaseReady, nil)
+	scripted.set(ns, "api", v1alpha1.PhaseReady, nil)
 	requestReconcile(t, env)
 	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyCurrent(g, env)

@@ -21,12 +21,10 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/egress"
-	"github.com/devloop-dev/devloop/internal/identity"
-	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/metrics"
-	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/internal/operator"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
-	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 func main() {
@@ -92,7 +90,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		Scheme: newScheme(),
 		// One namespace only (--watch-namespace): the operator sees, and
 		// reconciles, nothing outside it.
-		Cache:                   controllers.CacheOptions(controllers.WatchScope{Namespace: opts.watchNamespace, Environments: opts.shard.selector}),
+		Cache:                   operator.CacheOptions(operator.WatchScope{Namespace: opts.watchNamespace, Environments: opts.shard.selector}),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
@@ -107,64 +105,31 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	// Each engine and the identity they act as are made once and shared
-	// by every reconcile.
-	tenants := &identity.Identity{
-		Config:                mgr.GetConfig(),
-		Mapper:                mgr.GetRESTMapper(),
-		Scheme:                mgr.GetScheme(),
-		DefaultServiceAccount: opts.defaultServiceAccount,
-		AllowOperatorIdentity: opts.allowOperatorIdentity,
-	}
-	recorder := mgr.GetEventRecorder("devloop")
+	// The identity, the sources step and each engine are made once and
+	// shared by every reconcile.
+	op := operator.New(mgr, operator.Options{
+		HelperImage:            opts.helperImage,
+		WorkDir:                opts.workDir,
+		DefaultServiceAccount:  opts.defaultServiceAccount,
+		AllowOperatorIdentity:  opts.allowOperatorIdentity,
+		Egress:                 opts.egress,
+		LayerCompression:       opts.layerCompression,
+		MaxBuildTimeout:        opts.maxBuildTimeout,
+		MaxHelmTimeout:         opts.maxHelmTimeout,
+		MaxSourceSize:          opts.maxSourceSize,
+		SourceStoreMaxBytes:    opts.sourceStoreMaxBytes,
+		SourceStoreEnvMaxBytes: opts.sourceStoreEnvMaxBytes,
+	})
 	r := &controllers.DevEnvironmentReconciler{
-		Client:               mgr.GetClient(),
-		APIReader:            mgr.GetAPIReader(),
-		Recorder:             recorder,
-		NoCrossNamespaceRefs: opts.noCrossNamespaceRefs,
-		DriftInterval:        opts.driftInterval,
-		ReconcileTimeout:     opts.reconcileTimeout,
-		Sources: &source.Fetcher{
-			Reader:  mgr.GetAPIReader(),
-			Root:    filepath.Join(opts.workDir, "sources"),
-			MaxSize: opts.maxSourceSize,
-			Egress:  opts.egress,
-			// The store is collected to stay within these bounds.
-			MaxStoreBytes: opts.sourceStoreMaxBytes,
-			MaxEnvBytes:   opts.sourceStoreEnvMaxBytes,
-		},
-		Identity: tenants,
-		Builds: &build.Engine{
-			Options: build.Options{
-				HelperImage:     opts.helperImage,
-				Compression:     opts.layerCompression,
-				MaxBuildTimeout: opts.maxBuildTimeout,
-				BaseCacheDir:    filepath.Join(opts.workDir, "base-layers"),
-				// Registries (spec.registry.prefix, bases) are dialled
-				// through the egress policy.
-				Transport: opts.egress.Transport(),
-			},
-			Cache:     mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			LogsFor:   pods.TenantLogs, // a failed build's log tail in status is read as the tenant
-			Events:    recorder,
-		},
-		Deploy: &deploy.Engine{
-			Mapper:           mgr.GetRESTMapper(),
-			Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(opts.workDir, "charts"), Egress: opts.egress},
-			DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
-			MaxHelmTimeout:   opts.maxHelmTimeout,
-		},
-		// images[].liveUpdate: changed files synced into running pods
-		// as the tenant (pods/exec), instead of a rollout.
-		LiveUpdate: &liveupdate.Engine{Sessions: true},
-		Tests: &testrun.Engine{
-			Client:      mgr.GetClient(),
-			APIReader:   mgr.GetAPIReader(),
-			Events:      recorder,
-			LogsFor:     pods.TenantLogs, // test pod logs in status are read as the tenant
-			HelperImage: opts.helperImage,
-		},
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Recorder:         mgr.GetEventRecorder("devloop"),
+		Identity:         op.Identity,
+		Sources:          op.Sources,
+		Engines:          op.Engines,
+		Policy:           plan.Policy{NoCrossNamespaceRefs: opts.noCrossNamespaceRefs},
+		DriftInterval:    opts.driftInterval,
+		ReconcileTimeout: opts.reconcileTimeout,
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return nil, fmt.Errorf("setting up controller: %w", err)

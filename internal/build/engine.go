@@ -22,6 +22,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/digest"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/memo"
@@ -100,12 +101,9 @@ func (e *Engine) warmBuilds() *warmBuilds {
 	return e.warm
 }
 
-// Forget drops what the engine remembers of a deleted environment.
-func (e *Engine) Forget(env types.UID) { e.recent.Forget(env) }
-
-// Session is one reconcile's builds of one environment: the registry
-// client (and its credentials) is made once and only when a registry
-// must be asked, so a no-op reconcile does neither.
+// Session is one reconcile's builds of one environment (sessionFor): the
+// registry client (and its credentials) is made once and only when a
+// registry must be asked, so a no-op reconcile does neither.
 type Session struct {
 	e       *Engine
 	env     *v1alpha1.DevEnvironment
@@ -113,37 +111,21 @@ type Session struct {
 	sources source.Resolved
 	builder *Builder
 
-	// RequeueAfter is the soonest something must be looked at again even
-	// if nothing changes (a base tag to resolve, a push to verify); zero
-	// is never.
-	RequeueAfter time.Duration
-	// Poll is set when a build waits for what no event reports (a warm
-	// builder pod starting).
-	Poll bool
-	// Progress, when set, is told before an image is built, so status can
-	// say so while the build runs.
-	Progress func(message string)
+	// next is when something must be looked at again even if nothing
+	// changes (a base tag to resolve, a push to verify), and whether a
+	// build waits for what no event reports (a warm builder pod
+	// starting).
+	next engine.Result
+	// progress, when set, is told before an image is built, so status
+	// can say so while the build runs.
+	progress func(message string)
 }
 
-// Session starts the builds of one reconcile of env.
-func (e *Engine) Session(env *v1alpha1.DevEnvironment, tenant *identity.Tenant, sources source.Resolved) *Session {
-	return &Session{e: e, env: env, tenant: tenant, sources: sources}
-}
-
-func (s *Session) requeueWithin(d time.Duration) {
-	if d < time.Second {
-		d = time.Second
-	}
-	if s.RequeueAfter == 0 || d < s.RequeueAfter {
-		s.RequeueAfter = d
-	}
-}
-
-// BuildImages brings every image of a component to its inputs. It
+// buildImages brings every image of a component to its inputs. It
 // returns false and what it waits for while a builder runs. Errors are
 // fault-classified: Stalled (reason BuildFailed, InvalidSpec, Forbidden)
 // until the spec changes, Unavailable while the registry is down.
-func (s *Session) BuildImages(ctx context.Context, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
+func (s *Session) buildImages(ctx context.Context, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
 	done := true
 	var message string
 	for i := range c.Images {
@@ -215,8 +197,8 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		missing = true
 	}
 
-	if s.Progress != nil {
-		s.Progress("building image " + img.Name)
+	if s.progress != nil {
+		s.progress("building image " + img.Name)
 	}
 	spec := imageSpec(img, ref, baseDigest)
 	var res *Result
@@ -289,7 +271,7 @@ func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 		return false, err
 	}
 	s.e.recent.Put(key, memoEntry{digest: ist.Digest, at: time.Now()})
-	s.requeueWithin(interval)
+	s.next.RequeueWithin(interval)
 	return true, nil
 }
 
@@ -405,7 +387,7 @@ func (s *Session) resolveBase(ctx context.Context, base string, insecure bool) (
 	key := memo.Key(s.env.UID, "base/"+base)
 	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	if last, ok := s.e.recent.Get(key); ok && last.request == request && time.Since(last.at) < interval {
-		s.requeueWithin(time.Until(last.at.Add(interval)))
+		s.next.RequeueWithin(time.Until(last.at.Add(interval)))
 		return last.digest, nil
 	}
 	b, err := s.registry(ctx)
@@ -417,7 +399,7 @@ func (s *Session) resolveBase(ctx context.Context, base string, insecure bool) (
 		return "", err
 	}
 	s.e.recent.Put(key, memoEntry{request: request, digest: d, at: time.Now()})
-	s.requeueWithin(interval)
+	s.next.RequeueWithin(interval)
 	return d, nil
 }
 
@@ -471,11 +453,7 @@ func buildError(image string, err error) error {
 	if fault.AsStalled(err) != nil {
 		return err
 	}
-	err = fmt.Errorf("image %s: %w", image, err)
-	if fault.IsPermanent(err) {
-		return fault.Stalled(v1alpha1.ReasonBuildFailed, err)
-	}
-	return err
+	return fault.StallPermanent(v1alpha1.ReasonBuildFailed, fmt.Errorf("image %s: %w", image, err))
 }
 
 // memoEntry is a base digest resolved, or a push verified, and when.

@@ -56,7 +56,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 			return nil, "", err
 		}
 		if pod == nil {
-			s.Poll = true // nothing reports the pod starting
+			s.next.Poll = true // nothing reports the pod starting
 			waiting = append(waiting, msg)
 			continue
 		}
@@ -91,7 +91,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 			// Status shows how the build goes, looked at again while it
 			// runs (its end wakes the environment at once anyway).
 			ist.Build.LogTail = run.liveTail()
-			s.requeueWithin(runningTailInterval)
+			s.next.RequeueWithin(runningTailInterval)
 		case out.timedOut:
 			// Like a builder Job past its deadline: the same inputs would
 			// time out again.
@@ -124,7 +124,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 				}
 				if gone {
 					warm.forget(key)
-					s.Poll = true
+					s.next.Poll = true
 					waiting = append(waiting, fmt.Sprintf("image %s is missing from the registry: building it again in warm builder %s", img.Name, pod.Name))
 					continue
 				}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -20,7 +21,7 @@ func TestBuildLogTailIsReadAsTheTenant(t *testing.T) {
 	id := &identity.Identity{Config: &rest.Config{Host: api.URL}}
 	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}}
 	env.Spec.ServiceAccountName = "builder"
-	s := (&Engine{LogsFor: pods.TenantLogs}).Session(env, id.For(env), nil)
+	s := (&Engine{LogsFor: pods.TenantLogs}).sessionFor(engine.Request{Env: env, Tenant: id.For(env)})
 	if got := s.logTail(context.Background(), "web-build-x", "build"); got != "main.go:3: undefined: x\n" {
 		t.Errorf("tail %q", got)
 	}

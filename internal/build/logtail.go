@@ -20,7 +20,7 @@ const runningTailInterval = 10 * time.Second
 // container's log, read as the tenant like a failed build's. A log that
 // cannot be read (not started yet, no kubelet) leaves the tail as it was.
 func (s *Session) refreshJobTail(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, jobPods []corev1.Pod) {
-	s.requeueWithin(runningTailInterval)
+	s.next.RequeueWithin(runningTailInterval)
 	if len(jobPods) == 0 || (s.e.LogsFor == nil && s.e.Logs == nil) {
 		return
 	}

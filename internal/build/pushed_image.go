@@ -37,13 +37,3 @@ func (b *Builder) PushedImage(ctx context.Context, image, digest string) (v1.Ima
 	}
 	return idx.Image(m.Manifests[0].Digest)
 }
-
-// PushedImage reads an image of the environment by digest (see
-// Builder.PushedImage), with this reconcile's registry client.
-func (s *Session) PushedImage(ctx context.Context, image, digest string) (v1.Image, error) {
-	b, err := s.registry(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.PushedImage(ctx, image, digest)
-}

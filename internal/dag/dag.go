@@ -64,6 +64,23 @@ func (g *Graph) Has(node string) bool {
 // DependsOn returns what node depends on, as declared.
 func (g *Graph) DependsOn(node string) []string { return slices.Clone(g.deps[node]) }
 
+// Ancestors returns everything node depends on, directly or not.
+func (g *Graph) Ancestors(node string) []string {
+	var out []string
+	next := []string{node}
+	for len(next) > 0 {
+		n := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, d := range g.deps[n] {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+				next = append(next, d)
+			}
+		}
+	}
+	return out
+}
+
 // Dependents returns the nodes that depend on node directly, in declaration
 // order.
 func (g *Graph) Dependents(node string) []string {

@@ -181,3 +181,20 @@ func FuzzGraph(f *testing.F) {
 		}
 	})
 }
+
+func TestAncestorsAreEverythingANodeDependsOnTransitively(t *testing.T) {
+	g := New()
+	for _, n := range [][]string{{"db"}, {"cache"}, {"api", "db", "cache"}, {"web", "api"}, {"e2e", "web", "db"}, {"lonely"}} {
+		if err := g.Add(n[0], n[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := g.Ancestors("e2e")
+	slices.Sort(got)
+	if want := []string{"api", "cache", "db", "web"}; !slices.Equal(got, want) {
+		t.Errorf("Ancestors(e2e) = %v, want %v", got, want)
+	}
+	if got := g.Ancestors("lonely"); len(got) != 0 {
+		t.Errorf("Ancestors(lonely) = %v, want none", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -23,13 +24,9 @@ const DefaultMaxReleaseFailures = 3
 // DefaultDriftQuietPeriod is the operator's DriftQuietPeriod.
 const DefaultDriftQuietPeriod = 10 * time.Second
 
-// Result is what the engine reports about one component.
-type Result struct {
-	// Phase the component is in after the engine ran.
-	Phase v1alpha1.ComponentPhase
-	// Message says why, in words for `kubectl get`.
-	Message string
-}
+// Result is what the engine reports about one component: its phase and
+// why (the engine contract's result).
+type Result = engine.Result
 
 // Engine deploys components whose images are built: a Helm release or a
 // set of manifests, with every image the environment built rewritten to
@@ -188,10 +185,7 @@ func ownerOptions(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) ApplyOpti
 // (forbidden, invalid objects) stalls the environment until the spec or
 // the cluster's RBAC changes; anything else is retried.
 func deployError(err error) error {
-	if err == nil || fault.AsStalled(err) != nil || !fault.IsPermanent(err) {
-		return err
-	}
-	return fault.Stalled(v1alpha1.ReasonDeployFailed, err)
+	return fault.StallPermanent(v1alpha1.ReasonDeployFailed, err)
 }
 
 // waitingMessage lists what is not ready yet, the first few of them.

@@ -129,3 +129,14 @@ func AsWaiting(err error) *WaitingError {
 	}
 	return nil
 }
+
+// StallPermanent is how an engine reports what it could not do: a
+// permanent error stalls the environment with reason (a human must change
+// something); one already Stalled keeps its reason; anything else
+// (transient, Unavailable) is returned as is, to be retried.
+func StallPermanent(reason string, err error) error {
+	if err == nil || AsStalled(err) != nil || !IsPermanent(err) {
+		return err
+	}
+	return Stalled(reason, err)
+}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/pods"
@@ -57,7 +58,7 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // before starting the program, up to their gate timeout; the operator
 // watches such pods and reconciles as one starts to run). It returns the
 // pods synced and a *SyncError when a sync failed.
-func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
+func (e *Engine) converge(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
 	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, func() ([]byte, error) {
 		if tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
 			return tarball, nil
@@ -78,7 +79,7 @@ func (e *Engine) converge(ctx context.Context, req Request, img *v1alpha1.ImageS
 // openGates tells the supervisors of pods started from a template that
 // runs Digest itself that they are current (an empty sync), so they start
 // their program at once rather than after their gate timeout.
-func (e *Engine) openGates(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
+func (e *Engine) openGates(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
 	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, false, emptyTar)
 }
 
@@ -96,7 +97,7 @@ func emptyTar() ([]byte, error) {
 // container that lacks digest and is down (a crash loop: it runs for
 // moments, never long enough to be synced, and restarts on the files it
 // has) fails the sync, so the component is rolled out instead.
-func (e *Engine) syncTemplatePods(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	digest string, reachAll bool, tarball func() ([]byte, error)) ([]string, error) {
 	cl, err := req.Tenant.Client()
 	if err != nil {

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 )
@@ -24,13 +26,18 @@ type Executor interface {
 	Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
-// Registry reads images the environment pushed (build.Session does).
+// Registry reads images the environment pushed (build.Engine does, with
+// the reconcile's registry client).
 type Registry interface {
-	PushedImage(ctx context.Context, image, digest string) (v1.Image, error)
+	PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error)
 }
 
 // Engine live updates components (see the package doc).
 type Engine struct {
+	// Images reads the images a component's builds pushed.
+	Images Registry
+	// Events records LiveUpdated; nil records nothing.
+	Events events.EventRecorder
 	// Exec syncs pods; nil execs as the tenant.
 	Exec Executor
 	// MaxBytes bounds the files one live update carries;
@@ -58,15 +65,6 @@ type Engine struct {
 // bigger change is rolled out.
 const DefaultMaxBytes = 256 << 20
 
-// Request is one component's live update in one reconcile, after its
-// images were built and before it is deployed.
-type Request struct {
-	Env       *v1alpha1.DevEnvironment
-	Component *v1alpha1.Component
-	Status    *v1alpha1.ComponentStatus
-	Tenant    *identity.Tenant
-	Registry  Registry
-}
 
 // Outcome is what a live update did.
 type Outcome struct {
@@ -74,12 +72,12 @@ type Outcome struct {
 	Synced []string
 }
 
-// Update brings every live-updatable image of the component to its
+// update brings every live-updatable image of the component to its
 // newest digest in place when that may be done (Decide), syncing every
 // running pod; else, or when a sync fails, it records a rollout (with
 // why) and leaves DeployDigest at Digest for the deploy step to roll
 // out. It writes the images' liveDigest, lastUpdate and updateReason.
-func (e *Engine) Update(ctx context.Context, req Request) (Outcome, error) {
+func (e *Engine) update(ctx context.Context, req engine.Request) (Outcome, error) {
 	var out Outcome
 	for i := range req.Component.Images {
 		img := &req.Component.Images[i]
@@ -95,7 +93,7 @@ func (e *Engine) Update(ctx context.Context, req Request) (Outcome, error) {
 }
 
 // updateImage is Update for one image.
-func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
+func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
 	switch {
 	case ist.TemplateDigest == ist.Digest:
 		// The templates run it: nothing in place; pods started since
@@ -150,7 +148,7 @@ func (e *Engine) updateImage(ctx context.Context, req Request, img *v1alpha1.Ima
 // a live update would have to pick each pod's platform's files), or
 // written into chart values by imageValues (the values change with the
 // digest and tag, and with them the release).
-func (e *Engine) mustRollOut(req Request, img *v1alpha1.ImageSpec) string {
+func (e *Engine) mustRollOut(req engine.Request, img *v1alpha1.ImageSpec) string {
 	if img.Run != nil && req.Env.DebugsImage(img.Name) {
 		return "in debug mode (" + v1alpha1.DebugAnnotation + ")"
 	}
@@ -172,12 +170,12 @@ func (e *Engine) mustRollOut(req Request, img *v1alpha1.ImageSpec) string {
 
 // plan decides between the template's digest and Digest, and on a live
 // update writes the tar of the changed files.
-func (e *Engine) plan(ctx context.Context, req Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (*Decision, []byte, error) {
-	old, err := req.Registry.PushedImage(ctx, img.Name, ist.TemplateDigest)
+func (e *Engine) plan(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (*Decision, []byte, error) {
+	old, err := e.Images.PushedImage(ctx, req, img.Name, ist.TemplateDigest)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
-	next, err := req.Registry.PushedImage(ctx, img.Name, ist.Digest)
+	next, err := e.Images.PushedImage(ctx, req, img.Name, ist.Digest)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 )
 
 // Some images are rolled out whatever files changed, status saying why,
@@ -43,13 +45,14 @@ func TestImagesThatAlwaysRollOut(t *testing.T) {
 				tc.env(env)
 			}
 			st := &v1alpha1.ComponentStatus{Name: "api", Images: []v1alpha1.ImageStatus{{Name: "api", Digest: "sha256:b", TemplateDigest: "sha256:a"}}}
-			out, err := (&Engine{}).Update(context.Background(), Request{Env: env, Component: &env.Spec.Components[0], Status: st})
+			recorder := events.NewFakeRecorder(4)
+			_, err := (&Engine{Events: recorder}).Reconcile(context.Background(), engine.Request{Env: env, Component: &env.Spec.Components[0], Status: st})
 			if err != nil {
-				t.Fatalf("Update: %v", err)
+				t.Fatalf("Reconcile: %v", err)
 			}
 			ist := st.Images[0]
-			if ist.LastUpdate != v1alpha1.UpdateRollout || ist.LiveDigest != "" || ist.DeployDigest() != "sha256:b" || len(out.Synced) != 0 {
-				t.Fatalf("not a rollout of the new digest: %+v, synced %v", ist, out.Synced)
+			if ist.LastUpdate != v1alpha1.UpdateRollout || ist.LiveDigest != "" || ist.DeployDigest() != "sha256:b" || len(recorder.Events) != 0 {
+				t.Fatalf("not a rollout of the new digest: %+v, %d LiveUpdated events", ist, len(recorder.Events))
 			}
 			if !strings.Contains(ist.UpdateReason, tc.reason) {
 				t.Fatalf("reason %q, want %q", ist.UpdateReason, tc.reason)

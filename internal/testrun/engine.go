@@ -17,11 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
-	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // DefaultStartTimeout is how long a test pod may wait with an image
@@ -42,9 +42,9 @@ type testPass struct {
 	env    *v1alpha1.DevEnvironment
 	before *v1alpha1.DevEnvironment
 	plan   *plan.Plan
-	in     Inputs
+	in     engine.Request
 	now    time.Time
-	hints  Hints
+	next   engine.Result
 
 	// jobs are the environment's test Jobs by name, from the cache.
 	jobs map[string]*batchv1.Job
@@ -64,11 +64,12 @@ func (e *Engine) startTimeout() time.Duration {
 	return DefaultStartTimeout
 }
 
-// Run is the tests step of one reconcile: see testPass. Status it owns is
-// written by in.Env's own locked patch; the hints say when to look again.
-func (e *Engine) Run(ctx context.Context, in Inputs) (Hints, error) {
+// Reconcile is the tests step of one reconcile (the engine contract):
+// see testPass. Status it owns is written by in.Env's own locked patch;
+// the result says when to look again.
+func (e *Engine) Reconcile(ctx context.Context, in engine.Request) (engine.Result, error) {
 	if in.Plan == nil {
-		return Hints{}, nil
+		return engine.Result{}, nil
 	}
 	p := &testPass{e: e, env: in.Env, before: in.Before, plan: in.Plan, in: in, now: time.Now()}
 	for _, name := range in.Plan.Order {
@@ -77,14 +78,14 @@ func (e *Engine) Run(ctx context.Context, in Inputs) (Hints, error) {
 		}
 	}
 	if err := p.listJobs(ctx); err != nil {
-		return p.hints, err
+		return p.next, err
 	}
 	p.takePending(ctx)
 	p.takeTokens()
 	p.enqueueOnChange()
 	for i := range p.env.Spec.Tests {
 		if err := p.advance(ctx, &p.env.Spec.Tests[i]); err != nil {
-			return p.hints, err
+			return p.next, err
 		}
 	}
 	p.trimHistory()
@@ -92,13 +93,13 @@ func (e *Engine) Run(ctx context.Context, in Inputs) (Hints, error) {
 		if err := p.commit(ctx); err != nil {
 			p.restore()
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				p.hints.RetrySoon = true
-				return p.hints, nil
+				p.next.RetrySoon()
+				return p.next, nil
 			}
-			return p.hints, fmt.Errorf("recording test runs: %w", err)
+			return p.next, fmt.Errorf("recording test runs: %w", err)
 		}
 	}
-	return p.hints, p.act(ctx)
+	return p.next, p.act(ctx)
 }
 
 // testStatus returns the status entry of a suite, adding it when missing.
@@ -111,17 +112,8 @@ func (p *testPass) testStatus(name string) *v1alpha1.TestStatus {
 }
 
 // wrote notes that env was written and holds the version written (see
-// Inputs.Before).
+// engine.Request.Before).
 func (p *testPass) wrote() { p.before.ResourceVersion = p.env.ResourceVersion }
-
-func (p *testPass) requeueWithin(d time.Duration) {
-	if d < time.Second {
-		d = time.Second
-	}
-	if p.hints.RequeueAfter == 0 || d < p.hints.RequeueAfter {
-		p.hints.RequeueAfter = d
-	}
-}
 
 func (p *testPass) listJobs(ctx context.Context) error {
 	env := p.env
@@ -499,36 +491,11 @@ type Engine struct {
 	StartTimeout time.Duration
 }
 
-// Inputs are what one reconcile shares with the tests step.
-type Inputs struct {
-	// Env is the environment being reconciled; the step records runs in
-	// its status.
-	Env *v1alpha1.DevEnvironment
-	// Before is Env as the reconcile read it. Each write the step makes
-	// moves Before's resourceVersion to the version written, so the
-	// reconcile's final status patch, computed against Before, carries no
-	// stale precondition.
-	Before *v1alpha1.DevEnvironment
-	// Plan is the checked spec; nil when it did not plan (nothing runs).
-	Plan *plan.Plan
-	// Sources are the resolved sources suites fetch.
-	Sources source.Resolved
-	// Tenant creates and deletes test Jobs.
-	Tenant *identity.Tenant
-}
-
-// Hints say when the reconcile should look again.
-type Hints struct {
-	// RequeueAfter is the soonest look needed even if nothing changes (a
-	// pod that cannot pull its image); zero is never.
-	RequeueAfter time.Duration
-	// RetrySoon: a write lost a race with a newer version; look again
-	// shortly.
-	RetrySoon bool
-}
-
-// Forget drops what the engine keeps of a deleted environment: its metric
-// series.
-func (e *Engine) Forget(env *v1alpha1.DevEnvironment) {
-	ForgetMetrics(env.Namespace, env.Name)
+// Finalize drops what the engine keeps of a deleted environment
+// (req.Component nil): its metric series. Test Jobs go with their owner.
+func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
+	if req.Component == nil {
+		ForgetMetrics(req.Env.Namespace, req.Env.Name)
+	}
+	return nil
 }

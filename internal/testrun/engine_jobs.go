@@ -61,7 +61,7 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 		if !out.Started && len(pods.Items) > 0 {
 			// Job events say when the test ends, but nothing changes on
 			// the Job while its pod fails to pull an image: look again.
-			p.requeueWithin(min(timeout/2, 30*time.Second))
+			p.next.RequeueWithin(min(timeout/2, 30*time.Second))
 		}
 		return nil
 	}

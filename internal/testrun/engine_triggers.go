@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/message"
 )
 
@@ -36,13 +37,31 @@ import (
 // removed. Token triggers (`<suites>@<token>`) are never moved: status
 // records the value handled per key, in the same locked write as the runs.
 
-// takeTrigger is step 1: it moves a plain trigger annotation into
-// pending. One request is pending at a time; the next is taken once the
-// pending one is recorded.
-// It reports retrySoon when the write lost a race (a newer version
-// exists): not a failure, only a stale read. before is updated as
-// Inputs.Before says.
-func (e *Engine) TakeTrigger(ctx context.Context, env, before *v1alpha1.DevEnvironment) (retrySoon bool, err error) {
+// Triggers is step 1 as an engine of its own (the triggers step runs
+// before the spec is planned): it moves a plain trigger annotation into
+// pending.
+type Triggers struct{ *Engine }
+
+// Reconcile takes a trigger annotation (the engine contract); a write that
+// lost a race (a newer version exists) is not a failure, only a stale
+// read: it asks to look again soon.
+func (t Triggers) Reconcile(ctx context.Context, req engine.Request) (engine.Result, error) {
+	var res engine.Result
+	retry, err := t.takeTrigger(ctx, req.Env, req.Before)
+	if retry {
+		res.RetrySoon()
+	}
+	return res, err
+}
+
+// Finalize has nothing to remove: the annotations go with the object.
+func (Triggers) Finalize(context.Context, engine.Request) error { return nil }
+
+// takeTrigger moves a plain trigger annotation into pending. One request
+// is pending at a time; the next is taken once the pending one is
+// recorded. It reports retrySoon when the write lost a race. before is
+// updated as engine.Request.Before says.
+func (e *Engine) takeTrigger(ctx context.Context, env, before *v1alpha1.DevEnvironment) (retrySoon bool, err error) {
 	if _, ok := env.Annotations[v1alpha1.TriggerPendingAnnotation]; ok {
 		return false, nil
 	}

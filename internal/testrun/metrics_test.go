@@ -1,12 +1,14 @@
 package testrun
 
 import (
+	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
 )
 
 // TestForgetRemovesOnlyTheEnvironmentsSeries: a deleted environment's
@@ -23,7 +25,9 @@ func TestForgetRemovesOnlyTheEnvironmentsSeries(t *testing.T) {
 	}
 	before := count()
 
-	(&Engine{}).Forget(&v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "metrics-a", Name: "shop"}})
+	if err := (&Engine{}).Finalize(context.Background(), engine.Request{Env: &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "metrics-a", Name: "shop"}}}); err != nil {
+		t.Fatal(err)
+	}
 	if got, want := count(), before-3; got != want {
 		t.Errorf("series after forgetting metrics-a/shop: %d, want %d", got, want)
 	}

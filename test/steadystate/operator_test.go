@@ -2,7 +2,6 @@ package steadystate
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,14 +9,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/controllers"
-	"github.com/devloop-dev/devloop/internal/build"
-	"github.com/devloop-dev/devloop/internal/deploy"
-	"github.com/devloop-dev/devloop/internal/egress"
-	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/metrics"
-	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/operator"
+	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/testenv"
-	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // concurrentReconciles is cmd/manager's default --concurrent.
@@ -37,6 +32,7 @@ func startOperator(b *testing.B) *controllers.DevEnvironmentReconciler {
 	metrics.CountRequests(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
+		Cache:                  operator.CacheOptions(operator.WatchScope{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
@@ -44,29 +40,15 @@ func startOperator(b *testing.B) *controllers.DevEnvironmentReconciler {
 		b.Fatal(err)
 	}
 	workDir := b.TempDir()
-	tenants := &identity.Identity{Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme()}
-	recorder := mgr.GetEventRecorder("devloop")
+	op := operator.New(mgr, operator.Options{HelperImage: "registry.test/devloop/manager:bench", WorkDir: workDir})
 	r := &controllers.DevEnvironmentReconciler{
-		Client:               mgr.GetClient(),
-		APIReader:            mgr.GetAPIReader(),
-		Recorder:             recorder,
-		NoCrossNamespaceRefs: true,
-		Identity:             tenants,
-		Sources: &source.Fetcher{Reader: mgr.GetAPIReader(), Root: filepath.Join(workDir, "sources"),
-			Egress: egress.Default()},
-		Builds: &build.Engine{
-			Options:   build.Options{HelperImage: "registry.test/devloop/manager:bench", BaseCacheDir: filepath.Join(workDir, "base-layers")},
-			Cache:     mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Events:    recorder,
-		},
-		Deploy: &deploy.Engine{
-			Mapper:           mgr.GetRESTMapper(),
-			Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(workDir, "charts"), Egress: egress.Default()},
-			DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
-		},
-		Tests: &testrun.Engine{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: recorder,
-			HelperImage: "registry.test/devloop/manager:bench"},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("devloop"),
+		Policy:    plan.Policy{NoCrossNamespaceRefs: true},
+		Identity:  op.Identity,
+		Sources:   op.Sources,
+		Engines:   op.Engines,
 	}
 	if err := r.SetupWithManager(mgr, concurrentReconciles); err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package controllers
+package operator
 
 import (
 	batchv1 "k8s.io/api/batch/v1"

@@ -1,4 +1,4 @@
-package controllers
+package liveupdate
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package controllers
+package source
 
 import (
 	"context"
@@ -12,9 +12,39 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/digest"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/memo"
-	"github.com/devloop-dev/devloop/internal/source"
 )
+
+// Resolver is the sources step: it turns every source of an environment
+// into an immutable reference once per interval, and gives the engines a
+// reconcile's sources (Sources) whose content is fetched at most once. It
+// is made once and shared by every reconcile.
+type Resolver struct {
+	// Fetcher resolves and fetches; nil fetches nothing (every image that
+	// needs a source then fails, naming it).
+	Fetcher *Fetcher
+
+	resolved memo.Map[resolution]
+}
+
+// Sources are one reconcile's sources of one environment (Resolved):
+// references as resolved, content fetched at most once.
+type Sources struct {
+	r      *Resolver
+	env    *v1alpha1.DevEnvironment
+	tenant *identity.Tenant
+	// refs are the resolved sources by name, set by Resolve.
+	refs map[string]Ref
+	// artifacts are the sources fetched during this reconcile.
+	artifacts map[string]*Artifact
+}
+
+// Begin starts one reconcile's sources of env; nothing is resolved until
+// Resolve. A nil Resolver gives sources that fetch nothing.
+func (r *Resolver) Begin(env *v1alpha1.DevEnvironment, tenant *identity.Tenant) *Sources {
+	return &Sources{r: r, env: env, tenant: tenant}
+}
 
 // defaultSourceInterval is how often a moving reference is resolved again
 // when the spec says nothing; the CRD defaults it to the same value.
@@ -30,22 +60,26 @@ type resolution struct {
 	// request is the reconcile-request annotation seen at resolution: a new
 	// value (what `kubectl devloop push` writes) resolves at once.
 	request string
-	ref     source.Ref
+	ref     Ref
 	at      time.Time
 }
 
-// resolveSources turns every source into an immutable reference: a branch
+// Resolve turns every source into an immutable reference: a branch
 // into a commit, a tag into a digest. A reference resolved less than an
 // interval ago is reused, unless the source's spec changed or a reconcile
 // was requested since. Nothing is downloaded here; content is fetched when a
 // build needs it.
-func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope) error {
-	if r.Sources == nil {
-		return nil
+// It returns how soon a moving reference is due to be resolved again
+// (zero: never).
+func (s *Sources) Resolve(ctx context.Context) (time.Duration, error) {
+	r := s.r
+	if r == nil || r.Fetcher == nil {
+		return 0, nil
 	}
+	var next time.Duration
 	now := time.Now()
 	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
-	s.refs = map[string]source.Ref{}
+	s.refs = map[string]Ref{}
 	var kept []v1alpha1.SourceStatus
 	for i := range s.env.Spec.Sources {
 		src := s.env.Spec.Sources[i]
@@ -54,7 +88,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 			// last pushed, if anything, read again when a component asks
 			// (outputRef).
 			st := sourceStatus(s.env, src.Name)
-			if ref, ok := source.OutputRef(s.env, src); ok {
+			if ref, ok := OutputRef(s.env, src); ok {
 				s.refs[src.Name] = ref
 				setOutputStatus(&st, ref)
 			}
@@ -75,8 +109,8 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		stale := now.Sub(last.at) >= interval && !pinned(src)
 		if !ok || last.spec != specHash || last.request != request || stale {
 			log.FromContext(ctx).V(1).Info("resolving source", "source", src.Name)
-			fetcher, err := r.fetcherFor(s, src)
-			var ref source.Ref
+			fetcher, err := s.fetcherFor(src)
+			var ref Ref
 			if err == nil {
 				ref, err = fetcher.Resolve(ctx, s.env.Namespace, src)
 			}
@@ -86,7 +120,7 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 					kept = append(kept, sourceStatus(s.env, rest.Name))
 				}
 				s.env.Status.Sources = kept
-				return sourceError(fieldError(s.env, src.Name, err))
+				return next, sourceError(fieldError(s.env, src.Name, err))
 			}
 			changed := !ok || last.spec != specHash || last.request != request || last.ref.Key() != ref.Key()
 			if last.ref.Key() != ref.Key() || st.Revision == "" {
@@ -105,20 +139,20 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 		}
 		st.Revision = last.ref.Revision
 		s.refs[src.Name] = last.ref
-		if !pinned(src) {
-			s.requeueWithin(last.at.Add(interval).Sub(now))
+		if due := max(last.at.Add(interval).Sub(now), time.Second); !pinned(src) && (next == 0 || due < next) {
+			next = due
 		}
 		kept = append(kept, st)
 	}
 	s.env.Status.Sources = kept
 	// What this resolution names stays in the store; what an earlier one
 	// named may be collected.
-	refs := make([]source.Ref, 0, len(s.refs))
+	refs := make([]Ref, 0, len(s.refs))
 	for _, ref := range s.refs {
 		refs = append(refs, ref)
 	}
-	r.Sources.Using(s.env.UID, refs...)
-	return nil
+	r.Fetcher.Using(s.env.UID, refs...)
+	return next, nil
 }
 
 // outputRef brings an output source's reference up to what the producing
@@ -126,17 +160,17 @@ func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope)
 // pushed a new output, which the components after it deploy at once.
 // Content fetched for the previous one is dropped from the reconcile's
 // memory (the store keeps it).
-func (s *scope) outputRef(name string) {
+func (s *Sources) outputRef(name string) {
 	src := s.env.Spec.Source(name)
 	if src == nil || src.Output == nil {
 		return
 	}
-	ref, ok := source.OutputRef(s.env, *src)
+	ref, ok := OutputRef(s.env, *src)
 	if !ok || s.refs[name] == ref {
 		return
 	}
 	if s.refs == nil {
-		s.refs = map[string]source.Ref{}
+		s.refs = map[string]Ref{}
 	}
 	s.refs[name] = ref
 	delete(s.artifacts, name)
@@ -154,7 +188,7 @@ func (s *scope) outputRef(name string) {
 // setOutputStatus records an output source's reference in its status
 // entry: "<image>/<output>@sha256:…" and the digest, stamped when it
 // changes.
-func setOutputStatus(st *v1alpha1.SourceStatus, ref source.Ref) {
+func setOutputStatus(st *v1alpha1.SourceStatus, ref Ref) {
 	if st.Revision == ref.Revision && st.Digest == ref.Digest {
 		return
 	}
@@ -189,13 +223,16 @@ func fieldError(env *v1alpha1.DevEnvironment, name string, err error) error {
 	return err
 }
 
-// forgetSources drops what is remembered of a deleted environment's
+// Forget drops what is remembered of a deleted environment's
 // sources: its resolutions, and its share of the store (entries nobody
 // else uses are removed).
-func (r *DevEnvironmentReconciler) forgetSources(env types.UID) {
+func (r *Resolver) Forget(env types.UID) {
+	if r == nil {
+		return
+	}
 	r.resolved.Forget(env)
-	if r.Sources != nil {
-		r.Sources.Forget(env)
+	if r.Fetcher != nil {
+		r.Fetcher.Forget(env)
 	}
 }
 
@@ -203,7 +240,7 @@ func (r *DevEnvironmentReconciler) forgetSources(env types.UID) {
 // per reconcile and once per content (the fetcher's store keeps it, and
 // serves it to an environment only once its own credentials passed the
 // origin's access check), and records its digest in status.
-func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name string) (*source.Artifact, error) {
+func (s *Sources) artifact(ctx context.Context, name string) (*Artifact, error) {
 	s.outputRef(name)
 	if a, ok := s.artifacts[name]; ok {
 		return a, nil
@@ -224,24 +261,24 @@ func (r *DevEnvironmentReconciler) artifact(ctx context.Context, s *scope, name 
 	if src.Output != nil {
 		// Fetched as the oci source it is, with the registry's
 		// credentials.
-		src = source.OutputOrigin(s.env, src, ref)
+		src = OutputOrigin(s.env, src, ref)
 	}
-	fetcher, err := r.fetcherFor(s, src)
+	fetcher, err := s.fetcherFor(src)
 	if err != nil {
 		return nil, err
 	}
-	creds, err := source.LoadCredentials(ctx, fetcher.Reader, s.env.Namespace, src)
+	creds, err := LoadCredentials(ctx, fetcher.Reader, s.env.Namespace, src)
 	if err != nil {
 		return nil, sourceError(fieldError(s.env, name, err))
 	}
 	// The store is shared by every environment: Serve checks this
 	// environment's own access to the origin before handing out content.
-	a, err := r.Sources.Serve(ctx, s.env.UID, ref, creds)
+	a, err := s.r.Fetcher.Serve(ctx, s.env.UID, ref, creds)
 	if err != nil {
 		return nil, sourceError(fieldError(s.env, name, err))
 	}
 	if s.artifacts == nil {
-		s.artifacts = map[string]*source.Artifact{}
+		s.artifacts = map[string]*Artifact{}
 	}
 	s.artifacts[name] = a
 	for i := range s.env.Status.Sources {
@@ -268,42 +305,36 @@ func sourceStatus(env *v1alpha1.DevEnvironment, name string) v1alpha1.SourceStat
 // objects as the environment's ServiceAccount when src names any (so a
 // source cannot name what that ServiceAccount may not read), the
 // operator's otherwise — a public source needs no identity.
-func (r *DevEnvironmentReconciler) fetcherFor(s *scope, src v1alpha1.Source) (*source.Fetcher, error) {
+func (s *Sources) fetcherFor(src v1alpha1.Source) (*Fetcher, error) {
 	names := src.SourceRef != nil || (src.Git != nil && src.Git.SecretRef != nil) || (src.OCI != nil && src.OCI.SecretRef != nil)
 	if !names {
-		return r.Sources, nil
+		return s.r.Fetcher, nil
 	}
 	c, err := s.tenant.Client()
 	if err != nil {
 		return nil, err
 	}
-	return r.Sources.ReadingWith(c), nil
+	return s.r.Fetcher.ReadingWith(c), nil
 }
 
 // sourceError maps a source failure: a permanent one stalls the
 // environment (reason SourceFailed); anything else is retried.
 func sourceError(err error) error {
-	if fault.IsPermanent(err) {
-		return fault.Stalled(v1alpha1.ReasonSourceFailed, err)
-	}
-	return err
+	return fault.StallPermanent(v1alpha1.ReasonSourceFailed, err)
 }
 
-// resolvedSources gives the engines this reconcile's sources
-// (source.Resolved): references as resolved, content fetched at most once.
-type resolvedSources struct {
-	r *DevEnvironmentReconciler
-	s *scope
+// Ref is a source's reference as resolved; an output source's is brought
+// up to what its producing image pushed last (outputRef).
+func (s *Sources) Ref(name string) (Ref, bool) {
+	s.outputRef(name)
+	ref, ok := s.refs[name]
+	return ref, ok
 }
 
-func (rs resolvedSources) Ref(name string) (source.Ref, bool) {
-	rs.s.outputRef(name)
-	return rs.s.Ref(name)
-}
-
-func (rs resolvedSources) Artifact(ctx context.Context, name string) (*source.Artifact, error) {
-	if rs.r.Sources == nil {
+// Artifact is a source's content, fetched once per reconcile.
+func (s *Sources) Artifact(ctx context.Context, name string) (*Artifact, error) {
+	if s.r == nil || s.r.Fetcher == nil {
 		return nil, fault.Stalledf(v1alpha1.ReasonSourceFailed, "source %q: this operator fetches no sources", name)
 	}
-	return rs.r.artifact(ctx, rs.s, name)
+	return s.artifact(ctx, name)
 }

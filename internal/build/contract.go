@@ -1,0 +1,60 @@
+package build
+
+import (
+	"context"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/engine"
+)
+
+// sessionKey holds a reconcile's build session in its engine.Pass.
+type sessionKey struct{}
+
+// sessionFor is this reconcile's builds of req.Env, made on first use and
+// shared by every component: the registry client is made once.
+func (e *Engine) sessionFor(req engine.Request) *Session {
+	return engine.Shared(req.Pass, sessionKey{}, func() *Session {
+		return &Session{e: e, env: req.Env, tenant: req.Tenant, sources: req.Sources}
+	})
+}
+
+// Reconcile brings every image of req.Component to its inputs (the
+// engine contract). While a builder runs the component is Building and
+// the result says what it waits for; once every image is built the phase
+// is left to the engines after it.
+func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if req.Component == nil || len(req.Component.Images) == 0 {
+		return engine.Result{}, nil
+	}
+	s := e.sessionFor(req)
+	s.progress = req.Progress
+	built, msg, err := s.buildImages(ctx, req.Component, req.Status)
+	res := s.next
+	if err != nil || built {
+		return res, err
+	}
+	res.Phase, res.Message = v1alpha1.PhaseBuilding, msg
+	return res, nil
+}
+
+// Finalize forgets what the engine remembers of a deleted environment
+// (req.Component nil); built images stay in the registry.
+func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
+	if req.Component == nil {
+		e.recent.Forget(req.Env.UID)
+	}
+	return nil
+}
+
+// PushedImage reads an image req.Env pushed, by digest, with this
+// reconcile's registry client (see Builder.PushedImage): the live update
+// engine compares two builds' files with it.
+func (e *Engine) PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error) {
+	b, err := e.sessionFor(req).registry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.PushedImage(ctx, image, digest)
+}
