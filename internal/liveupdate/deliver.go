@@ -65,7 +65,6 @@ type Engine struct {
 // bigger change is rolled out.
 const DefaultMaxBytes = 256 << 20
 
-
 // Outcome is what a live update did.
 type Outcome struct {
 	// Synced names the pods synced by this reconcile, for an event.
