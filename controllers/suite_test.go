@@ -114,6 +114,8 @@ func TestMain(m *testing.M) {
 			// pushed; a test pod that cannot pull its image ends its run
 			// quickly.
 			VerifyInterval: time.Nanosecond, TestStartTimeout: time.Second,
+			// Hand edits are looked for right after an upgrade.
+			NoDriftQuietPeriod: true,
 		},
 	})
 	routed := &routedEngine{scripted: scripted, real: op.Engines.Deploy, strict: strict, defaulted: defaulted}

@@ -68,6 +68,9 @@ type TestSeams struct {
 	VerifyInterval time.Duration
 	// TestStartTimeout is how long a test pod may wait to start.
 	TestStartTimeout time.Duration
+	// NoDriftQuietPeriod checks a release for hand edits right after a
+	// Helm action (deploy.Engine.DriftQuietPeriod zero).
+	NoDriftQuietPeriod bool
 }
 
 // Operator is what New wires.
@@ -111,10 +114,14 @@ func New(mgr ctrl.Manager, o Options) Operator {
 		Exec:      o.Test.BuildExec,
 		Events:    recorder,
 	}
+	quiet := deploy.DefaultDriftQuietPeriod
+	if o.Test.NoDriftQuietPeriod {
+		quiet = 0
+	}
 	deployer := &deploy.Engine{
 		Mapper:           mgr.GetRESTMapper(),
 		Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(o.WorkDir, "charts"), Egress: o.Egress},
-		DriftQuietPeriod: deploy.DefaultDriftQuietPeriod,
+		DriftQuietPeriod: quiet,
 		MaxHelmTimeout:   o.MaxHelmTimeout,
 	}
 	tests := &testrun.Engine{
