@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the build scripts (hack/k8s-binaries.sh, hack/opm.sh, the Flux
 # and OLM builds).
 #
@@ -79,6 +80,47 @@ nonlocal_replaces() {
          split($0, parts, "=>"); target=parts[2]; sub(/^[[:space:]]+/, "", target)
          if (target !~ /^\.\.?\//) print "replace " $0
        }' "$1"
+}
+
+# release_build_env: exports what building a released Go command from a
+# wrapper module needs: go may write go.mod and go.sum (-mod=mod), only the
+# installed Go (no toolchain download), static linux binaries.
+release_build_env() {
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux
+}
+
+# release_wrapper DIR NAME MODULE VERSION PKG...: writes a throwaway module
+# devloop.local/NAME in DIR that builds the packages PKG... of MODULE at
+# VERSION (vX.Y.Z): its go.mod requires the release with the release's
+# non-local replace directives (a consumer's build ignores a dependency's
+# replaces); its go.sum is the release's own, so every dependency is checked
+# against the hashes the release was built with, also those the checksum
+# database behind this proxy does not answer for; tools.go imports PKG....
+# Sets GOMOD and SRC (module_source). The caller appends what else go.mod
+# needs, then runs go mod tidy in DIR.
+release_wrapper() {
+  local dir=$1 name=$2 module=$3 version=$4 pkg; shift 4
+  local found
+  mkdir -p "$dir"
+  # In DIR, as module_source wants: outside devloop's module.
+  found=$(cd "$dir" && module_source "$module@$version" && printf '%s\n' "$GOMOD" "$SRC") || return 1
+  { read -r GOMOD; read -r SRC; } <<<"$found"
+  {
+    echo "module devloop.local/$name"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require $module $version"
+    echo
+    nonlocal_replaces "$GOMOD"
+  } >"$dir/go.mod"
+  cp "$SRC/go.sum" "$dir/go.sum"
+  chmod u+w "$dir/go.sum"
+  {
+    printf '//go:build tools\n\npackage %s\n\nimport (\n' "$name"
+    for pkg in "$@"; do printf '\t_ "%s"\n' "$pkg"; done
+    printf ')\n'
+  } >"$dir/tools.go"
 }
 
 # with_heartbeat LABEL STATUS CMD...: runs CMD with its output shown as it

@@ -39,6 +39,7 @@ BRIDGE=devloop0
 CNI_NET=devloop
 PAUSE_IMAGE=$REGISTRY/pause:3.10
 BUSYBOX_IMAGE=$REGISTRY/busybox:1.35
+# shellcheck disable=SC2034 # read by the kubeconfig template
 APISERVER=https://127.0.0.1:6443
 NICE=${NICE:-nice -n 15}
 # Every component, in start order; down goes backwards.
@@ -59,6 +60,10 @@ PKI_VERSION=2
 KCFG=$STATE/kubeconfigs
 SOCK=$STATE/run/containerd.sock
 ADMIN_KUBECONFIG=$STATE/kubeconfig
+
+# render, kubeconfig and write_configs: the config files, from hack/cluster/config/.
+# shellcheck source=configs.sh
+. "$HERE/configs.sh"
 
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (containerd, kubelet, iptables)"; }
 
@@ -223,31 +228,6 @@ cert() {
   rm -f "$PKI/$name.csr" "$PKI/$name.ext"
 }
 
-# kubeconfig FILE CERTNAME: a kubeconfig for the apiserver with embedded credentials.
-kubeconfig() {
-  local file=$1 name=$2
-  cat >"$file.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: devloop
-  cluster:
-    server: $APISERVER
-    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
-users:
-- name: $name
-  user:
-    client-certificate-data: $(base64 -w0 "$PKI/$name.crt")
-    client-key-data: $(base64 -w0 "$PKI/$name.key")
-contexts:
-- name: devloop
-  context: {cluster: devloop, user: $name}
-current-context: devloop
-EOF
-  chmod 600 "$file.tmp"
-  mv "$file.tmp" "$file"
-}
-
 pki() {
   # Bump PKI_VERSION when the set of certificates changes: an older state's PKI is made anew.
   [ -f "$PKI/.complete-v$PKI_VERSION" ] && return 0
@@ -283,190 +263,13 @@ pki() {
   touch "$PKI/.complete-v$PKI_VERSION"
 }
 
+# shellcheck disable=SC2034 # HOST_RESOLV_CONF: read by the kubelet and CoreDNS templates
 configs() {
   # Pods with dnsPolicy Default, and CoreDNS's forward, use the host's
   # resolvers; systemd-resolved's stub (127.0.0.53) is useless inside a pod.
   HOST_RESOLV_CONF=/etc/resolv.conf
   [ ! -f /run/systemd/resolve/resolv.conf ] || HOST_RESOLV_CONF=/run/systemd/resolve/resolv.conf
-  mkdir -p "$STATE/config" "$STATE/registry" "$STATE/containerd/certs.d/$REGISTRY" "$STATE/cni/net.d" "$STATE/run" "$STATE/pod-logs"
-
-  cat >"$STATE/config/registry.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-  formatter: text
-storage:
-  filesystem:
-    rootdirectory: $STATE/registry
-  delete:
-    enabled: true
-http:
-  addr: $REGISTRY
-EOF
-
-  cat >"$STATE/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
-server = "http://$REGISTRY"
-
-[host."http://$REGISTRY"]
-  capabilities = ["pull", "resolve", "push"]
-EOF
-
-  cat >"$STATE/config/containerd.toml" <<EOF
-version = 2
-root = "$STATE/containerd/root"
-state = "$STATE/containerd/state"
-# The opt plugin would install into /opt/containerd; nothing here needs it.
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
-
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$SOCK.ttrpc"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  # Without it every sandbox fails here: runc cannot lower oom_score_adj.
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$STATE/cni/net.d"
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$STATE/containerd/certs.d"
-EOF
-
-  cat >"$STATE/cni/net.d/10-$CNI_NET.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$CNI_NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": "$STATE/cni/ipam",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "${POD_CIDR%.0/24}.1"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
-
-  cat >"$STATE/config/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# This machine has cgroup v1 and no systemd.
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-containerRuntimeEndpoint: unix://$SOCK
-address: $NODE_IP
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-tlsCertFile: $PKI/kubelet-serving.crt
-tlsPrivateKeyFile: $PKI/kubelet-serving.key
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $PKI/ca.crt}
-authorization:
-  mode: Webhook
-clusterDomain: cluster.local
-clusterDNS: [$NODE_IP]
-resolvConf: $HOST_RESOLV_CONF
-podLogsDir: $STATE/pod-logs
-serializeImagePulls: false
-# A shared dev machine: do not evict for a fuller disk than the defaults allow.
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: 1%
-  imagefs.available: 1%
-  nodefs.inodesFree: 1%
-imageGCHighThresholdPercent: 95
-imageGCLowThresholdPercent: 90
-EOF
-
-  cat >"$STATE/config/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clusterCIDR: $CLUSTER_CIDR
-hostnameOverride: $NODE_NAME
-clientConnection:
-  kubeconfig: $KCFG/kube-proxy.kubeconfig
-bindAddress: $NODE_IP
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-# Leave the host's conntrack sysctls alone.
-conntrack:
-  maxPerCore: 0
-  min: 0
-  tcpEstablishedTimeout: 0s
-  tcpCloseWaitTimeout: 0s
-iptables:
-  localhostNodePorts: false
-# NodePorts on the node address (10.250.0.1) only, not on every local address.
-nodePortAddresses: [primary]
-EOF
-
-  cat >"$STATE/config/Corefile" <<EOF
-.:53 {
-    bind $NODE_IP
-    errors
-    ready 127.0.0.1:8181
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig $KCFG/coredns.kubeconfig devloop
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }
-    forward . $HOST_RESOLV_CONF
-    cache 30
-}
-EOF
-
-  cat >"$STATE/config/rbac.yaml" <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: devloop:coredns
-rules:
-- apiGroups: [""]
-  resources: [endpoints, services, pods, namespaces]
-  verbs: [list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: devloop:coredns
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: devloop:coredns
-subjects:
-- apiGroup: rbac.authorization.k8s.io
-  kind: User
-  name: devloop:coredns
-EOF
+  write_configs
 }
 
 # ---------------------------------------------------------------- components

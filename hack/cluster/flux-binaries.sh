@@ -30,43 +30,22 @@ NICE=${NICE:-nice -n 10}
 # Some k8s.io and fluxcd modules are missing from the checksum database
 # behind the proxy.
 export GONOSUMDB=${GONOSUMDB:-k8s.io,github.com/fluxcd}
-export GOFLAGS=-mod=mod
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0 GOOS=linux
 # shellcheck source=../lib.sh
 . "$ROOT/hack/lib.sh"
+release_build_env
 
 log() { echo "flux: $*" >&2; }
 
 CONTROLLERS=(source-controller=$SOURCE_CONTROLLER_VERSION kustomize-controller=$KUSTOMIZE_CONTROLLER_VERSION)
 
 # wrapper NAME VERSION: a module requiring github.com/fluxcd/NAME VERSION
-# with the controller's non-local replace directives and its go.sum (its
-# dependencies are verified against the hashes its release was built
-# with, including modules the checksum database behind this proxy does not
-# answer for).
+# (lib.sh's release_wrapper: the controller's replaces and go.sum).
 wrapper() {
   local name=$1 version=$2 dir=$WORK/$1-v$2
-  mkdir -p "$dir"
   [ ! -f "$dir/.tidy" ] || return 0
   log "preparing the wrapper module for $name v$version"
-  (
-    cd "$dir"
-    module_source "github.com/fluxcd/$name@v$version"
-    {
-      echo "module devloop.local/fluxbuild"
-      echo
-      echo "go 1.26"
-      echo
-      echo "require github.com/fluxcd/$name v$version"
-      echo
-      nonlocal_replaces "$GOMOD"
-    } >go.mod
-    cp "$SRC/go.sum" go.sum
-    chmod u+w go.sum
-    printf '//go:build tools\n\npackage fluxbuild\n\nimport _ "github.com/fluxcd/%s"\n' "$name" >tools.go
-    with_progress "flux: downloading modules for $name" "" go mod tidy
-  )
+  release_wrapper "$dir" fluxbuild "github.com/fluxcd/$name" "v$version" "github.com/fluxcd/$name"
+  (cd "$dir" && with_progress "flux: downloading modules for $name" "" go mod tidy)
   touch "$dir/.tidy"
 }
 

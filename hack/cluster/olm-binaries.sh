@@ -45,17 +45,14 @@ NICE=${NICE:-nice -n 10}
 # Some k8s.io modules are missing from the checksum database behind the
 # proxy; the release's own go.sum vouches for them.
 export GONOSUMDB=${GONOSUMDB:-k8s.io}
-export GOFLAGS=-mod=mod
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0 GOOS=linux
 # shellcheck source=../lib.sh
 . "$ROOT/hack/lib.sh"
+release_build_env
 
 log() { echo "olm: $*" >&2; }
 
-# wrapper: a module requiring operator-controller at OLM_VERSION, with its
-# go.sum and its non-local replace directives (a consumer's build ignores a
-# dependency's replaces).
+# wrapper: a module requiring operator-controller at OLM_VERSION (lib.sh's
+# release_wrapper: its replaces and go.sum), or a patched copy of it.
 wrapper() {
   mkdir -p "$WORK"
   if [ -f "$WORK/go.mod" ] && grep -q "$MODULE v$OLM_VERSION" "$WORK/go.mod" && [ -f "$WORK/.tidy" ] &&
@@ -63,39 +60,15 @@ wrapper() {
     return 0
   fi
   log "preparing wrapper module for operator-controller v$OLM_VERSION"
-  cd "$WORK"
-  module_source "$MODULE@v$OLM_VERSION"
-  cd - >/dev/null
-  local gomod=$GOMOD src=$SRC
-  {
-    echo "module devloop.local/olmbuild"
-    echo
-    echo "go 1.26"
-    echo
-    echo "require $MODULE v$OLM_VERSION"
-    echo
-    nonlocal_replaces "$gomod"
-    # The patched copy of the module replaces the release.
-    if [ -n "$OLM_PATCH" ]; then echo "replace $MODULE => ./src"; fi
-  } >"$WORK/go.mod"
+  release_wrapper "$WORK" olmbuild "$MODULE" "v$OLM_VERSION" "$MODULE/cmd/catalogd" "$MODULE/cmd/operator-controller"
   if [ -n "$OLM_PATCH" ]; then
+    # The patched copy of the module replaces the release.
+    echo "replace $MODULE => ./src" >>"$WORK/go.mod"
     rm -rf "$WORK/src"
-    cp -r "$src" "$WORK/src"
+    cp -r "$SRC" "$WORK/src"
     chmod -R u+w "$WORK/src"
     (cd "$WORK/src" && patch -p1 --forward --quiet <"$OLM_PATCH") || { log "$OLM_PATCH does not apply to v$OLM_VERSION"; exit 1; }
   fi
-  cp "$src/go.sum" "$WORK/go.sum"
-  chmod u+w "$WORK/go.sum"
-  cat >"$WORK/tools.go" <<GO
-//go:build tools
-
-package olmbuild
-
-import (
-	_ "$MODULE/cmd/catalogd"
-	_ "$MODULE/cmd/operator-controller"
-)
-GO
   rm -f "$WORK/.tidy"
   (cd "$WORK" && with_progress "olm: downloading modules" "" go mod tidy)
   touch "$WORK/.tidy"

@@ -19,34 +19,20 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-type entry struct {
-	name     string // path inside the image, without a leading slash
-	mode     int64
-	data     []byte
-	linkname string // symlink target when set
-	dir      bool
-}
+	"github.com/devloop-dev/devloop/internal/scratchimage"
+)
 
 func main() {
 	registry := flag.String("registry", "10.250.0.1:5000", "registry host:port to push to")
@@ -69,7 +55,7 @@ func run(registry string, insecure bool, pauseBin, pauseRef, busyboxBin, busybox
 		if err != nil {
 			return err
 		}
-		img, err := image([]entry{{name: "pause", mode: 0o755, data: data}}, v1.Config{Entrypoint: []string{"/pause"}})
+		img, err := image([]scratchimage.Entry{{Name: "pause", Mode: 0o755, Data: data}}, v1.Config{Entrypoint: []string{"/pause"}})
 		if err != nil {
 			return err
 		}
@@ -100,7 +86,7 @@ func run(registry string, insecure bool, pauseBin, pauseRef, busyboxBin, busybox
 
 // busybox lays out /bin/busybox, a symlink per applet it lists, and the few
 // files and directories programs expect (/etc/passwd, /tmp, ...).
-func busybox(bin string) ([]entry, error) {
+func busybox(bin string) ([]scratchimage.Entry, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
@@ -109,18 +95,18 @@ func busybox(bin string) ([]entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s --list-full: %w", bin, err)
 	}
-	entries := []entry{
-		{name: "bin", dir: true, mode: 0o755},
-		{name: "sbin", dir: true, mode: 0o755},
-		{name: "usr", dir: true, mode: 0o755},
-		{name: "usr/bin", dir: true, mode: 0o755},
-		{name: "usr/sbin", dir: true, mode: 0o755},
-		{name: "etc", dir: true, mode: 0o755},
-		{name: "tmp", dir: true, mode: 0o1777},
-		{name: "root", dir: true, mode: 0o700},
-		{name: "bin/busybox", mode: 0o755, data: data},
-		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
-		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+	entries := []scratchimage.Entry{
+		{Name: "bin", Dir: true, Mode: 0o755},
+		{Name: "sbin", Dir: true, Mode: 0o755},
+		{Name: "usr", Dir: true, Mode: 0o755},
+		{Name: "usr/bin", Dir: true, Mode: 0o755},
+		{Name: "usr/sbin", Dir: true, Mode: 0o755},
+		{Name: "etc", Dir: true, Mode: 0o755},
+		{Name: "tmp", Dir: true, Mode: 0o1777},
+		{Name: "root", Dir: true, Mode: 0o700},
+		{Name: "bin/busybox", Mode: 0o755, Data: data},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")},
+		{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 	}
 	seen := map[string]bool{"bin/busybox": true}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -134,59 +120,19 @@ func busybox(bin string) ([]entry, error) {
 		default:
 			continue
 		}
-		entries = append(entries, entry{name: p, mode: 0o777, linkname: "/bin/busybox"})
+		entries = append(entries, scratchimage.Entry{Name: p, Mode: 0o777, Linkname: "/bin/busybox"})
 	}
 	return entries, nil
 }
 
-// image is scratch plus one layer holding entries, for linux/amd64.
-func image(entries []entry, cfg v1.Config) (v1.Image, error) {
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
-		switch {
-		case e.dir:
-			h.Typeflag, h.Name = tar.TypeDir, e.name+"/"
-		case e.linkname != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, e.linkname
-		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(e.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	raw := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(raw)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
-	img, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config = cfg
-	return mutate.ConfigFile(img, cf)
+// image is scratch plus one layer holding entries (sorted by name), for
+// linux/amd64.
+func image(entries []scratchimage.Entry, cfg v1.Config) (v1.Image, error) {
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	return scratchimage.Image(entries, v1.History{}, func(cf *v1.ConfigFile) {
+		cf.OS, cf.Architecture = "linux", "amd64"
+		cf.Config = cfg
+	})
 }
 
 func push(img v1.Image, registry string, insecure bool, repoTag string) error {
