@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"io"
 	"os"
@@ -124,7 +125,7 @@ func helperAssemble(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var img build.Image
+	var img image.Spec
 	if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 		return fmt.Errorf("--image: %w", err)
 	}
@@ -139,28 +140,28 @@ func helperAssemble(ctx context.Context, args []string) error {
 // a missing one fails before anything else is pushed), layers dir onto
 // the base for platform, pushes the image by digest, and returns the
 // AssembleReport as JSON; progress goes to log.
-func assembleAndPush(ctx context.Context, img build.Image, platform, dir, registryJSON, dockerConfig, outputsJSON string, log io.Writer) ([]byte, error) {
+func assembleAndPush(ctx context.Context, img image.Spec, platform, dir, registryJSON, dockerConfig, outputsJSON string, log io.Writer) ([]byte, error) {
 	var regCfg build.RegistryConfig
 	if err := json.Unmarshal([]byte(registryJSON), &regCfg); err != nil {
 		return nil, fmt.Errorf("--registry: %w", err)
 	}
-	var outputs []build.OutputSpec
+	var outputs []image.OutputSpec
 	if outputsJSON != "" {
 		if err := json.Unmarshal([]byte(outputsJSON), &outputs); err != nil {
 			return nil, fmt.Errorf("--outputs: %w", err)
 		}
 	}
-	reg := build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure, Compression: regCfg.Compression}
+	reg := image.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure, Compression: regCfg.Compression}
 	if dockerConfig != "" {
 		data, err := os.ReadFile(dockerConfig)
 		if err != nil {
 			return nil, err
 		}
-		if reg.Keychain, err = build.KeychainFromDockerConfig(data); err != nil {
+		if reg.Keychain, err = image.KeychainFromDockerConfig(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", dockerConfig, err)
 		}
 	}
-	b, err := build.NewBuilder(reg)
+	b, err := image.NewBuilder(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func assembleAndPush(ctx context.Context, img build.Image, platform, dir, regist
 		return nil, err
 	}
 	for _, o := range pushedOutputs {
-		fmt.Fprintf(log, "pushed output %s to %s@%s\n", o.Name, b.Repository(build.OutputRepository(img.Name, o.Name)), o.Digest)
+		fmt.Fprintf(log, "pushed output %s to %s@%s\n", o.Name, b.Repository(image.OutputRepository(img.Name, o.Name)), o.Digest)
 	}
 	image, err := b.Assemble(ctx, img, platform, dir)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -49,10 +50,10 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 
 	job, err := build.BuilderJob(build.JobRequest{
 		Name: "b", Namespace: "default", HelperImage: "helper", Source: ref, Platform: "linux/arm64",
-		Image: build.Image{Name: "api", Platforms: []string{"linux/arm64"},
+		Image: image.Spec{Name: "api", Platforms: []string{"linux/arm64"},
 			Layers: []v1alpha1.LayerMapping{{From: "out/api", To: "/api", Mode: "0755"}}, Entrypoint: []string{"/api"}},
 		Run:      v1alpha1.BuildRun{Image: "golang", Command: []string{"go", "build"}},
-		Registry: build.Registry{Prefix: host + "/team", Insecure: true},
+		Registry: image.Registry{Prefix: host + "/team", Insecure: true},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"io"
 	"os"
@@ -164,7 +165,7 @@ func helperBuild(ctx context.Context, args []string) error {
 		}
 		return nil
 	case build.WarmStepPush:
-		var img build.Image
+		var img image.Spec
 		if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 			return fmt.Errorf("--image: %w", err)
 		}

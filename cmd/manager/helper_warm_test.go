@@ -20,6 +20,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -98,10 +99,10 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 
 	req := build.JobRequest{
 		Source: ref, Platform: "linux/amd64",
-		Image: build.Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}, Entrypoint: []string{"/app"}},
+		Image: image.Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}, Entrypoint: []string{"/app"}},
 		Run: v1alpha1.BuildRun{Image: "golang", KeepWarm: true,
 			Command: []string{"sh", "-c", "test ! -e stale.txt && mkdir -p out && cp main.txt out/app"}},
-		Registry: build.Registry{Prefix: host + "/team", Insecure: true},
+		Registry: image.Registry{Prefix: host + "/team", Insecure: true},
 	}
 	steps, err := build.WarmBuildSteps(req, "build1")
 	if err != nil {

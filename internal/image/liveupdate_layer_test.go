@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"archive/tar"
@@ -87,7 +87,7 @@ func TestLiveUpdateImageHasTheSupervisorLayer(t *testing.T) {
 			g.Expect(os.WriteFile(filepath.Join(dir, "static", "index.html"), []byte("<h1>one</h1>"), 0o644)).To(Succeed())
 			g.Expect(os.WriteFile(filepath.Join(dir, "static", "css", "site.css"), []byte("body{}"), 0o644)).To(Succeed())
 			g.Expect(os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("a: b"), 0o644)).To(Succeed())
-			img := Image{Name: "web", Entrypoint: []string{"/server"},
+			img := Spec{Name: "web", Entrypoint: []string{"/server"},
 				Layers: []v1alpha1.LayerMapping{
 					{From: "out/server", To: "/server", Mode: "0755"},
 					{From: "static", To: "/srv/static"},
@@ -171,7 +171,7 @@ func TestLiveUpdateLayerRefusesAnotherPlatform(t *testing.T) {
 	host := startRegistry(t, nil)
 	b, err := NewBuilder(Registry{Prefix: host + "/team", Insecure: true}, WithSupervisor(supervisor))
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = b.Build(context.Background(), Image{Name: "web", Platforms: []string{"linux/arm64"}, LivePaths: []string{"/x"}}, "", nil)
+	_, err = b.Build(context.Background(), Spec{Name: "web", Platforms: []string{"linux/arm64"}, LivePaths: []string{"/x"}}, "", nil)
 	g.Expect(err).To(MatchError(ContainSubstring("images[].platforms")))
 }
 
@@ -191,16 +191,6 @@ func mustDigest(t *testing.T, ref string) name.Digest {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// A debug build runs the program under delve, not the supervisor: it has
-// no live paths, so the program stays a plain file.
-func TestDebugBuildHasNoLivePaths(t *testing.T) {
-	g := NewWithT(t)
-	img := &v1alpha1.ImageSpec{Name: "web", Run: &v1alpha1.BuildRun{Command: []string{"go", "build"}},
-		LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}}}
-	g.Expect(DebugImageSpec(img).LiveUpdate).To(BeNil())
-	g.Expect(img.LiveUpdate).NotTo(BeNil(), "the spec itself is not changed")
 }
 
 // The supervisor of an image is the operator image's small one for the

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"archive/tar"
@@ -46,8 +46,8 @@ type benchFixture struct {
 	// appTar and confTar are the layers of the image as crane appends them.
 	appTar  string
 	crane   string
-	oneFile Image // the binary only
-	twoFile Image // the binary and a small config directory
+	oneFile Spec // the binary only
+	twoFile Spec // the binary and a small config directory
 }
 
 // BenchmarkImageBuild assembles and pushes an image with a 20 MiB binary
@@ -60,7 +60,7 @@ type benchFixture struct {
 // (the 2nd smallest and 2nd largest of them, min and max below 5
 // iterations). Run with:
 //
-//	go test -bench 'ImageBuild/' -benchtime 10x -count 3 -run '^$' ./internal/build/
+//	go test -bench 'ImageBuild/' -benchtime 10x -count 3 -run '^$' ./internal/image/
 func BenchmarkImageBuild(b *testing.B) {
 	f := newBenchFixture(b)
 	ctx := context.Background()
@@ -242,8 +242,8 @@ func newBenchFixture(b *testing.B) *benchFixture {
 	writeFile(b, f.dir, "conf/settings.yaml", "generation: 0\n")
 	app := v1alpha1.LayerMapping{From: "bin/app", To: "/app", Mode: "0755"}
 	conf := v1alpha1.LayerMapping{From: "conf", To: "/etc/app"}
-	f.oneFile = Image{Base: f.base, Layers: []v1alpha1.LayerMapping{app}, Entrypoint: []string{"/app"}}
-	f.twoFile = Image{Base: f.base, Layers: []v1alpha1.LayerMapping{app, conf}, Entrypoint: []string{"/app"}}
+	f.oneFile = Spec{Base: f.base, Layers: []v1alpha1.LayerMapping{app}, Entrypoint: []string{"/app"}}
+	f.twoFile = Spec{Base: f.base, Layers: []v1alpha1.LayerMapping{app, conf}, Entrypoint: []string{"/app"}}
 
 	f.appTar = filepath.Join(b.TempDir(), "app.tar")
 	f.writeLayerFile(b, f.appTar, f.dir, app)

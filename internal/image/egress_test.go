@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestRegistryBehindEgressPolicy(t *testing.T) {
 	b, err := NewBuilder(Registry{Prefix: host + "/team", Insecure: true}, WithTransport(p.Transport()), fastRetries())
 	g.Expect(err).NotTo(HaveOccurred())
 
-	_, err = b.Build(context.Background(), Image{Name: "app", Entrypoint: []string{"/app"}}, "", nil)
+	_, err = b.Build(context.Background(), Spec{Name: "app", Entrypoint: []string{"/app"}}, "", nil)
 	g.Expect(err).To(MatchError(ContainSubstring("egress policy refuses 127.0.0.1 (--egress-deny-cidr 127.0.0.0/8)")))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 	_, err = b.ResolveBase(context.Background(), host+"/base/static:latest", true)
@@ -38,6 +38,6 @@ func TestRegistryBehindEgressPolicy(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	b, err = NewBuilder(Registry{Prefix: host + "/team", Insecure: true}, WithTransport(p.Transport()), fastRetries())
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = b.Build(context.Background(), Image{Name: "app", Entrypoint: []string{"/app"}}, "", nil)
+	_, err = b.Build(context.Background(), Spec{Name: "app", Entrypoint: []string{"/app"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 }

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // sourceLayers makes one layer per mapping of img from the source in dir.
 // The layers do not depend on the platform and are shared by all of them.
-func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
+func (b *Builder) sourceLayers(img Spec, dir string) ([]v1.Layer, error) {
 	if len(img.Layers) == 0 {
 		return nil, nil
 	}
@@ -47,7 +47,7 @@ func (b *Builder) sourceLayers(img Image, dir string) ([]v1.Layer, error) {
 // sourceLayer makes the layer of one planned mapping: the source's
 // prebuilt blob when it is the same, else a plain tar for a local registry
 // and a gzip for any other.
-func (b *Builder) sourceLayer(img Image, dir string, plan *layerPlan) (v1.Layer, error) {
+func (b *Builder) sourceLayer(img Spec, dir string, plan *layerPlan) (v1.Layer, error) {
 	writeTar := func(w io.Writer) error { return writeLayerTar(w, dir, plan.entries) }
 	if !b.uncompressed {
 		return newSourceLayer(writeTar, &b.compressed)
@@ -66,7 +66,7 @@ func (b *Builder) sourceLayer(img Image, dir string, plan *layerPlan) (v1.Layer,
 
 // basesFor fetches base and picks its image for each platform, with its
 // config.
-func (b *Builder) basesFor(ctx context.Context, img Image, platforms []v1.Platform) ([]v1.Image, error) {
+func (b *Builder) basesFor(ctx context.Context, img Spec, platforms []v1.Platform) ([]v1.Image, error) {
 	base, err := b.fetchBase(ctx, img.Name, img.Base, img.BaseInsecure)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func (b *Builder) basesFor(ctx context.Context, img Image, platforms []v1.Platfo
 
 // assembleAll builds img for every platform on its base (bases, in the
 // order of platforms) from the shared layers.
-func assembleAll(bases []v1.Image, img Image, layers []v1.Layer, platforms []v1.Platform) ([]platformImage, error) {
+func assembleAll(bases []v1.Image, img Spec, layers []v1.Layer, platforms []v1.Platform) ([]platformImage, error) {
 	out := make([]platformImage, len(platforms))
 	for i, p := range platforms {
 		image, err := withLayersAndConfig(bases[i], img, layers, p)

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -136,7 +136,7 @@ func TestBuildFaults(t *testing.T) {
 			}
 			b, _ := testBuilder(t, host)
 			dir := writeTree(t, map[string]string{"a": "a"})
-			img := Image{Name: "app", Base: strings.ReplaceAll(tc.base, "HOST", host), Platforms: tc.platforms,
+			img := Spec{Name: "app", Base: strings.ReplaceAll(tc.base, "HOST", host), Platforms: tc.platforms,
 				Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 			if tc.from != "" {
 				img.Layers = []v1alpha1.LayerMapping{{From: tc.from, To: "/x"}}
@@ -173,7 +173,7 @@ func TestRegistryDownIsUnavailable(t *testing.T) {
 			g := NewWithT(t)
 			b, err := NewBuilder(Registry{Prefix: host + "/team", Insecure: insecure}, fastRetries())
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = b.Build(context.Background(), Image{Name: "app"}, "", nil)
+			_, err = b.Build(context.Background(), Spec{Name: "app"}, "", nil)
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(fault.IsUnavailable(err)).To(BeTrue(), err.Error())
 			g.Expect(err.Error()).To(ContainSubstring("registry unavailable for " + host + "/team/app"))
@@ -202,7 +202,7 @@ func TestFailedPushMovesNoTag(t *testing.T) {
 			})
 			b, rt := testBuilder(t, host)
 			dir := writeTree(t, map[string]string{"a": "v1"})
-			img := Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
+			img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 
 			first, err := b.Build(context.Background(), img, dir, staticTags("latest"))
 			g.Expect(err).NotTo(HaveOccurred())

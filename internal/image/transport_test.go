@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // 127.0.0.1, where go-containerregistry would fall back to HTTP on its own.
 func TestPlainHTTPOnlyWhenInsecure(t *testing.T) {
 	host := startRegistry(t, nil)
-	img := Image{Name: "app", Entrypoint: []string{"/app"}}
+	img := Spec{Name: "app", Entrypoint: []string{"/app"}}
 
 	t.Run("refused without insecure", func(t *testing.T) {
 		g := NewWithT(t)
@@ -57,7 +57,7 @@ func TestPlainHTTPOnlyWhenInsecure(t *testing.T) {
 		other := startRegistry(t, nil)
 		pushBase(t, other, "base/static", "linux/amd64")
 		b, _ := testBuilder(t, host)
-		_, err := b.Build(context.Background(), Image{Name: "app", Base: other + "/base/static:latest"}, "", nil)
+		_, err := b.Build(context.Background(), Spec{Name: "app", Base: other + "/base/static:latest"}, "", nil)
 		var plain *PlainHTTPError
 		g.Expect(errors.As(err, &plain)).To(BeTrue(), "%v", err)
 		g.Expect(plain.Host).To(Equal(other))
@@ -71,7 +71,7 @@ func TestPlainHTTPOnlyWhenInsecure(t *testing.T) {
 		// baseInsecure marks the base's registry plain HTTP.
 		_, err = b.ResolveBase(context.Background(), other+"/base/static:latest", true)
 		g.Expect(err).NotTo(HaveOccurred())
-		_, err = b.Build(context.Background(), Image{Name: "app", Base: other + "/base/static:latest", BaseInsecure: true}, "", nil)
+		_, err = b.Build(context.Background(), Spec{Name: "app", Base: other + "/base/static:latest", BaseInsecure: true}, "", nil)
 		g.Expect(err).NotTo(HaveOccurred())
 	})
 }

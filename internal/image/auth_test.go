@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -96,7 +96,7 @@ func TestKeychainAuthenticatesPush(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			b, err := NewBuilder(Registry{Prefix: host + "/team", Insecure: true, Keychain: kc}, fastRetries())
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = b.Build(context.Background(), Image{Name: "app", Entrypoint: []string{"/app"}}, "", nil)
+			_, err = b.Build(context.Background(), Spec{Name: "app", Entrypoint: []string{"/app"}}, "", nil)
 			if tc.ok {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"archive/tar"
@@ -49,7 +49,7 @@ func TestBuildPushesImageWithConfigAndTags(t *testing.T) {
 	b, _ := testBuilder(t, host)
 	dir := writeTree(t, map[string]string{"out/manager": "binary", "conf/a.yaml": "a: 1"})
 
-	img := Image{
+	img := Spec{
 		Name:       "controller",
 		Base:       base,
 		Layers:     []v1alpha1.LayerMapping{{From: "out/manager", To: "/manager", Mode: "0755"}, {From: "conf", To: "/etc/app"}},
@@ -114,13 +114,13 @@ func TestBuildEntrypointOnlyDropsBaseCmd(t *testing.T) {
 	base := pushBase(t, host, "base/static", "linux/amd64")
 	b, _ := testBuilder(t, host)
 
-	res, err := b.Build(context.Background(), Image{Name: "a", Base: base, Entrypoint: []string{"/a"}}, "", nil)
+	res, err := b.Build(context.Background(), Spec{Name: "a", Base: base, Entrypoint: []string{"/a"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	cf, err := pull(t, res.Repository+"@"+res.Digest).ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cf.Config.Cmd).To(BeNil())
 
-	res, err = b.Build(context.Background(), Image{Name: "b", Base: base, Cmd: []string{"x"}}, "", nil)
+	res, err = b.Build(context.Background(), Spec{Name: "b", Base: base, Cmd: []string{"x"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	cf, err = pull(t, res.Repository+"@"+res.Digest).ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -139,7 +139,7 @@ func TestBuildPushesOnlyWhatChanged(t *testing.T) {
 		"conf/app.yaml":   "replicas: 1",
 		"conf/other.yaml": "x: y",
 	})
-	img := Image{
+	img := Spec{
 		Name:   "app",
 		Base:   base,
 		Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}, {From: "conf", To: "/etc/app"}},
@@ -197,7 +197,7 @@ func TestBuildMovesOnlyMissingTags(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
-	img := Image{Name: "app", Entrypoint: []string{"/app"}}
+	img := Spec{Name: "app", Entrypoint: []string{"/app"}}
 
 	first, err := b.Build(context.Background(), img, "", staticTags("v1"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -215,7 +215,7 @@ func TestBuildScratchSeveralPlatforms(t *testing.T) {
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
 	dir := writeTree(t, map[string]string{"run.sh": "#!/bin/sh"})
-	img := Image{
+	img := Spec{
 		Name:      "tool",
 		Platforms: []string{"linux/arm64", "linux/amd64"},
 		Layers:    []v1alpha1.LayerMapping{{From: "run.sh", To: "/run.sh", Mode: "0755"}},
@@ -260,7 +260,7 @@ func TestBuildBasePerPlatform(t *testing.T) {
 	base := pushBase(t, host, "base/multi", "linux/amd64", "linux/arm64")
 	b, _ := testBuilder(t, host)
 
-	res, err := b.Build(context.Background(), Image{Name: "app", Base: base, Platforms: []string{"linux/amd64", "linux/arm64"}}, "", nil)
+	res, err := b.Build(context.Background(), Spec{Name: "app", Base: base, Platforms: []string{"linux/amd64", "linux/arm64"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	baseIdx := pullIndex(t, base)
 	idx := pullIndex(t, res.Repository+"@"+res.Digest)
@@ -278,7 +278,7 @@ func TestBuildBasePerPlatform(t *testing.T) {
 	}
 
 	// A single platform is a plain image on that platform's base.
-	res, err = b.Build(context.Background(), Image{Name: "app-arm", Base: base, Platforms: []string{"linux/arm64"}}, "", nil)
+	res, err = b.Build(context.Background(), Spec{Name: "app-arm", Base: base, Platforms: []string{"linux/arm64"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	cf, err := pull(t, res.Repository+"@"+res.Digest).ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -339,7 +339,7 @@ func TestAssemblePushPublish(t *testing.T) {
 	base := pushBase(t, host, "base/multi", "linux/amd64", "linux/arm64")
 	b, rt := testBuilder(t, host)
 	dir := writeTree(t, map[string]string{"out/manager": "binary"})
-	img := Image{
+	img := Spec{
 		Name:       "controller",
 		Base:       base,
 		Platforms:  []string{"linux/amd64", "linux/arm64"},
@@ -387,7 +387,7 @@ func TestAssembleAgainIsNotPushed(t *testing.T) {
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
 	dir := writeTree(t, map[string]string{"a": "a"})
-	img := Image{Name: "a", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
+	img := Spec{Name: "a", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 
 	image, err := b.Assemble(context.Background(), img, "", dir)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -445,7 +445,7 @@ func TestRepositoryAndPullReference(t *testing.T) {
 func TestLayerCompressionFollowsTheRegistry(t *testing.T) {
 	host := startRegistry(t, nil)
 	dir := writeTree(t, map[string]string{"out/app": "binary"})
-	img := Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}}
+	img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}}
 	for _, tc := range []struct {
 		compression source.Compression
 		want        types.MediaType

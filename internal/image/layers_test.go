@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"archive/tar"
@@ -133,7 +133,7 @@ func TestLayerContent(t *testing.T) {
 			g := NewWithT(t)
 			b, err := NewBuilder(Registry{Prefix: "example.com/team"})
 			g.Expect(err).NotTo(HaveOccurred())
-			layers, err := b.sourceLayers(Image{Name: "app", Layers: []v1alpha1.LayerMapping{tc.mapping}}, dir)
+			layers, err := b.sourceLayers(Spec{Name: "app", Layers: []v1alpha1.LayerMapping{tc.mapping}}, dir)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(readLayer(t, layers[0])).To(Equal(tc.want))
 		})
@@ -162,7 +162,7 @@ func TestLayerSourceErrorsArePermanent(t *testing.T) {
 			g := NewWithT(t)
 			b, err := NewBuilder(Registry{Prefix: "example.com/team"})
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = b.sourceLayers(Image{Name: "app", Layers: []v1alpha1.LayerMapping{tc.mapping}}, dir)
+			_, err = b.sourceLayers(Spec{Name: "app", Layers: []v1alpha1.LayerMapping{tc.mapping}}, dir)
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(fault.IsPermanent(err)).To(BeTrue(), err.Error())
 			for _, w := range tc.want {
@@ -183,7 +183,7 @@ func TestReproducible(t *testing.T) {
 		"web/index.html": "<html/>",
 		"web/css/a.css":  "a{}",
 	}
-	img := Image{
+	img := Spec{
 		Name:       "app",
 		Layers:     []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}, {From: "web", To: "/srv/web"}},
 		Entrypoint: []string{"/app"},
@@ -231,7 +231,7 @@ func TestKnownLayerIsRecompressedIdentically(t *testing.T) {
 	dir := writeTree(t, map[string]string{"bin/app": string(randomBytes(2, 256<<10))})
 	b, err := NewBuilder(Registry{Prefix: "example.com/team"})
 	g.Expect(err).NotTo(HaveOccurred())
-	img := Image{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app"}}}
+	img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app"}}}
 
 	first, err := b.sourceLayers(img, dir)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 		g := NewWithT(t)
 		b, rt := testBuilder(t, host, WithCacheDir(t.TempDir()))
 		dir := writeTree(t, map[string]string{"bin/app": string(randomBytes(4, 2<<20)), "conf/a.yaml": "a: 1"})
-		img := Image{
+		img := Spec{
 			Name:       "app",
 			Base:       base,
 			Layers:     []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}, {From: "conf", To: "/etc/app"}},
@@ -58,7 +58,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 		g := NewWithT(t)
 		b, _ := testBuilder(t, host)
 		dir := writeTree(t, map[string]string{"run.sh": "#!/bin/sh"})
-		img := Image{
+		img := Spec{
 			Name:      "tool",
 			Base:      base,
 			Platforms: []string{"linux/amd64", "linux/arm64"},
@@ -90,7 +90,7 @@ func TestCachedBaseLayers(t *testing.T) {
 	cacheDir := t.TempDir()
 	b, _ := testBuilder(t, host, WithCacheDir(cacheDir))
 
-	img, err := b.Assemble(context.Background(), Image{Name: "app", Base: base}, "linux/amd64", "")
+	img, err := b.Assemble(context.Background(), Spec{Name: "app", Base: base}, "linux/amd64", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	layers, err := img.Layers()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"archive/tar"
@@ -112,7 +112,7 @@ func distinctPlans(plans []*layerPlan) []*layerPlan {
 }
 
 // prebuiltFor is the source's mapped layer of the same paths as p, if any.
-func prebuiltFor(img Image, p *layerPlan) *source.PrebuiltLayer {
+func prebuiltFor(img Spec, p *layerPlan) *source.PrebuiltLayer {
 	for i := range img.Prebuilt {
 		if l := &img.Prebuilt[i]; l.From == p.from && l.To == p.to {
 			return l
@@ -174,7 +174,7 @@ func (c *comparingWriter) Write(p []byte) (int, error) {
 
 // mountable lets the upload of l mount the prebuilt blob from the source's
 // repository instead of sending it, when both are in this registry.
-func (b *Builder) mountable(l *sourceLayer, img Image, p *source.PrebuiltLayer) v1.Layer {
+func (b *Builder) mountable(l *sourceLayer, img Spec, p *source.PrebuiltLayer) v1.Layer {
 	if img.SourceRepository == "" {
 		return l
 	}

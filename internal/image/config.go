@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ const (
 // withLayersAndConfig appends one layer per mapping to base, each with a
 // history entry, then sets the config of img. Every timestamp is the epoch,
 // so the result depends on nothing but the inputs.
-func withLayersAndConfig(base v1.Image, img Image, layers []v1.Layer, p v1.Platform) (v1.Image, error) {
+func withLayersAndConfig(base v1.Image, img Spec, layers []v1.Layer, p v1.Platform) (v1.Image, error) {
 	// A Docker base keeps Docker media types throughout: a manifest mixing
 	// Docker and OCI layer types is rejected by some registries and runtimes.
 	mt, err := base.MediaType()
@@ -75,7 +75,7 @@ func layerMediaType(lt types.MediaType, docker bool) types.MediaType {
 
 // applyConfig sets the fields of the spec on cfg, keeping the base's
 // values for what the spec leaves out, as a Dockerfile would.
-func applyConfig(cfg *v1.ConfigFile, img Image, p v1.Platform) {
+func applyConfig(cfg *v1.ConfigFile, img Spec, p v1.Platform) {
 	cfg.Created = v1.Time{Time: epoch}
 	if cfg.OS == "" && cfg.Architecture == "" {
 		cfg.OS, cfg.Architecture, cfg.Variant = p.OS, p.Architecture, p.Variant

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"archive/tar"
@@ -20,7 +20,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
-// A live-updatable image (images[].liveUpdate, Image.LivePaths) is built
+// A live-updatable image (images[].liveUpdate, Spec.LivePaths) is built
 // with two changes, so that any program reads synced files at their own
 // paths, with no shell, tar or writable image file in the container:
 //
@@ -228,7 +228,7 @@ func underLivePath(rel string, livePaths []string) bool {
 // coveredLivePaths are the live paths some layer mapping writes: each
 // becomes a symlink into the live root. A live path no mapping writes is
 // left alone (it may be the base image's, which only a rollout changes).
-func coveredLivePaths(img Image) []string {
+func coveredLivePaths(img Spec) []string {
 	var out []string
 	for _, lp := range img.LivePaths {
 		rel := strings.TrimPrefix(path.Clean(lp), "/")
@@ -245,7 +245,7 @@ func coveredLivePaths(img Image) []string {
 
 // withSupervisor adds the supervisor layer on top of each platform image
 // of a live-updatable img.
-func (b *Builder) withSupervisor(img Image, images []platformImage) ([]platformImage, error) {
+func (b *Builder) withSupervisor(img Spec, images []platformImage) ([]platformImage, error) {
 	if len(img.LivePaths) == 0 {
 		return images, nil
 	}

@@ -1,19 +1,14 @@
-package build
+package image
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testregistry"
@@ -203,47 +198,4 @@ func TestOutputOverTheLimitIsRefused(t *testing.T) {
 	writeFile(t, dir, "out/big", string(randomBytes(1, 64<<10)))
 	err := copyOutput(dir, OutputSpec{Name: "out", Path: "out", Field: "f"}, t.TempDir())
 	g.Expect(err).To(MatchError(ContainSubstring("f: out holds more than 64 KiB")))
-}
-
-// TestOnlyThePushingContainerPacksOutputs: the outputs go to the builder
-// Job's assemble container and the warm builder's push step, both in the
-// container with the registry credentials, never to the build command's.
-func TestOnlyThePushingContainerPacksOutputs(t *testing.T) {
-	g := NewWithT(t)
-	req := warmRequest()
-	req.Outputs = []OutputSpec{crdsOutput}
-	steps, err := WarmBuildSteps(req, "t0k3n")
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, s := range steps {
-		has := slices.Contains(s.Command, "--outputs")
-		g.Expect(has).To(Equal(s.Name == WarmStepPush), s.Name)
-		if has {
-			g.Expect(s.Container).To(Equal(ContainerWarmAgent))
-			var got []OutputSpec
-			g.Expect(json.Unmarshal([]byte(s.Command[slices.Index(s.Command, "--outputs")+1]), &got)).To(Succeed())
-			g.Expect(got).To(Equal(req.Outputs))
-		}
-	}
-
-	req.Run.KeepWarm = false
-	job, err := BuilderJob(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	spec := job.Spec.Template.Spec
-	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
-		args := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
-		g.Expect(strings.Contains(args, "--outputs")).To(Equal(c.Name == ContainerAssemble), c.Name)
-	}
-
-	// The report comes back in the assemble container's termination
-	// message, read as before.
-	report, err := json.Marshal(AssembleReport{Digest: "sha256:1", Outputs: []OutputReport{{Name: "crds", Digest: "sha256:2"}}})
-	g.Expect(err).NotTo(HaveOccurred())
-	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
-	pod := corev1.Pod{}
-	pod.Name = "p"
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerAssemble, State: corev1.ContainerState{
-		Terminated: &corev1.ContainerStateTerminated{Message: string(report)}}}}
-	out, err := ReadJob(job, []corev1.Pod{pod})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.Report.Outputs).To(Equal([]OutputReport{{Name: "crds", Digest: "sha256:2"}}))
 }

@@ -1,4 +1,4 @@
-package build
+package image
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestPrebuiltLayerIsMountedNotUploaded(t *testing.T) {
 		"chart/Chart.yaml":  "name: web",
 		"static/index.html": "<p>hi</p>",
 	})
-	img := Image{Name: "web", Entrypoint: []string{"/web"}, Layers: []v1alpha1.LayerMapping{
+	img := Spec{Name: "web", Entrypoint: []string{"/web"}, Layers: []v1alpha1.LayerMapping{
 		{From: "bin/web", To: "/web", Mode: "0755"},
 		{From: "static", To: "/srv/www/"},
 	}}
@@ -106,7 +106,7 @@ func TestPrebuiltLayerThatDiffersIsBuilt(t *testing.T) {
 	g.Expect(a.Prebuilt).To(HaveLen(1))
 
 	b, _ := testBuilder(t, host)
-	img := Image{Name: "web", Layers: []v1alpha1.LayerMapping{mapping}, Prebuilt: a.Prebuilt, SourceRepository: host + "/team/src"}
+	img := Spec{Name: "web", Layers: []v1alpha1.LayerMapping{mapping}, Prebuilt: a.Prebuilt, SourceRepository: host + "/team/src"}
 	res, err := b.Build(context.Background(), img, a.Dir, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Uploaded).To(Equal(2), "its own layer and the config")

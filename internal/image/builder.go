@@ -1,27 +1,24 @@
-// Package build assembles container images with go-containerregistry and
-// pushes them to the environment's registry. No Docker daemon is involved:
-// an image is a base image plus one reproducible layer per layer mapping
-// plus a config, held as immutable go-containerregistry values until pushed.
+// Package image assembles container images with go-containerregistry and
+// pushes them to a registry. No Docker daemon is involved: an image is a
+// base image plus one reproducible layer per layer mapping plus a config,
+// held as immutable go-containerregistry values until pushed.
 //
-// Two paths share this package:
+// It knows nothing of builds as Kubernetes work: internal/build orchestrates
+// it for an environment's components, and the tooling (internal/olm,
+// internal/operatorimage, internal/devcluster) uses it alone. Two paths
+// share it:
 //   - in-process (an image without a run step): Builder.Build resolves the
 //     base, assembles every platform from a fetched source directory,
-//     pushes and tags, all in the operator;
-//   - builder Job (an image with a run step): the Job's main container
-//     (`devloop helper assemble`) calls Assemble and PushImage on the
-//     workspace the builder command wrote and reports the digest; the
-//     operator then calls Publish to make the index and move the tags;
-//     with run.keepWarm the same runs as a process exec'd into a warm
-//     builder pod.
-//
-// Engine (engine*.go) orchestrates them for a component: unchanged inputs
-// build nothing, and a build's result (digest, content, revision and
-// other tags) is recorded in the image's status.
+//     pushes and tags;
+//   - in a builder pod (an image with a run step): `manager helper
+//     assemble` calls Assemble and PushImage on the workspace the builder
+//     command wrote and reports the digest; the operator then calls Publish
+//     to make the index and move the tags.
 //
 // Pushes are ordered so no tag ever names a half-written image: blobs, then
 // the manifest by digest, then (for several platforms) the index, then the
 // tags, all naming the one digest.
-package build
+package image
 
 import (
 	"context"
@@ -58,8 +55,9 @@ type Registry struct {
 	Compression source.Compression
 }
 
-// Image is what to build: an image of the spec with its source resolved.
-type Image struct {
+// Spec is what to build: an image of the environment's spec with its
+// source resolved.
+type Spec struct {
 	// Name of the image in the spec; the repository is Prefix/Name.
 	Name string
 	// Base is the base image reference (tag or digest); empty is scratch.
@@ -274,7 +272,7 @@ func (b *Builder) ResolveBase(ctx context.Context, base string, insecure bool) (
 // hash), and pushes what the registry does not hold yet: blobs, the
 // manifest(s), the index, then the tags. dir may be empty when img has no
 // layers.
-func (b *Builder) Build(ctx context.Context, img Image, dir string, render func(contentHash string) ([]string, error)) (*Result, error) {
+func (b *Builder) Build(ctx context.Context, img Spec, dir string, render func(contentHash string) ([]string, error)) (*Result, error) {
 	repo, err := b.repository(img.Name)
 	if err != nil {
 		return nil, err
@@ -321,7 +319,7 @@ func (b *Builder) finish(ctx context.Context, image string, repo name.Repository
 // for that platform, one layer per mapping (fixed timestamps, sorted
 // entries, numeric owners 0:0 unless the mapping says otherwise), and the
 // config. The builder Job's helper calls it on the workspace.
-func (b *Builder) Assemble(ctx context.Context, img Image, platform string, dir string) (v1.Image, error) {
+func (b *Builder) Assemble(ctx context.Context, img Spec, platform string, dir string) (v1.Image, error) {
 	var list []string
 	if platform != "" {
 		list = []string{platform}
@@ -335,7 +333,7 @@ func (b *Builder) Assemble(ctx context.Context, img Image, platform string, dir 
 
 // assemblePlatforms builds img for each platform (linux/amd64 when none)
 // from the layers in dir on the fetched base.
-func (b *Builder) assemblePlatforms(ctx context.Context, img Image, list []string, dir string) ([]platformImage, error) {
+func (b *Builder) assemblePlatforms(ctx context.Context, img Spec, list []string, dir string) ([]platformImage, error) {
 	platforms, err := parsePlatforms(img.Name, list)
 	if err != nil {
 		return nil, err
