@@ -297,7 +297,7 @@ func (s *Session) logTail(ctx context.Context, pod, container string) string {
 // claim of that name this environment did not create is never used.
 func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
 	name := CacheClaimName(s.env.Name, img.Name)
-	ok, err := EnsureCacheClaim(ctx, tenant, s.env, CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
+	ok, err := pods.EnsureCacheClaim(ctx, tenant, s.env, pods.CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
 		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
 			v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
 	switch {
