@@ -1,4 +1,4 @@
-package main
+package testrun
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/testrun"
 )
 
 // The report step waits for its stop, then writes the summary of the
@@ -25,7 +24,7 @@ func TestHelperTestReportWritesTheSummaryWhenStopped(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- helperTestReport(ctx, []string{"--path", report, "--format", "GoTestJSON", "--termination-log", msg})
+		done <- ReportStep(ctx, []string{"--path", report, "--format", "GoTestJSON", "--termination-log", msg})
 	}()
 	time.Sleep(50 * time.Millisecond)
 	g.Expect(msg).NotTo(BeAnExistingFile(), "written only once the test container has exited")
@@ -33,14 +32,14 @@ func TestHelperTestReportWritesTheSummaryWhenStopped(t *testing.T) {
 	g.Eventually(done).Should(Receive(BeNil()))
 	data, err := os.ReadFile(msg)
 	g.Expect(err).NotTo(HaveOccurred())
-	res, why := testrun.DecodeSummary(string(data))
+	res, why := DecodeSummary(string(data))
 	g.Expect(why).To(BeEmpty())
 	g.Expect(*res).To(Equal(v1alpha1.TestResults{Passed: 1, Failed: 1, Failures: []string{"m.TestA"}}))
 
 	// No report: the step still succeeds, its summary says why.
 	g.Expect(writeTestReport(filepath.Join(dir, "none.xml"), v1alpha1.ReportJUnit, msg)).To(Succeed())
 	data, _ = os.ReadFile(msg)
-	res, why = testrun.DecodeSummary(string(data))
+	res, why = DecodeSummary(string(data))
 	g.Expect(res).To(BeNil())
 	g.Expect(why).To(ContainSubstring("wrote no report at " + filepath.Join(dir, "none.xml")))
 }

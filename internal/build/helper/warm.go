@@ -1,4 +1,4 @@
-package main
+package helper
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/devloop-dev/devloop/internal/image"
-	"github.com/devloop-dev/devloop/internal/pods"
 	"io"
 	"os"
 	"os/exec"
@@ -20,12 +18,14 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
-// helperInstall copies this binary to --to, for a builder image that does
+// installStep copies this binary to --to, for a builder image that does
 // not have it, and creates the build cache's directories as the build user.
-func helperInstall(args []string) error {
+func installStep(args []string) error {
 	fs := flag.NewFlagSet("helper install", flag.ContinueOnError)
 	to := fs.String("to", build.WarmHelper, "where to copy this binary")
 	cacheRoot := fs.String("cache-root", "", "mounted build cache volume")
@@ -33,7 +33,7 @@ func helperInstall(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := makeCacheDirs(*cacheRoot, *cacheDirs); err != nil {
+	if err := pods.MakeCacheDirs(*cacheRoot, *cacheDirs); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -60,7 +60,7 @@ func helperInstall(args []string) error {
 	return os.Rename(tmp, *to)
 }
 
-// helperBuild is one step of a build in a warm builder (--step): fetch
+// buildStep is one step of a build in a warm builder (--step): fetch
 // the source into a cleared workspace (in the agent container, which has
 // the credentials), run the build command there (in the build container,
 // which has none), assemble and push the image (agent again). The
@@ -69,7 +69,7 @@ func helperInstall(args []string) error {
 // operator may exec a build while an earlier one still runs. The fetch
 // step writes --token into the workspace; the later steps refuse a
 // workspace that names another build.
-func helperBuild(ctx context.Context, args []string) error {
+func buildStep(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper build", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	step := fs.String("step", "", "fetch, run or push")
@@ -84,7 +84,7 @@ func helperBuild(ctx context.Context, args []string) error {
 	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
 	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
-	buildLog := fs.String("build-log", "", "a named pipe the build command's output is also written to (run), see helperIdle")
+	buildLog := fs.String("build-log", "", "a named pipe the build command's output is also written to (run), see idleStep")
 	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON (push)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,7 +107,7 @@ func helperBuild(ctx context.Context, args []string) error {
 		if err := clearWorkspace(*dir); err != nil {
 			return err
 		}
-		digest, err := fetchInto(ctx, ref, *credsDir, *dir)
+		digest, err := pods.FetchInto(ctx, ref, *credsDir, *dir)
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func helperBuild(ctx context.Context, args []string) error {
 			if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
 				// The build command's own exit code becomes the exec's, so
 				// the operator reports it as a Job's would be.
-				return commandExitError{code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
+				return ExitError{Code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
 			}
 			return fmt.Errorf("build command %v: %w", command, err)
 		}
@@ -195,14 +195,15 @@ func checkBuildToken(dir, token string) error {
 	return nil
 }
 
-// commandExitError makes the helper exit with the build command's code.
-type commandExitError struct {
-	code int
+// ExitError is a build command that exited with Code: the helper exits
+// with it too, so the operator reports it as a builder Job's would be.
+type ExitError struct {
+	Code int
 	err  error
 }
 
-func (e commandExitError) Error() string { return e.err.Error() }
-func (e commandExitError) Unwrap() error { return e.err }
+func (e ExitError) Error() string { return e.err.Error() }
+func (e ExitError) Unwrap() error { return e.err }
 
 // lockWorkspace takes the workspace's lock file, waiting for a build that
 // holds it.

@@ -1,4 +1,4 @@
-package main
+package helper
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 // through pods/log with the reader's own rights — holds every build's
 // output as it is written. A 16-minute compile can then be followed live.
 
-// helperIdle is `helper idle [--build-log PIPE]`: wait for builds until
+// idleStep is `helper idle [--build-log PIPE]`: wait for builds until
 // the pod stops, copying the build log pipe to stdout when one is named.
-func helperIdle(ctx context.Context, args []string) error {
+func idleStep(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper idle", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	buildLog := fs.String("build-log", "", "a named pipe to create, whose content is copied to stdout (the warm build's output)")

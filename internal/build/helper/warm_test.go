@@ -1,4 +1,4 @@
-package main
+package helper
 
 import (
 	"bytes"
@@ -137,8 +137,8 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, err = runSteps(t, steps, workspace)
-	var code commandExitError
-	if !errors.As(err, &code) || code.code != 3 {
+	var code ExitError
+	if !errors.As(err, &code) || code.Code != 3 {
 		t.Fatalf("failing command: err %v, want exit code 3", err)
 	}
 	if strings.TrimSpace(stdout) != "" {
