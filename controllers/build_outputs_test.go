@@ -22,6 +22,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
 
@@ -105,11 +106,11 @@ func assembleOutputs(t *testing.T, job *batchv1.Job, files map[string]string) (s
 func pushAsTheHelper(t *testing.T, args []string, files map[string]string) (string, error) {
 	t.Helper()
 	g := NewWithT(t)
-	var outputs []build.OutputSpec
+	var outputs []image.OutputSpec
 	g.Expect(json.Unmarshal([]byte(flagValue(g, args, "--outputs")), &outputs)).To(Succeed())
 	var regCfg build.RegistryConfig
 	g.Expect(json.Unmarshal([]byte(flagValue(g, args, "--registry")), &regCfg)).To(Succeed())
-	b, err := build.NewBuilder(build.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure})
+	b, err := image.NewBuilder(image.Registry{Prefix: regCfg.Prefix, Insecure: regCfg.Insecure})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	dir := t.TempDir()

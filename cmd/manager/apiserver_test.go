@@ -37,7 +37,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Started under the supervisor's name (helper_supervise_test.go),
+	// Started under the supervisor's name (helper_test.go),
 	// this test binary is the supervisor, as main makes the manager.
 	if code, ok := runAsSupervisor(); ok {
 		os.Exit(code)

@@ -1,138 +1,53 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log"
-	"net/http/httptest"
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
-	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
-	"github.com/devloop-dev/devloop/internal/source"
+	. "github.com/onsi/gomega"
 )
 
-// TestHelperFetchThenAssemble runs the two helper steps of a builder pod,
-// with the arguments BuilderJob gives them, against a registry: fetch puts
-// the resolved source in the workspace, a "build" writes its output there,
-// and assemble pushes the image by digest and reports it.
-func TestHelperFetchThenAssemble(t *testing.T) {
-	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-
-	// The source as `kubectl devloop push` leaves it.
-	srcDir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(srcDir, "cmd"), 0o755); err != nil {
+// supervisorCommand runs this test binary under the supervisor's name, as
+// the build puts the operator's binary at /.devloop/supervisor when it
+// has no dedicated supervisor for the platform: TestMain dispatches
+// before the tests run, as main does.
+func supervisorCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "supervisor")
+	if err := os.Symlink(os.Args[0], link); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(srcDir, "cmd", "main.go"), []byte("package main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := source.PushDir(ctx, srcDir, host+"/team/src:dev", true); err != nil {
-		t.Fatal(err)
-	}
-	spec := v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: host + "/team/src", Tag: "dev", Insecure: true}}
-	ref, err := (&source.Fetcher{Root: t.TempDir()}).Resolve(ctx, "default", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	job, err := build.BuilderJob(build.JobRequest{
-		Name: "b", Namespace: "default", HelperImage: "helper", Source: ref, Platform: "linux/arm64",
-		Image: build.Image{Name: "api", Platforms: []string{"linux/arm64"},
-			Layers: []v1alpha1.LayerMapping{{From: "out/api", To: "/api", Mode: "0755"}}, Entrypoint: []string{"/api"}},
-		Run:      v1alpha1.BuildRun{Image: "golang", Command: []string{"go", "build"}},
-		Registry: build.Registry{Prefix: host + "/team", Insecure: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	workspace := t.TempDir()
-	cache := t.TempDir()
-	fetchArgs := withFlag(job.Spec.Template.Spec.InitContainers[0].Args, "--dest", workspace)
-	fetchArgs = withFlag(fetchArgs, "--cache-root", cache)
-	if err := runHelper(fetchArgs[1:]); err != nil {
-		t.Fatalf("helper fetch: %v", err)
-	}
-	// The cache's subPath directories exist before the build container
-	// mounts them, made by the build's user rather than by the kubelet.
-	for _, d := range []string{"p0", "p1"} {
-		if st, err := os.Stat(filepath.Join(cache, d)); err != nil || !st.IsDir() {
-			t.Errorf("cache directory %s: %v", d, err)
-		}
-	}
-	if got, err := os.ReadFile(filepath.Join(workspace, "cmd", "main.go")); err != nil || string(got) != "package main\n" {
-		t.Fatalf("workspace after fetch: %q, %v", got, err)
-	}
-	if _, err := os.Stat(filepath.Join(workspace, ".devloop-store")); !os.IsNotExist(err) {
-		t.Fatalf("the fetch store is left in the workspace: %v", err)
-	}
-
-	// What the build container would write.
-	if err := os.MkdirAll(filepath.Join(workspace, "out"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(workspace, "out", "api"), []byte("\x7fELF binary"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	report := filepath.Join(t.TempDir(), "termination-log")
-	assembleArgs := withFlag(job.Spec.Template.Spec.Containers[0].Args, "--dir", workspace)
-	assembleArgs = append(assembleArgs, "--termination-log", report)
-	if err := runHelper(assembleArgs[1:]); err != nil {
-		t.Fatalf("helper assemble: %v", err)
-	}
-	data, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r build.AssembleReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("termination message %q: %v", data, err)
-	}
-	d, err := name.NewDigest(host+"/team/api@"+r.Digest, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(d)
-	if err != nil {
-		t.Fatalf("the reported digest is not in the registry: %v", err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Architecture != "arm64" || cfg.OS != "linux" {
-		t.Errorf("platform %s/%s, want linux/arm64", cfg.OS, cfg.Architecture)
-	}
-	if len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != "/api" {
-		t.Errorf("entrypoint %v", cfg.Config.Entrypoint)
-	}
-	tags, err := remote.List(d.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tags) != 0 {
-		t.Errorf("assemble moved tags %v; tags are the operator's, after every platform is pushed", tags)
-	}
+	return exec.Command(link, args...)
 }
 
-// withFlag replaces a flag's value in args (a pod path by a test path).
-func withFlag(args []string, flag, value string) []string {
-	out := append([]string(nil), args...)
-	for i := range out {
-		if out[i] == flag && i+1 < len(out) {
-			out[i+1] = value
-		}
-	}
-	return out
+// The binary started as `supervisor` is the supervisor: it runs the
+// program and exits with its code; `sync` without a supervisor says so.
+func TestBinaryNamedSupervisorSupervisesAndSyncs(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	cmd := supervisorCommand(t, "supervise", "--root="+root, "--orig="+filepath.Join(root, "none"), "--gate-timeout=10ms", "--", "/bin/sh", "-c", "echo from the program; exit 7")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(7), out.String())
+	g.Expect(out.String()).To(ContainSubstring("from the program"))
+	g.Expect(out.String()).NotTo(ContainSubstring("PASS"), "the tests must not run under the supervisor's name")
+
+	sync := supervisorCommand(t, "sync", "--root="+t.TempDir(), "--digest=sha256:one")
+	sync.Stdin = strings.NewReader("")
+	out.Reset()
+	sync.Stdout, sync.Stderr = &out, &out
+	g.Expect(sync.Run()).To(HaveOccurred())
+	g.Expect(out.String()).To(HavePrefix("devloop: no supervisor answers at "))
+
+	bad := supervisorCommand(t, "supervise", "--after=later", "--", "/bin/true")
+	out.Reset()
+	bad.Stdout, bad.Stderr = &out, &out
+	g.Expect(bad.Run()).To(HaveOccurred())
+	g.Expect(out.String()).To(ContainSubstring("--after: want restart, none or command"))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/devloop-dev/devloop/controllers"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/build/helper"
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/metrics"
@@ -42,9 +43,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devloop:", err)
-		var code commandExitError
+		var code helper.ExitError
 		if errors.As(err, &code) {
-			os.Exit(code.code)
+			os.Exit(code.Code)
 		}
 		os.Exit(1)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/onsi/gomega"
+
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
@@ -79,4 +81,14 @@ func TestDebugImageSpecInstallsDelveAndKeepsTheCommand(t *testing.T) {
 	if DebugImageSpec(noRun) != noRun {
 		t.Error("an image without a run step changed")
 	}
+}
+
+// A debug build runs the program under delve, not the supervisor: it has
+// no live paths, so the program stays a plain file.
+func TestDebugBuildHasNoLivePaths(t *testing.T) {
+	g := NewWithT(t)
+	img := &v1alpha1.ImageSpec{Name: "web", Run: &v1alpha1.BuildRun{Command: []string{"go", "build"}},
+		LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}}}
+	g.Expect(DebugImageSpec(img).LiveUpdate).To(BeNil())
+	g.Expect(img.LiveUpdate).NotTo(BeNil(), "the spec itself is not changed")
 }

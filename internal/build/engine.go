@@ -1,3 +1,17 @@
+// Package build builds an environment's images: Engine (engine*.go)
+// decides, per image of a component, whether its inputs changed, and builds
+// it in one of three ways, all assembling and pushing with internal/image:
+//   - in-process (an image without a run step): image.Builder.Build on the
+//     fetched source, in the operator;
+//   - builder Job (an image with a run step): a Job per platform whose last
+//     container (`manager helper assemble`) assembles and pushes the
+//     workspace the builder command wrote and reports the digest; the
+//     operator then publishes the index and moves the tags;
+//   - warm builder (run.keepWarm): the same steps as processes exec'd into
+//     a pod that stays up between builds.
+//
+// Unchanged inputs build nothing, and a build's result (digest, content,
+// revision and other tags) is recorded in the image's status.
 package build
 
 import (
@@ -25,6 +39,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/memo"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
@@ -52,7 +67,7 @@ type Options struct {
 	// checked to still be in the registry; five minutes when zero.
 	VerifyInterval time.Duration
 	// Compression of built layers, in process and in builder pods; the
-	// zero value is auto (see Registry).
+	// zero value is auto (see image.Registry).
 	Compression source.Compression
 	// MaxBuildTimeout caps a run step's run.timeout, in builder Jobs and
 	// warm builders alike; DefaultMaxBuildTimeout when zero.
@@ -109,7 +124,7 @@ type Session struct {
 	env     *v1alpha1.DevEnvironment
 	tenant  *identity.Tenant
 	sources source.Resolved
-	builder *Builder
+	builder *image.Builder
 
 	// next is when something must be looked at again even if nothing
 	// changes (a base tag to resolve, a push to verify), and whether a
@@ -201,7 +216,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 		s.progress("building image " + img.Name)
 	}
 	spec := imageSpec(img, ref, baseDigest)
-	var res *Result
+	var res *image.Result
 	if img.Run == nil {
 		dir := ""
 		if img.Source != "" {
@@ -295,7 +310,7 @@ func (s *Session) reportedMissing(ctx context.Context, img *v1alpha1.ImageSpec, 
 // carries the source's URL but not its revision: every push is a new
 // revision, and an unchanged build must give the same digest so nothing
 // rolls out. The revision is in status and the revision tag.
-func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image {
+func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) image.Spec {
 	base := img.Base
 	if base != "" && baseDigest != "" {
 		base = pinDigest(base, baseDigest)
@@ -304,7 +319,7 @@ func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image
 	if img.LiveUpdate != nil {
 		live = img.LiveUpdate.Paths
 	}
-	return Image{
+	return image.Spec{
 		LivePaths: live,
 		Name:      img.Name, Base: base, BaseInsecure: img.BaseInsecure, Platforms: img.Platforms, Layers: img.Layers,
 		Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env,
@@ -315,7 +330,7 @@ func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) Image
 
 // registry is the environment's registry client, made once per reconcile
 // with the credentials of spec.registry.credentialsRef.
-func (s *Session) registry(ctx context.Context) (*Builder, error) {
+func (s *Session) registry(ctx context.Context) (*image.Builder, error) {
 	if s.builder != nil {
 		return s.builder, nil
 	}
@@ -333,21 +348,21 @@ func (s *Session) registry(ctx context.Context) (*Builder, error) {
 		if err != nil {
 			return nil, err
 		}
-		if keychain, err = KeychainFromDockerConfig(data); err != nil {
+		if keychain, err = image.KeychainFromDockerConfig(data); err != nil {
 			return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.registry.credentialsRef: Secret %s: %w", reg.CredentialsRef.Name, err)
 		}
 	}
-	var opts []Option
+	var opts []image.Option
 	if s.e.Options.BaseCacheDir != "" {
-		opts = append(opts, WithCacheDir(s.e.Options.BaseCacheDir))
+		opts = append(opts, image.WithCacheDir(s.e.Options.BaseCacheDir))
 	}
 	if s.e.Options.Transport != nil {
-		opts = append(opts, WithTransport(s.e.Options.Transport))
+		opts = append(opts, image.WithTransport(s.e.Options.Transport))
 	}
 	if s.e.Options.Supervisor != "" {
-		opts = append(opts, WithSupervisor(s.e.Options.Supervisor))
+		opts = append(opts, image.WithSupervisor(s.e.Options.Supervisor))
 	}
-	b, err := NewBuilder(Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain,
+	b, err := image.NewBuilder(image.Registry{Prefix: reg.Prefix, PullPrefix: reg.PullPrefix, Insecure: reg.Insecure, Keychain: keychain,
 		Compression: s.e.Options.Compression}, opts...)
 	if err != nil {
 		return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.registry: %w", err)
@@ -467,7 +482,7 @@ type memoEntry struct {
 // recorded last): two environments pushing to one repository move each
 // other's tags, and a pod started from such a tag would run the other's
 // build.
-func (s *Session) reportMovedTags(image, previous string, res *Result) {
+func (s *Session) reportMovedTags(image, previous string, res *image.Result) {
 	if s.e.Events == nil {
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
@@ -35,12 +36,12 @@ const logTailBytes = 2048
 // Job that reported a platform image the registry no longer holds is
 // replaced.
 func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*Result, string, error) {
+	spec image.Spec, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*image.Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
 	digests := map[string]v1.Hash{}
-	var outputs []OutputReport
+	var outputs []image.OutputReport
 	var running []string
 	for _, p := range img.BuildPlatforms() {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
@@ -145,7 +146,7 @@ func (e *Engine) needHelperImage(img *v1alpha1.ImageSpec) error {
 // several) and the outputs they pushed, and records the build as
 // succeeded.
 func (s *Session) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digests map[string]v1.Hash, outputs []OutputReport, tags *plan.TagTemplates) (*Result, error) {
+	digests map[string]v1.Hash, outputs []image.OutputReport, tags *plan.TagTemplates) (*image.Result, error) {
 	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func markCompleted(b *v1alpha1.BuildStatus) {
 // startBuilderJob replaces the image's previous builder Job for this
 // platform with a new one. The previous one is kept until then so its logs
 // stay readable.
-func (s *Session) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, spec Image, ref source.Ref, platform, jobName string) error {
+func (s *Session) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, spec image.Spec, ref source.Ref, platform, jobName string) error {
 	tenant, err := s.tenant.Client()
 	if err != nil {
 		return err
@@ -215,7 +216,7 @@ func (s *Session) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, 
 // builderRequest is what a builder (Job or warm pod) named name needs to
 // build img for platform; it creates the image's cache claim.
 func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec,
-	spec Image, ref source.Ref, platform, name string) (JobRequest, error) {
+	spec image.Spec, ref source.Ref, platform, name string) (JobRequest, error) {
 	role := v1alpha1.RoleBuild
 	if img.Run.KeepWarm {
 		role = v1alpha1.RoleWarmBuild
@@ -227,7 +228,7 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 			v1alpha1.LabelPlatform: v1alpha1.LabelValue(strings.ReplaceAll(platform, "/", "-")), v1alpha1.LabelRole: role,
 		},
 		HelperImage: s.e.Options.HelperImage, MaxTimeout: s.e.Options.MaxBuildTimeout, Source: ref, Image: spec, Platform: platform, Run: *img.Run,
-		Registry: Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure,
+		Registry: image.Registry{Prefix: s.env.Spec.Registry.Prefix, Insecure: s.env.Spec.Registry.Insecure,
 			Compression: s.e.Options.Compression},
 	}
 	req.SourceSecret = s.env.Spec.SourceSecretName(img.Source)
@@ -296,7 +297,7 @@ func (s *Session) logTail(ctx context.Context, pod, container string) string {
 // claim of that name this environment did not create is never used.
 func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
 	name := CacheClaimName(s.env.Name, img.Name)
-	ok, err := EnsureCacheClaim(ctx, tenant, s.env, CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
+	ok, err := pods.EnsureCacheClaim(ctx, tenant, s.env, pods.CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
 		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
 			v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
 	switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
@@ -32,7 +33,7 @@ import (
 // it wakes when done; all three within run.timeout. It returns a result
 // once every platform image is pushed and tagged, nil meanwhile.
 func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec Image, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*Result, string, error) {
+	spec image.Spec, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*image.Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
@@ -44,7 +45,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 		return nil, "", err
 	}
 	digests := map[string]v1.Hash{}
-	var outputs []OutputReport
+	var outputs []image.OutputReport
 	var waiting []string
 	for _, p := range img.BuildPlatforms() {
 		req, err := s.builderRequest(ctx, tenant, img, spec, ref, p, WarmPodName(s.env.Name, img.Name, p))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -43,12 +44,12 @@ type JobRequest struct {
 	Source       source.Ref
 	SourceSecret string
 	// Image is assembled and pushed by the assemble container.
-	Image    Image
+	Image    image.Spec
 	Platform string
 	Run      v1alpha1.BuildRun
 	// Registry is where the image is pushed; RegistrySecret is a
 	// kubernetes.io/dockerconfigjson Secret (optional).
-	Registry       Registry
+	Registry       image.Registry
 	RegistrySecret string
 	// CacheClaim is a PersistentVolumeClaim mounted at the cache paths;
 	// without one the paths are emptyDirs, so a non-root build can write
@@ -58,7 +59,7 @@ type JobRequest struct {
 	MaxTimeout time.Duration
 	// Outputs are the run step's outputs the push step packs and pushes
 	// (only one platform's builder has them).
-	Outputs []OutputSpec
+	Outputs []image.OutputSpec
 }
 
 // AssembleReport is what the assemble container writes to its termination
@@ -66,9 +67,9 @@ type JobRequest struct {
 // outputs it pushed (at most four, so the report stays far below the
 // kubelet's 4 KiB bound on a termination message).
 type AssembleReport struct {
-	Digest   string         `json:"digest"`
-	Uploaded int            `json:"uploaded"`
-	Outputs  []OutputReport `json:"outputs,omitempty"`
+	Digest   string               `json:"digest"`
+	Uploaded int                  `json:"uploaded"`
+	Outputs  []image.OutputReport `json:"outputs,omitempty"`
 }
 
 // RegistryConfig is the registry as the assemble container receives it;

@@ -1,18 +1,16 @@
 package build
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
-// Names of what the engine creates for an image. Each is a readable prefix
-// and a short hash of the full identity it stands for, so two identities
-// never share a name however their parts are split by dashes
-// (environment "a" with image "b-c" and environment "a-b" with image "c"),
-// and a prefix cut to fit 63 characters loses nothing.
+// Names of what the engine creates for an image (pods.HashedName). Each is
+// a readable prefix and a short hash of the full identity it stands for, so
+// two identities never share a name however their parts are split by
+// dashes (environment "a" with image "b-c" and environment "a-b" with image
+// "c"), and a prefix cut to fit 63 characters loses nothing.
 //
 // The warm builder of an image for a platform is named
 //
@@ -31,43 +29,19 @@ import (
 
 // WarmPodName is the name of the warm builder of env's image for platform.
 func WarmPodName(env, image, platform string) string {
-	return hashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "-warm", env, image, platform)
+	return pods.HashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "-warm", env, image, platform)
 }
 
 // CacheClaimName is the name of the build cache claim of env's image.
 func CacheClaimName(env, image string) string {
-	return hashedName(env+"-"+sanitize(image), "-cache", env, image)
-}
-
-// TestCacheClaimName is the name of the test cache claim of env's suite:
-// "<env>-<suite>-<hash>-tcache", hashing "<env>\ntest\n<suite>", so it
-// never meets an image's build cache claim of the same name.
-func TestCacheClaimName(env, suite string) string {
-	return hashedName(env+"-"+suite, "-tcache", env, "test", suite)
+	return pods.HashedName(env+"-"+sanitize(image), "-cache", env, image)
 }
 
 // builderJobName is "<env>-<image>-<arch>-<hash>", at most 63 characters
 // (Job names become pod label values); the hash covers the identity and
 // the inputs, so a new input is a new Job.
 func builderJobName(env, image, platform, inputs string) string {
-	return hashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "", env, image, platform, inputs)
-}
-
-// hashedName is readable, cut so that readable-<hash>suffix fits 63
-// characters, where hash is the first 8 hex digits of identity's SHA-256.
-func hashedName(readable, suffix string, identity ...string) string {
-	tail := "-" + shortHash(identity...) + suffix
-	if max := validation.DNS1123LabelMaxLength - len(tail); len(readable) > max {
-		readable = readable[:max]
-	}
-	return strings.TrimRight(readable, "-.") + tail
-}
-
-// shortHash is the first 8 hex digits of the SHA-256 of parts joined by
-// newlines.
-func shortHash(parts ...string) string {
-	sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
-	return hex.EncodeToString(sum[:4])
+	return pods.HashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "", env, image, platform, inputs)
 }
 
 // archOf is a platform's name part: "arm64" for linux/arm64, "armv7" for

@@ -9,26 +9,27 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/image"
 )
 
 // outputSpecs are the outputs of img's run step as its builder gets them,
 // each naming its field in the spec. An output whose repository is the
 // repository of an image of the environment is refused: both would push
 // there.
-func (s *Session) outputSpecs(img *v1alpha1.ImageSpec) ([]OutputSpec, error) {
+func (s *Session) outputSpecs(img *v1alpha1.ImageSpec) ([]image.OutputSpec, error) {
 	if img.Run == nil || len(img.Run.Outputs) == 0 {
 		return nil, nil
 	}
 	field := imageField(s.env, img.Name)
-	specs := make([]OutputSpec, 0, len(img.Run.Outputs))
+	specs := make([]image.OutputSpec, 0, len(img.Run.Outputs))
 	for k, o := range img.Run.Outputs {
 		f := fmt.Sprintf("%s.run.outputs[%d]", field, k)
-		repo := OutputRepository(img.Name, o.Name)
+		repo := image.OutputRepository(img.Name, o.Name)
 		if other := imageField(s.env, repo); other != "" {
 			return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec,
 				"%s: the output is pushed to <registry.prefix>/%s, which is the repository of image %s (%s): rename the image or the output", f, repo, repo, other)
 		}
-		specs = append(specs, OutputSpec{Name: o.Name, Path: o.Path, Field: f})
+		specs = append(specs, image.OutputSpec{Name: o.Name, Path: o.Path, Field: f})
 	}
 	return specs, nil
 }
@@ -63,7 +64,7 @@ func outputsArgs(req JobRequest) ([]string, error) {
 // platform's builder packs outputs (builderRequest), so reports are that
 // one's. A declared output missing from the report is the builder's
 // failure: the same inputs would report the same.
-func (s *Session) recordOutputs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, reports []OutputReport, contentTag string) error {
+func (s *Session) recordOutputs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, reports []image.OutputReport, contentTag string) error {
 	if img.Run == nil || len(img.Run.Outputs) == 0 {
 		ist.Outputs = nil
 		return nil
@@ -90,7 +91,7 @@ func (s *Session) recordOutputs(ctx context.Context, img *v1alpha1.ImageSpec, is
 		if err := b.TagOutput(ctx, img.Name, o.Name, digest, contentTag); err != nil {
 			return buildError(img.Name, fmt.Errorf("output %s: %w", o.Name, err))
 		}
-		outputs = append(outputs, v1alpha1.OutputStatus{Name: o.Name, Repository: b.Repository(OutputRepository(img.Name, o.Name)), Digest: digest})
+		outputs = append(outputs, v1alpha1.OutputStatus{Name: o.Name, Repository: b.Repository(image.OutputRepository(img.Name, o.Name)), Digest: digest})
 	}
 	ist.Outputs = outputs
 	return nil

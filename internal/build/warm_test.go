@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -28,8 +29,8 @@ func warmRequest() JobRequest {
 	return JobRequest{
 		Name: "app-web-amd64-warm", Namespace: "team", HelperImage: "reg/devloop/manager@sha256:1",
 		Source:   source.Ref{Source: "app", Kind: source.KindOCI, Digest: "sha256:abc"},
-		Image:    Image{Name: "web"},
-		Platform: "linux/arm64", Registry: Registry{Prefix: "reg/team", Insecure: true, Compression: source.CompressionGzip},
+		Image:    image.Spec{Name: "web"},
+		Platform: "linux/arm64", Registry: image.Registry{Prefix: "reg/team", Insecure: true, Compression: source.CompressionGzip},
 		Run:            v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"go", "build", "-o", "out/web", "."}, KeepWarm: true},
 		RegistrySecret: "regcred", SourceSecret: "gitcred",
 	}

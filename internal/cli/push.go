@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -241,7 +241,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 // PackSource packs dir as the source srcName of env, as push does: what
 // .gitignore and .devloopignore files ignore left out and, for an
 // uncompressed (local) push, the files that images copy without a run step
-// already laid out as their layers (build.PrebuildLayers), so the
+// already laid out as their layers (image.PrebuildLayers), so the
 // operator mounts those layers instead of uploading them again.
 func PackSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c source.Compression) (v1.Image, error) {
 	m, err := loadIgnore(dir)
@@ -250,7 +250,7 @@ func PackSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c sour
 	}
 	var mapped []source.MappedLayer
 	if c == source.CompressionNone {
-		if mapped, err = build.PrebuildLayers(dir, copyingImages(env, srcName), m.Exclude); err != nil {
+		if mapped, err = image.PrebuildLayers(dir, copyingImages(env, srcName), m.Exclude); err != nil {
 			return nil, fmt.Errorf("packing %s: %w", dir, err)
 		}
 	}

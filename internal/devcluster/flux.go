@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 )
 
 // FluxNamespace is where the Flux controllers run, as in a Flux install.
@@ -125,11 +125,11 @@ func (c *Cluster) buildFluxBinaries(ctx context.Context, log io.Writer) (map[str
 // as nobody as Flux's own images do, and pushes it under
 // Registry/flux/<name>:v<version>.
 func pushFluxImage(ctx context.Context, fc FluxController) (string, error) {
-	b, err := build.NewBuilder(build.Registry{Prefix: Registry + "/flux", Insecure: true})
+	b, err := image.NewBuilder(image.Registry{Prefix: Registry + "/flux", Insecure: true})
 	if err != nil {
 		return "", err
 	}
-	res, err := b.Build(ctx, build.Image{
+	res, err := b.Build(ctx, image.Spec{
 		Name:       fc.Name,
 		Platforms:  []string{runtime.GOOS + "/" + runtime.GOARCH},
 		Layers:     []v1alpha1.LayerMapping{{From: fc.Name, To: "/usr/local/bin/" + fc.Name, Mode: "0755"}},

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/operatorimage"
 )
 
@@ -28,7 +28,7 @@ const (
 
 // PushOperator compiles the manager for this machine's platform (the
 // node's) only, with LocalBuildFlags (the packages `go test` compiled are
-// reused), and pushes the operator image, ko-style, with internal/build.
+// reused), and pushes the operator image, ko-style, with internal/image.
 // progress, when set, receives a line per compiled package. It returns
 // repository@digest.
 func (c *Cluster) PushOperator(ctx context.Context, progress io.Writer) (string, error) {
@@ -62,7 +62,7 @@ func (c *Cluster) PushGoImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := build.NewBuilder(build.Registry{Prefix: Registry + "/devloop", Insecure: true})
+	b, err := image.NewBuilder(image.Registry{Prefix: Registry + "/devloop", Insecure: true})
 	if err != nil {
 		return "", err
 	}
@@ -81,7 +81,7 @@ func (c *Cluster) PushGoImage(ctx context.Context) (string, error) {
 	}
 	layers = append(layers, tools...)
 	tag := GoImage[strings.LastIndex(GoImage, ":")+1:]
-	res, err := b.Build(ctx, build.Image{Name: "golang", Base: busybox, Layers: layers,
+	res, err := b.Build(ctx, image.Spec{Name: "golang", Base: busybox, Layers: layers,
 		Env: []v1alpha1.EnvVar{{Name: "PATH", Value: "/usr/local/go/bin:/usr/bin:/bin"}, {Name: "GOTOOLCHAIN", Value: "local"}}},
 		"/", func(string) ([]string, error) { return []string{tag}, nil })
 	if err != nil {

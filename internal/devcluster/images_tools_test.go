@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -39,16 +39,16 @@ func TestBuilderToolsRunFromTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := build.NewBuilder(build.Registry{Prefix: host + "/devloop", Insecure: true})
+	b, err := image.NewBuilder(image.Registry{Prefix: host + "/devloop", Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tags := func(string) ([]string, error) { return []string{"dev"}, nil }
-	res, err := b.Build(ctx, build.Image{Name: "tools", Layers: layers}, "/", tags)
+	res, err := b.Build(ctx, image.Spec{Name: "tools", Layers: layers}, "/", tags)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := b.Build(ctx, build.Image{Name: "tools", Layers: layers}, "/", tags)
+	again, err := b.Build(ctx, image.Spec{Name: "tools", Layers: layers}, "/", tags)
 	if err != nil {
 		t.Fatal(err)
 	}

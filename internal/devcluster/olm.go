@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 )
 
 // OLMNamespace is where OLM v1's controllers run, as in its own install.
@@ -147,11 +147,11 @@ func (c *Cluster) buildOLMBinaries(ctx context.Context, log io.Writer) (string, 
 // and /operator-controller, from /), and pushes it under
 // Registry/olm/<name>:v<version>.
 func pushOLMImage(ctx context.Context, dir, name, version string) (string, error) {
-	b, err := build.NewBuilder(build.Registry{Prefix: Registry + "/olm", Insecure: true})
+	b, err := image.NewBuilder(image.Registry{Prefix: Registry + "/olm", Insecure: true})
 	if err != nil {
 		return "", err
 	}
-	res, err := b.Build(ctx, build.Image{
+	res, err := b.Build(ctx, image.Spec{
 		Name:       name,
 		Platforms:  []string{runtime.GOOS + "/" + runtime.GOARCH},
 		Layers:     []v1alpha1.LayerMapping{{From: name, To: "/" + name, Mode: "0755"}},

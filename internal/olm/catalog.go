@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"sigs.k8s.io/yaml"
 
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 )
 
 // TemplatePath is the semver template the catalog is rendered from.
@@ -61,7 +61,7 @@ func RenderCatalog(ctx context.Context, root, opm string) ([]byte, error) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	prefix := strings.TrimPrefix(srv.URL, "http://") + "/devloop-dev"
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: true})
+	b, err := image.NewBuilder(image.Registry{Prefix: prefix, Insecure: true})
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 )
 
 // CatalogConfigsLabel tells catalogd (OLM v1) where the file-based catalog
@@ -25,10 +25,10 @@ type Images struct {
 // PushImages assembles the bundle image (bundle/manifests and
 // bundle/metadata at /manifests and /metadata, labelled with the bundle's
 // annotations) and the catalog image (catalog/ at /configs, labelled for
-// catalogd) with internal/build, and pushes them as
+// catalogd) with internal/image, and pushes them as
 // <prefix>/devloop-bundle:v<version> and <prefix>/devloop-catalog:v<version>.
 func PushImages(ctx context.Context, root, prefix, version string, insecure bool) (*Images, error) {
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure})
+	b, err := image.NewBuilder(image.Registry{Prefix: prefix, Insecure: insecure})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func PushImages(ctx context.Context, root, prefix, version string, insecure bool
 	return &Images{Bundle: bundle, Catalog: catalog}, nil
 }
 
-func pushBundle(ctx context.Context, b *build.Builder, root, version string) (string, error) {
+func pushBundle(ctx context.Context, b *image.Builder, root, version string) (string, error) {
 	ref, err := pushLabelled(ctx, b, "devloop-bundle", "v"+version, filepath.Join(root, "bundle"),
 		[]v1alpha1.LayerMapping{{From: "manifests", To: "/manifests"}, {From: "metadata", To: "/metadata"}}, Annotations())
 	if err != nil {
@@ -55,11 +55,11 @@ func pushBundle(ctx context.Context, b *build.Builder, root, version string) (st
 
 // pushLabelled assembles an image of layers from dir on scratch, adds
 // labels to its config, pushes it by digest and tags it.
-func pushLabelled(ctx context.Context, b *build.Builder, name, tag, dir string, layers []v1alpha1.LayerMapping, labels map[string]string) (string, error) {
+func pushLabelled(ctx context.Context, b *image.Builder, name, tag, dir string, layers []v1alpha1.LayerMapping, labels map[string]string) (string, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("%s: %w (run make bundle catalog)", dir, err)
 	}
-	img, err := b.Assemble(ctx, build.Image{Name: name, Layers: layers}, "", dir)
+	img, err := b.Assemble(ctx, image.Spec{Name: name, Layers: layers}, "", dir)
 	if err != nil {
 		return "", err
 	}

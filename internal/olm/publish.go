@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 )
 
 // Publishing a bundle to a registry of one's own, as a release does to the
@@ -26,7 +26,7 @@ func PushBundleDir(ctx context.Context, bundleDir, prefix, version string, insec
 	if filepath.Base(bundleDir) != "bundle" {
 		return "", fmt.Errorf("%s: the bundle directory must be named bundle", bundleDir)
 	}
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure})
+	b, err := image.NewBuilder(image.Registry{Prefix: prefix, Insecure: insecure})
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +37,7 @@ func PushBundleDir(ctx context.Context, bundleDir, prefix, version string, insec
 // holds the package) as <prefix>/devloop-catalog:<tag>, labelled for
 // catalogd, and returns repository@digest.
 func PushCatalogDir(ctx context.Context, catalogDir, prefix, tag string, insecure bool) (string, error) {
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure})
+	b, err := image.NewBuilder(image.Registry{Prefix: prefix, Insecure: insecure})
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,7 @@
 // Package operatorimage builds devloop's own operator image without Docker:
 // the manager binary compiled per platform (CGO_ENABLED=0) on a static,
 // distroless-like base made here (no public registry is needed), assembled
-// and pushed by internal/build — the code that builds users' images — as a
+// and pushed by internal/image — the code that assembles users' images — as a
 // multi-platform index, to a registry or into an OCI layout.
 //
 // The image runs as the nonroot user 65532 with /manager as entrypoint; it
@@ -26,7 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -42,7 +42,7 @@ type Options struct {
 	// the platforms of the image. Compile makes them.
 	Binaries map[string]string
 	// Supervisors maps "os/arch" to a compiled cmd/supervisor: every
-	// platform's image carries all of them, under build.SupervisorDir,
+	// platform's image carries all of them, under image.SupervisorDir,
 	// for the live-updatable images the operator builds for any of those
 	// platforms.
 	Supervisors map[string]string
@@ -68,7 +68,7 @@ type Result struct {
 
 // Push builds the image and pushes it to ref (host/path/name:tag): the base
 // and the per-platform images by digest, then the index, then the content
-// tag and ref's tag, all naming the one digest (internal/build's order).
+// tag and ref's tag, all naming the one digest (internal/image's order).
 // insecure allows plain HTTP to ref's registry.
 func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result, error) {
 	var nameOpts []name.Option
@@ -80,8 +80,8 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 		return nil, fmt.Errorf("image reference %q: %w", ref, err)
 	}
 	repo := tag.Context().RegistryStr() + "/" + tag.Context().RepositoryStr()
-	prefix, image := repo[:strings.LastIndex(repo, "/")], repo[strings.LastIndex(repo, "/")+1:]
-	b, err := build.NewBuilder(build.Registry{Prefix: prefix, Insecure: insecure, Compression: opts.Compression})
+	prefix, repoName := repo[:strings.LastIndex(repo, "/")], repo[strings.LastIndex(repo, "/")+1:]
+	b, err := image.NewBuilder(image.Registry{Prefix: prefix, Insecure: insecure, Compression: opts.Compression})
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 		if err != nil {
 			return nil, err
 		}
-		baseDigest, _, err := b.PushImage(ctx, image, base)
+		baseDigest, _, err := b.PushImage(ctx, repoName, base)
 		if err != nil {
 			return nil, fmt.Errorf("pushing the %s base: %w", platform, err)
 		}
@@ -117,11 +117,11 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 		}
 		layers := []v1alpha1.LayerMapping{{From: "manager", To: "/manager", Mode: "0755"}}
 		if len(opts.Supervisors) > 0 {
-			layers = append(layers, v1alpha1.LayerMapping{From: "supervisors", To: build.SupervisorDir, Mode: "0755"})
+			layers = append(layers, v1alpha1.LayerMapping{From: "supervisors", To: image.SupervisorDir, Mode: "0755"})
 		}
-		img, err := b.Assemble(ctx, build.Image{
-			Name:       image,
-			Base:       b.Repository(image) + "@" + baseDigest.String(),
+		img, err := b.Assemble(ctx, image.Spec{
+			Name:       repoName,
+			Base:       b.Repository(repoName) + "@" + baseDigest.String(),
 			Layers:     layers,
 			Entrypoint: []string{"/manager"},
 			User:       fmt.Sprintf("%d:%d", NonRoot, NonRoot),
@@ -131,14 +131,14 @@ func Push(ctx context.Context, opts Options, ref string, insecure bool) (*Result
 		if err == nil {
 			// The layer is read again from dir when its blob is not kept in
 			// memory (a large uncompressed one), so dir goes after the push.
-			pushed[p.String()], _, err = b.PushImage(ctx, image, img)
+			pushed[p.String()], _, err = b.PushImage(ctx, repoName, img)
 		}
 		os.RemoveAll(dir)
 		if err != nil {
 			return nil, err
 		}
 	}
-	res, err := b.Publish(ctx, image, pushed, func(string) ([]string, error) { return []string{tag.TagStr()}, nil })
+	res, err := b.Publish(ctx, repoName, pushed, func(string) ([]string, error) { return []string{tag.TagStr()}, nil })
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func WriteLayout(ctx context.Context, opts Options, dir, tag string) (*Result, e
 
 // stage links (or copies) bin as "manager", and each supervisor as
 // supervisors/supervisor-<os>-<arch>, into a new directory: the source
-// directory of internal/build's layer mappings.
+// directory of internal/image's layer mappings.
 func stage(bin string, supervisors map[string]string) (string, error) {
 	dir, err := os.MkdirTemp("", "devloop-image-")
 	if err != nil {
@@ -213,7 +213,7 @@ func stage(bin string, supervisors map[string]string) (string, error) {
 			err = os.MkdirAll(filepath.Join(dir, "supervisors"), 0o755)
 		}
 		if err == nil {
-			err = linkOrCopy(sup, filepath.Join(dir, "supervisors", build.SupervisorName(*p)))
+			err = linkOrCopy(sup, filepath.Join(dir, "supervisors", image.SupervisorName(*p)))
 		}
 		if err != nil {
 			os.RemoveAll(dir)

@@ -1,7 +1,9 @@
 // Package pods holds what every pod devloop runs for an environment
 // shares, builder pods and test pods alike: the workspace a source is
-// fetched into, the helper containers that run the operator's own binary,
-// the restricted security context, and reading a container's log tail.
+// fetched into and the fetch step itself (FetchStep, in the pod), the
+// helper containers that run the operator's own binary, the restricted
+// security context, cache claims, the names of what devloop creates, and
+// reading a container's log tail.
 package pods
 
 import (
@@ -32,6 +34,10 @@ const (
 	// VolumeFetchTmp is the fetch container's own /tmp: what the fetch
 	// with the credentials leaves there is not shared.
 	VolumeFetchTmp = "fetch-tmp"
+	// TerminationLog is where the kubelet reads a container's termination
+	// message: the helper steps that report to the operator (a builder's
+	// assemble, a test pod's report) write there.
+	TerminationLog = "/dev/termination-log"
 	// UID runs every container: the restricted Pod Security profile
 	// refuses root, and a fixed UID keeps cache volumes' owners stable.
 	UID = 65532

@@ -9,11 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // A suite's cache (tests[].cache) is one claim per suite, created as the
-// tenant like build caches (build.EnsureCacheClaim) and mounted whole at
+// tenant like build caches (pods.EnsureCacheClaim) and mounted whole at
 // $HOME/.cache: Go's build cache is $HOME/.cache/go-build, and GOMODCACHE
 // points the module cache into it too. The volume's root is writable by
 // the pod's fsGroup (or made so by the provisioner); subPath directories
@@ -27,8 +27,12 @@ const (
 	moduleCacheDir = testCacheDir + "/gomod"
 )
 
-// CacheClaimName is the test cache claim of env's suite.
-func CacheClaimName(env, suite string) string { return build.TestCacheClaimName(env, suite) }
+// CacheClaimName is the test cache claim of env's suite:
+// "<env>-<suite>-<hash>-tcache", hashing "<env>\ntest\n<suite>", so it
+// never meets an image's build cache claim ("-cache") of the same name.
+func CacheClaimName(env, suite string) string {
+	return pods.HashedName(env+"-"+suite, "-tcache", env, "test", suite)
+}
 
 // withCache mounts the suite's cache claim in the test container. The
 // GOMODCACHE entry comes before the suite's env, so the suite may move it.
@@ -59,7 +63,7 @@ func (p *testPass) ensureCache(ctx context.Context, tenant client.Client, job *b
 		return nil
 	}
 	name := CacheClaimName(p.env.Name, suite.Name)
-	ok, err := build.EnsureCacheClaim(ctx, tenant, p.env, build.CacheClaim{Name: name, What: "test cache claim", Size: suite.Cache.Size,
+	ok, err := pods.EnsureCacheClaim(ctx, tenant, p.env, pods.CacheClaim{Name: name, What: "test cache claim", Size: suite.Cache.Size,
 		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(p.env.Name), v1alpha1.LabelSuite: suite.Name,
 			v1alpha1.LabelRole: v1alpha1.RoleTestCache}})
 	if err == nil && !ok {

@@ -1,0 +1,239 @@
+package helper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/image"
+	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/internal/source"
+)
+
+// installStep copies this binary to --to, for a builder image that does
+// not have it, and creates the build cache's directories as the build user.
+func installStep(args []string) error {
+	fs := flag.NewFlagSet("helper install", flag.ContinueOnError)
+	to := fs.String("to", build.WarmHelper, "where to copy this binary")
+	cacheRoot := fs.String("cache-root", "", "mounted build cache volume")
+	cacheDirs := fs.String("cache-dirs", "", "comma-separated directories to create in the cache volume")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := pods.MakeCacheDirs(*cacheRoot, *cacheDirs); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := *to + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, *to)
+}
+
+// buildStep is one step of a build in a warm builder (--step): fetch
+// the source into a cleared workspace (in the agent container, which has
+// the credentials), run the build command there (in the build container,
+// which has none), assemble and push the image (agent again). The
+// AssembleReport is the last line on stdout; everything else goes to
+// stderr. Steps of builds in one pod take turns (a lock file): a restarted
+// operator may exec a build while an earlier one still runs. The fetch
+// step writes --token into the workspace; the later steps refuse a
+// workspace that names another build.
+func buildStep(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("helper build", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	step := fs.String("step", "", "fetch, run or push")
+	token := fs.String("token", "", "names this build across its steps")
+	refJSON := fs.String("ref", "", "the resolved source reference, as JSON (fetch)")
+	imageJSON := fs.String("image", "", "the image to assemble, as JSON (push)")
+	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image (push)")
+	registryJSON := fs.String("registry", "", "the registry, as JSON (push)")
+	commandJSON := fs.String("command", "", "the build command, as a JSON list (run)")
+	envJSON := fs.String("env", "", "the build's environment over the container's, as a JSON list of {name, value} (run)")
+	dir := fs.String("dir", pods.WorkspaceDir, "the workspace")
+	credsDir := fs.String("credentials", "", "directory of a mounted source credentials Secret (fetch)")
+	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
+	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
+	buildLog := fs.String("build-log", "", "a named pipe the build command's output is also written to (run), see idleStep")
+	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON (push)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *token == "" || strings.ContainsAny(*token, "/\\\n") {
+		return errors.New("--token: want a plain word")
+	}
+	unlock, err := lockWorkspace(*dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	switch *step {
+	case build.WarmStepFetch:
+		var ref source.Ref
+		if err := json.Unmarshal([]byte(*refJSON), &ref); err != nil {
+			return fmt.Errorf("--ref: %w", err)
+		}
+		if err := clearWorkspace(*dir); err != nil {
+			return err
+		}
+		digest, err := pods.FetchInto(ctx, ref, *credsDir, *dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "fetched source %s at %s (%s)\n", ref.Source, ref.Revision, digest)
+		return os.WriteFile(filepath.Join(*dir, buildTokenFile), []byte(*token), 0o644)
+	case build.WarmStepRun:
+		var command []string
+		if err := json.Unmarshal([]byte(*commandJSON), &command); err != nil || len(command) == 0 {
+			return fmt.Errorf("--command: want a JSON list of at least one word (%v)", err)
+		}
+		var env []corev1.EnvVar
+		if *envJSON != "" {
+			if err := json.Unmarshal([]byte(*envJSON), &env); err != nil {
+				return fmt.Errorf("--env: %w", err)
+			}
+		}
+		if err := checkBuildToken(*dir, *token); err != nil {
+			return err
+		}
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		logw := openBuildLog(*buildLog)
+		defer logw.Close()
+		logw.Printf("build %s: running %v", *token, command)
+		// The operator reads the exec stream; a person the container log.
+		out := io.MultiWriter(os.Stderr, logw)
+		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, out, out
+		// Output is copied, not inherited: a daemon the command leaves
+		// behind holding it open must not keep the step from ending.
+		cmd.WaitDelay = 5 * time.Second
+		// The pod's environment, then this build's (the revision, the
+		// spec's entries); the last of a name wins.
+		cmd.Env = os.Environ()
+		for _, e := range env {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
+		err := cmd.Run()
+		if err != nil {
+			logw.Printf("build %s: %v", *token, err)
+		} else {
+			logw.Printf("build %s: the build command succeeded", *token)
+		}
+		if err != nil {
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
+				// The build command's own exit code becomes the exec's, so
+				// the operator reports it as a Job's would be.
+				return ExitError{Code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
+			}
+			return fmt.Errorf("build command %v: %w", command, err)
+		}
+		return nil
+	case build.WarmStepPush:
+		var img image.Spec
+		if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
+			return fmt.Errorf("--image: %w", err)
+		}
+		if err := checkBuildToken(*dir, *token); err != nil {
+			return err
+		}
+		report, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, *outputsJSON, os.Stderr)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Printf("%s\n", report)
+		return err
+	default:
+		return fmt.Errorf("--step %q: want fetch, run or push", *step)
+	}
+}
+
+// buildTokenFile names the build whose source the workspace holds.
+const buildTokenFile = ".devloop-build"
+
+// checkBuildToken refuses a workspace another build has fetched into.
+func checkBuildToken(dir, token string) error {
+	got, err := os.ReadFile(filepath.Join(dir, buildTokenFile))
+	if err != nil || string(got) != token {
+		return errors.New("the workspace no longer holds this build's source (another build fetched into it since)")
+	}
+	return nil
+}
+
+// ExitError is a build command that exited with Code: the helper exits
+// with it too, so the operator reports it as a builder Job's would be.
+type ExitError struct {
+	Code int
+	err  error
+}
+
+func (e ExitError) Error() string { return e.err.Error() }
+func (e ExitError) Unwrap() error { return e.err }
+
+// lockWorkspace takes the workspace's lock file, waiting for a build that
+// holds it.
+func lockWorkspace(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".devloop-lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// clearWorkspace removes the previous build's source and outputs, keeping
+// the lock file: each build starts from exactly the fetched source, as a
+// builder Job does. Caches live on their own volume, not here.
+func clearWorkspace(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == ".devloop-lock" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("clearing the workspace: %w", err)
+		}
+	}
+	return nil
+}
