@@ -18,6 +18,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 )
 
 // gadgetCRD is a CustomResourceDefinition manifest.
@@ -216,9 +217,9 @@ func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	// Someone's helm upgrade, started 30s ago, is running: it wrote
 	// revision 2 pending-upgrade, copying revision 1's labels as helm
 	// upgrade does.
-	cfg, err := deploy.NewConfigFactory(restConfig, "")(ns)
+	cfg, err := helm.NewConfigFactory(restConfig, "")(ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	last, err := deploy.LastRelease(cfg, "busy")
+	last, err := helm.LastRelease(cfg, "busy")
 	g.Expect(err).NotTo(HaveOccurred())
 	pending := *last
 	pending.Info = &release.Info{Status: release.StatusPendingUpgrade, LastDeployed: helmtime.Time{Time: time.Now().Add(-30 * time.Second)}}
@@ -235,7 +236,7 @@ func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 		g.Expect(reconciling).NotTo(BeNil())
 		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
 	})
-	now, err := deploy.LastRelease(cfg, "busy")
+	now, err := helm.LastRelease(cfg, "busy")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(now.Version).To(Equal(2))
 	g.Expect(now.Info.Status).To(Equal(release.StatusPendingUpgrade), "left to its action")

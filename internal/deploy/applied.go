@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 )
 
 // A no-op reconcile of an unchanged component should cost the reads
@@ -39,7 +41,7 @@ type appliedRecord struct {
 }
 
 type releaseRecord struct {
-	info          ReleaseInfo
+	info          helm.ReleaseInfo
 	secret        string
 	secretVersion string
 	objects       []*unstructured.Unstructured

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
@@ -140,7 +141,7 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		if isCRD(o) {
 			crds = append(crds, o)
 			// Helm's cached discovery must see the new kind.
-			crdsApplied.Add(1)
+			helm.CRDApplied()
 		}
 	}
 	if len(crds) > 0 {

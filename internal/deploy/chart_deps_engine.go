@@ -4,25 +4,25 @@ import (
 	"context"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // loadChart loads component c's chart and its dependencies with the
 // environment's chart credentials, whose Secrets are read through cl, the
 // tenant's client. Errors name the field: spec.components[i].helm.chart.
-func (e *Engine) loadChart(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, art *source.Artifact, cl client.Reader) (*chart.Chart, error) {
+func (e *Engine) loadChart(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, art *source.Artifact, cl client.Reader) (*helm.Chart, error) {
 	charts := e.Charts
 	if charts == nil {
 		// Charts from sources need no cache; downloads are not cached.
-		charts = &ChartLoader{}
+		charts = &helm.ChartLoader{}
 	}
-	opts := LoadOptions{
+	opts := helm.LoadOptions{
 		PlainHTTP:   func(ociRef string) bool { return plainHTTPChart(env, ociRef) },
-		Credentials: &ChartCredentials{Entries: env.Spec.ChartCredentials, Namespace: env.Namespace, Reader: cl},
+		Credentials: &helm.ChartCredentials{Entries: env.Spec.ChartCredentials, Namespace: env.Namespace, Reader: cl},
 	}
 	ch, err := charts.Load(ctx, c.Helm.Chart, art, opts)
 	if err != nil {

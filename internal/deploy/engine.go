@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
@@ -23,6 +24,11 @@ const DefaultMaxReleaseFailures = 3
 
 // DefaultDriftQuietPeriod is the operator's DriftQuietPeriod.
 const DefaultDriftQuietPeriod = 10 * time.Second
+
+// ChartLoader loads Helm charts (helm.ChartLoader); the alias keeps the
+// Engine's Charts field, and the operator's construction of it, as they
+// were before Helm moved to its own package.
+type ChartLoader = helm.ChartLoader
 
 // Result is what the engine reports about one component: its phase and
 // why (the engine contract's result).

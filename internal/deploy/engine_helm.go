@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -58,7 +59,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		return Result{}, err
 	}
 	if progress != nil {
-		req.BeforeAction = func(act Action) {
+		req.BeforeAction = func(act helm.Action) {
 			if st.Release == nil {
 				// Recorded (by the progress write) before anything is
 				// installed, so a deletion finds it whatever happens next.
@@ -73,9 +74,9 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err := e.stalledRelease(env, st, req); err != nil {
 		return Result{}, err
 	}
-	key, digest := appliedKey(string(env.UID), c.Name), releaseDigest(req)
-	inFlight := releaseKey(req.Owner, req.Namespace, req.ReleaseName)
-	if rec, ok := applied.get(key); ok && rec.digest == digest && rec.release != nil && !helmInFlight.pending(inFlight) {
+	key, digest := appliedKey(string(env.UID), c.Name), req.Digest()
+	inFlight := helm.ReleaseKey(req.Owner, req.Namespace, req.ReleaseName)
+	if rec, ok := applied.get(key); ok && rec.digest == digest && rec.release != nil && !helm.InFlight(inFlight) {
 		res, done, err := e.unchangedRelease(ctx, env, st, cl, key, rec, opts)
 		if done || err != nil {
 			return res, err
@@ -83,19 +84,19 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	}
 	applied.forget(key)
 	started := time.Now()
-	run, done := helmInFlight.reconcile(ctx, inFlight, client.ObjectKeyFromObject(env), req)
+	run, done := helm.ReconcileInFlight(ctx, inFlight, client.ObjectKeyFromObject(env), req)
 	if !done {
-		// The action goes on outside this reconcile (helm_inflight.go).
+		// The action goes on outside this reconcile (helm/inflight.go).
 		if st.Release == nil {
 			st.Release = &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
 		}
-		return Result{Phase: v1alpha1.PhaseDeploying, Message: run.inFlightMessage(req.Namespace, req.ReleaseName) + e.timeoutNote(c, req)}, nil
+		return Result{Phase: v1alpha1.PhaseDeploying, Message: run.InFlightMessage(req.Namespace, req.ReleaseName) + e.timeoutNote(c, req)}, nil
 	}
-	out, err := run.out, run.err
+	out, err := run.Result()
 	log.FromContext(ctx).V(1).Info("helm release checked", "component", c.Name, "actions", out.Actions,
 		"took", time.Since(started).Round(time.Millisecond).String())
 	st.Release = releaseStatus(st.Release, req, out)
-	var locked *ReleaseLockedError
+	var locked *helm.ReleaseLockedError
 	if errors.As(err, &locked) {
 		// Not a failure: someone's action may be running. Looked at
 		// again like any rollout in flight.
@@ -118,18 +119,14 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 			"namespace", req.Namespace, "actions", out.Actions, "revision", out.Release.Revision)
 	}
 
-	rls := out.last
-	if rls == nil || run.started.Before(started) {
+	rls := out.Last
+	if rls == nil || run.Started().Before(started) {
 		// Not read by this reconcile's own call: read it now.
-		cfg, err := req.Configs(req.Namespace)
-		if err != nil {
+		if rls, err = helm.LastRevision(req.Configs, req.Namespace, req.ReleaseName); err != nil {
 			return Result{}, err
 		}
-		if rls, err = LastRelease(cfg, req.ReleaseName); err != nil {
-			return Result{}, fmt.Errorf("reading release %s/%s: %w", req.Namespace, req.ReleaseName, err)
-		}
 	}
-	objs, err := ReleaseManifest(rls, e.Mapper)
+	objs, err := helm.ReleaseManifest(rls, e.Mapper)
 	if err != nil {
 		return Result{}, fmt.Errorf("release %s/%s manifest: %w", req.Namespace, req.ReleaseName, err)
 	}
@@ -153,8 +150,8 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 }
 
 // recentlyDeployed says the release's last action was less than quiet ago.
-func recentlyDeployed(rls *release.Release, quiet time.Duration) bool {
-	return rls != nil && rls.Info != nil && recentlyDeployedAt(rls.Info.LastDeployed.Time, quiet)
+func recentlyDeployed(rls *helm.Revision, quiet time.Duration) bool {
+	return rls != nil && recentlyDeployedAt(rls.LastDeployed, quiet)
 }
 
 func recentlyDeployedAt(deployed time.Time, quiet time.Duration) bool {
@@ -185,11 +182,11 @@ func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstruct
 // Helm stored, or, when nothing is stored (an install that failed and was
 // uninstalled), the release's name and namespace, so the failure count has
 // a place to live.
-func releaseStatus(prev *v1alpha1.ReleaseStatus, req ReleaseRequest, out Outcome) *v1alpha1.ReleaseStatus {
+func releaseStatus(prev *v1alpha1.ReleaseStatus, req helm.ReleaseRequest, out helm.Outcome) *v1alpha1.ReleaseStatus {
 	st := &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
 	if out.Release.Name != "" {
 		st.Name, st.Namespace = out.Release.Name, out.Release.Namespace
-		st.Revision, st.Status = out.Release.Revision, string(out.Release.Status)
+		st.Revision, st.Status = out.Release.Revision, out.Release.Status
 	}
 	if prev != nil && prev.Name == st.Name && prev.Namespace == st.Namespace {
 		st.Failures, st.FailedDigest = prev.Failures, prev.FailedDigest
@@ -204,9 +201,9 @@ const notRetried = "; not retried until the chart, values or images change, or a
 // MaxReleaseFailures times in a row with the chart, values and images req
 // would install again: trying again would fail the same way. A new
 // reconcile request allows one more attempt.
-func (e *Engine) stalledRelease(env *v1alpha1.DevEnvironment, st *v1alpha1.ComponentStatus, req ReleaseRequest) error {
+func (e *Engine) stalledRelease(env *v1alpha1.DevEnvironment, st *v1alpha1.ComponentStatus, req helm.ReleaseRequest) error {
 	rel := st.Release
-	if rel == nil || rel.Failures < e.maxReleaseFailures() || rel.FailedDigest != releaseDigest(req) {
+	if rel == nil || rel.Failures < e.maxReleaseFailures() || rel.FailedDigest != req.Digest() {
 		return nil
 	}
 	if r := env.Annotations[v1alpha1.ReconcileRequestAnnotation]; r != "" && r != env.Status.LastHandledReconcileAt {
@@ -247,14 +244,14 @@ func releasePlace(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) (name, na
 }
 
 // releaseRequest is the identity and placement of a component's release.
-func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant) (ReleaseRequest, error) {
+func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant) (helm.ReleaseRequest, error) {
 	user, err := t.User()
 	if err != nil {
-		return ReleaseRequest{}, err
+		return helm.ReleaseRequest{}, err
 	}
 	h := c.Helm
-	req := ReleaseRequest{
-		Configs:         NewConfigFactory(t.BaseConfig(), user),
+	req := helm.ReleaseRequest{
+		Configs:         helm.NewConfigFactory(t.BaseConfig(), user),
 		CreateNamespace: h.CreateNamespace,
 		Timeout:         e.helmTimeout(h),
 	}
@@ -273,7 +270,7 @@ func (e *Engine) helmTimeout(h *v1alpha1.HelmSpec) time.Duration {
 }
 
 // timeoutNote says, for status, that the spec's Helm timeout was capped.
-func (e *Engine) timeoutNote(c *v1alpha1.Component, req ReleaseRequest) string {
+func (e *Engine) timeoutNote(c *v1alpha1.Component, req helm.ReleaseRequest) string {
 	if c.Helm.Timeout == nil || c.Helm.Timeout.Duration <= req.Timeout {
 		return ""
 	}
@@ -285,35 +282,20 @@ func (e *Engine) timeoutNote(c *v1alpha1.Component, req ReleaseRequest) string {
 // installed, or its namespace deleted by hand with its storage) is done;
 // one someone else installed is left.
 func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner, name, namespace, why string) error {
-	if err := helmInFlight.stop(releaseKey(owner, namespace, name)); err != nil {
+	if err := helm.StopInFlight(helm.ReleaseKey(owner, namespace, name)); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
 	}
 	user, err := t.User()
 	if err != nil {
 		return err
 	}
-	cfg, err := NewConfigFactory(t.BaseConfig(), user)(namespace)
-	if err != nil {
-		return err
-	}
-	rls, err := LastRelease(cfg, name)
-	if err != nil {
-		return fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
-	}
-	if rls == nil {
-		return nil
-	}
-	if !ReleaseOwnedBy(rls, owner) {
-		log.FromContext(ctx).Info("leaving a release this environment does not own", "release", name, "namespace", namespace)
-		return nil
-	}
-	_, err = Uninstall(cfg, ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why})
-	if err != nil {
-		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
-	}
-	written.forget(namespace, name)
-	return nil
+	return helm.UninstallOwned(ctx, helm.NewConfigFactory(t.BaseConfig(), user), owner,
+		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why})
 }
+
+// Wake reports environments whose Helm action ended outside a reconcile,
+// so the controller reconciles them at once.
+func (e *Engine) Wake() <-chan event.GenericEvent { return helm.Wakes() }
 
 // plainHTTPChart allows plain HTTP to an OCI chart only in the
 // environment's own registry, and only when spec.registry.insecure says so.

@@ -3,15 +3,12 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"strconv"
 
-	"helm.sh/helm/v3/pkg/release"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 )
 
 // A release whose chart, values and images are those this process last
@@ -20,61 +17,27 @@ import (
 // at cheaply: the storage Secret of the deployed revision (Helm rewrites
 // it on every action on the release — an upgrade, a rollback, an
 // uninstall — or deletes it) and that no newer revision exists (someone's
-// upgrade, pending), listed as metadata only; then the release's objects,
-// as a manifests component's (applied.go).
-
-var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
-
-// releaseSecret is the name Helm's Secret driver stores a revision under.
-func releaseSecret(name string, revision int) string {
-	return "sh.helm.release.v1." + name + ".v" + strconv.Itoa(revision)
-}
-
-// storedRevision lists the metadata of the release's storage Secrets and
-// returns the resourceVersion of revision's if it is the latest and Helm
-// labels it deployed; "" otherwise (gone, superseded, or a newer revision
-// pending under someone's helm upgrade). Metadata only: the releases
-// themselves, gzipped in the Secrets, are not transferred.
-func storedRevision(ctx context.Context, cl client.Reader, namespace, name string, revision int) (string, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(secretGVK.GroupVersion().WithKind("SecretList"))
-	if err := cl.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": name}); err != nil {
-		return "", err
-	}
-	version := ""
-	for _, m := range list.Items {
-		l := m.GetLabels()
-		v, err := strconv.Atoi(l["version"])
-		switch {
-		case err != nil:
-			return "", nil
-		case v > revision:
-			return "", nil
-		case v == revision && m.GetName() == releaseSecret(name, revision) && l["status"] == string(release.StatusDeployed):
-			version = m.GetResourceVersion()
-		}
-	}
-	return version, nil
-}
+// upgrade, pending), listed as metadata only (helm.StoredRevision); then
+// the release's objects, as a manifests component's (applied.go).
 
 // rememberRelease records a release found deployed with digest and its
 // objects, after a full reconcile of it. Its storage Secret is read now;
 // one that is not labelled deployed (someone acted in between) is not
 // recorded, and the next reconcile looks at the release in full again.
-func rememberRelease(ctx context.Context, cl client.Reader, key, digest string, rls *release.Release, objs []*unstructured.Unstructured) {
-	if rls == nil || rls.Info == nil || rls.Info.Status != release.StatusDeployed || rls.Labels[DigestLabel] != digestLabel(digest) {
+func rememberRelease(ctx context.Context, cl client.Reader, key, digest string, rls *helm.Revision, objs []*unstructured.Unstructured) {
+	if !rls.DeployedWith(digest) {
 		applied.forget(key)
 		return
 	}
-	secret := releaseSecret(rls.Name, rls.Version)
-	version, err := storedRevision(ctx, cl, rls.Namespace, rls.Name, rls.Version)
+	secret := helm.ReleaseSecret(rls.Name, rls.Revision)
+	version, err := helm.StoredRevision(ctx, cl, rls.Namespace, rls.Name, rls.Revision)
 	if err != nil || version == "" {
 		applied.forget(key)
 		return
 	}
 	applied.set(key, appliedRecord{digest: digest, release: &releaseRecord{
-		info: infoOf(rls), secret: secret, secretVersion: version, objects: objs,
-		deployed: rls.Info.LastDeployed.Time,
+		info: rls.ReleaseInfo, secret: secret, secretVersion: version, objects: objs,
+		deployed: rls.LastDeployed,
 	}})
 }
 
@@ -87,7 +50,7 @@ func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 	if st.Release == nil || st.Release.Revision != rel.info.Revision || st.Release.Name != rel.info.Name {
 		return Result{}, false, nil
 	}
-	version, err := storedRevision(ctx, cl, rel.info.Namespace, rel.info.Name, rel.info.Revision)
+	version, err := helm.StoredRevision(ctx, cl, rel.info.Namespace, rel.info.Name, rel.info.Revision)
 	if err != nil || version != rel.secretVersion {
 		// Gone, superseded or rewritten: Helm decides what to do.
 		return Result{}, false, nil

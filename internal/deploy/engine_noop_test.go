@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -236,16 +237,16 @@ func TestUnchangedReleaseSkipsHelm(t *testing.T) {
 
 	// Rolled back by hand to revision 1: revision 3 has revision 1's
 	// values, and devloop upgrades to its own again.
-	admin, err := NewConfigFactory(cfg, "")(ns)
+	admin, err := helm.NewConfigFactory(cfg, "")(ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(Rollback(admin, 1, ActionOptions{ReleaseName: "web", Namespace: ns})).To(Succeed())
+	g.Expect(helm.Rollback(admin, 1, helm.ActionOptions{ReleaseName: "web", Namespace: ns})).To(Succeed())
 	g.Expect(version()).To(Equal("one"))
 	ce.reconcile()
 	g.Expect(ce.status().Release.Revision).To(Equal(4))
 	g.Expect(version()).To(Equal("two"))
 
 	// Uninstalled by hand: installed again.
-	_, err = Uninstall(admin, ActionOptions{ReleaseName: "web", Namespace: ns})
+	_, err = helm.Uninstall(admin, helm.ActionOptions{ReleaseName: "web", Namespace: ns})
 	g.Expect(err).NotTo(HaveOccurred())
 	cm := &corev1.ConfigMap{}
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-version"}, cm))).To(BeTrue())

@@ -5,18 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
-	helmtime "helm.sh/helm/v3/pkg/time"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 )
 
 // TestRecentlyDeployedReleaseIsNotCheckedForDrift: within the quiet period
 // after a Helm action the release is rolling out.
 func TestRecentlyDeployedReleaseIsNotCheckedForDrift(t *testing.T) {
-	at := func(ago time.Duration) *release.Release {
-		return &release.Release{Info: &release.Info{LastDeployed: helmtime.Time{Time: time.Now().Add(-ago)}}}
+	at := func(ago time.Duration) *helm.Revision {
+		return &helm.Revision{LastDeployed: time.Now().Add(-ago)}
 	}
 	if !recentlyDeployed(at(2*time.Second), 10*time.Second) {
 		t.Error("deployed 2s ago, quiet 10s: want recently deployed")
@@ -53,7 +52,7 @@ func TestHelmTimeoutCapped(t *testing.T) {
 		t.Errorf("default cap: got %s, want %s", got, DefaultMaxHelmTimeout)
 	}
 	c := &v1alpha1.Component{Helm: spec(6 * time.Hour)}
-	note := e.timeoutNote(c, ReleaseRequest{Timeout: e.helmTimeout(c.Helm)})
+	note := e.timeoutNote(c, helm.ReleaseRequest{Timeout: e.helmTimeout(c.Helm)})
 	if want := "(timeout 10m0s, the operator's maximum, not the 6h0m0s the spec asks)"; !strings.Contains(note, want) {
 		t.Errorf("note %q does not say %q", note, want)
 	}

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,8 +18,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
+
+// These tests run deploy's patches through Helm's rendering of a release
+// (helm/render.go), hooks included.
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "helm-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// testChart is a chart of testdata/charts.
+func testChart(t *testing.T, name string) *helm.Chart {
+	t.Helper()
+	ch, err := helm.LoadChartDir(filepath.Join("testdata", "charts"), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
 
 const ctlRef = "registry.test:5000/team/ctl@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -54,14 +78,14 @@ func completeJob(t *testing.T, job *batchv1.Job) {
 }
 
 type releaseResult struct {
-	out Outcome
+	out helm.Outcome
 	err error
 }
 
-func reconcileAsync(ctx context.Context, req ReleaseRequest) <-chan releaseResult {
+func reconcileAsync(ctx context.Context, req helm.ReleaseRequest) <-chan releaseResult {
 	ch := make(chan releaseResult, 1)
 	go func() {
-		out, err := ReconcileRelease(ctx, req)
+		out, err := helm.ReconcileRelease(ctx, req)
 		ch <- releaseResult{out, err}
 	}()
 	return ch
@@ -82,8 +106,8 @@ func TestHookJobIsPinnedAndPatched(t *testing.T) {
 		{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: rel-app}\nspec: {template: {spec: {containers: [{name: app, args: [serve, --debug]}]}}}"},
 	}, ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "rel", Namespace: ns, Timeout: 2 * time.Minute,
+	req := helm.ReleaseRequest{
+		Configs: helm.NewConfigFactory(cfg, ""), ReleaseName: "rel", Namespace: ns, Timeout: 2 * time.Minute,
 		Chart: testChart(t, "hookjob"), Values: map[string]any{}, Patches: patches, Mutate: pinCtl, SkipCRDs: true,
 	}
 
@@ -96,7 +120,7 @@ func TestHookJobIsPinnedAndPatched(t *testing.T) {
 	completeJob(t, job)
 	res := <-done
 	g.Expect(res.err).NotTo(HaveOccurred())
-	g.Expect(res.out.Actions).To(Equal([]Action{ActionInstall}))
+	g.Expect(res.out.Actions).To(Equal([]helm.Action{helm.ActionInstall}))
 
 	var dep appsv1.Deployment
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rel-app"}, &dep)).To(Succeed())
@@ -110,7 +134,7 @@ func TestHookJobIsPinnedAndPatched(t *testing.T) {
 	// The stored revision holds the hook as it ran.
 	hcfg, err := req.Configs(ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	rls, err := LastRelease(hcfg, "rel")
+	rls, err := helm.LastRelease(hcfg, "rel")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rls.Hooks).To(HaveLen(1))
 	g.Expect(rls.Hooks[0].Manifest).To(ContainSubstring(ctlRef))
@@ -125,7 +149,7 @@ func TestHookJobIsPinnedAndPatched(t *testing.T) {
 	completeJob(t, job)
 	res = <-done
 	g.Expect(res.err).NotTo(HaveOccurred())
-	g.Expect(res.out.Actions).To(Equal([]Action{ActionUpgrade}))
+	g.Expect(res.out.Actions).To(Equal([]helm.Action{helm.ActionUpgrade}))
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rel-app"}, &dep)).To(Succeed())
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"serve", "--debug"}))
 }
@@ -142,11 +166,11 @@ func TestPatchMatchingNothingStopsTheReleaseBeforeAnythingIsCreated(t *testing.T
 		{Target: &v1alpha1.PatchTarget{Kind: "StatefulSet"}, Patch: "metadata: {annotations: {a: b}}"},
 	}, ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "nomatch", Namespace: ns, Timeout: time.Minute,
+	req := helm.ReleaseRequest{
+		Configs: helm.NewConfigFactory(cfg, ""), ReleaseName: "nomatch", Namespace: ns, Timeout: time.Minute,
 		Chart: testChart(t, "hookjob"), Values: map[string]any{}, Patches: patches, Mutate: pinCtl, SkipCRDs: true,
 	}
-	out, err := ReconcileRelease(ctx, req)
+	out, err := helm.ReconcileRelease(ctx, req)
 	g.Expect(err).To(MatchError(ContainSubstring("spec.components[3].helm.patches[1]: matches no rendered object")))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue())
 	g.Expect(out.Release.Revision).To(BeZero(), "nothing stored")

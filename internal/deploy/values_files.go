@@ -6,12 +6,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 
-	"helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -33,12 +32,12 @@ type ValuesFiles struct {
 // valuesFilesOf reads c's values files where the spec says they are: in
 // the chart's source, from its root, for a source chart; in the chart
 // itself for an oci or repo chart.
-func valuesFilesOf(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, art *source.Artifact, ch *chart.Chart) ValuesFiles {
+func valuesFilesOf(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, art *source.Artifact, ch *helm.Chart) ValuesFiles {
 	f := ValuesFiles{Field: componentField(env, c) + ".helm"}
 	if art != nil {
 		f.Read = SourceFileReader(art.Dir)
 	} else {
-		f.Read = ChartFileReader(ch)
+		f.Read = helm.ChartFileReader(ch, maxValuesFileSize)
 	}
 	return f
 }
@@ -76,25 +75,6 @@ func SourceFileReader(dir string) func(string) ([]byte, error) {
 			return nil, errors.New("not a regular file")
 		}
 		return readCapped(f)
-	}
-}
-
-// ChartFileReader reads a file of a loaded chart by its path inside the
-// chart (values.yaml, ci/dev-values.yaml, ...).
-func ChartFileReader(ch *chart.Chart) func(string) ([]byte, error) {
-	return func(p string) ([]byte, error) {
-		p = path.Clean(p)
-		if ch != nil {
-			for _, f := range ch.Raw {
-				if f.Name == p {
-					if len(f.Data) > maxValuesFileSize {
-						return nil, fmt.Errorf("larger than %d bytes", maxValuesFileSize)
-					}
-					return f.Data, nil
-				}
-			}
-		}
-		return nil, fs.ErrNotExist
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
@@ -29,6 +30,20 @@ func volcanoLikeSource(t *testing.T) string {
 		"installer/helm/chart/volcano/ci/test-vals.yaml": "custom: {admission_enable: false}\n",
 	})
 	return root
+}
+
+// writeFiles writes files (path -> content) under root.
+func writeFiles(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func composeWithFiles(spec v1alpha1.HelmSpec, files ValuesFiles) (map[string]any, error) {
@@ -82,9 +97,9 @@ func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
 
 func TestValuesFilesOfAPackagedChartAreItsOwn(t *testing.T) {
 	g := NewWithT(t)
-	ch, err := LoadChartDir(volcanoLikeSource(t), "installer/helm/chart/volcano")
+	ch, err := helm.LoadChartDir(volcanoLikeSource(t), "installer/helm/chart/volcano")
 	g.Expect(err).NotTo(HaveOccurred())
-	files := ValuesFiles{Field: "spec.components[0].helm", Read: ChartFileReader(ch)}
+	files := ValuesFiles{Field: "spec.components[0].helm", Read: helm.ChartFileReader(ch, maxValuesFileSize)}
 	vals, err := composeWithFiles(v1alpha1.HelmSpec{ValuesFiles: []string{"values-dev.yaml", "./ci/test-vals.yaml"}}, files)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(vals).To(Equal(map[string]any{

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/olm"
 	"github.com/devloop-dev/devloop/internal/operatorimage"
 )
@@ -152,11 +152,11 @@ func (c *Cluster) ApplyOLMObjects(ctx context.Context, objs []*unstructured.Unst
 // release InstallOperator makes) and waits until its pods are gone. The
 // CRD stays: Helm never deletes a chart's crds/. No release is no error.
 func (c *Cluster) UninstallOperator(ctx context.Context) error {
-	cfg, err := deploy.NewConfigFactory(c.Config, "")(OperatorNamespace)
+	cfg, err := helm.NewConfigFactory(c.Config, "")(OperatorNamespace)
 	if err != nil {
 		return err
 	}
-	_, err = deploy.Uninstall(cfg, deploy.ActionOptions{ReleaseName: OperatorRelease, Namespace: OperatorNamespace, Timeout: 2 * time.Minute,
+	_, err = helm.Uninstall(cfg, helm.ActionOptions{ReleaseName: OperatorRelease, Namespace: OperatorNamespace, Timeout: 2 * time.Minute,
 		Description: "the end-to-end suite installs devloop with OLM v1"})
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return fmt.Errorf("helm uninstall %s/%s: %w", OperatorNamespace, OperatorRelease, err)

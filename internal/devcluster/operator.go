@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 )
 
 // Where the operator runs.
@@ -56,8 +56,8 @@ func (c *Cluster) InstallOperator(ctx context.Context, image string, extraArgs .
 			"extraArgs": args,
 		},
 	}
-	_, err = deploy.ReconcileRelease(ctx, deploy.ReleaseRequest{
-		Configs:         deploy.NewConfigFactory(c.Config, ""),
+	_, err = helm.ReconcileRelease(ctx, helm.ReleaseRequest{
+		Configs:         helm.NewConfigFactory(c.Config, ""),
 		ReleaseName:     OperatorRelease,
 		Namespace:       OperatorNamespace,
 		Chart:           ch,

@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"context"
@@ -45,7 +45,7 @@ type ReleaseRequest struct {
 	ReleaseName string
 	Namespace   string
 	Chart       *chart.Chart
-	// Values are the composed values (see ComposeValues).
+	// Values are the composed values (see deploy.ComposeValues).
 	Values map[string]any
 	// Timeout bounds each action. It is also how long a pending revision
 	// that this process did not write is left alone after it started
@@ -57,7 +57,7 @@ type ReleaseRequest struct {
 	Mutate Mutator
 	// Patches, when set, are applied to the rendered objects, hooks
 	// included, before Mutate (see releaseRender).
-	Patches *Patches
+	Patches Patcher
 	// SkipCRDs installs without the chart's crds/.
 	SkipCRDs bool
 	// RenderKey is anything else that changes the rendered release, such
@@ -84,10 +84,10 @@ type Outcome struct {
 	Release ReleaseInfo
 	// Observed lists every revision written during the call.
 	Observed []ReleaseInfo
-	// last is the latest stored revision as the call last read it, when
-	// it ended in sync: the caller reads its objects without listing the
-	// history again.
-	last *release.Release
+	// Last is the latest stored revision as the call last read it, when
+	// it ended in sync (nil otherwise): the caller reads its objects
+	// without listing the history again.
+	Last *Revision
 	// Digest of chart, values and render key: "sha256:<hex>".
 	Digest string
 	// Failure and FailedAction say which action failed last and how;
@@ -158,7 +158,7 @@ const lockGrace = time.Minute
 type ReleaseLockedError struct {
 	Namespace, Name string
 	Revision        int
-	Status          release.Status
+	Status          string
 	Since, Until    time.Time
 }
 
@@ -283,13 +283,13 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		}
 		act, ok := nextAction[st]
 		if !ok { // in sync
-			out.last = last
+			out.Last = revisionOf(last)
 			return out, lastErr
 		}
 		if act == ActionUnlock {
 			if until := lockExpiry(cfg, last, req.Timeout); time.Now().Before(until) {
 				return out, &ReleaseLockedError{Namespace: req.Namespace, Name: req.ReleaseName, Revision: last.Version,
-					Status: last.Info.Status, Since: last.Info.LastDeployed.Time, Until: until}
+					Status: string(last.Info.Status), Since: last.Info.LastDeployed.Time, Until: until}
 			}
 		}
 		if done[act] {
@@ -392,6 +392,10 @@ func goodRevision(hist []*release.Release) int {
 	}
 	return best[release.StatusSuperseded]
 }
+
+// Digest is the digest of what req installs (see releaseDigest): the
+// Outcome's, and the one an in-sync release is labelled with.
+func (req ReleaseRequest) Digest() string { return releaseDigest(req) }
 
 // releaseDigest hashes what the release is made from: every chart in the
 // tree (metadata, templates, files, default values, schema), the values

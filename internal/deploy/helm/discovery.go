@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"sync"
@@ -38,9 +38,13 @@ const capabilitiesTTL = time.Minute
 // minDiscoveryRefresh rate-limits discovery on kinds that stay missing.
 const minDiscoveryRefresh = 5 * time.Second
 
-// crdsApplied counts the CRDs Apply has applied: a cached identity
-// discovery older than the count discovers again.
+// crdsApplied counts the CRDs the deploy engine has applied: a cached
+// identity discovery older than the count discovers again.
 var crdsApplied atomic.Int64
+
+// CRDApplied tells the cached discoveries that a CRD was applied (by the
+// deploy engine's Apply, not by Helm): whoever deploys next sees it.
+func CRDApplied() { crdsApplied.Add(1) }
 
 // identityDiscovery is one identity's discovery, mapper and Capabilities.
 type identityDiscovery struct {

@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"fmt"
@@ -10,10 +10,11 @@ import (
 
 // ReleaseInfo is what status shows of one stored release revision.
 type ReleaseInfo struct {
-	Name         string
-	Namespace    string
-	Revision     int
-	Status       release.Status
+	Name      string
+	Namespace string
+	Revision  int
+	// Status is Helm's: deployed, failed, pending-upgrade, ...
+	Status       string
 	ChartName    string
 	ChartVersion string
 	// Digest is the digest of chart and values devloop recorded in the
@@ -28,7 +29,7 @@ func infoOf(rls *release.Release) ReleaseInfo {
 	}
 	ri := ReleaseInfo{Name: rls.Name, Namespace: rls.Namespace, Revision: rls.Version, Digest: rls.Labels[DigestLabel]}
 	if rls.Info != nil {
-		ri.Status = rls.Info.Status
+		ri.Status = string(rls.Info.Status)
 		ri.Description = rls.Info.Description
 	}
 	if rls.Chart != nil && rls.Chart.Metadata != nil {

@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"context"
@@ -43,16 +43,16 @@ func helmActionBound(timeout time.Duration) time.Duration {
 // is one for the process, like the record of written revisions: Helm's
 // own lock on a release (its pending-* status) is per release whatever
 // engine acts on it.
-var helmInFlight = &helmActions{runs: map[string]*helmRun{}, wake: make(chan event.GenericEvent, 64)}
+var helmInFlight = &helmActions{runs: map[string]*Run{}, wake: make(chan event.GenericEvent, 64)}
 
 type helmActions struct {
 	mu   sync.Mutex
-	runs map[string]*helmRun
+	runs map[string]*Run
 	wake chan event.GenericEvent
 }
 
-// helmRun is one ReconcileRelease call.
-type helmRun struct {
+// Run is one ReconcileRelease call in flight, or ended.
+type Run struct {
 	digest  string
 	started time.Time
 	env     client.ObjectKey
@@ -72,14 +72,37 @@ type helmRun struct {
 	action Action
 }
 
-// Wake reports environments whose Helm action ended outside a reconcile,
-// so the controller reconciles them at once.
-func (e *Engine) Wake() <-chan event.GenericEvent { return helmInFlight.wake }
+// Wakes reports environments whose Helm action ended outside a
+// reconcile, so the controller reconciles them at once.
+func Wakes() <-chan event.GenericEvent { return helmInFlight.wake }
 
-// releaseKey names a release of an owner (an environment's UID).
-func releaseKey(owner, namespace, name string) string {
+// ReleaseKey names a release of an owner (an environment's UID) among the
+// actions in flight.
+func ReleaseKey(owner, namespace, name string) string {
 	return owner + "/" + namespace + "/" + name
 }
+
+// InFlight says an action on the release key names is in flight, or
+// ended without its outcome taken by a reconcile yet.
+func InFlight(key string) bool { return helmInFlight.pending(key) }
+
+// ReconcileInFlight runs ReconcileRelease for req as the release's one
+// action in flight, or takes the outcome of the one already under way
+// (see helmActions.reconcile); env is woken when it ends after the
+// reconcile stopped waiting.
+func ReconcileInFlight(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest) (run *Run, done bool) {
+	return helmInFlight.reconcile(ctx, key, env, req)
+}
+
+// StopInFlight cancels the action in flight on the release key names
+// and waits a little for it to end (see helmActions.stop).
+func StopInFlight(key string) error { return helmInFlight.stop(key) }
+
+// Result is the ended call's outcome and error.
+func (r *Run) Result() (Outcome, error) { return r.out, r.err }
+
+// Started is when the call started.
+func (r *Run) Started() time.Time { return r.started }
 
 // pending says a run for key is in flight or ended without its outcome
 // taken by a reconcile yet.
@@ -95,7 +118,7 @@ func (a *helmActions) pending(key string) bool {
 // (run says what it does), or the ended run, whose out and err are the
 // call's. A finished run for other chart and values than req's is dropped
 // and req runs anew.
-func (a *helmActions) reconcile(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest) (run *helmRun, done bool) {
+func (a *helmActions) reconcile(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest) (run *Run, done bool) {
 	digest := releaseDigest(req)
 	a.mu.Lock()
 	if r := a.runs[key]; r != nil {
@@ -115,7 +138,7 @@ func (a *helmActions) reconcile(ctx context.Context, key string, env client.Obje
 	// The action outlives the reconcile: it keeps the reconcile's logger,
 	// not its deadline.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmActionBound(req.Timeout))
-	r := &helmRun{digest: digest, started: time.Now(), env: env, cancel: cancel, done: make(chan struct{}), attached: true}
+	r := &Run{digest: digest, started: time.Now(), env: env, cancel: cancel, done: make(chan struct{}), attached: true}
 	a.runs[key] = r
 	a.mu.Unlock()
 
@@ -161,7 +184,7 @@ func (a *helmActions) reconcile(ctx context.Context, key string, env client.Obje
 }
 
 // take forgets r once its outcome is consumed.
-func (a *helmActions) take(key string, r *helmRun) {
+func (a *helmActions) take(key string, r *Run) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.runs[key] == r {
@@ -215,7 +238,7 @@ func (a *helmActions) stop(key string) error {
 }
 
 // current is the action under way, for messages.
-func (r *helmRun) current() Action {
+func (r *Run) current() Action {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.action == "" {
@@ -224,8 +247,8 @@ func (r *helmRun) current() Action {
 	return r.action
 }
 
-// inFlightMessage says what the run does and for how long, for status.
-func (r *helmRun) inFlightMessage(namespace, name string) string {
+// InFlightMessage says what the run does and for how long, for status.
+func (r *Run) InFlightMessage(namespace, name string) string {
 	return fmt.Sprintf("helm %s of release %s/%s in progress for %s", r.current(), namespace, name,
 		time.Since(r.started).Round(time.Second))
 }

@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"context"
@@ -25,10 +25,10 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
-// packageChart packages testdata/charts/<name> and returns the archive.
+// packageChart packages deploy's testdata/charts/<name> and returns the archive.
 func packageChart(t *testing.T, name string) []byte {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join("testdata", "charts", name))
+	ch, err := loader.Load(filepath.Join(testCharts, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestLoadChartDir(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadChartDir(filepath.Join("testdata", "charts"), tc.path)
+			_, err := LoadChartDir(testCharts, tc.path)
 			tc.check(NewWithT(t), err)
 		})
 	}
@@ -72,7 +72,7 @@ func TestLoadRepo(t *testing.T) {
 	tgz := packageChart(t, "demo")
 	sum := sha256.Sum256(tgz)
 	idx := repo.NewIndexFile()
-	meta, err := loader.Load(filepath.Join("testdata", "charts", "demo"))
+	meta, err := loader.Load(filepath.Join(testCharts, "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(idx.MustAdd(meta.Metadata, "demo-0.1.0.tgz", "", hex.EncodeToString(sum[:]))).To(Succeed())
 	good, err := yaml.Marshal(idx)

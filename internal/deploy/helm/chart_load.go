@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"bytes"
@@ -28,6 +28,12 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
 )
+
+// Chart is a loaded chart with its dependencies, as a ReleaseRequest
+// installs it. It is Helm's type under this package's name: the deploy
+// engine hands it from ChartLoader.Load to ChartFileReader and the
+// request without looking inside, and imports no Helm package to do so.
+type Chart = chart.Chart
 
 // Defaults for zero ChartLoader fields.
 const (

@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"bytes"
@@ -7,36 +7,25 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/digest"
 )
 
-// helmRendering sets what req renders besides chart and values: c's
-// patches, then the environment's labels and every built image pinned,
-// over the release manifest and its hooks alike; and skipCRDs.
-func helmRendering(req *ReleaseRequest, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, images []BuiltImage, opts ApplyOptions) error {
-	patches, err := CompilePatches(componentField(env, c)+".helm.patches", c.Helm.Patches, req.Namespace)
-	if err != nil {
-		return err
-	}
-	req.Patches = patches
-	req.Mutate = func(objs []*unstructured.Unstructured) error {
-		Label(objs, opts)
-		_, err := RewriteImages(objs, images)
-		return err
-	}
-	// The image mapping and the patches are part of what the release
-	// renders: a new digest or patch upgrades the release even when chart
-	// and values are unchanged. (Without patches the key is what it was
-	// before they existed, so no release upgrades for nothing.)
-	req.RenderKey = digest.JSON(images)
-	if len(c.Helm.Patches) > 0 {
-		req.RenderKey += "\x00" + digest.JSON(c.Helm.Patches)
-	}
-	req.SkipCRDs = c.Helm.SkipCRDs
-	return nil
+// Patcher is what a release's render-time patches do (deploy's compiled
+// helm.patches): Len patches, Apply edits objs and marks in matched (Len
+// long) each patch that selected one of them, and Unmatched is the error
+// for the patches matched does not mark. The patches themselves belong to
+// the deploy engine, which applies them to manifests too.
+type Patcher interface {
+	Len() int
+	Apply(objs []*unstructured.Unstructured, matched []bool) error
+	Unmatched(matched []bool) error
 }
+
+// noPatches is the Patcher of a request without patches.
+type noPatches struct{}
+
+func (noPatches) Len() int                                         { return 0 }
+func (noPatches) Apply([]*unstructured.Unstructured, []bool) error { return nil }
+func (noPatches) Unmatched([]bool) error                           { return nil }
 
 // releaseRender edits what a Helm install or upgrade renders before any
 // of it reaches the cluster: patches first, then Mutate (labels, pinned
@@ -56,7 +45,7 @@ func helmRendering(req *ReleaseRequest, env *v1alpha1.DevEnvironment, c *v1alpha
 // ran. The manifest is edited once (post-render), each hook once (the
 // pending write), so no JSON6902 add is applied twice.
 type releaseRender struct {
-	patches *Patches
+	patches Patcher
 	mutate  Mutator
 	// matched marks the patches that matched the manifest of the action
 	// in progress; the pending write of its revision consumes it.
@@ -65,10 +54,14 @@ type releaseRender struct {
 
 // newReleaseRender is nil when req edits nothing.
 func newReleaseRender(req ReleaseRequest) *releaseRender {
-	if req.Mutate == nil && req.Patches.Len() == 0 {
+	patches := req.Patches
+	if patches == nil {
+		patches = noPatches{}
+	}
+	if req.Mutate == nil && patches.Len() == 0 {
 		return nil
 	}
-	return &releaseRender{patches: req.Patches, mutate: req.Mutate}
+	return &releaseRender{patches: patches, mutate: req.Mutate}
 }
 
 // Run implements postrender.PostRenderer, for the release manifest.

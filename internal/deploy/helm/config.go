@@ -1,4 +1,4 @@
-package deploy
+package helm
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func NewConfigFactory(cfg *rest.Config, impersonate string) ConfigFactory {
 			return nil, fmt.Errorf("helm configuration for namespace %s: %w", namespace, err)
 		}
 		// Set, Helm renders with them instead of discovering anew before
-		// every action (helm_discovery.go).
+		// every action (discovery.go).
 		if ac.Capabilities, err = d.capabilities(); err != nil {
 			return nil, fmt.Errorf("helm configuration for namespace %s: reading the API server's capabilities: %w", namespace, err)
 		}
@@ -55,7 +55,7 @@ func NewConfigFactory(cfg *rest.Config, impersonate string) ConfigFactory {
 // restGetter is a genericclioptions.RESTClientGetter over an in-memory
 // rest.Config, without kubeconfig files or environment variables. Its
 // discovery client and REST mapper are its identity's, shared by every
-// configuration of that identity (helm_discovery.go); Helm invalidates and
+// configuration of that identity (discovery.go); Helm invalidates and
 // resets them after it installs CRDs.
 type restGetter struct {
 	cfg       *rest.Config

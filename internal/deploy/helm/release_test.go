@@ -1,9 +1,8 @@
-package deploy
+package helm
 
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func newNamespace(t *testing.T) string {
 
 func testChart(t *testing.T, name string) *chart.Chart {
 	t.Helper()
-	ch, err := LoadChartDir(filepath.Join("testdata", "charts"), name)
+	ch, err := LoadChartDir(testCharts, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +60,7 @@ func TestReleaseLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	vals := map[string]any{}
-	g.Expect(SetValue(vals, "validator.version", ImageRef{Revision: "abc123"}.Revision)).To(Succeed())
+	vals := map[string]any{"validator": map[string]any{"version": "abc123"}}
 	req := ReleaseRequest{
 		Configs: NewConfigFactory(cfg, ""), ReleaseName: "demo", Namespace: ns,
 		Chart: testChart(t, "demo"), Values: vals, Mutate: labelAll,
@@ -72,7 +70,7 @@ func TestReleaseLifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Actions).To(Equal([]Action{ActionInstall}))
 	g.Expect(out.Release.Revision).To(Equal(1))
-	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))
 	g.Expect(out.Observed).NotTo(BeEmpty())
 
 	var dep appsv1.Deployment
@@ -106,7 +104,7 @@ func TestReleaseLifecycle(t *testing.T) {
 	g.Expect(out.FailedAction).To(Equal(ActionUpgrade))
 	g.Expect(out.Failure).To(Equal(FailureAction))
 	g.Expect(out.Release.Revision).To(Equal(4))
-	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))
 	g.Expect(out.Release.Digest).To(Equal(digestLabel(good)), "rolled back to revision 2's chart and values")
 
 	cfg, err := req.Configs(ns)
@@ -146,7 +144,7 @@ func TestFailedInstall(t *testing.T) {
 	out, err = ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Actions).To(Equal([]Action{ActionUninstall, ActionInstall}))
-	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hooks-config"}, &corev1.ConfigMap{})).To(Succeed())
 }
 
@@ -169,8 +167,8 @@ func TestPendingInstallRecovered(t *testing.T) {
 	out, err := ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Actions).To(Equal([]Action{ActionUnlock, ActionUninstall, ActionInstall}))
-	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
-	g.Expect(out.Observed[0].Status).To(Equal(release.StatusFailed), "the observer saw the unlock")
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))
+	g.Expect(out.Observed[0].Status).To(Equal(string(release.StatusFailed)), "the observer saw the unlock")
 }
 
 // TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout: a pending-upgrade
@@ -215,7 +213,7 @@ func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
 	out, err = ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Actions[0]).To(Equal(ActionUnlock))
-	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))
 }
 
 func TestImpersonationDenied(t *testing.T) {
@@ -305,11 +303,11 @@ func TestFailingStorage(t *testing.T) {
 	out, err = ReconcileRelease(ctx, req)
 	g.Expect(err).To(MatchError(ContainSubstring("read-only")))
 	g.Expect(out.Actions).To(Equal([]Action{ActionInstall, ActionUnlock}))
-	g.Expect(out.Release.Status).To(Equal(release.StatusPendingInstall))
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusPendingInstall)))
 
 	fd.update.Store(nil)
 	out, err = ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Actions).To(Equal([]Action{ActionUnlock, ActionUninstall, ActionInstall}))
-	g.Expect(out.Release.Status).To(Equal(release.StatusDeployed))
+	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))
 }

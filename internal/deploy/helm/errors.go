@@ -1,9 +1,12 @@
-package deploy
+package helm
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
+	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -81,6 +84,15 @@ func forbiddenMessage(m []string, err error) string {
 		where = "in namespace " + m[5]
 	}
 	return fmt.Sprintf("forbidden: %s cannot %s %s %s", who, m[2], res, where)
+}
+
+// isUnavailable reports the API server being unreachable or overloaded,
+// as the deploy engine's apply errors say it (deploy/apply_errors.go).
+func isUnavailable(err error) bool {
+	var netErr net.Error
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &netErr)
 }
 
 // helmUnavailable is isUnavailable for Helm's errors, which often lose the

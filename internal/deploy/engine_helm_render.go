@@ -1,0 +1,36 @@
+package deploy
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
+	"github.com/devloop-dev/devloop/internal/digest"
+)
+
+// helmRendering sets what req renders besides chart and values: c's
+// patches, then the environment's labels and every built image pinned,
+// over the release manifest and its hooks alike (helm/render.go says
+// how); and skipCRDs.
+func helmRendering(req *helm.ReleaseRequest, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, images []BuiltImage, opts ApplyOptions) error {
+	patches, err := CompilePatches(componentField(env, c)+".helm.patches", c.Helm.Patches, req.Namespace)
+	if err != nil {
+		return err
+	}
+	req.Patches = patches
+	req.Mutate = func(objs []*unstructured.Unstructured) error {
+		Label(objs, opts)
+		_, err := RewriteImages(objs, images)
+		return err
+	}
+	// The image mapping and the patches are part of what the release
+	// renders: a new digest or patch upgrades the release even when chart
+	// and values are unchanged. (Without patches the key is what it was
+	// before they existed, so no release upgrades for nothing.)
+	req.RenderKey = digest.JSON(images)
+	if len(c.Helm.Patches) > 0 {
+		req.RenderKey += "\x00" + digest.JSON(c.Helm.Patches)
+	}
+	req.SkipCRDs = c.Helm.SkipCRDs
+	return nil
+}
