@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // secretsSeenBy maps each container of spec (init containers included)
@@ -115,15 +116,15 @@ func expectAuthorContainersSeeNoSecret(g Gomega, spec corev1.PodSpec, authorImag
 func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "regcred"},
 		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":"ZGV2OnM="}}}`, reg.host))},
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":"ZGV2OnM="}}}`, operatortest.Registry.Host))},
 	}
-	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
-	deployer(t, ns, "deployer", true)
+	g.Expect(operatortest.Admin.Create(ctx, secret)).To(Succeed())
+	operatortest.CreateDeployer(t, ns, "deployer")
 	withCredentials := func(env *v1alpha1.DevEnvironment) *v1alpha1.DevEnvironment {
 		env.Spec.ServiceAccountName = "deployer"
 		env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
@@ -135,8 +136,8 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 	// A warm builder.
 	warmEnv := withCredentials(apiEnv(ns))
 	warmEnv.Spec.Components[0].Images[0].Run.KeepWarm = true
-	suiteExec.set(func(command []string, stdout, _ io.Writer) error {
-		if !isStep(command, build.WarmStepPush) {
+	operatortest.WarmExec.Answer(func(command []string, stdout, _ io.Writer) error {
+		if !operatortest.IsStep(command, build.WarmStepPush) {
 			return nil
 		}
 		image, err := random.Image(128, 1)
@@ -144,17 +145,17 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 			return err
 		}
 		d, _ := image.Digest()
-		ref, _ := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+		ref, _ := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
 		if err := remote.Write(ref, image); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "{\"digest\":%q}\n", d)
 		return err
 	})
-	g.Expect(k8s.Create(ctx, warmEnv)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, warmEnv)).To(Succeed())
 	pod := &corev1.Pod{}
 	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}
-	g.Eventually(func() error { return k8s.Get(ctx, podKey, pod) }, timeout).Should(Succeed())
+	g.Eventually(func() error { return operatortest.Admin.Get(ctx, podKey, pod) }, operatortest.Timeout).Should(Succeed())
 	seen := expectAuthorContainersSeeNoSecret(g, pod.Spec, "golang:1.25")
 	g.Expect(seen[build.ContainerWarmAgent]).To(ContainElement("regcred"), "the fetching and pushing container has the credentials")
 
@@ -163,14 +164,13 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 	}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	warmEnv = eventually(t, client.ObjectKeyFromObject(warmEnv), func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	warmEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(warmEnv), func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
 	// fakeExec refuses a step exec'd into another container than
 	// WarmBuildSteps names; the credentials' paths are only given to the
 	// agent's steps.
-	g.Expect(suiteExec.callsWith("--step fetch --token")).To(BeNumerically(">=", 1))
-	suiteExec.mu.Lock()
-	for _, c := range suiteExec.calls {
+	g.Expect(operatortest.WarmExec.CallsWith("--step fetch --token")).To(BeNumerically(">=", 1))
+	for _, c := range operatortest.WarmExec.Calls() {
 		joined := strings.Join(c, " ")
 		if strings.Contains(joined, "--step run") {
 			g.Expect(joined).NotTo(ContainSubstring("credentials"))
@@ -182,14 +182,13 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 			g.Expect(c).To(ContainElement(pods.SourceCredentialsDir))
 		}
 	}
-	suiteExec.mu.Unlock()
-	expectKstatus(t, warmEnv, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, warmEnv, status.CurrentStatus)
 
 	// A builder Job: fetch and assemble have the credentials, the build
 	// step none.
 	jobEnv := withCredentials(apiEnv(ns))
 	jobEnv.Name = "api-jobs"
-	g.Expect(k8s.Create(ctx, jobEnv)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, jobEnv)).To(Succeed())
 	var jobSpec corev1.PodSpec
 	g.Eventually(func(g Gomega) {
 		jobs := builderJobs(g, ns)
@@ -197,14 +196,14 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 		job := jobs["linux-amd64"]
 		g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "api-jobs"))
 		jobSpec = job.Spec.Template.Spec
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	seen = expectAuthorContainersSeeNoSecret(g, jobSpec, "golang:1.25")
 	g.Expect(seen[pods.ContainerFetch]).To(ContainElement("regcred"))
 	g.Expect(seen[build.ContainerAssemble]).To(ContainElement("regcred"))
 	g.Expect(seen[build.ContainerBuild]).To(BeEmpty())
-	jobEnv = eventually(t, client.ObjectKeyFromObject(jobEnv), func(g Gomega, env *v1alpha1.DevEnvironment) {
+	jobEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(jobEnv), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Components).To(HaveLen(1))
 		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
 	})
-	expectKstatus(t, jobEnv, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, jobEnv, status.InProgressStatus)
 }

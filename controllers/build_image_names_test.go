@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestImageNamedLikeAChartsImageBuilds: charts name images "org/name"
@@ -20,19 +21,19 @@ import (
 func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	const image = "volcanosh/vc-scheduler"
 	env.Spec.Components[0].Images[0].Name = image
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
 		for k, v := range pvc.Labels {
 			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
 		}
@@ -43,9 +44,9 @@ func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 		for k, v := range job.Labels {
 			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
 		}
-	}, timeout).Should(Succeed())
-	eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+	}, operatortest.Timeout).Should(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 		g.Expect(env.Status.Components).To(HaveLen(1))
 		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
 	})

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestRunningWarmBuildShowsItsLogTail is issue 18 item 11 in status: a
@@ -23,35 +24,35 @@ import (
 func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	suiteExec.hangIn(ns)
+	ns := operatortest.Namespace(t)
+	operatortest.WarmExec.HangIn(ns)
 	// The fetch step succeeds; the run step compiles until it is stopped.
-	suiteExec.set(func(_ []string, _, _ io.Writer) error { return nil })
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main // " + ns + "\n"})
-	deployer(t, ns, "deployer", true)
+	operatortest.WarmExec.Answer(func(_ []string, _, _ io.Writer) error { return nil })
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
 	img.Run.KeepWarm = true
 	img.Run.Timeout = &metav1.Duration{Duration: time.Minute}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	pod := &corev1.Pod{}
 	g.Eventually(func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
+	}, operatortest.Timeout).Should(Succeed())
 	pod.Status.Phase = corev1.PodRunning
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 	}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		st := imageOf(env, "api", "api")
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		st := env.Status.Component("api").Image("api")
 		g.Expect(st).NotTo(BeNil())
 		g.Expect(st.Build).NotTo(BeNil())
 		g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildRunning))
 		g.Expect(st.Build.LogTail).To(ContainSubstring("compiling forever"))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // widgetCRD is what `make manifests` generates into config/crd/bases:
@@ -56,9 +57,9 @@ func operatorWithGeneratedCRDs(ns string) *v1alpha1.DevEnvironment {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Registry:           &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
 			Sources: []v1alpha1.Source{
-				{Name: "app", OCI: &v1alpha1.OCISource{Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}},
+				{Name: "app", OCI: &v1alpha1.OCISource{Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}},
 				{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}},
 			},
 			Components: []v1alpha1.Component{
@@ -139,27 +140,27 @@ func rebuildOperator(t *testing.T, key client.ObjectKey, previous string, comman
 	g := NewWithT(t)
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(context.Background(), key, cur); err != nil {
+		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
 			return err
 		}
 		cur.Spec.Components[0].Images[0].Run.Command = command
-		return k8s.Update(context.Background(), cur)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Update(context.Background(), cur)
+	}, operatortest.Timeout).Should(Succeed())
 	var job batchv1.Job
 	g.Eventually(func(g Gomega) {
 		jobs := builderJobs(g, key.Namespace)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job = jobs["linux-amd64"]
 		g.Expect(job.Name).NotTo(Equal(previous))
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	return job
 }
 
 func finishAssemble(t *testing.T, job *batchv1.Job, report string) {
 	t.Helper()
 	finishJob(t, job,
-		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
-		[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, report)}, true)
+		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
+		[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, report)}, true)
 }
 
 // TestBuildOutputIsDeployedByALaterComponent: a run step generates CRDs
@@ -172,9 +173,7 @@ func finishAssemble(t *testing.T, job *batchv1.Job, report string) {
 func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	allowCRDs(t, ns, "deployer")
 	group := ns + ".devloop.dev"
 	crdName := "widgets." + group
@@ -182,11 +181,11 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 		crd := &unstructured.Unstructured{}
 		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 		crd.SetName(crdName)
-		_ = k8s.Delete(context.Background(), crd)
+		_ = operatortest.Admin.Delete(context.Background(), crd)
 	})
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"Makefile": "manifests:\n\tcontroller-gen crd paths=./... output:crd:dir=config/crd/bases\n"})
+	operatortest.AppFiles(t, ns, map[string]string{"Makefile": "manifests:\n\tcontroller-gen crd paths=./... output:crd:dir=config/crd/bases\n"})
 	env := operatorWithGeneratedCRDs(ns)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	// The consumer waits for the image that produces its source.
@@ -195,15 +194,15 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 		jobs := builderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job = jobs["linux-amd64"]
-	}, timeout).Should(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(componentOf(env, "operator")).NotTo(BeNil())
-		g.Expect(componentOf(env, "operator").Phase).To(Equal(v1alpha1.PhaseBuilding))
-		g.Expect(componentOf(env, "crds")).NotTo(BeNil())
-		g.Expect(componentOf(env, "crds").Phase).To(Equal(v1alpha1.PhaseBlocked))
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("operator")).NotTo(BeNil())
+		g.Expect(env.Status.Component("operator").Phase).To(Equal(v1alpha1.PhaseBuilding))
+		g.Expect(env.Status.Component("crds")).NotTo(BeNil())
+		g.Expect(env.Status.Component("crds").Phase).To(Equal(v1alpha1.PhaseBlocked))
 	})
 	g.Expect(env.Status.Sources).To(ContainElement(v1alpha1.SourceStatus{Name: "crds"}), "no revision before the build")
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 	// Only the container that pushes packs outputs, never the build's.
 	for _, c := range job.Spec.Template.Spec.InitContainers {
 		g.Expect(c.Args).NotTo(ContainElement("--outputs"), c.Name)
@@ -215,15 +214,15 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	finishAssemble(t, &job, report)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	img := imageOf(env, "operator", "operator")
+	img := env.Status.Component("operator").Image("operator")
 	g.Expect(img.Outputs).To(HaveLen(1))
 	out := img.Outputs[0]
 	g.Expect(out.Name).To(Equal("crds"))
-	g.Expect(out.Repository).To(Equal(reg.host + "/" + ns + "/operator/outputs/crds"))
-	g.Expect(reg.tagDigest(t, ns+"/operator/outputs/crds", img.ContentHash)).To(Equal(out.Digest), "tagged with the image's content tag")
+	g.Expect(out.Repository).To(Equal(operatortest.Registry.Host + "/" + ns + "/operator/outputs/crds"))
+	g.Expect(operatortest.Registry.TagDigest(t, ns+"/operator/outputs/crds", img.ContentHash)).To(Equal(out.Digest), "tagged with the image's content tag")
 	var crdsSource *v1alpha1.SourceStatus
 	for i := range env.Status.Sources {
 		if env.Status.Sources[i].Name == "crds" {
@@ -235,9 +234,9 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	g.Expect(crdsSource.Digest).To(Equal(out.Digest))
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed(), "the generated CRD is applied")
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed(), "the generated CRD is applied")
 	applied := crd.GetResourceVersion()
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// Built again (another command), the same generated files: the same
 	// output digest, and the CRD is left alone.
@@ -245,12 +244,12 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	report, err = assembleOutputs(t, &job, files)
 	g.Expect(err).NotTo(HaveOccurred())
 	finishAssemble(t, &job, report)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(imageOf(env, "operator", "operator").Build.Job).To(Equal(job.Name))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("operator").Image("operator").Build.Job).To(Equal(job.Name))
 	})
-	g.Expect(imageOf(env, "operator", "operator").Outputs).To(Equal([]v1alpha1.OutputStatus{out}))
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
+	g.Expect(env.Status.Component("operator").Image("operator").Outputs).To(Equal([]v1alpha1.OutputStatus{out}))
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
 	g.Expect(crd.GetResourceVersion()).To(Equal(applied), "an unchanged output changes nothing")
 
 	// A changed CRD: a new digest, which the consumer applies.
@@ -259,35 +258,35 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	report, err = assembleOutputs(t, &job, files)
 	g.Expect(err).NotTo(HaveOccurred())
 	finishAssemble(t, &job, report)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		outputs := imageOf(env, "operator", "operator").Outputs
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		outputs := env.Status.Component("operator").Image("operator").Outputs
 		g.Expect(outputs).To(HaveLen(1))
 		g.Expect(outputs[0].Digest).NotTo(Equal(out.Digest))
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
 		short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
 		g.Expect(short).To(Equal([]string{"wd"}))
 	})
-	g.Expect(env.Status.Sources).To(ContainElement(HaveField("Revision", "operator/crds@"+imageOf(env, "operator", "operator").Outputs[0].Digest)))
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(env.Status.Sources).To(ContainElement(HaveField("Revision", "operator/crds@"+env.Status.Component("operator").Image("operator").Outputs[0].Digest)))
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// A build that does not write the output: the assemble container
 	// fails with the error PushOutputs gives, which names the field.
 	job = rebuildOperator(t, key, job.Name, "make", "generate")
 	_, missing := assembleOutputs(t, &job, map[string]string{"bin/manager": "binary"})
 	g.Expect(missing).To(HaveOccurred())
-	logs.set(ns, job.Name+"-"+string(job.UID)[:5], build.ContainerAssemble, "Error: "+missing.Error()+"\n")
+	operatortest.PodLogs.Set(ns, job.Name+"-"+string(job.UID)[:5], build.ContainerAssemble, "Error: "+missing.Error()+"\n")
 	finishJob(t, &job,
-		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
-		[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 1, "")}, false)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
+		[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 1, "")}, false)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
 		g.Expect(stalled.Message).To(ContainSubstring(
 			"spec.components[0].images[0].run.outputs[0]: directory config/crd/bases does not exist in the workspace after the run step"))
 	})
-	expectKstatus(t, env, status.FailedStatus)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
 // TestWarmBuildOutputIsDeployed: with run.keepWarm the outputs go to the
@@ -296,9 +295,7 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 func TestWarmBuildOutputIsDeployed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	allowCRDs(t, ns, "deployer")
 	group := ns + ".devloop.dev"
 	crd := &unstructured.Unstructured{}
@@ -306,17 +303,17 @@ func TestWarmBuildOutputIsDeployed(t *testing.T) {
 	t.Cleanup(func() {
 		gone := crd.DeepCopy()
 		gone.SetName("widgets." + group)
-		_ = k8s.Delete(context.Background(), gone)
+		_ = operatortest.Admin.Delete(context.Background(), gone)
 	})
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"Makefile": "manifests: # " + ns + "\n"})
+	operatortest.AppFiles(t, ns, map[string]string{"Makefile": "manifests: # " + ns + "\n"})
 	env := operatorWithGeneratedCRDs(ns)
 	env.Spec.Components[0].Images[0].Run.KeepWarm = true
 	var pushArgs []string
-	suiteExec.set(func(command []string, stdout, stderr io.Writer) error {
-		if slices.Contains(command, "--outputs") && !isStep(command, build.WarmStepPush) {
+	operatortest.WarmExec.Answer(func(command []string, stdout, stderr io.Writer) error {
+		if slices.Contains(command, "--outputs") && !operatortest.IsStep(command, build.WarmStepPush) {
 			return fmt.Errorf("step %v was given the outputs", command)
 		}
-		if !isStep(command, build.WarmStepPush) {
+		if !operatortest.IsStep(command, build.WarmStepPush) {
 			return nil
 		}
 		if !slices.Contains(command, "--outputs") || !slices.Contains(command, "--registry") {
@@ -331,24 +328,24 @@ func TestWarmBuildOutputIsDeployed(t *testing.T) {
 		_, err = fmt.Fprintf(stdout, "%s\n", report)
 		return err
 	})
-	t.Cleanup(func() { suiteExec.set(func([]string, io.Writer, io.Writer) error { return nil }) })
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	t.Cleanup(func() { operatortest.WarmExec.Answer(func([]string, io.Writer, io.Writer) error { return nil }) })
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("operator", "operator", "linux/amd64")}
 	pod := &corev1.Pod{}
-	g.Eventually(func() error { return k8s.Get(ctx, podKey, pod) }, timeout).Should(Succeed())
+	g.Eventually(func() error { return operatortest.Admin.Get(ctx, podKey, pod) }, operatortest.Timeout).Should(Succeed())
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
 		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
 	g.Expect(pushArgs).NotTo(BeNil(), "the push step ran")
-	outputs := imageOf(env, "operator", "operator").Outputs
+	outputs := env.Status.Component("operator").Image("operator").Outputs
 	g.Expect(outputs).To(HaveLen(1))
 	g.Expect(env.Status.Sources).To(ContainElement(HaveField("Revision", "operator/crds@"+outputs[0].Digest)))
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "widgets." + group}, crd)).To(Succeed(), "the generated CRD is applied")
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: "widgets." + group}, crd)).To(Succeed(), "the generated CRD is applied")
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

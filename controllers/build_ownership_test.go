@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestBuildersOfAnotherOwnerAreLeftAlone (issue 17, crossing 9): a build
@@ -25,60 +26,60 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 	t.Run("cache claim", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ns := newNamespace(t)
-		reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
-		deployer(t, ns, "deployer", true)
+		ns := operatortest.Namespace(t)
+		operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
+		operatortest.CreateDeployer(t, ns, "deployer")
 		squatter := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.CacheClaimName("api", "api")},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		}
-		g.Expect(k8s.Create(ctx, squatter)).To(Succeed())
+		g.Expect(operatortest.Admin.Create(ctx, squatter)).To(Succeed())
 		env := apiEnv(ns)
 		env.Spec.ServiceAccountName = "deployer"
-		g.Expect(k8s.Create(ctx, env)).To(Succeed())
-		env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+		env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil())
 			g.Expect(stalled.Message).To(ContainSubstring("build cache claim " + squatter.Name + " exists and belongs to another owner"))
 		})
 		g.Expect(builderJobs(g, ns)).To(BeEmpty(), "no build mounts another owner's claim")
 		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(squatter), pvc)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(squatter), pvc)).To(Succeed())
 		g.Expect(pvc.UID).To(Equal(squatter.UID))
-		expectKstatus(t, env, status.FailedStatus)
+		operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	})
 
 	t.Run("builder job", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ns := newNamespace(t)
-		reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
-		deployer(t, ns, "deployer", true)
+		ns := operatortest.Namespace(t)
+		operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
+		operatortest.CreateDeployer(t, ns, "deployer")
 		env := apiEnv(ns)
 		env.Spec.ServiceAccountName = "deployer"
 		env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-		g.Expect(k8s.Create(ctx, env)).To(Succeed())
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		var job batchv1.Job
 		g.Eventually(func(g Gomega) {
 			jobs := builderJobs(g, ns)
 			g.Expect(jobs).To(HaveKey("linux-amd64"))
 			job = jobs["linux-amd64"]
-		}, timeout).Should(Succeed())
+		}, operatortest.Timeout).Should(Succeed())
 		// Someone takes the Job over: it is no longer the environment's.
 		job.OwnerReferences = nil
-		g.Expect(k8s.Update(ctx, &job)).To(Succeed())
-		requestReconcile(t, env)
-		env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(operatortest.Admin.Update(ctx, &job)).To(Succeed())
+		operatortest.RequestReconcile(t, env)
+		env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil())
 			g.Expect(stalled.Message).To(ContainSubstring("builder Job " + job.Name + " exists and belongs to another owner"))
 		})
 		kept := &batchv1.Job{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
 		g.Expect(kept.UID).To(Equal(job.UID))
 		g.Expect(kept.DeletionTimestamp).To(BeNil())
-		expectKstatus(t, env, status.FailedStatus)
+		operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	})
 }
 
@@ -89,9 +90,9 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 func TestBuilderNamesDoNotCollide(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	newEnv := func(envName, image string) *v1alpha1.DevEnvironment {
 		env := apiEnv(ns)
 		env.Name = envName
@@ -100,7 +101,7 @@ func TestBuilderNamesDoNotCollide(t *testing.T) {
 		img.Name = image
 		img.Platforms = []string{"linux/amd64"}
 		img.Run.KeepWarm = true
-		g.Expect(k8s.Create(ctx, env)).To(Succeed())
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		return env
 	}
 	first, second := newEnv("a", "b-c"), newEnv("a-b", "c")
@@ -108,19 +109,19 @@ func TestBuilderNamesDoNotCollide(t *testing.T) {
 		image := env.Spec.Components[0].Images[0].Name
 		g.Eventually(func(g Gomega) {
 			pod := &corev1.Pod{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName(env.Name, image, "linux/amd64")}, pod)).To(Succeed())
+			g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName(env.Name, image, "linux/amd64")}, pod)).To(Succeed())
 			g.Expect(metav1.GetControllerOf(pod).Name).To(Equal(env.Name))
 			pvc := &corev1.PersistentVolumeClaim{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
+			g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
 			g.Expect(metav1.GetControllerOf(pvc).Name).To(Equal(env.Name))
 			g.Expect(pod.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, env.Name))
-		}, timeout).Should(Succeed())
-		cur := eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+		}, operatortest.Timeout).Should(Succeed())
+		cur := operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+			g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 			g.Expect(env.Status.Components).To(HaveLen(1))
 			g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
 		})
-		expectKstatus(t, cur, status.InProgressStatus)
+		operatortest.ExpectKstatus(t, cur, status.InProgressStatus)
 	}
 	g.Expect(build.WarmPodName("a", "b-c", "linux/amd64")).NotTo(Equal(build.WarmPodName("a-b", "c", "linux/amd64")))
 }

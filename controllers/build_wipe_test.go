@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // pushRandom pushes a random platform image to ns/api, as a builder's
@@ -30,7 +31,7 @@ func pushRandom(g Gomega, ns string) v1.Hash {
 	g.Expect(err).NotTo(HaveOccurred())
 	d, err := img.Digest()
 	g.Expect(err).NotTo(HaveOccurred())
-	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(remote.Write(ref, img)).To(Succeed())
 	return d
@@ -39,7 +40,7 @@ func pushRandom(g Gomega, ns string) v1.Hash {
 // wipeManifest deletes a manifest from the test registry, as a registry
 // restarted without storage or garbage-collected would have lost it.
 func wipeManifest(g Gomega, repo, digest string) {
-	req, err := http.NewRequest(http.MethodDelete, reg.URL+"/v2/"+repo+"/manifests/"+digest, nil)
+	req, err := http.NewRequest(http.MethodDelete, operatortest.Registry.URL+"/v2/"+repo+"/manifests/"+digest, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	resp, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -50,12 +51,12 @@ func wipeManifest(g Gomega, repo, digest string) {
 // expectPushed checks that the registry holds the recorded image and that
 // every tag names it.
 func expectPushed(t *testing.T, g Gomega, ns string, img *v1alpha1.ImageStatus) {
-	byDigest, err := name.NewDigest(reg.host+"/"+ns+"/api@"+img.Digest, name.Insecure)
+	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+ns+"/api@"+img.Digest, name.Insecure)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = remote.Head(byDigest)
 	g.Expect(err).NotTo(HaveOccurred(), "the manifest is in the registry")
 	for _, tag := range img.Tags {
-		g.Expect(reg.tagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
+		g.Expect(operatortest.Registry.TagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
 	}
 }
 
@@ -67,36 +68,36 @@ func expectPushed(t *testing.T, g Gomega, ns string, img *v1alpha1.ImageStatus) 
 func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	finish := func(job batchv1.Job) {
 		d := pushRandom(g, ns)
 		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 1})
 		finishJob(t, &job,
-			[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
-			[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, string(report))}, true)
+			[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
+			[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
 	}
 	var first batchv1.Job
 	g.Eventually(func(g Gomega) {
 		jobs := builderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		first = jobs["linux-amd64"]
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	finish(first)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
-	built := *imageOf(env, "api", "api")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	built := *env.Status.Component("api").Image("api")
 	expectPushed(t, g, ns, &built)
 
 	// The registry loses the image.
 	wipeManifest(g, ns+"/api", built.Digest)
-	requestReconcile(t, env)
+	operatortest.RequestReconcile(t, env)
 
 	// The same inputs' Job runs again: a new Job of the same name.
 	var second batchv1.Job
@@ -105,20 +106,20 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		second = jobs["linux-amd64"]
 		g.Expect(second.UID).NotTo(Equal(first.UID))
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	g.Expect(second.Name).To(Equal(first.Name))
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	finish(second)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(imageOf(env, "api", "api").Digest).NotTo(Equal(built.Digest))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("api").Image("api").Digest).NotTo(Equal(built.Digest))
 	})
-	expectPushed(t, g, ns, imageOf(env, "api", "api"))
-	expectKstatus(t, env, status.CurrentStatus)
+	expectPushed(t, g, ns, env.Status.Component("api").Image("api"))
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestWipedRegistryRebuildsInWarmBuilders: the same for a warm builder: a
@@ -127,46 +128,46 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	// Content of its own: callsWith counts execs naming its digest.
-	first := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
-	deployer(t, ns, "deployer", true)
+	first := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Name = "wipe"
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
 	img.Run.KeepWarm = true
-	suiteExec.set(func(command []string, stdout, _ io.Writer) error {
-		if !isStep(command, build.WarmStepPush) {
+	operatortest.WarmExec.Answer(func(command []string, stdout, _ io.Writer) error {
+		if !operatortest.IsStep(command, build.WarmStepPush) {
 			return nil
 		}
 		_, err := fmt.Fprintf(stdout, "{\"digest\":%q}\n", pushRandom(g, ns))
 		return err
 	})
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	pod := &corev1.Pod{}
 	g.Eventually(func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("wipe", "api", "linux/amd64")}, pod)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("wipe", "api", "linux/amd64")}, pod)
+	}, operatortest.Timeout).Should(Succeed())
 	pod.Status.Phase = corev1.PodRunning
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 	}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
-	built := *imageOf(env, "api", "api")
-	g.Expect(suiteExec.callsWith(first.String())).To(Equal(1))
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	built := *env.Status.Component("api").Image("api")
+	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(1))
 
 	wipeManifest(g, ns+"/api", built.Digest)
-	requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(imageOf(env, "api", "api").Digest).NotTo(Equal(built.Digest))
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("api").Image("api").Digest).NotTo(Equal(built.Digest))
 	})
-	g.Expect(suiteExec.callsWith(first.String())).To(Equal(2), "the build of the same inputs ran again")
-	expectPushed(t, g, ns, imageOf(env, "api", "api"))
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(2), "the build of the same inputs ran again")
+	expectPushed(t, g, ns, env.Status.Component("api").Image("api"))
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // apiEnv has one image compiled by a run step for two platforms.
@@ -30,9 +31,9 @@ func apiEnv(ns string) *v1alpha1.DevEnvironment {
 	return &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{
 				Name: "api",
 				Images: []v1alpha1.ImageSpec{{
@@ -57,7 +58,7 @@ func apiEnv(ns string) *v1alpha1.DevEnvironment {
 // builderJobs lists the environment's builder Jobs by platform label.
 func builderJobs(g Gomega, ns string) map[string]batchv1.Job {
 	jobs := &batchv1.JobList{}
-	g.Expect(k8s.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleBuild})).To(Succeed())
+	g.Expect(operatortest.Admin.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleBuild})).To(Succeed())
 	out := map[string]batchv1.Job{}
 	for _, j := range jobs.Items {
 		if j.DeletionTimestamp == nil {
@@ -79,13 +80,13 @@ func finishJob(t *testing.T, job *batchv1.Job, initStatuses, statuses []corev1.C
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: job.Spec.Template.Spec,
 	}
-	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
 	pod.Status.Phase = corev1.PodSucceeded
 	if !succeeded {
 		pod.Status.Phase = corev1.PodFailed
 	}
 	pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = initStatuses, statuses
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
 
 	now := metav1.Now()
 	start := metav1.NewTime(now.Add(-time.Second))
@@ -104,23 +105,19 @@ func finishJob(t *testing.T, job *batchv1.Job, initStatuses, statuses []corev1.C
 			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
 		}
 	}
-	g.Expect(k8s.Status().Update(ctx, job)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, job)).To(Succeed())
 	return pod.Name
-}
-
-func terminated(name string, code int32, message string) corev1.ContainerStatus {
-	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message, Reason: map[bool]string{true: "Completed", false: "Error"}[code == 0]}}}
 }
 
 func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	srcDigest := reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.Namespace(t)
+	srcDigest := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	// One Job per platform, while the component says it is building.
@@ -128,15 +125,15 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		jobs = builderJobs(g, ns)
 		g.Expect(jobs).To(HaveLen(2))
-	}, timeout).Should(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Components).To(HaveLen(1))
 		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
 		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("building image api in job"))
-		g.Expect(imageOf(env, "api", "api").Build).NotTo(BeNil())
-		g.Expect(imageOf(env, "api", "api").Build.Result).To(Equal(v1alpha1.BuildRunning))
+		g.Expect(env.Status.Component("api").Image("api").Build).NotTo(BeNil())
+		g.Expect(env.Status.Component("api").Image("api").Build.Result).To(Equal(v1alpha1.BuildRunning))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	arm := jobs["linux-arm64"]
 	spec := arm.Spec.Template.Spec
@@ -152,7 +149,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse(), c.Name)
 		g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")), c.Name)
 	}
-	g.Expect(fetch.Image).To(Equal(helperImage))
+	g.Expect(fetch.Image).To(Equal(operatortest.HelperImage))
 	g.Expect(strings.Join(fetch.Args, " ")).To(ContainSubstring(srcDigest.String()), "the fetch container gets the resolved digest")
 	g.Expect(builder.Image).To(Equal("golang:1.25"))
 	g.Expect(builder.Command).To(Equal([]string{"go", "build", "-o", "out/api", "./cmd/api"}))
@@ -160,10 +157,10 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		corev1.EnvVar{Name: "GOOS", Value: "linux"}, corev1.EnvVar{Name: "GOARCH", Value: "arm64"},
 		corev1.EnvVar{Name: "CGO_ENABLED", Value: "0"}))
 	g.Expect(builder.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "cache", MountPath: "/go/pkg/mod", SubPath: "p1"}))
-	g.Expect(assemble.Image).To(Equal(helperImage))
+	g.Expect(assemble.Image).To(Equal(operatortest.HelperImage))
 	g.Expect(assemble.Args).To(ContainElements("assemble", "--platform", "linux/arm64"))
 	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName("api", "api")}, pvc)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName("api", "api")}, pvc)).To(Succeed())
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 
 	// Each Job's assemble container pushed its platform image by digest.
@@ -172,25 +169,25 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		d, err := img.Digest()
 		g.Expect(err).NotTo(HaveOccurred())
-		ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, d), name.Insecure)
+		ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(remote.Write(ref, img)).To(Succeed(), platform)
 		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2})
 		finishJob(t, &job,
-			[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
-			[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, string(report))}, true)
+			[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
+			[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
 	}
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	img := imageOf(env, "api", "api")
+	img := env.Status.Component("api").Image("api")
 	g.Expect(img.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
 	g.Expect(img.Tags).To(Equal([]string{img.ContentHash, srcDigest.Hex}))
 	for _, tag := range img.Tags {
-		g.Expect(reg.tagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
+		g.Expect(operatortest.Registry.TagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
 	}
-	idxRef, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", reg.host, ns, img.Digest), name.Insecure)
+	idxRef, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, img.Digest), name.Insecure)
 	g.Expect(err).NotTo(HaveOccurred())
 	idx, err := remote.Index(idxRef)
 	g.Expect(err).NotTo(HaveOccurred(), "two platforms make an index")
@@ -201,42 +198,42 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
 	}
 	g.Expect(platforms).To(ConsistOf("linux/amd64", "linux/arm64"))
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// A build command that fails: new Jobs replace the old ones, and the
 	// failure's exit code and log tail reach status.
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Spec.Components[0].Images[0].Run.Command = []string{"go", "build", "-o", "out/api", "./cmd/broken"}
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		next := builderJobs(g, ns)
 		g.Expect(next).To(HaveLen(2))
 		g.Expect(next["linux-arm64"].Name).NotTo(Equal(arm.Name))
 		jobs = next
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	failed := jobs["linux-arm64"]
-	logs.set(ns, failed.Name+"-"+string(failed.UID)[:5], build.ContainerBuild, "go: downloading nothing\ncmd/broken/main.go:3:2: undefined: handler\n")
+	operatortest.PodLogs.Set(ns, failed.Name+"-"+string(failed.UID)[:5], build.ContainerBuild, "go: downloading nothing\ncmd/broken/main.go:3:2: undefined: handler\n")
 	finishJob(t, &failed,
-		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 2, "")},
+		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 2, "")},
 		nil, false)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
 		g.Expect(stalled.Message).To(ContainSubstring("container build ended with exit code 2: cmd/broken/main.go:3:2: undefined: handler"))
 		g.Expect(stalled.Message).To(ContainSubstring("kubectl logs job/" + failed.Name + " -c build"))
 	})
-	b := imageOf(env, "api", "api").Build
+	b := env.Status.Component("api").Image("api").Build
 	g.Expect(b.Result).To(Equal(v1alpha1.BuildFailed))
 	g.Expect(b.Job).To(Equal(failed.Name))
 	g.Expect(*b.ExitCode).To(Equal(int32(2)))
 	g.Expect(b.LogTail).To(ContainSubstring("undefined: handler"))
 	g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseFailed))
-	expectKstatus(t, env, status.FailedStatus)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestBuilderJobOutOfTheCacheIsNotWaitedOn: the operator caches only Jobs
@@ -20,31 +21,31 @@ import (
 func TestBuilderJobOutOfTheCacheIsNotWaitedOn(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n"})
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	var job batchv1.Job
 	g.Eventually(func(g Gomega) {
 		jobs := builderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job = jobs["linux-amd64"]
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 
 	delete(job.Labels, v1alpha1.LabelRole)
-	g.Expect(k8s.Update(ctx, &job)).To(Succeed())
-	requestReconcile(t, env)
-	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	g.Expect(operatortest.Admin.Update(ctx, &job)).To(Succeed())
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring("builder Job " + job.Name + " exists and belongs to another owner"))
 	})
 	kept := &batchv1.Job{}
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
 	g.Expect(kept.UID).To(Equal(job.UID))
 	g.Expect(kept.DeletionTimestamp).To(BeNil())
-	expectKstatus(t, env, status.FailedStatus)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }

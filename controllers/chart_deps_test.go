@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // packageTestChart packages controllers/testdata/charts/<name> as `helm
@@ -84,9 +85,9 @@ func pushTestChart(t *testing.T, name, repository string) string {
 	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
 		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = rc.Push(packageTestChart(t, name), reg.host+"/"+repository+"/"+name+":"+ch.Metadata.Version)
+	_, err = rc.Push(packageTestChart(t, name), operatortest.Registry.Host+"/"+repository+"/"+name+":"+ch.Metadata.Version)
 	g.Expect(err).NotTo(HaveOccurred())
-	return "oci://" + reg.host + "/" + repository
+	return "oci://" + operatortest.Registry.Host + "/" + repository
 }
 
 // TestUmbrellaChartWithDependencies is issue 18's umbrella chart through
@@ -100,15 +101,13 @@ func pushTestChart(t *testing.T, name, repository string) string {
 func TestUmbrellaChartWithDependencies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	chartRepo := serveChartRepo(t, "nats", "reader", "Ch4rt-Pa55")
 	ociRepo := pushTestChart(t, "etcd", ns+"/charts")
 	files := chartFilesFrom(t, filepath.Join("testdata", "charts", "platform"), "deploy/platform")
 	files["deploy/platform/Chart.yaml"] = strings.NewReplacer("${CHART_REPO}", chartRepo, "${OCI_REPO}", ociRepo).
 		Replace(files["deploy/platform/Chart.yaml"])
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dynamo"},
@@ -116,9 +115,9 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 			ServiceAccountName: "deployer",
 			// The OCI dependency is in the environment's own registry,
 			// the one plain HTTP is allowed to.
-			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			ChartCredentials: []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}},
 			Components: []v1alpha1.Component{{Name: "platform", Helm: &v1alpha1.HelmSpec{
 				Chart:  v1alpha1.ChartRef{Source: "app", Path: "deploy/platform"},
@@ -126,47 +125,47 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 			}}},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.chart: dependency "nats" (` + chartRepo + `, version ~1.2.0)`))
 		g.Expect(stalled.Message).To(ContainSubstring(`spec.chartCredentials[0].secretRef: Secret "chart-repo" not found`))
 	})
-	g.Expect(componentOf(env, "platform").Phase).To(Equal(v1alpha1.PhaseFailed))
-	expectKstatus(t, env, status.FailedStatus)
+	g.Expect(env.Status.Component("platform").Phase).To(Equal(v1alpha1.PhaseFailed))
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
+	g.Expect(operatortest.Admin.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chart-repo"},
 		StringData: map[string]string{"username": "reader", "password": "Ch4rt-Pa55"},
 	})).To(Succeed())
-	_ = requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "platform").Release).NotTo(BeNil())
+	_ = operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("platform").Release).NotTo(BeNil())
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 	g.Expect(deployedCharts(t, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
 		"platform": "0.1.0", "nats": "1.2.3", "etcd": "0.3.1"}), "grove's condition is off")
 
 	// Dynamo's toggles: nats off, grove on.
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Spec.Components[0].Helm.Values = &apiextensionsv1.JSON{Raw: []byte(`{"nats": {"enabled": false}}`)}
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "platform").Release.Revision).To(Equal(2))
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("platform").Release.Revision).To(Equal(2))
 	})
 	g.Expect(deployedCharts(t, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
 		"platform": "0.1.0", "etcd": "0.3.1", "grove": "0.1.0"}))
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // deployedCharts reads the ConfigMap <release>-<chart> each fixture chart
@@ -176,7 +175,7 @@ func deployedCharts(t *testing.T, ns, release string, charts ...string) map[stri
 	out := map[string]string{}
 	for _, c := range charts {
 		cm := &corev1.ConfigMap{}
-		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + "-" + c}, cm)
+		err := operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + "-" + c}, cm)
 		switch {
 		case err == nil:
 			out[c] = cm.Data["version"]

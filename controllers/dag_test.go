@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,11 +13,12 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // diamond is a → (b, c) → d.
 func diamond() []v1alpha1.Component {
-	return []v1alpha1.Component{component("a"), component("b", "a"), component("c", "a"), component("d", "b", "c")}
+	return []v1alpha1.Component{operatortest.ScriptedComponent("a"), operatortest.ScriptedComponent("b", "a"), operatortest.ScriptedComponent("c", "a"), operatortest.ScriptedComponent("d", "b", "c")}
 }
 
 // TestBrokenMiddleOfADiamondBlocksOnlyItsBranch: with c failing, b (which
@@ -25,13 +26,13 @@ func diamond() []v1alpha1.Component {
 // once c heals d follows without a nudge.
 func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	scripted.set(ns, "c", "", errors.New("helm install c: 1 error occurred:\n\t* job c-hook failed: BackoffLimitExceeded"))
-	env := newEnv(ns, "diamond", diamond()...)
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	ns := operatortest.Namespace(t)
+	operatortest.ScriptedDeploy.Set(ns, "c", "", errors.New("helm install c: 1 error occurred:\n\t* job c-hook failed: BackoffLimitExceeded"))
+	env := operatortest.Env(ns, "diamond").SharedSource().Components(diamond()...).Obj()
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "a")).To(Equal(v1alpha1.PhaseReady))
 		g.Expect(phaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady), "b depends only on a")
 		g.Expect(phaseOf(env, "c")).To(Equal(v1alpha1.PhaseFailed))
@@ -40,23 +41,23 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 		g.Expect(d.Phase).To(Equal(v1alpha1.PhaseBlocked))
 		g.Expect(d.WaitingFor).To(Equal([]string{"c"}))
 		g.Expect(d.Message).To(Equal("waiting for c (Failed) to be Ready"))
-		ready := condition(env, v1alpha1.ConditionReady)
+		ready := operatortest.EnvCondition(env, v1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(ContainSubstring("component c: helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"),
 			"the cause, not only the first line")
 		g.Expect(findComponent(env, "c").Message).To(Equal("helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"))
-		g.Expect(condition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "a transient failure is retried")
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "a transient failure is retried")
 	})
-	g.Expect(scripted.calls(ns, "b")).To(BeNumerically(">", 0))
-	g.Expect(scripted.calls(ns, "d")).To(BeZero(), "a blocked component is never handed to the engine")
-	expectKstatus(t, env, status.InProgressStatus)
+	g.Expect(operatortest.ScriptedDeploy.Calls(ns, "b")).To(BeNumerically(">", 0))
+	g.Expect(operatortest.ScriptedDeploy.Calls(ns, "d")).To(BeZero(), "a blocked component is never handed to the engine")
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
-	scripted.set(ns, "c", v1alpha1.PhaseReady, nil)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.ScriptedDeploy.Set(ns, "c", v1alpha1.PhaseReady, nil)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(phaseOf(env, "d")).To(Equal(v1alpha1.PhaseReady))
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestStalledComponentStallsOnlyWhenNothingElseMoves: a component that
@@ -64,49 +65,49 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 // what it can, with the component's reason.
 func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	scripted.set(ns, "c", "", fault.Stalledf(v1alpha1.ReasonDeployFailed, "helm release c failed 3 times in a row"))
-	scripted.set(ns, "b", v1alpha1.PhaseDeploying, nil)
-	env := newEnv(ns, "stalls", diamond()...)
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	ns := operatortest.Namespace(t)
+	operatortest.ScriptedDeploy.Set(ns, "c", "", fault.Stalledf(v1alpha1.ReasonDeployFailed, "helm release c failed 3 times in a row"))
+	operatortest.ScriptedDeploy.Set(ns, "b", v1alpha1.PhaseDeploying, nil)
+	env := operatortest.Env(ns, "stalls").SharedSource().Components(diamond()...).Obj()
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "c")).To(Equal(v1alpha1.PhaseFailed))
-		g.Expect(condition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "b is still rolling out")
-		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
-		g.Expect(condition(env, v1alpha1.ConditionReady).Message).To(And(
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "b is still rolling out")
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReady).Message).To(And(
 			ContainSubstring("not Ready: b, d"), ContainSubstring("component c: helm release c failed")))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
-	scripted.set(ns, "b", v1alpha1.PhaseReady, nil)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	operatortest.ScriptedDeploy.Set(ns, "b", v1alpha1.PhaseReady, nil)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady))
-		stalled := condition(env, v1alpha1.ConditionStalled)
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
 		g.Expect(stalled.Message).To(Equal("component c: helm release c failed 3 times in a row"))
 		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
 	})
-	expectKstatus(t, env, status.FailedStatus)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
 // TestListOrderNeverChangesTheOutcome: every permutation of the diamond's
 // component list, c failing, ends the same way.
 func TestListOrderNeverChangesTheOutcome(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	scripted.set(ns, "c", "", errors.New("chart c is broken"))
+	ns := operatortest.Namespace(t)
+	operatortest.ScriptedDeploy.Set(ns, "c", "", errors.New("chart c is broken"))
 	perms := permutations(diamond())
 	for i, comps := range perms {
-		env := newEnv(ns, fmt.Sprintf("order-%d", i), comps...)
-		g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+		env := operatortest.Env(ns, fmt.Sprintf("order-%d", i)).SharedSource().Components(comps...).Obj()
+		g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	}
 	want := map[string]v1alpha1.ComponentPhase{"a": v1alpha1.PhaseReady, "b": v1alpha1.PhaseReady, "c": v1alpha1.PhaseFailed, "d": v1alpha1.PhaseBlocked}
 	for i := range perms {
 		key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("order-%d", i)}
-		eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 			for name, phase := range want {
 				g.Expect(phaseOf(env, name)).To(Equal(phase), "component %s of %s", name, key.Name)
 			}

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/controllers"
 	"github.com/devloop-dev/devloop/internal/engine"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // blockingDeployer never finishes a component on its own: it returns when
@@ -43,20 +45,20 @@ func (d *blockingDeployer) Reconcile(ctx context.Context, _ engine.Request) (eng
 func TestReconcileDeadline(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	env := newEnv(ns, "slow", component("a"))
+	ns := operatortest.Namespace(t)
+	env := operatortest.Env(ns, "slow").SharedSource().Components(operatortest.ScriptedComponent("a")).Obj()
 	env.Spec.Suspend = true // the suite's manager leaves it alone
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Finalizers).To(ContainElement(v1alpha1.Finalizer))
 	})
 
-	s := suiteReconciler
+	s := operatortest.Reconciler
 	blocking := &blockingDeployer{Engine: s.Engines.Deploy, deadline: make(chan time.Time, 1)}
 	engines := s.Engines
 	engines.Deploy = blocking
-	r := &DevEnvironmentReconciler{
+	r := &controllers.DevEnvironmentReconciler{
 		Client: &requestingClient{Client: s.Client}, APIReader: s.APIReader, Recorder: s.Recorder,
 		Identity: s.Identity, Engines: engines, Policy: s.Policy, WaitInterval: s.WaitInterval, Sources: s.Sources,
 		ReconcileTimeout: 2 * time.Second,
@@ -67,10 +69,10 @@ func TestReconcileDeadline(t *testing.T) {
 	g.Expect(<-blocking.deadline).To(BeTemporally("~", started.Add(2*time.Second), time.Second), "the component ran under the deadline")
 
 	got := &v1alpha1.DevEnvironment{}
-	g.Expect(k8s.Get(ctx, key, got)).To(Succeed())
-	ready := condition(got, v1alpha1.ConditionReady)
+	g.Expect(operatortest.Admin.Get(ctx, key, got)).To(Succeed())
+	ready := operatortest.EnvCondition(got, v1alpha1.ConditionReady)
 	g.Expect(ready).NotTo(BeNil())
 	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(ready.Message).To(ContainSubstring("--reconcile-timeout"))
-	g.Expect(condition(got, v1alpha1.ConditionStalled)).To(BeNil(), "retried, not Stalled")
+	g.Expect(operatortest.EnvCondition(got, v1alpha1.ConditionStalled)).To(BeNil(), "retried, not Stalled")
 }

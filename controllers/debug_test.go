@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestDebugAnnotationBuildsADebugImage: with the image in
@@ -24,11 +25,11 @@ import (
 func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
+	ns := operatortest.Namespace(t)
+	operatortest.UseDeployEngine(ns)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
 		"deploy/api.yaml": debugDeployment})
-	deployer(t, ns, "deployer", true)
+	operatortest.CreateDeployer(t, ns, "deployer")
 	env := apiEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
@@ -36,7 +37,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
 	env.Spec.Components[0].Images[0].Run.Env = append(env.Spec.Components[0].Images[0].Run.Env, v1alpha1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor"})
 	env.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	builder := func(g Gomega) (batchv1.Job, corev1.Container) {
 		jobs := builderJobs(g, ns)
@@ -55,7 +56,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 		g.Expect(c.Command[4:]).To(Equal([]string{"go", "build", "-o", "out/api", "./cmd/api"}))
 		g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor " + build.DebugGCFlags}))
 		g.Expect(strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")).To(ContainSubstring(`"to":"/dlv"`), "the assemble step adds delve at /dlv")
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 
 	// The debug build lands: the Deployment runs it under delve, without
 	// its liveness probe.
@@ -68,14 +69,14 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 		g.Expect(c.LivenessProbe).To(BeNil())
 		g.Expect(c.ReadinessProbe).NotTo(BeNil())
 		g.Expect(apiImageStatus(g, ns).Debug).To(BeTrue(), "status says the digest deployed is a debug build")
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 
 	// debug --off: the annotation's entry goes, the image is built as
 	// written again.
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(env), env)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(env), env)).To(Succeed())
 	patched := env.DeepCopy()
 	delete(patched.Annotations, v1alpha1.DebugAnnotation)
-	g.Expect(k8s.Patch(ctx, patched, client.MergeFrom(env))).To(Succeed())
+	g.Expect(operatortest.Admin.Patch(ctx, patched, client.MergeFrom(env))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		job, c := builder(g)
 		g.Expect(job.Name).NotTo(Equal(debugJob.Name))
@@ -83,20 +84,20 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 		g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor"}))
 		g.Expect(strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")).NotTo(ContainSubstring(`"/dlv"`))
 		debugJob = job
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	finishBuild(t, ns, "api", debugJob)
 	g.Eventually(func(g Gomega) {
 		c := apiContainer(g, ns)
 		g.Expect(c.Command).To(BeEmpty())
 		g.Expect(c.LivenessProbe).NotTo(BeNil())
 		g.Expect(apiImageStatus(g, ns).Debug).To(BeFalse(), "the normal build is no debug build")
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 }
 
 // apiImageStatus is the status of the api image of environment api.
 func apiImageStatus(g Gomega, ns string) *v1alpha1.ImageStatus {
 	env := &v1alpha1.DevEnvironment{}
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, env)).To(Succeed())
 	ist := env.Status.Component("api").Image("api")
 	g.Expect(ist).NotTo(BeNil())
 	return ist
@@ -122,8 +123,8 @@ spec:
 func apiContainer(g Gomega, ns string) corev1.Container {
 	d := &appsv1.Deployment{}
 	env := &v1alpha1.DevEnvironment{}
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, env)).To(Succeed())
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, d)).To(Succeed(), "%+v", env.Status.Components)
+	g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, d)).To(Succeed(), "%+v", env.Status.Components)
 	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
 	return d.Spec.Template.Spec.Containers[0]
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/controllers"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // benchManifests is how many manifests components the bench environment
@@ -27,11 +29,9 @@ const benchManifests = 10
 // Reconcile the benchmark calls directly. The environment is then
 // suspended for the manager, so only the bench reconciler works on it
 // (see requestingClient); its sources are resolved again only on request.
-func benchEnv(b *testing.B) (*DevEnvironmentReconciler, *requestingClient, ctrl.Request, string) {
+func benchEnv(b *testing.B) (*controllers.DevEnvironmentReconciler, *requestingClient, ctrl.Request, string) {
 	b.Helper()
-	ns := newNamespace(b)
-	useDeployEngine(ns)
-	deployer(b, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(b)
 	cfg := map[string]string{}
 	for i := range benchManifests {
 		name := fmt.Sprintf("c%d", i)
@@ -48,15 +48,15 @@ spec:
       containers: [{name: app, image: registry.test/%[1]s:1}]
 `, name)
 	}
-	reg.pushSource(b, ns+"/cfg", "dev", cfg)
-	reg.pushSource(b, ns+"/src", "dev", benchAppSource(b, 0))
+	operatortest.Registry.PushSource(b, ns+"/cfg", "dev", cfg)
+	operatortest.AppFiles(b, ns, benchAppSource(b, 0))
 
 	hour := &metav1.Duration{Duration: time.Hour}
-	env := webEnv(ns)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Sources[0].Interval = hour
 	env.Spec.Sources = append(env.Spec.Sources, v1alpha1.Source{Name: "cfg", Interval: hour, OCI: &v1alpha1.OCISource{
-		Repository: reg.host + "/" + ns + "/cfg", Tag: "dev", Insecure: true}})
+		Repository: operatortest.Registry.Host + "/" + ns + "/cfg", Tag: "dev", Insecure: true}})
 	site := &env.Spec.Components[0]
 	site.Name = "site"
 	site.Manifests = nil
@@ -67,43 +67,43 @@ spec:
 			Manifests: &v1alpha1.ManifestsSpec{Source: "cfg", Paths: []string{name}}})
 	}
 	g := NewWithT(b)
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	operatortest.WaitForEnv(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Components).To(HaveLen(benchManifests + 1))
 		for _, c := range env.Status.Components {
 			g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "%s: %s", c.Name, c.Message)
 		}
 	})
-	markAvailable(b, ns, "site")
+	operatortest.MarkDeploymentAvailable(b, ns, "site")
 	for i := range benchManifests {
-		markAvailable(b, ns, fmt.Sprintf("c%d", i))
+		operatortest.MarkDeploymentAvailable(b, ns, fmt.Sprintf("c%d", i))
 	}
-	eventually(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.WaitForEnv(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.ComponentsReady).To(Equal(fmt.Sprintf("%d/%d", benchManifests+1, benchManifests+1)))
 	})
 	// The suite's options (an image verify interval of 1ns) requeue a
 	// Ready environment every second. The manager is kept off it by
 	// suspending it; the bench reconciler reads it unsuspended.
 	cur := &v1alpha1.DevEnvironment{}
-	g.Expect(k8s.Get(context.Background(), key, cur)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(context.Background(), key, cur)).To(Succeed())
 	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.Suspend = true
-	g.Expect(k8s.Patch(context.Background(), cur, patch)).To(Succeed())
-	eventually(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	g.Expect(operatortest.Admin.Patch(context.Background(), cur, patch)).To(Succeed())
+	operatortest.WaitForEnv(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
 	})
 	time.Sleep(2 * time.Second) // a requeue in flight has run and stopped
 
-	s := suiteReconciler
+	s := operatortest.Reconciler
 	cl := &requestingClient{Client: s.Client}
 	// The suite's engines, but the test runs' writes go through cl too.
 	engines := s.Engines
 	tests := *engines.Tests.(*testrun.Engine)
 	tests.Client = cl
 	engines.Tests, engines.Triggers = &tests, testrun.Triggers{Engine: &tests}
-	r := &DevEnvironmentReconciler{
+	r := &controllers.DevEnvironmentReconciler{
 		Client:       cl,
 		APIReader:    s.APIReader,
 		Recorder:     s.Recorder,
@@ -117,14 +117,14 @@ spec:
 	// Warm up: the bench reconciler resolves the sources once.
 	_, err := r.Reconcile(context.Background(), req)
 	g.Expect(err).NotTo(HaveOccurred())
-	eventually(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	operatortest.WaitForEnv(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
 	return r, cl, req, ns
 }
 
 // benchAppSource is the web binary, static files and chart, the binary
 // differing by n.
 func benchAppSource(b *testing.B, n int) map[string]string {
-	files := webSource(fmt.Sprintf("binary %d", n))
+	files := operatortest.WebFiles(fmt.Sprintf("binary %d", n))
 	for k, v := range chartFiles(b, "web", "chart") {
 		files[k] = v
 	}
@@ -184,14 +184,14 @@ func BenchmarkReconcileImageChange(b *testing.B) {
 	ctx := context.Background()
 	g := NewWithT(b)
 	env := &v1alpha1.DevEnvironment{}
-	g.Expect(k8s.Get(ctx, req.NamespacedName, env)).To(Succeed())
-	digest := imageOf(env, "site", "web").Digest
+	g.Expect(operatortest.Admin.Get(ctx, req.NamespacedName, env)).To(Succeed())
+	digest := env.Status.Component("site").Image("web").Digest
 	reconciles := 0
 	n := 0
 	b.ResetTimer()
 	for b.Loop() {
 		n++
-		reg.pushSource(b, ns+"/src", "dev", benchAppSource(b, n))
+		operatortest.AppFiles(b, ns, benchAppSource(b, n))
 		cl.request = fmt.Sprintf("bench-%d", n)
 		for {
 			reconciles++
@@ -199,19 +199,19 @@ func BenchmarkReconcileImageChange(b *testing.B) {
 				b.Fatal(err)
 			}
 			g.Expect(cl.Client.Get(ctx, req.NamespacedName, env)).To(Succeed())
-			img := imageOf(env, "site", "web")
+			img := env.Status.Component("site").Image("web")
 			if img == nil || img.Digest == digest {
 				continue
 			}
 			d := &appsv1.Deployment{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d)).To(Succeed())
+			g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d)).To(Succeed())
 			if d.Spec.Template.Spec.Containers[0].Image == env.Spec.Registry.Prefix+"/web@"+img.Digest {
 				digest = img.Digest
 				break
 			}
 		}
 		b.StopTimer()
-		markAvailable(b, ns, "site")
+		operatortest.MarkDeploymentAvailable(b, ns, "site")
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // deployTestdata holds the charts and manifests internal/deploy tests use;
@@ -41,9 +42,9 @@ func pushChart(t *testing.T, name, repo string) string {
 	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
 		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = rc.Push(data, reg.host+"/"+repo+"/"+name+":"+ch.Metadata.Version)
+	_, err = rc.Push(data, operatortest.Registry.Host+"/"+repo+"/"+name+":"+ch.Metadata.Version)
 	g.Expect(err).NotTo(HaveOccurred())
-	return "oci://" + reg.host + "/" + repo + "/" + name
+	return "oci://" + operatortest.Registry.Host + "/" + repo + "/" + name
 }
 
 // setValues writes the values.yaml key of a ConfigMap, creating it.
@@ -51,12 +52,12 @@ func setValues(t *testing.T, ns, name, values string) {
 	t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	err := operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(cm), cm)
 	cm.Data = map[string]string{"values.yaml": values}
 	if err != nil {
-		err = k8s.Create(ctx, cm)
+		err = operatortest.Admin.Create(ctx, cm)
 	} else {
-		err = k8s.Update(ctx, cm)
+		err = operatortest.Admin.Update(ctx, cm)
 	}
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 }
@@ -70,19 +71,17 @@ func setValues(t *testing.T, ns, name, values string) {
 func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	allowCRDs(t, ns, "deployer")
-	srcDigest := reg.pushSource(t, ns+"/src", "dev", webSource("binary"))
+	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
 	chartRepo := pushChart(t, "demo", ns+"/charts")
 	setValues(t, ns, "dev-values", "replicas: 2\nvalidator: {version: from-configmap}\n")
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
+	g.Expect(operatortest.Admin.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev-secret"},
 		StringData: map[string]string{"values.yaml": "validator: {version: from-secret}\n"},
 	})).To(Succeed())
 
-	env := webEnv(ns)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	c := &env.Spec.Components[0]
 	c.Manifests = nil
@@ -96,80 +95,80 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 		},
 		ImageValues: []v1alpha1.ImageValue{{Image: "web", Path: "validator.version", From: "Revision"}},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := componentOf(env, "web")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := env.Status.Component("web")
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
 		g.Expect(c.Release).NotTo(BeNil())
 		g.Expect(c.Release.Revision).To(BeNumerically(">", 0), "installed, not only about to be")
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	// The CRD is installed and established before the custom resource.
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "validators.demo.devloop.dev"}, crd)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: "validators.demo.devloop.dev"}, crd)).To(Succeed())
 	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
 	g.Expect(conds).To(ContainElement(HaveKeyWithValue("type", "Established")))
 	// The custom resource carries the revision tag the build pushed: the
 	// imageValues entry wins over the ConfigMap and the Secret.
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "demo.devloop.dev", Version: "v1", Kind: "Validator"})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-validator"}, cr)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-validator"}, cr)).To(Succeed())
 	version, _, _ := unstructured.NestedString(cr.Object, "spec", "version")
 	g.Expect(version).To(Equal("rev-" + srcDigest.Hex[:12]))
-	img := imageOf(env, "web", "web")
+	img := env.Status.Component("web").Image("web")
 	g.Expect(img.Tags).To(ContainElement(version), "the tag in the custom resource was pushed")
 	// The Deployment runs the digest-pinned image; replicas come from the
 	// ConfigMap, over the spec's values.
 	d := &appsv1.Deployment{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
-	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + img.Digest))
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(operatortest.Registry.Host + "/" + ns + "/web@" + img.Digest))
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 
-	markAvailable(t, ns, "gpu-app")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.MarkDeploymentAvailable(t, ns, "gpu-app")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(env.Status.Component("web").Release.Revision).To(Equal(1))
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// A values change that breaks the release: every upgrade fails and is
 	// rolled back, so the last good objects stay and the release is
 	// "deployed" again; after three attempts the environment stalls with
 	// Helm's error.
 	setValues(t, ns, "dev-values", "replicas: 2\nbroken: true\n")
-	_ = requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	_ = operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
 		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
 	})
-	expectKstatus(t, env, status.FailedStatus)
-	rel := componentOf(env, "web").Release
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
+	rel := env.Status.Component("web").Release
 	g.Expect(rel.Revision).To(BeNumerically(">", 2), "failed upgrades and their rollbacks are revisions")
 	g.Expect(rel.Status).To(Equal("deployed"), "the failed upgrade was rolled back")
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-validator"}, cr)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-validator"}, cr)).To(Succeed())
 
 	// Fixing the values heals it on the next reconcile.
 	setValues(t, ns, "dev-values", "replicas: 1\n")
-	_ = requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
-		g.Expect(componentOf(env, "web").Release.Revision).To(BeNumerically(">", rel.Revision))
+	_ = operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
+		g.Expect(env.Status.Component("web").Release.Revision).To(BeNumerically(">", rel.Revision))
 	})
-	markAvailable(t, ns, "gpu-app")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.MarkDeploymentAvailable(t, ns, "gpu-app")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestFailingHookStallsThenInstalls: a pre-install hook the API server
@@ -178,55 +177,53 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 func TestFailingHookStallsThenInstalls(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	files := map[string]string{}
 	for k, v := range chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart") {
 		files[k] = v
 	}
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{Name: "init", Helm: &v1alpha1.HelmSpec{
 				Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"},
 			}}},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
 		g.Expect(stalled.Message).To(ContainSubstring("pre-install"))
 		g.Expect(stalled.Message).To(ContainSubstring("Invalid_Hook_Name"))
 	})
-	g.Expect(componentOf(env, "init").Phase).To(Equal(v1alpha1.PhaseFailed))
-	expectKstatus(t, env, status.FailedStatus)
+	g.Expect(env.Status.Component("init").Phase).To(Equal(v1alpha1.PhaseFailed))
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	// The release's own objects were never left behind by a failed install.
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).NotTo(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).NotTo(Succeed())
 
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Spec.Components[0].Helm.Values = &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)}
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "init").Release).NotTo(BeNil())
-		g.Expect(componentOf(env, "init").Release.Status).To(Equal("deployed"))
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("init").Release).NotTo(BeNil())
+		g.Expect(env.Status.Component("init").Release.Status).To(Equal("deployed"))
 	})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).To(Succeed())
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-hook"}, &corev1.ConfigMap{})).To(Succeed())
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-hook"}, &corev1.ConfigMap{})).To(Succeed())
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestKustomizeComponent deploys a kustomize overlay: its patch and labels
@@ -234,38 +231,36 @@ func TestFailingHookStallsThenInstalls(t *testing.T) {
 func TestKustomizeComponent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	files := webSource("binary")
+	ns := operatortest.DeployNamespace(t)
+	files := operatortest.WebFiles("binary")
 	for k, v := range chartFilesFrom(t, filepath.Join(deployTestdata, "manifests", "kustomize"), "config") {
 		files[k] = v
 	}
-	reg.pushSource(t, ns+"/src", "dev", files)
-	env := webEnv(ns)
+	operatortest.AppFiles(t, ns, files)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Registry.PullPrefix = "localhost:5001/team"
 	env.Spec.Components[0].Images[0].Name = "api"
 	env.Spec.Components[0].Manifests.Paths = []string{"config/overlay"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(componentOf(env, "web")).NotTo(BeNil())
-		g.Expect(componentOf(env, "web").Inventory).To(HaveLen(1))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("web")).NotTo(BeNil())
+		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(1))
 	})
 	d := &appsv1.Deployment{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, d)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, d)).To(Succeed())
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(3)), "the overlay's patch")
 	g.Expect(d.Labels).To(HaveKeyWithValue("tier", "backend"), "the overlay's labels")
-	img := imageOf(env, "web", "api")
+	img := env.Status.Component("web").Image("api")
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("localhost:5001/team/api@"+img.Digest),
 		"the overlay names the image by its pull repository; it is pinned to the built digest")
-	expectKstatus(t, env, status.InProgressStatus)
-	markAvailable(t, ns, "api")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	operatortest.MarkDeploymentAvailable(t, ns, "api")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // deployedIntoTarget makes an environment in a namespace of its own whose
@@ -275,22 +270,20 @@ func deployedIntoTarget(t *testing.T, name string) (env *v1alpha1.DevEnvironment
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	target = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "target-"}}
-	g.Expect(k8s.Create(ctx, target)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, target)).To(Succeed())
 	bindDeployer(t, target.Name, ns, "deployer")
 
 	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
 	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 	env = &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{
 				{Name: "plain", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}, Namespace: target.Name}},
 				{Name: "chart", DependsOn: []string{"plain"}, Helm: &v1alpha1.HelmSpec{
@@ -301,13 +294,13 @@ func deployedIntoTarget(t *testing.T, name string) (env *v1alpha1.DevEnvironment
 			},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
-	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "plain"}, &corev1.ConfigMap{})).To(Succeed())
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "chart-config"}, &corev1.ConfigMap{})).To(Succeed())
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "plain"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: target.Name, Name: "chart-config"}, &corev1.ConfigMap{})).To(Succeed())
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 	return env, target
 }
 
@@ -323,13 +316,13 @@ func TestDeletionWithTargetNamespaceGone(t *testing.T) {
 
 	// The namespace goes, with everything in it (release storage included),
 	// as the namespace controller would do it.
-	g.Expect(k8s.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(target.Name))).To(Succeed())
-	g.Expect(k8s.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(target.Name))).To(Succeed())
-	g.Expect(k8s.Delete(ctx, target)).To(Succeed())
+	g.Expect(operatortest.Admin.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(target.Name))).To(Succeed())
+	g.Expect(operatortest.Admin.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(target.Name))).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, target)).To(Succeed())
 	finalizeNamespace(t, target.Name)
 
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "away"}})
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "away"}})
 }
 
 // TestDeletionWithTargetNamespaceTerminating: the target namespace is
@@ -342,11 +335,11 @@ func TestDeletionWithTargetNamespaceTerminating(t *testing.T) {
 	env, target := deployedIntoTarget(t, "leaving")
 	ns := env.Namespace
 
-	g.Expect(k8s.Delete(ctx, target)).To(Succeed())
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"}})
-	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "plain"}})
-	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "chart-config"}})
+	g.Expect(operatortest.Admin.Delete(ctx, target)).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"}})
+	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "plain"}})
+	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "chart-config"}})
 	finalizeNamespace(t, target.Name)
 }
 
@@ -378,9 +371,9 @@ func bindDeployer(t testing.TB, target, saNS, sa string) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deployer"},
+	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deployer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}})).To(Succeed())
-	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deployer"},
+	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deployer"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "deployer"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: sa}}})).To(Succeed())
 }
@@ -392,10 +385,10 @@ func allowCRDs(t testing.TB, ns, sa string) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	name := "crds-" + ns
-	g.Expect(k8s.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"},
 			Resources: []string{"customresourcedefinitions"}, Verbs: []string{"*"}}}})).To(Succeed())
-	g.Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})).To(Succeed())
 }
@@ -408,13 +401,13 @@ func finalizeNamespace(t *testing.T, name string) {
 	ctx := context.Background()
 	g.Eventually(func() error {
 		ns := &corev1.Namespace{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if err := operatortest.Admin.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 			return err
 		}
 		ns.Spec.Finalizers = nil
-		return k8s.SubResource("finalize").Update(ctx, ns)
-	}, timeout).Should(Succeed())
-	expectGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		return operatortest.Admin.SubResource("finalize").Update(ctx, ns)
+	}, operatortest.Timeout).Should(Succeed())
+	operatortest.ExpectGone(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
 // TestDeletionWhenItsNamespaceIsDeleted: deleting the environment's own
@@ -426,29 +419,27 @@ func finalizeNamespace(t *testing.T, name string) {
 func TestDeletionWhenItsNamespaceIsDeleted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	reg.pushSource(t, ns+"/src", "dev", chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart"))
+	ns := operatortest.DeployNamespace(t)
+	operatortest.AppFiles(t, ns, chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart"))
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{Name: "chart", Helm: &v1alpha1.HelmSpec{
 				Chart:  v1alpha1.ChartRef{Source: "app", Path: "chart"},
 				Values: &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
 			}}},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
-	expectKstatus(t, env, status.CurrentStatus)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
-	g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(k8s.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}})).To(Succeed())
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}})
+	g.Expect(operatortest.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}})).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}})
 }

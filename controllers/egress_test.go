@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -9,15 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // Crossing 6 of issue 17: a source URL on a link-local address (the cloud
 // metadata endpoint) is refused by the operator's egress policy and the
 // environment is Stalled naming the field and the rule; nothing is dialled.
 func TestEgressRefusalStallsNamingTheSource(t *testing.T) {
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	for name, src := range map[string]v1alpha1.Source{
 		"git": {Name: "app", Git: &v1alpha1.GitSource{URL: "https://169.254.169.254/latest/meta-data.git", Ref: &v1alpha1.GitRef{Branch: "main"}}},
 		"oci": {Name: "app", OCI: &v1alpha1.OCISource{Repository: "169.254.169.254/team/src", Tag: "dev"}},
@@ -31,9 +30,9 @@ func TestEgressRefusalStallsNamingTheSource(t *testing.T) {
 					Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
 			},
 		}
-		NewWithT(t).Expect(k8s.Create(context.Background(), env)).To(Succeed())
-		eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			stalled := condition(env, v1alpha1.ConditionStalled)
+		NewWithT(t).Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
+		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", conditions(env))
 			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // Flux's health checks (Kustomization healthChecks, wait: true) and
@@ -34,59 +35,57 @@ import (
 func TestFluxHealthCheckFollowsThePhases(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	files := webSource("binary")
-	files["deploy/deployment.yaml"] = webDeployment
-	reg.pushSource(t, ns+"/src", "dev", files)
+	ns := operatortest.DeployNamespace(t)
+	files := operatortest.WebFiles("binary")
+	files["deploy/deployment.yaml"] = operatortest.WebDeployment
+	operatortest.AppFiles(t, ns, files)
 
 	rec := watchEnvironments(t, ns)
-	env := webEnv(ns)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	// Deploying: the Deployment is applied but not available.
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := componentOf(env, "web")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := env.Status.Component("web")
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	// Ready: the Deployment's pods are up.
-	markAvailable(t, ns, "web")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseReady))
+	operatortest.MarkDeploymentAvailable(t, ns, "web")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// Broken by an edit: a layer naming a file the source lacks stalls the
 	// build.
 	editSpec(t, key, func(env *v1alpha1.DevEnvironment) {
 		env.Spec.Components[0].Images[0].Layers[0].From = "bin/missing"
 	})
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
-		stalled := condition(env, v1alpha1.ConditionStalled)
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring(`"bin/missing" does not exist`))
 	})
-	g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseFailed))
-	expectKstatus(t, env, status.FailedStatus)
+	g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseFailed))
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	// Fixed: Ready again.
 	editSpec(t, key, func(env *v1alpha1.DevEnvironment) {
 		env.Spec.Components[0].Images[0].Layers[0].From = "bin/web"
 	})
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "web").Phase).To(Equal(v1alpha1.PhaseReady))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	versions := rec.stop()
 	var verdicts []status.Status
@@ -152,12 +151,12 @@ func editSpec(t *testing.T, key client.ObjectKey, edit func(*v1alpha1.DevEnviron
 	t.Helper()
 	NewWithT(t).Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(context.Background(), key, cur); err != nil {
+		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
 			return err
 		}
 		edit(cur)
-		return k8s.Update(context.Background(), cur)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Update(context.Background(), cur)
+	}, operatortest.Timeout).Should(Succeed())
 }
 
 // envRecorder keeps every version of the environments of a namespace the
@@ -171,7 +170,7 @@ type envRecorder struct {
 
 func watchEnvironments(t *testing.T, ns string) *envRecorder {
 	t.Helper()
-	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: testenv.Scheme()})
+	wc, err := client.NewWithWatch(operatortest.AdminConfig, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestLiveUpdateOfACrashingProgram: a program that crashes after a live
@@ -23,52 +24,52 @@ func TestLiveUpdateOfACrashingProgram(t *testing.T) {
 	ctx := context.Background()
 	ns, env := deployLiveEnv(t)
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, readyCurrent)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	image := webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image
 	pod := startPod(t, ns, "web-a", image)
 	markRunning(t, pod)
 
 	// v2, only the binary: synced in place.
-	reg.pushSource(t, ns+"/src", "dev", liveSource("binary v2", "<h1>1</h1>"))
-	requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		ist := imageOf(env, "web", "web")
+	operatortest.AppFiles(t, ns, liveSource("binary v2", "<h1>1</h1>"))
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		ist := env.Status.Component("web").Image("web")
 		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive))
 		g.Expect(podLiveDigest(g, ns, "web-a")).To(Equal(ist.Digest))
 	})
-	v2 := *imageOf(env, "web", "web")
+	v2 := *env.Status.Component("web").Image("web")
 
 	// v2's program crashes: the Deployment controller counts the pod
 	// unavailable, then the kubelet backs off restarting it.
 	d := webDeploymentNow(g, ns)
 	d.Status.ReadyReplicas, d.Status.AvailableReplicas, d.Status.UnavailableReplicas = 0, 0, 1
 	d.Status.Conditions[0] = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
-	g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, d)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 		Message: "back-off 10s restarting failed container=web"}}
 	pod.Status.ContainerStatuses[0].RestartCount = 2
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		ready := condition(env, v1alpha1.ConditionReady)
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		ready := operatortest.EnvCondition(env, v1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(Equal("1 of 1 components not Ready: web"))
-		g.Expect(componentOf(env, "web").Message).To(ContainSubstring("pod web-a: container web (image " + image + "): CrashLoopBackOff"))
+		g.Expect(env.Status.Component("web").Message).To(ContainSubstring("pod web-a: container web (image " + image + "): CrashLoopBackOff"))
 	})
 
 	// v3, only the binary again: no sync reaches a crash-looping
 	// container, so it is rolled out.
-	reg.pushSource(t, ns+"/src", "dev", liveSource("binary v3", "<h1>1</h1>"))
-	requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		ist := imageOf(env, "web", "web")
+	operatortest.AppFiles(t, ns, liveSource("binary v3", "<h1>1</h1>"))
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		ist := env.Status.Component("web").Image("web")
 		g.Expect(ist.Digest).NotTo(Equal(v2.Digest))
 		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateRollout))
 		g.Expect(ist.UpdateReason).To(Equal("sync failed on pod " + ns + "/web-a: container web is not running (CrashLoopBackOff): no sync can reach it"))
 		g.Expect(webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image).To(HaveSuffix("@" + ist.Digest))
 	})
-	g.Expect(liveSyncs.of(ns, "web-a", imageOf(env, "web", "web").Digest)).To(BeEmpty(), "no sync was tried")
-	markAvailable(t, ns, "web")
-	eventually(t, key, readyCurrent)
+	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", env.Status.Component("web").Image("web").Digest)).To(BeEmpty(), "no sync was tried")
+	operatortest.MarkDeploymentAvailable(t, ns, "web")
+	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 }

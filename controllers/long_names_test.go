@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestLongEnvironmentNameDeploysAndTests: an environment's name may be 253
@@ -20,22 +21,22 @@ import (
 func TestLongEnvironmentNameDeploysAndTests(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := jobsEnv(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
 	env.Name = strings.Repeat("long-", 20)[:99] + "x"
 	env.Spec.Tests = []v1alpha1.TestSuite{suite("unit")}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
-	eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 
 	cm := &corev1.ConfigMap{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
 	label := cm.Labels[v1alpha1.LabelEnvironment]
 	g.Expect(validation.IsValidLabelValue(label)).To(BeEmpty())
 	g.Expect(label).To(Equal(v1alpha1.LabelValue(env.Name)))
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	_, run := expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
-	job := getJob(t, ns, run.JobName)
+	job := operatortest.WaitForJob(t, ns, run.JobName)
 	g.Expect(len(job.Name)).To(BeNumerically("<=", 63))
 	g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, label))
 }

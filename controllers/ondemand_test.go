@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // toggleEnv is an environment deployed by the real engine: kwok (a
@@ -19,9 +20,9 @@ import (
 // source in the test registry.
 func toggleEnv(t *testing.T, ns string, kwok v1alpha1.Component) *v1alpha1.DevEnvironment {
 	t.Helper()
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{
+	operatortest.UseDeployEngine(ns)
+	operatortest.CreateDeployer(t, ns, "deployer")
+	operatortest.AppFiles(t, ns, map[string]string{
 		"kwok/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kwok}\n",
 		"app/config.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n",
 	})
@@ -32,7 +33,7 @@ func toggleEnv(t *testing.T, ns string, kwok v1alpha1.Component) *v1alpha1.DevEn
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{kwok,
 				{Name: "app", DependsOn: []string{"kwok"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"app"}}}},
 		},
@@ -40,7 +41,7 @@ func toggleEnv(t *testing.T, ns string, kwok v1alpha1.Component) *v1alpha1.DevEn
 }
 
 func configMapExists(ns, name string) bool {
-	return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}) == nil
+	return operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}) == nil
 }
 
 // setUp writes the up annotation as `kubectl devloop up`/`down` do.
@@ -49,7 +50,7 @@ func setUp(t *testing.T, key client.ObjectKey, value string) {
 	g := NewWithT(t)
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(context.Background(), key, cur); err != nil {
+		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
 			return err
 		}
 		patched := cur.DeepCopy()
@@ -61,8 +62,8 @@ func setUp(t *testing.T, key client.ObjectKey, value string) {
 			}
 			patched.Annotations[v1alpha1.UpAnnotation] = value
 		}
-		return k8s.Patch(context.Background(), patched, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Patch(context.Background(), patched, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+	}, operatortest.Timeout).Should(Succeed())
 }
 
 // TestDisabledComponentBlocksDependentsAndDeploysNothing: enabled: false
@@ -70,12 +71,12 @@ func setUp(t *testing.T, key client.ObjectKey, value string) {
 // suite, is Blocked naming it, and the environment is not left waiting.
 func TestDisabledComponentBlocksDependentsAndDeploysNothing(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{Enabled: ptr.To(false)})
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
-	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		kwok, app := componentOf(env, "kwok"), componentOf(env, "app")
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
+	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		kwok, app := env.Status.Component("kwok"), env.Status.Component("app")
 		g.Expect(kwok).NotTo(BeNil())
 		g.Expect(kwok.Phase).To(Equal(v1alpha1.PhaseDisabled))
 		g.Expect(kwok.Message).To(Equal("turned off (enabled: false)"))
@@ -86,8 +87,8 @@ func TestDisabledComponentBlocksDependentsAndDeploysNothing(t *testing.T) {
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeFalse())
 	g.Expect(configMapExists(ns, "app")).To(BeFalse())
-	g.Expect(componentOf(env, "kwok").Inventory).To(BeEmpty())
-	expectKstatus(t, env, status.CurrentStatus)
+	g.Expect(env.Status.Component("kwok").Inventory).To(BeEmpty())
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestDisablingADeployedComponentRemovesIt: turning a deployed component
@@ -96,34 +97,34 @@ func TestDisabledComponentBlocksDependentsAndDeploysNothing(t *testing.T) {
 func TestDisablingADeployedComponentRemovesIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{})
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
 
 	patch := client.MergeFrom(env.DeepCopy())
 	env.Spec.Components[0].Enabled = ptr.To(false)
-	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
-	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kwok"}})
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
-		g.Expect(componentOf(env, "kwok").Inventory).To(BeEmpty())
-		g.Expect(componentOf(env, "app").Phase).To(Equal(v1alpha1.PhaseBlocked))
+	g.Expect(operatortest.Admin.Patch(ctx, env, patch)).To(Succeed())
+	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kwok"}})
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
+		g.Expect(env.Status.Component("kwok").Inventory).To(BeEmpty())
+		g.Expect(env.Status.Component("app").Phase).To(Equal(v1alpha1.PhaseBlocked))
 	})
 	// app's objects stay: it is blocked, not removed.
 	g.Expect(configMapExists(ns, "app")).To(BeTrue())
 
 	patch = client.MergeFrom(env.DeepCopy())
 	env.Spec.Components[0].Enabled = nil
-	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	g.Expect(operatortest.Admin.Patch(ctx, env, patch)).To(Succeed())
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
@@ -134,38 +135,38 @@ func TestDisablingADeployedComponentRemovesIt(t *testing.T) {
 // then deployed and left up across reconciles; `down` removes it.
 func TestOnDemandComponentUpAndDown(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{OnDemand: true})
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
-		g.Expect(componentOf(env, "kwok").Message).To(Equal("on demand, not brought up (kubectl devloop up toggles kwok)"))
-		g.Expect(componentOf(env, "app").Message).To(Equal("waiting for kwok (Disabled) to be Ready"))
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
+		g.Expect(env.Status.Component("kwok").Message).To(Equal("on demand, not brought up (kubectl devloop up toggles kwok)"))
+		g.Expect(env.Status.Component("app").Message).To(Equal("waiting for kwok (Disabled) to be Ready"))
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeFalse())
 
 	setUp(t, key, "kwok")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
 	g.Expect(configMapExists(ns, "app")).To(BeTrue())
 	// It stays up: another reconcile changes nothing.
-	request := requestReconcile(t, env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	request := operatortest.RequestReconcile(t, env)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
-		g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
 
 	setUp(t, key, "")
-	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kwok"}})
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
-		g.Expect(componentOf(env, "app").Phase).To(Equal(v1alpha1.PhaseBlocked))
+	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kwok"}})
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
+		g.Expect(env.Status.Component("app").Phase).To(Equal(v1alpha1.PhaseBlocked))
 	})
 }
 
@@ -175,27 +176,27 @@ func TestOnDemandComponentUpAndDown(t *testing.T) {
 // then runs; kwok stays up after.
 func TestTriggeredSuiteBringsUpOnDemandComponent(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{OnDemand: true})
 	e2e := suite("e2e")
 	e2e.DependsOn = []string{"app"}
 	env.Spec.Tests = []v1alpha1.TestSuite{e2e}
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(componentOf(env, "kwok")).NotTo(BeNil())
-		g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("kwok")).NotTo(BeNil())
+		g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseDisabled))
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeFalse())
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
 	env, _ = expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(env.Annotations[v1alpha1.UpAnnotation]).To(Equal("kwok"))
-	g.Expect(componentOf(env, "kwok").Phase).To(Equal(v1alpha1.PhaseReady))
-	g.Expect(componentOf(env, "app").Phase).To(Equal(v1alpha1.PhaseReady))
+	g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseReady))
+	g.Expect(env.Status.Component("app").Phase).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
-	expectEvent(t, ns, v1alpha1.ReasonBroughtUp, "bringing up on-demand kwok for the queued run of e2e; they stay up until `kubectl devloop down`")
-	job := getJob(t, ns, "toggles-e2e-1")
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonBroughtUp, "bringing up on-demand kwok for the queued run of e2e; they stay up until `kubectl devloop down`")
+	job := operatortest.WaitForJob(t, ns, "toggles-e2e-1")
 	endTestJob(t, job, 0, "", "ok\n")
 	env, _ = expectRun(t, env, "e2e", 1, v1alpha1.ResultPassed)
 	g.Expect(env.Annotations[v1alpha1.UpAnnotation]).To(Equal("kwok"), "stays up until down")

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // The suite's operator is not the test admin: it has the chart's rights
@@ -19,8 +20,8 @@ import (
 func TestSuiteOperatorHasOnlyTheChartsRights(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	operator, err := client.New(operatorConfig, client.Options{Scheme: testenv.Scheme()})
+	ns := operatortest.Namespace(t)
+	operator, err := client.New(operatortest.OperatorConfig, client.Options{Scheme: testenv.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(operator.List(ctx, &v1alpha1.DevEnvironmentList{}, client.InNamespace(ns))).To(Succeed())

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // gadgetCRD is a CustomResourceDefinition manifest.
@@ -43,40 +44,40 @@ spec:
 func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := jobsEnv(t, ns, map[string]string{"deploy/crd.yaml": gadgetCRD})
 	allowCRDs(t, ns, "deployer")
 	crd := &unstructured.Unstructured{}
 	g.Expect(yamlInto(gadgetCRD, &crd.Object)).To(Succeed())
-	g.Expect(k8s.Create(ctx, crd)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), crd) })
+	g.Expect(operatortest.Admin.Create(ctx, crd)).To(Succeed())
+	t.Cleanup(func() { _ = operatortest.Admin.Delete(context.Background(), crd) })
 
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring("gadgets.ownership.devloop.dev already exists and belongs to no DevEnvironment"))
 		g.Expect(stalled.Message).To(ContainSubstring("adopt: true"))
 	})
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(crd.GroupVersionKind())
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
 	g.Expect(got.GetLabels()).NotTo(HaveKey(deploy.LabelEnvironment), "not relabelled")
 
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed(), "the CRD survives the environment")
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed(), "the CRD survives the environment")
 
 	// Adopted on purpose: the environment's from then on.
 	adopting := jobsEnvSpec(ns, "adopts")
 	adopting.Spec.Components[0].Manifests.Adopt = true
-	g.Expect(k8s.Create(ctx, adopting)).To(Succeed())
-	eventually(t, client.ObjectKeyFromObject(adopting), readyCurrent)
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, adopting)).To(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(adopting), operatortest.ExpectReadyAndCurrent)
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
 	g.Expect(got.GetAnnotations()).To(HaveKeyWithValue(deploy.AnnotationOwner, ns+"/adopts"))
-	g.Expect(k8s.Delete(ctx, adopting)).To(Succeed())
-	expectGone(t, got)
+	g.Expect(operatortest.Admin.Delete(ctx, adopting)).To(Succeed())
+	operatortest.ExpectGone(t, got)
 }
 
 // TestSameNamedEnvironmentsKeepTheirOwnObjects: environments named alike
@@ -85,33 +86,33 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	role := "devloop-shared-" + newNamespace(t)
+	role := "devloop-shared-" + operatortest.Namespace(t)
 	files := map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)}
 	var keys []client.ObjectKey
 	for range 2 {
-		ns := newNamespace(t)
+		ns := operatortest.Namespace(t)
 		env := jobsEnv(t, ns, files)
 		grantClusterRoles(t, ns)
 		keys = append(keys, client.ObjectKeyFromObject(env))
-		g.Expect(k8s.Create(ctx, env)).To(Succeed())
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		if len(keys) == 1 {
-			eventually(t, keys[0], readyCurrent)
+			operatortest.WaitForEnv(t, keys[0], operatortest.ExpectReadyAndCurrent)
 		}
 	}
-	eventually(t, keys[1], func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	operatortest.WaitForEnv(t, keys[1], func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring("belongs to DevEnvironment " + keys[0].Namespace + "/" + keys[0].Name))
 	})
 
-	g.Expect(k8s.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed(), "the other environment's object stays")
+	g.Expect(operatortest.Admin.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed(), "the other environment's object stays")
 
-	g.Expect(k8s.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[0].Namespace, Name: keys[0].Name}})).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[0].Namespace, Name: keys[0].Name}})).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{}))
-	}, timeout).Should(BeTrue(), "its owner's deletion removes it")
+		return apierrors.IsNotFound(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{}))
+	}, operatortest.Timeout).Should(BeTrue(), "its owner's deletion removes it")
 }
 
 // grantClusterRoles lets ns's deployer manage ClusterRoles, through the
@@ -125,8 +126,8 @@ func grantClusterRoles(t *testing.T, ns string) (*rbacv1.ClusterRole, *rbacv1.Cl
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "deployer"}}}
-	g.Expect(k8s.Create(ctx, grant)).To(Succeed())
-	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, grant)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, binding)).To(Succeed())
 	return grant, binding
 }
 
@@ -139,7 +140,7 @@ func yamlInto(doc string, obj any) error { return yaml.Unmarshal([]byte(doc), ob
 func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	files := chartFiles(t, "upgradehook", "chart")
 	first := jobsEnv(t, ns, files)
 	helmComponent := func(env *v1alpha1.DevEnvironment) {
@@ -147,25 +148,25 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 		env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "shared"}
 	}
 	helmComponent(first)
-	g.Expect(k8s.Create(ctx, first)).To(Succeed())
-	first = eventually(t, client.ObjectKeyFromObject(first), readyCurrent)
-	g.Expect(componentOf(first, "init").Release.Revision).To(Equal(1))
+	g.Expect(operatortest.Admin.Create(ctx, first)).To(Succeed())
+	first = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(first), operatortest.ExpectReadyAndCurrent)
+	g.Expect(first.Status.Component("init").Release.Revision).To(Equal(1))
 
 	second := jobsEnvSpec(ns, "second")
 	helmComponent(second)
-	g.Expect(k8s.Create(ctx, second)).To(Succeed())
-	eventually(t, client.ObjectKeyFromObject(second), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	g.Expect(operatortest.Admin.Create(ctx, second)).To(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(second), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
 		g.Expect(stalled.Message).To(ContainSubstring("helm release " + ns + "/shared is owned by another DevEnvironment (uid " + string(first.UID) + ")"))
 	})
 	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "no revision written by the second")
 
-	g.Expect(k8s.Delete(ctx, second)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}})
+	g.Expect(operatortest.Admin.Delete(ctx, second)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}})
 	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "the first's release stays installed")
-	eventually(t, client.ObjectKeyFromObject(first), readyCurrent)
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(first), operatortest.ExpectReadyAndCurrent)
 }
 
 // TestEachEnvironmentItsOwnFieldManager: two environments in two
@@ -178,15 +179,15 @@ func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
 	files := map[string]string{"deploy/config.yaml": manifestFile(configMapYAML, "settings")}
 	var namespaces []string
 	for range 2 {
-		ns := newNamespace(t)
+		ns := operatortest.Namespace(t)
 		env := jobsEnv(t, ns, files)
-		g.Expect(k8s.Create(ctx, env)).To(Succeed())
-		eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 		namespaces = append(namespaces, ns)
 	}
 	for _, ns := range namespaces {
 		cm := &corev1.ConfigMap{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, cm)).To(Succeed())
 		var appliers []string
 		for _, e := range cm.ManagedFields {
 			if e.Operation == metav1.ManagedFieldsOperationApply {
@@ -206,18 +207,18 @@ func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
 func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := jobsEnv(t, ns, chartFiles(t, "upgradehook", "chart"))
 	env.Spec.Components[0].Manifests = nil
 	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "busy"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, readyCurrent)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	// Someone's helm upgrade, started 30s ago, is running: it wrote
 	// revision 2 pending-upgrade, copying revision 1's labels as helm
 	// upgrade does.
-	cfg, err := helm.NewConfigFactory(restConfig, "")(ns)
+	cfg, err := helm.NewConfigFactory(operatortest.AdminConfig, "")(ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	last, err := helm.LastRelease(cfg, "busy")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -226,15 +227,15 @@ func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	pending.Version = last.Version + 1
 	g.Expect(cfg.Releases.Create(&pending)).To(Succeed())
 
-	requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		st := componentOf(env, "init")
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		st := env.Status.Component("init")
 		g.Expect(st.Phase).To(Equal(v1alpha1.PhaseDeploying))
 		g.Expect(st.Message).To(ContainSubstring("helm release " + ns + "/busy revision 2 is pending-upgrade since"))
 		g.Expect(st.Message).To(ContainSubstring("another helm action may be running; devloop unlocks it if it is still pending-upgrade at"))
-		reconciling := condition(env, v1alpha1.ConditionReconciling)
+		reconciling := operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)
 		g.Expect(reconciling).NotTo(BeNil())
-		g.Expect(condition(env, v1alpha1.ConditionStalled)).To(BeNil())
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 	})
 	now, err := helm.LastRelease(cfg, "busy")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // debugPatches are a debug build's patches, OCM-style: the manager's log
@@ -43,16 +44,14 @@ spec:
 func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	allowCRDs(t, ns, "deployer")
-	files := webSource("binary")
+	files := operatortest.WebFiles("binary")
 	for k, v := range chartFilesFrom(t, "testdata/patches/chart", "chart") {
 		files[k] = v
 	}
-	reg.pushSource(t, ns+"/src", "dev", files)
-	env := webEnv(ns)
+	operatortest.AppFiles(t, ns, files)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	c := &env.Spec.Components[0]
 	c.Manifests = nil
@@ -62,25 +61,25 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 		SkipCRDs:    true,
 		Patches:     debugPatches,
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	// Helm waits for the hook; the build is in status before it runs.
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(imageOf(env, "web", "web")).NotTo(BeNil())
-		g.Expect(imageOf(env, "web", "web").Digest).NotTo(BeEmpty())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
+		g.Expect(env.Status.Component("web").Image("web").Digest).NotTo(BeEmpty())
 	})
-	pinned := reg.host + "/" + ns + "/web@" + imageOf(env, "web", "web").Digest
+	pinned := operatortest.Registry.Host + "/" + ns + "/web@" + env.Status.Component("web").Image("web").Digest
 	job := &batchv1.Job{}
 	g.Eventually(func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-migrate"}, job)
-	}, timeout).Should(Succeed(), "the pre-install hook runs")
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-migrate"}, job)
+	}, operatortest.Timeout).Should(Succeed(), "the pre-install hook runs")
 	g.Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal(pinned), "the hook runs the built image by digest")
 	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"migrate", "--dry-run=false"}))
 	endJob(t, ns, "site-migrate", true)
 
 	d := &appsv1.Deployment{}
-	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d) }, timeout).Should(Succeed())
+	g.Eventually(func() error { return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d) }, operatortest.Timeout).Should(Succeed())
 	manager := d.Spec.Template.Spec.Containers[0]
 	g.Expect(manager.Image).To(Equal(pinned))
 	g.Expect(manager.Args).To(Equal([]string{"--leader-elect", "--zap-log-level=debug"}))
@@ -89,21 +88,21 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(2), "the sidecar is merged by name, not replaced")
 	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal("busybox:1.36"))
 
-	markAvailable(t, ns, "site")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.MarkDeploymentAvailable(t, ns, "site")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	err := k8s.Get(ctx, client.ObjectKey{Name: "gadgets.patched.devloop.dev"}, crd)
+	err := operatortest.Admin.Get(ctx, client.ObjectKey{Name: "gadgets.patched.devloop.dev"}, crd)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "skipCRDs: crds/ not installed (got %v)", err)
 
 	// A steady environment does not patch again: no new revision.
-	_ = requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "web").Release.Revision).To(Equal(1))
+	_ = operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("web").Release.Revision).To(Equal(1))
 	})
 }
 
@@ -114,13 +113,11 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 func TestManifestsPatchThatMatchesNothingStallsNamingIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	files := webSource("binary")
-	files["deploy/deployment.yaml"] = webDeployment
-	reg.pushSource(t, ns+"/src", "dev", files)
-	env := webEnv(ns)
+	ns := operatortest.DeployNamespace(t)
+	files := operatortest.WebFiles("binary")
+	files["deploy/deployment.yaml"] = operatortest.WebDeployment
+	operatortest.AppFiles(t, ns, files)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	m := env.Spec.Components[0].Manifests
 	m.Paths = []string{"deploy"}
@@ -129,36 +126,36 @@ func TestManifestsPatchThatMatchesNothingStallsNamingIt(t *testing.T) {
 			Patch: "- {op: add, path: /spec/template/spec/containers/0/args, value: [--v=4]}\n"},
 		{Patch: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\nspec: {replicas: 2}\n"},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].manifests.patches[1]: matches no rendered object"))
 	})
-	expectKstatus(t, env, status.FailedStatus)
-	err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
+	err := operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing applied (got %v)", err)
 
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Spec.Components[0].Manifests.Patches = cur.Spec.Components[0].Manifests.Patches[:1]
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
 	d := &appsv1.Deployment{}
-	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) }, timeout).Should(Succeed())
+	g.Eventually(func() error { return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) }, operatortest.Timeout).Should(Succeed())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"--v=4"}))
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(imageOf(env, "web", "web")).NotTo(BeNil())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
 	})
-	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + imageOf(env, "web", "web").Digest))
-	markAvailable(t, ns, "web")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(operatortest.Registry.Host + "/" + ns + "/web@" + env.Status.Component("web").Image("web").Digest))
+	operatortest.MarkDeploymentAvailable(t, ns, "web")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // volcanoTree is a Go tree with three binaries built by one Makefile, as
@@ -36,7 +37,7 @@ func volcanoTree(marker string) map[string]string {
 // by the image they build.
 func buildJobsByImage(g Gomega, ns string, images ...string) map[string]batchv1.Job {
 	jobs := &batchv1.JobList{}
-	g.Expect(k8s.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleBuild})).To(Succeed())
+	g.Expect(operatortest.Admin.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleBuild})).To(Succeed())
 	out := map[string]batchv1.Job{}
 	for _, j := range jobs.Items {
 		for _, img := range images {
@@ -67,13 +68,13 @@ func finishBuild(t *testing.T, ns, image string, job batchv1.Job) string {
 	g.Expect(err).NotTo(HaveOccurred())
 	d, err := img.Digest()
 	g.Expect(err).NotTo(HaveOccurred())
-	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/%s@%s", reg.host, ns, image, d), name.Insecure)
+	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/%s@%s", operatortest.Registry.Host, ns, image, d), name.Insecure)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(remote.Write(ref, img)).To(Succeed())
 	report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 1})
 	finishJob(t, &job,
-		[]corev1.ContainerStatus{terminated(pods.ContainerFetch, 0, ""), terminated(build.ContainerBuild, 0, "")},
-		[]corev1.ContainerStatus{terminated(build.ContainerAssemble, 0, string(report))}, true)
+		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
+		[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
 	return d.String()
 }
 
@@ -83,8 +84,8 @@ func finishBuild(t *testing.T, ns, image string, job batchv1.Job) string {
 func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	srcDigest := reg.pushSource(t, ns+"/src", "dev", volcanoTree(ns))
+	ns := operatortest.Namespace(t)
+	srcDigest := operatortest.AppFiles(t, ns, volcanoTree(ns))
 	images := []string{"volcanosh/vc-scheduler", "volcanosh/vc-controller-manager", "volcanosh/vc-webhook-manager"}
 	// One run spec, as a YAML anchor would share it.
 	run := v1alpha1.BuildRun{
@@ -104,20 +105,20 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "volcano"},
 		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
 			Sources: []v1alpha1.Source{{Name: "volcano", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{volcano},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	var jobs map[string]batchv1.Job
 	g.Eventually(func(g Gomega) {
 		jobs = buildJobsByImage(g, ns, images...)
 		g.Expect(jobs).To(HaveLen(3))
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	for _, img := range images {
 		c := buildContainer(jobs[img])
 		g.Expect(c.Command).To(Equal([]string{"make", img[len("volcanosh/"):]}), img)
@@ -129,9 +130,9 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 	for _, img := range images {
 		finishBuild(t, ns, img, jobs[img])
 	}
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
 	for _, img := range images {
-		g.Expect(imageOf(env, "volcano", img).Digest).NotTo(BeEmpty(), img)
+		g.Expect(env.Status.Component("volcano").Image(img).Digest).NotTo(BeEmpty(), img)
 	}
 	g.Expect(env.Spec.Components[0].Images[0].Run.Command[1]).To(Equal("{{ .ImageBase }}"), "the spec keeps its templates")
 }
@@ -144,19 +145,19 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	files := map[string]string{
 		"cmd/operator/main.go":               "package main // " + ns + "\nfunc main() {}\n",
 		"bundle/manifests/operator.csv.yaml": "image: IMG\n",
 	}
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 	pull := "kind-registry:5000/" + ns
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpu-operator"},
 		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, PullPrefix: pull, Insecure: true},
+			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, PullPrefix: pull, Insecure: true},
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{
 				// Declared first: only the template orders it after the
 				// operator.
@@ -174,7 +175,7 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 			},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	// The operator builds; the bundle waits for it, and says so.
@@ -182,8 +183,8 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		jobs = buildJobsByImage(g, ns, "operator", "bundle")
 		g.Expect(jobs).To(HaveKey("operator"))
-	}, timeout).Should(Succeed())
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	}, operatortest.Timeout).Should(Succeed())
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		st := env.Status.Component("bundle")
 		g.Expect(st).NotTo(BeNil())
 		g.Expect(st.Phase).To(Equal(v1alpha1.PhaseBlocked))
@@ -195,40 +196,40 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		jobs = buildJobsByImage(g, ns, "bundle")
 		g.Expect(jobs).To(HaveKey("bundle"))
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	// The reconcile that saw the operator Ready started the bundle's build
 	// and writes both to status when it ends.
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("operator").Ready()).To(BeTrue())
 		g.Expect(env.Status.Component("bundle").WaitingFor).To(BeEmpty())
 		g.Expect(env.Status.Component("bundle").Phase).To(Equal(v1alpha1.PhaseBuilding))
 	})
 	g.Expect(buildContainer(jobs["bundle"]).Env).To(ContainElement(corev1.EnvVar{Name: "IMG", Value: pull + "/operator@" + operatorDigest}))
 	finishBuild(t, ns, "bundle", jobs["bundle"])
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
-	bundle := *imageOf(env, "bundle", "bundle")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	bundle := *env.Status.Component("bundle").Image("bundle")
 
 	// The same operator digest: nothing is built again.
-	request := requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	request := operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
 	})
-	g.Expect(imageOf(env, "bundle", "bundle").Inputs).To(Equal(bundle.Inputs))
+	g.Expect(env.Status.Component("bundle").Image("bundle").Inputs).To(Equal(bundle.Inputs))
 	g.Expect(buildJobsByImage(g, ns, "bundle")["bundle"].Name).To(Equal(jobs["bundle"].Name))
 
 	// A change to the operator only: a new operator digest, then a new
 	// bundle build that reads it (the bundle's own paths did not change).
 	files["cmd/operator/main.go"] += "// changed\n"
-	reg.pushSource(t, ns+"/src", "dev", files)
-	requestReconcile(t, env)
+	operatortest.AppFiles(t, ns, files)
+	operatortest.RequestReconcile(t, env)
 	var operatorJob batchv1.Job
 	g.Eventually(func(g Gomega) {
 		job, ok := buildJobsByImage(g, ns, "operator")["operator"]
 		g.Expect(ok).To(BeTrue())
 		g.Expect(job.Status.Conditions).To(BeEmpty(), "a new operator build")
 		operatorJob = job
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 	newDigest := finishBuild(t, ns, "operator", operatorJob)
 	g.Expect(newDigest).NotTo(Equal(operatorDigest))
 	g.Eventually(func(g Gomega) {
@@ -236,7 +237,7 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 		g.Expect(ok).To(BeTrue())
 		g.Expect(job.Name).NotTo(Equal(jobs["bundle"].Name))
 		g.Expect(buildContainer(job).Env).To(ContainElement(corev1.EnvVar{Name: "IMG", Value: pull + "/operator@" + newDigest}))
-	}, timeout).Should(Succeed())
+	}, operatortest.Timeout).Should(Succeed())
 }
 
 // TestRunTemplateMistakesStallNamingTheField: a template naming an image
@@ -245,8 +246,8 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	reg.pushSource(t, ns+"/src", "dev", map[string]string{"main.go": "package main\n"})
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, map[string]string{"main.go": "package main\n"})
 	image := func(name, env string) v1alpha1.ImageSpec {
 		return v1alpha1.ImageSpec{Name: name, Source: "app", Run: &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make"},
 			Env: []v1alpha1.EnvVar{{Name: "IMG", Value: env}}}}
@@ -254,18 +255,18 @@ func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mistakes"},
 		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: reg.host + "/" + ns, Insecure: true},
+			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{
 				{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "operator").Digest }}`)}},
 			},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
 		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].images[0].run.env[0].value`))
@@ -275,17 +276,17 @@ func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	// The operator reads the bundle, which reads the operator.
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Spec.Components = []v1alpha1.Component{
 			{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "bundle").Digest }}`)}},
 			{Name: "bundle", Images: []v1alpha1.ImageSpec{image("bundle", `{{ (image "operator").Reference }}`)}},
 		}
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDependencyCycle))
 		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].images[0].run.env[0].value: dependency cycle: operator -> bundle -> operator"))

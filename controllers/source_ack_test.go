@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // ackWithin is how soon a pushed revision must show in status while a
@@ -31,18 +32,16 @@ const ackWithin = 5 * time.Second
 func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	files := chartFiles(t, "installhook", "chart")
 	files["deploy/config.yaml"] = appConfig("1")
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acks"},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{
 				{Name: "hooked", Helm: &v1alpha1.HelmSpec{
 					Chart:   v1alpha1.ChartRef{Source: "app", Path: "chart"},
@@ -52,29 +51,29 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 			},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	hook := client.ObjectKey{Namespace: ns, Name: "hooked-setup"}
-	g.Eventually(func() error { return k8s.Get(ctx, hook, &batchv1.Job{}) }, timeout, 50*time.Millisecond).Should(Succeed(), "Helm runs the pre-install hook")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(componentOf(env, "config")).NotTo(BeNil())
-		g.Expect(componentOf(env, "config").Phase).To(Equal(v1alpha1.PhaseReady))
-		hooked := componentOf(env, "hooked")
+	g.Eventually(func() error { return operatortest.Admin.Get(ctx, hook, &batchv1.Job{}) }, operatortest.Timeout, 50*time.Millisecond).Should(Succeed(), "Helm runs the pre-install hook")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("config")).NotTo(BeNil())
+		g.Expect(env.Status.Component("config").Phase).To(Equal(v1alpha1.PhaseReady))
+		hooked := env.Status.Component("hooked")
 		g.Expect(hooked).NotTo(BeNil())
 		g.Expect(hooked.Phase).To(Equal(v1alpha1.PhaseDeploying))
 		g.Expect(hooked.Message).To(ContainSubstring("helm install of release " + ns + "/hooked in progress"))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 	g.Expect(configVersion(t, ns)).To(Equal("1"))
 
 	// The push: new content, and the reconcile request the plugin writes.
 	files["deploy/config.yaml"] = appConfig("2")
-	pushed := reg.pushSource(t, ns+"/src", "dev", files)
+	pushed := operatortest.AppFiles(t, ns, files)
 	start := time.Now()
-	token := requestReconcile(t, env)
+	token := operatortest.RequestReconcile(t, env)
 	g.Eventually(func(g Gomega) {
 		cur := &v1alpha1.DevEnvironment{}
-		g.Expect(k8s.Get(ctx, key, cur)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, key, cur)).To(Succeed())
 		g.Expect(cur.Status.LastHandledReconcileAt).To(Equal(token))
 		src := cur.Status.Source("app")
 		g.Expect(src).NotTo(BeNil())
@@ -86,20 +85,20 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 
 	// All along the install is pending: the hook has not ended.
 	g.Expect(releaseStorageStatus(t, ns, "hooked")).To(Equal("pending-install"))
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(componentOf(env, "hooked").Phase).To(Equal(v1alpha1.PhaseDeploying))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("hooked").Phase).To(Equal(v1alpha1.PhaseDeploying))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	// The hook completes: the install ends outside any reconcile, and its
 	// outcome is taken up.
 	endJob(t, hook.Namespace, hook.Name, true)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "hooked").Release.Revision).To(Equal(1))
-		g.Expect(componentOf(env, "hooked").Release.Status).To(Equal("deployed"))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("hooked").Release.Revision).To(Equal(1))
+		g.Expect(env.Status.Component("hooked").Release.Status).To(Equal("deployed"))
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 	g.Expect(releaseStorageStatus(t, ns, "hooked")).To(Equal("deployed"))
 }
 
@@ -112,7 +111,7 @@ func appConfig(version string) string {
 func configVersion(t *testing.T, ns string) string {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app-config"}, cm); err != nil {
+	if err := operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app-config"}, cm); err != nil {
 		return ""
 	}
 	return cm.Data["version"]
@@ -123,7 +122,7 @@ func configVersion(t *testing.T, ns string) string {
 func releaseStorageStatus(t *testing.T, ns, name string) string {
 	t.Helper()
 	var secrets corev1.SecretList
-	NewWithT(t).Expect(k8s.List(context.Background(), &secrets, client.InNamespace(ns),
+	NewWithT(t).Expect(operatortest.Admin.List(context.Background(), &secrets, client.InNamespace(ns),
 		client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
 	latest, status := "", ""
 	for _, s := range secrets.Items {

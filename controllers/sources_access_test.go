@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // privateGitServer serves a one-commit repository holding files over
@@ -108,36 +109,36 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: private-settings}\ndata: {token: private-value}\n",
 	})
 
-	nsA, nsB := newNamespace(t), newNamespace(t)
+	nsA, nsB := operatortest.Namespace(t), operatortest.Namespace(t)
 	for _, ns := range []string{nsA, nsB} {
-		useDeployEngine(ns)
-		deployer(t, ns, "deployer", true)
+		operatortest.UseDeployEngine(ns)
+		operatortest.CreateDeployer(t, ns, "deployer")
 	}
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
+	g.Expect(operatortest.Admin.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "git-creds"},
 		StringData: map[string]string{"username": user, "password": password},
 	})).To(Succeed())
 
 	a := gitEnv(nsA, "tenant-a", url, commit, &v1alpha1.LocalObjectReference{Name: "git-creds"})
-	g.Expect(k8s.Create(ctx, a)).To(Succeed())
-	eventually(t, client.ObjectKeyFromObject(a), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	g.Expect(operatortest.Admin.Create(ctx, a)).To(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(a), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "private-settings"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "private-settings"}, &corev1.ConfigMap{})).To(Succeed())
 
 	// B's first source is a public one of its own, so the refused one is
 	// spec.sources[1].
 	public := v1alpha1.Source{Name: "public", OCI: &v1alpha1.OCISource{
-		Repository: reg.host + "/" + nsB + "/src", Tag: "dev", Insecure: true}}
-	reg.pushSource(t, nsB+"/src", "dev", map[string]string{"README": "public"})
+		Repository: operatortest.Registry.Host + "/" + nsB + "/src", Tag: "dev", Insecure: true}}
+	operatortest.Registry.PushSource(t, nsB+"/src", "dev", map[string]string{"README": "public"})
 	for _, tc := range []struct{ name, commit string }{
 		{"tenant-b", commit},
 		{"tenant-b-short", commit[:7]},
 	} {
 		b := gitEnv(nsB, tc.name, url, tc.commit, nil, public)
-		g.Expect(k8s.Create(ctx, b)).To(Succeed())
-		eventually(t, client.ObjectKeyFromObject(b), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			stalled := condition(env, v1alpha1.ConditionStalled)
+		g.Expect(operatortest.Admin.Create(ctx, b)).To(Succeed())
+		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(b), func(g Gomega, env *v1alpha1.DevEnvironment) {
+			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", conditions(env))
 			g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))
 			g.Expect(stalled.Message).To(ContainSubstring("spec.sources[1].git"))
@@ -151,16 +152,16 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 		})
 	}
 	g.Consistently(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: nsB, Name: "private-settings"}, &corev1.ConfigMap{}))
+		return apierrors.IsNotFound(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: nsB, Name: "private-settings"}, &corev1.ConfigMap{}))
 	}, "500ms").Should(BeTrue(), "tenant B deployed tenant A's private content")
 
 	// A's entry is in the store until A is deleted; then nobody uses it.
 	entries := func() []string {
-		names, _ := filepath.Glob(filepath.Join(suiteReconciler.Sources.(*source.Resolver).Fetcher.Root, "git-"+commit+"-*"))
+		names, _ := filepath.Glob(filepath.Join(operatortest.Reconciler.Sources.(*source.Resolver).Fetcher.Root, "git-"+commit+"-*"))
 		return names
 	}
 	g.Expect(entries()).To(HaveLen(1))
-	g.Expect(k8s.Delete(ctx, a)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "tenant-a"}})
-	g.Eventually(entries, timeout).Should(BeEmpty(), "a deleted environment's source stays in the store")
+	g.Expect(operatortest.Admin.Delete(ctx, a)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "tenant-a"}})
+	g.Eventually(entries, operatortest.Timeout).Should(BeEmpty(), "a deleted environment's source stays in the store")
 }

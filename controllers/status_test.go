@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -71,12 +72,12 @@ func TestSummarizeConformsToKstatus(t *testing.T) {
 			}
 			summarize(env, tc.outcome)
 
-			ready := condition(env, v1alpha1.ConditionReady)
+			ready := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReady)
 			g.Expect(ready).NotTo(BeNil())
 			g.Expect(ready.Status).To(Equal(tc.ready))
 			g.Expect(ready.Reason).To(Equal(tc.reason))
-			g.Expect(condition(env, v1alpha1.ConditionStalled) != nil).To(Equal(tc.stalled))
-			g.Expect(condition(env, v1alpha1.ConditionReconciling) != nil).To(Equal(tc.reconciled))
+			g.Expect(meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionStalled) != nil).To(Equal(tc.stalled))
+			g.Expect(meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling) != nil).To(Equal(tc.reconciled))
 			res, err := testenv.Kstatus(env)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Status).To(Equal(tc.kstatus), res.Message)

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 const (
@@ -31,25 +32,25 @@ func manifestFile(format, name string) string {
 func TestNeverCreatedIsNotDeleted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	role := "devloop-test-" + ns
 	env := jobsEnv(t, ns, map[string]string{
 		"deploy/config.yaml": manifestFile(configMapYAML, "settings"),
 		"deploy/role.yaml":   manifestFile(clusterRoleYAML, role),
 	})
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring("forbidden: cannot patch clusterroles"))
-		g.Expect(componentOf(env, "init").Inventory).To(ConsistOf(
+		g.Expect(env.Status.Component("init").Inventory).To(ConsistOf(
 			v1alpha1.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "settings"}), "only what was applied")
 	})
 
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	expectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
 }
 
 // TestBlockedDeletionIsShownThenAbandoned: a ClusterRole the environment
@@ -59,36 +60,36 @@ func TestNeverCreatedIsNotDeleted(t *testing.T) {
 func TestBlockedDeletionIsShownThenAbandoned(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	role := "devloop-test-" + ns
 	env := jobsEnv(t, ns, map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)})
 	// For a while, the deployer may manage ClusterRoles.
 	grant, binding := grantClusterRoles(t, ns)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, readyCurrent)
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())
 
-	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		ready := condition(env, v1alpha1.ConditionReady)
+	g.Expect(operatortest.Admin.Delete(ctx, binding)).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		ready := operatortest.EnvCondition(env, v1alpha1.ConditionReady)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonDeletionBlocked))
 		g.Expect(ready.Message).To(ContainSubstring("clusterroles"))
 		g.Expect(env.Status.DeletionFailures).To(BeNumerically(">=", 1))
 	})
-	expectEvent(t, ns, v1alpha1.ReasonDeletionBlocked, "cannot remove what the environment deployed")
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonDeletionBlocked, "cannot remove what the environment deployed")
 
 	patch := client.MergeFrom(env.DeepCopy())
 	env.Annotations = map[string]string{v1alpha1.AbandonOnDeleteAnnotation: "true"}
-	g.Expect(k8s.Patch(ctx, env, patch)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
-	expectEvent(t, ns, v1alpha1.ReasonDeletionAbandoned, role)
+	g.Expect(operatortest.Admin.Patch(ctx, env, patch)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonDeletionAbandoned, role)
 	// Left, as the event says.
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())
-	g.Expect(k8s.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}})).To(Succeed())
-	g.Expect(k8s.Delete(ctx, grant)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}})).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, grant)).To(Succeed())
 }
 
 // TestSwitchAndRenameLeaveNothingBehind: a component switched from
@@ -97,28 +98,28 @@ func TestBlockedDeletionIsShownThenAbandoned(t *testing.T) {
 func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	files := chartFiles(t, "upgradehook", "chart")
 	files["deploy/config.yaml"] = manifestFile(configMapYAML, "from-manifests")
 	env := jobsEnv(t, ns, files)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, readyCurrent)
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "from-manifests"}, &corev1.ConfigMap{})).To(Succeed())
+	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "from-manifests"}, &corev1.ConfigMap{})).To(Succeed())
 
 	edit := func(change func(c *v1alpha1.Component)) {
 		t.Helper()
 		g.Eventually(func() error {
 			cur := &v1alpha1.DevEnvironment{}
-			if err := k8s.Get(ctx, key, cur); err != nil {
+			if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 				return err
 			}
 			change(&cur.Spec.Components[0])
-			return k8s.Update(ctx, cur)
-		}, timeout).Should(Succeed())
+			return operatortest.Admin.Update(ctx, cur)
+		}, operatortest.Timeout).Should(Succeed())
 	}
 	configMap := func(name string) error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
 	}
 
 	// manifests -> chart
@@ -126,18 +127,18 @@ func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 		c.Manifests = nil
 		c.Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "first"}
 	})
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "init").Inventory).To(BeEmpty())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("init").Inventory).To(BeEmpty())
 	})
 	g.Expect(apierrors.IsNotFound(configMap("from-manifests"))).To(BeTrue(), "the manifests' objects are removed")
 	g.Expect(configMap("first-config")).To(Succeed())
 
 	// release renamed
 	edit(func(c *v1alpha1.Component) { c.Helm.ReleaseName = "second" })
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "init").Release.Name).To(Equal("second"))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("init").Release.Name).To(Equal("second"))
 	})
 	g.Expect(apierrors.IsNotFound(configMap("first-config"))).To(BeTrue(), "the old release is uninstalled")
 	g.Expect(releaseSecrets(t, ns, "first")).To(BeZero())
@@ -148,9 +149,9 @@ func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 		c.Helm = nil
 		c.Manifests = &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}
 	})
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "init").Release).To(BeNil())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("init").Release).To(BeNil())
 	})
 	g.Expect(apierrors.IsNotFound(configMap("second-config"))).To(BeTrue(), "the release is uninstalled")
 	g.Expect(releaseSecrets(t, ns, "second")).To(BeZero())
@@ -161,7 +162,7 @@ func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 func releaseSecrets(t *testing.T, ns, release string) int {
 	t.Helper()
 	list := &corev1.SecretList{}
-	NewWithT(t).Expect(k8s.List(context.Background(), list, client.InNamespace(ns),
+	NewWithT(t).Expect(operatortest.Admin.List(context.Background(), list, client.InNamespace(ns),
 		client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
 	return len(list.Items)
 }

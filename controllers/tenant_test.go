@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // What the reconciler does for an environment outside a deploy is done as
@@ -40,26 +41,26 @@ func TestEnvironmentGainsNoRightsThroughTheOperator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
-			ns := newNamespace(t)
-			useDeployEngine(ns)
-			deployer(t, ns, "nobody", false)
+			ns := operatortest.Namespace(t)
+			operatortest.UseDeployEngine(ns)
+			operatortest.CreateServiceAccount(t, ns, "nobody")
 			if tc.allow != nil {
 				allow(t, ns, "nobody", rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: tc.allow})
 			}
 			// The operator itself could do all of it.
-			g.Expect(k8s.Create(ctx, &corev1.Secret{
+			g.Expect(operatortest.Admin.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "push-secret"},
 				Type:       corev1.SecretTypeDockerConfigJson,
 				StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`},
 			})).To(Succeed())
-			reg.pushSource(t, ns+"/src", "dev", map[string]string{"cmd/api/main.go": "package main\n", "out/api": "binary"})
+			operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n", "out/api": "binary"})
 			env := apiEnv(ns)
 			env.Spec.ServiceAccountName = "nobody"
 			env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 			tc.mutate(env)
-			g.Expect(k8s.Create(ctx, env)).To(Succeed())
-			env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-				stalled := condition(env, v1alpha1.ConditionStalled)
+			g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+			env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+				stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 				g.Expect(stalled).NotTo(BeNil())
 				for _, w := range tc.want {
 					if w == "system:serviceaccount:%s:nobody" {
@@ -71,7 +72,7 @@ func TestEnvironmentGainsNoRightsThroughTheOperator(t *testing.T) {
 			g.Consistently(func(g Gomega) {
 				g.Expect(builderJobs(g, ns)).To(BeEmpty())
 			}, "300ms").Should(Succeed())
-			expectKstatus(t, env, status.FailedStatus)
+			operatortest.ExpectKstatus(t, env, status.FailedStatus)
 		})
 	}
 }
@@ -81,8 +82,8 @@ func allow(t testing.TB, ns, sa string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-rights"}, Rules: rules})).To(Succeed())
-	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-rights"},
+	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-rights"}, Rules: rules})).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-rights"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa + "-rights"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})).To(Succeed())
 }

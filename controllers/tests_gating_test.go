@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestDependsOnGatesARun: a triggered suite waits, recorded as queued
@@ -20,53 +21,53 @@ import (
 func TestDependsOnGatesARun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, k8s, ns, "runner")).To(Succeed())
-	scripted.set(ns, "api", v1alpha1.PhaseDeploying, nil)
-	env := newEnv(ns, "deps", component("api"))
+	ns := operatortest.Namespace(t)
+	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	operatortest.ScriptedDeploy.Set(ns, "api", v1alpha1.PhaseDeploying, nil)
+	env := operatortest.Env(ns, "deps").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
 	env.Spec.ServiceAccountName = "runner"
 	e2e := suite("e2e")
 	e2e.DependsOn = []string{"api", "tools"}
 	env.Spec.Tests = []v1alpha1.TestSuite{suite("tools"), e2e}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
 	expectRun(t, env, "e2e", 1, v1alpha1.ResultPending)
 	// The first reconciles may see api before the engine reports it.
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for component api to be Ready (it is Deploying), suite tools to pass (it has not run; trigger it)"))
 		g.Expect(testStatusOf(env, "e2e").Message).To(HavePrefix("run #1 is waiting for component api"))
 	})
 	g.Expect(jobNames(g, ns)).To(BeEmpty())
-	expectKstatus(t, env, status.InProgressStatus) // api is still rolling out
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus) // api is still rolling out
 
 	// api becomes Ready: e2e still waits for tools.
-	scripted.set(ns, "api", v1alpha1.PhaseReady, nil)
-	requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.ScriptedDeploy.Set(ns, "api", v1alpha1.PhaseReady, nil)
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for suite tools to pass (it has not run; trigger it)"))
 	})
 
 	// tools runs and fails: e2e keeps waiting and says so.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
 	expectRun(t, env, "tools", 1, v1alpha1.ResultRunning)
-	endTestJob(t, getJob(t, ns, "deps-tools-1"), 1, "BackoffLimitExceeded", "install failed\n")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	endTestJob(t, operatortest.WaitForJob(t, ns, "deps-tools-1"), 1, "BackoffLimitExceeded", "install failed\n")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for suite tools to pass (run #1 is Failed)"))
 	})
 
 	// tools passes on its second run: e2e starts without being asked again.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
 	expectRun(t, env, "tools", 2, v1alpha1.ResultRunning)
-	endTestJob(t, getJob(t, ns, "deps-tools-2"), 0, "", "installed\n")
+	endTestJob(t, operatortest.WaitForJob(t, ns, "deps-tools-2"), 0, "", "installed\n")
 	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(run.Message).To(BeEmpty())
 	g.Expect(testStatusOf(env, "e2e").Message).To(BeEmpty())
-	getJob(t, ns, "deps-e2e-1")
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.WaitForJob(t, ns, "deps-e2e-1")
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestOnChangeRunsOncePerDigestSet: an OnChange suite testing a built
@@ -75,28 +76,28 @@ func TestDependsOnGatesARun(t *testing.T) {
 func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, k8s, ns, "runner")).To(Succeed())
-	srcDigest := reg.pushSource(t, ns+"/src", "dev", webSource("binary v1"))
-	env := webEnv(ns)
+	ns := operatortest.Namespace(t)
+	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "runner"
 	env.Spec.Tests = []v1alpha1.TestSuite{{
 		Name: "smoke", Trigger: v1alpha1.TriggerOnChange, DependsOn: []string{"web"}, Source: "app",
 		Image: v1alpha1.TestImage{Built: "web"}, Command: []string{"/web", "--self-test"},
 	}}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	env, run := expectRun(t, env, "smoke", 1, v1alpha1.ResultRunning)
-	img := imageOf(env, "web", "web")
+	img := env.Status.Component("web").Image("web")
 	g.Expect(run.Trigger).To(Equal("OnChange"))
 	g.Expect(run.Images).To(Equal(map[string]string{"web": img.Digest}))
-	job := getJob(t, ns, "web-smoke-1")
+	job := operatortest.WaitForJob(t, ns, "web-smoke-1")
 	pod := job.Spec.Template.Spec
-	g.Expect(pod.Containers[0].Image).To(Equal(reg.host + "/" + ns + "/web@" + img.Digest))
+	g.Expect(pod.Containers[0].Image).To(Equal(operatortest.Registry.Host + "/" + ns + "/web@" + img.Digest))
 	g.Expect(pod.InitContainers).To(HaveLen(1))
 	g.Expect(pod.InitContainers[0].Name).To(Equal(pods.ContainerFetch))
-	g.Expect(pod.InitContainers[0].Image).To(Equal(helperImage))
+	g.Expect(pod.InitContainers[0].Image).To(Equal(operatortest.HelperImage))
 	g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring(srcDigest.String()), "the resolved source")
 	endTestJob(t, job, 0, "", "self-test ok\n")
 	env, _ = expectRun(t, env, "smoke", 1, v1alpha1.ResultPassed)
@@ -104,22 +105,22 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	g.Expect(set).NotTo(BeEmpty())
 
 	// Same digests: nothing new.
-	request := requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	request := operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
-		readyCurrent(g, env)
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
 	g.Expect(numbersOf(env, "smoke")).To(Equal([]int64{1}))
 
 	// A new build: a new run, testing the new digest.
-	reg.pushSource(t, ns+"/src", "dev", webSource("binary v2"))
-	requestReconcile(t, env)
+	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v2"))
+	operatortest.RequestReconcile(t, env)
 	env, run = expectRun(t, env, "smoke", 2, v1alpha1.ResultRunning)
 	g.Expect(run.Images["web"]).NotTo(Equal(img.Digest))
-	g.Expect(run.Images["web"]).To(Equal(imageOf(env, "web", "web").Digest))
+	g.Expect(run.Images["web"]).To(Equal(env.Status.Component("web").Image("web").Digest))
 	g.Expect(testStatusOf(env, "smoke").DigestSet).NotTo(Equal(set))
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestTestJobDeniedNamesTheServiceAccount: test Jobs are created as the
@@ -128,18 +129,18 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	deployer(t, ns, "nobody", false)
+	ns := operatortest.Namespace(t)
+	operatortest.CreateServiceAccount(t, ns, "nobody")
 	env := testsEnv(t, ns, suite("unit"))
 	env.Spec.ServiceAccountName = "nobody"
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	env, run := expectRun(t, env, "unit", 1, v1alpha1.ResultError)
 	g.Expect(run.Message).To(ContainSubstring("cannot create job tests-unit-1 as system:serviceaccount:" + ns + ":nobody"))
 	g.Expect(run.Message).To(ContainSubstring("forbidden"))
 	g.Expect(jobNames(g, ns)).To(BeEmpty())
-	expectEvent(t, ns, v1alpha1.ReasonTestFailed, "unit #1 Error: cannot create job")
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestFailed, "unit #1 Error: cannot create job")
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // suite is a test suite running busybox.
@@ -29,7 +29,7 @@ func suite(name string, labels ...string) v1alpha1.TestSuite {
 // "runner", which may do anything in ns.
 func testsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {
 	t.Helper()
-	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), k8s, ns, "runner")).To(Succeed())
+	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), operatortest.Admin, ns, "runner")).To(Succeed())
 	return &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tests"},
 		Spec:       v1alpha1.DevEnvironmentSpec{ServiceAccountName: "runner", Tests: suites},
@@ -41,7 +41,7 @@ func testsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.D
 // request yet), written with the version read (optimistic concurrency).
 func annotate(t testing.TB, env *v1alpha1.DevEnvironment, annotation, value string) {
 	t.Helper()
-	NewWithT(t).Expect(tryAnnotate(client.ObjectKeyFromObject(env), annotation, value, timeout)).To(Succeed())
+	NewWithT(t).Expect(tryAnnotate(client.ObjectKeyFromObject(env), annotation, value, operatortest.Timeout)).To(Succeed())
 }
 
 // errBusy: the annotation is still there.
@@ -53,14 +53,14 @@ func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 	deadline := time.Now().Add(within)
 	for {
 		cur := &v1alpha1.DevEnvironment{}
-		err := k8s.Get(context.Background(), key, cur)
+		err := operatortest.Admin.Get(context.Background(), key, cur)
 		if err == nil {
 			if _, busy := cur.Annotations[annotation]; !busy {
 				if cur.Annotations == nil {
 					cur.Annotations = map[string]string{}
 				}
 				cur.Annotations[annotation] = value
-				err = k8s.Update(context.Background(), cur)
+				err = operatortest.Admin.Update(context.Background(), cur)
 				if err == nil {
 					return nil
 				}
@@ -68,7 +68,7 @@ func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 				err = errBusy
 			}
 		}
-		// k8s reads from the manager's cache: an object created a moment
+		// operatortest.Admin reads from the manager's cache: an object created a moment
 		// ago may not be in it yet.
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !errors.Is(err, errBusy) {
 			return err
@@ -103,7 +103,7 @@ func numbersOf(env *v1alpha1.DevEnvironment, suite string) []int64 {
 func expectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64, result v1alpha1.TestResult) (*v1alpha1.DevEnvironment, *v1alpha1.TestRun) {
 	t.Helper()
 	var run *v1alpha1.TestRun
-	env = eventually(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		run = runOf(env, suite, n)
 		g.Expect(run).NotTo(BeNil(), "run %s #%d; runs: %v", suite, n, numbersOf(env, suite))
 		g.Expect(run.Result).To(Equal(result), "run %s #%d: %s", suite, n, run.Message)
@@ -112,16 +112,6 @@ func expectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64
 		}
 	})
 	return env, run
-}
-
-// getJob waits for a Job to exist.
-func getJob(t testing.TB, ns, name string) *batchv1.Job {
-	t.Helper()
-	job := &batchv1.Job{}
-	NewWithT(t).Eventually(func() error {
-		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, job)
-	}, timeout).Should(Succeed())
-	return job
 }
 
 // endTestJob plays the Job controller and kubelet for a test Job: a pod
@@ -135,18 +125,18 @@ func endTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) 
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p1", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
 		Spec:       job.Spec.Template.Spec,
 	}
-	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
 	pod.Status.Phase = corev1.PodSucceeded
 	if code != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{terminated(testrun.ContainerTest, code, "")}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	logs.set(job.Namespace, pod.Name, testrun.ContainerTest, log)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{operatortest.Terminated(testrun.ContainerTest, code, "")}
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.PodLogs.Set(job.Namespace, pod.Name, testrun.ContainerTest, log)
 
 	g.Eventually(func() error {
 		cur := &batchv1.Job{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
 			return err
 		}
 		now := metav1.Now()
@@ -166,31 +156,14 @@ func endTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) 
 				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now},
 			}
 		}
-		return k8s.Status().Update(ctx, cur)
-	}, timeout).Should(Succeed())
-}
-
-// expectEvent waits for an event about the environment with the reason
-// and a note containing text.
-func expectEvent(t testing.TB, ns, reason, text string) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		list := &eventsv1.EventList{}
-		g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Reason == reason {
-				notes = append(notes, e.Note)
-			}
-		}
-		g.Expect(notes).To(ContainElement(ContainSubstring(text)), "events %s", reason)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Status().Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
 }
 
 // jobNames lists the environment's test Jobs that are not being deleted.
 func jobNames(g Gomega, ns string) []string {
 	list := &batchv1.JobList{}
-	g.Expect(k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleTest})).To(Succeed())
+	g.Expect(operatortest.Admin.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleTest})).To(Succeed())
 	var out []string
 	for _, j := range list.Items {
 		if j.DeletionTimestamp == nil {

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // testEnvOf is the test container's env of a Job.
@@ -44,18 +45,18 @@ func lastValue(env []corev1.EnvVar, name string) string {
 func TestTriggerParams(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	e2e := suite("e2e")
 	e2e.Params = []string{"E2E_FOCUS", "E2E_SKIP"}
 	e2e.Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "default-focus"}, {Name: "E2E_SKIP", Value: "Slow"}}
 	env := testsEnv(t, ns, e2e)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_FOCUS=Job%7CPod)")
 	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(run.Params).To(Equal([]v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "Job|Pod"}}))
-	job1 := getJob(t, ns, run.JobName)
+	job1 := operatortest.WaitForJob(t, ns, run.JobName)
 	g.Expect(lastValue(testEnvOf(job1), "E2E_FOCUS")).To(Equal("Job|Pod"), "the param wins over the suite's env")
 	g.Expect(lastValue(testEnvOf(job1), "E2E_SKIP")).To(Equal("Slow"), "a param not set keeps the suite's default")
 
@@ -64,7 +65,7 @@ func TestTriggerParams(t *testing.T) {
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_SKIP=Flaky)")
 	expectRun(t, env, "e2e", 2, v1alpha1.ResultPending)
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e( E2E_SKIP=Flaky )")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(runOf(env, "e2e", 2)).NotTo(BeNil())
 		g.Expect(runOf(env, "e2e", 2).Requests).To(Equal(int32(2)))
 	})
@@ -76,22 +77,22 @@ func TestTriggerParams(t *testing.T) {
 	// A param the suite does not list.
 	before := env.Status.Tests
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(GOFLAGS=-v)")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := condition(env, v1alpha1.ConditionTriggerHandled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestParam))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 	})
-	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
 		`trigger "e2e(GOFLAGS=-v)": suite e2e does not accept GOFLAGS; nothing was started. Accepted params: E2E_FOCUS, E2E_SKIP`))
 	g.Expect(env.Status.Tests).To(Equal(before), "a refused param changes nothing else")
-	expectEvent(t, ns, v1alpha1.ReasonUnknownTestParam, "Accepted params: E2E_FOCUS, E2E_SKIP")
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonUnknownTestParam, "Accepted params: E2E_FOCUS, E2E_SKIP")
 
 	// The oldest queued run starts next, with its own params.
 	endTestJob(t, job1, 0, "", "ok\n")
 	env, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
-	job2 := getJob(t, ns, run.JobName)
+	job2 := operatortest.WaitForJob(t, ns, run.JobName)
 	g.Expect(lastValue(testEnvOf(job2), "E2E_SKIP")).To(Equal("Flaky"))
 	g.Expect(lastValue(testEnvOf(job2), "E2E_FOCUS")).To(Equal("default-focus"))
 	g.Expect(runOf(env, "e2e", 3).Result).To(Equal(v1alpha1.ResultPending))
@@ -103,12 +104,12 @@ func TestTriggerParams(t *testing.T) {
 func TestTestCacheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	unit := suite("unit")
 	size := resource.MustParse("2Gi")
 	unit.Cache = &v1alpha1.TestCache{Size: &size}
 	env := testsEnv(t, ns, unit, suite("plain"))
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	claimName := testrun.CacheClaimName(env.Name, "unit")
 	g.Expect(claimName).To(HaveSuffix("-tcache"))
@@ -128,21 +129,21 @@ func TestTestCacheClaim(t *testing.T) {
 
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit,plain")
 	env, run := expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
-	job1 := getJob(t, ns, run.JobName)
+	job1 := operatortest.WaitForJob(t, ns, run.JobName)
 	claims, mounts := mountsOf(job1)
 	g.Expect(claims).To(Equal([]string{claimName}))
 	g.Expect(mounts).To(ContainElement("/home/devloop/.cache"))
 	g.Expect(lastValue(testEnvOf(job1), "GOMODCACHE")).To(Equal("/home/devloop/.cache/gomod"))
 
 	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, pvc)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, pvc)).To(Succeed())
 	g.Expect(metav1.IsControlledBy(pvc, env)).To(BeTrue(), "deleted with the environment")
 	g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelRole, v1alpha1.RoleTestCache))
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
 
 	// A suite without a cache mounts no claim.
 	_, plain := expectRun(t, env, "plain", 1, v1alpha1.ResultRunning)
-	claims, _ = mountsOf(getJob(t, ns, plain.JobName))
+	claims, _ = mountsOf(operatortest.WaitForJob(t, ns, plain.JobName))
 	g.Expect(claims).To(BeEmpty())
 
 	// The next run mounts the same claim.
@@ -150,9 +151,9 @@ func TestTestCacheClaim(t *testing.T) {
 	expectRun(t, env, "unit", 1, v1alpha1.ResultPassed)
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	_, run = expectRun(t, env, "unit", 2, v1alpha1.ResultRunning)
-	claims, _ = mountsOf(getJob(t, ns, run.JobName))
+	claims, _ = mountsOf(operatortest.WaitForJob(t, ns, run.JobName))
 	g.Expect(claims).To(Equal([]string{claimName}))
 	list := &corev1.PersistentVolumeClaimList{}
-	g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(operatortest.Admin.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(1))
 }

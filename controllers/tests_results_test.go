@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestRunResultsAndFlakyTests: a suite with a JUnit report gets its
@@ -24,24 +25,24 @@ import (
 func TestRunResultsAndFlakyTests(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, k8s, ns, "runner")).To(Succeed())
-	reg.pushSource(t, ns+"/src", "dev", webSource("binary v1"))
-	env := webEnv(ns)
+	ns := operatortest.Namespace(t)
+	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "runner"
 	env.Spec.Tests = []v1alpha1.TestSuite{{
 		Name: "e2e", DependsOn: []string{"web"}, Source: "app", Image: v1alpha1.TestImage{Built: "web"},
 		Command: []string{"ginkgo", "--junit-report=report.xml", "./test/e2e"},
 		Report:  &v1alpha1.TestReport{Path: "report.xml", Format: v1alpha1.ReportJUnit},
 	}}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
 
 	// Run 1 fails two specs; the Job carries the report step.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
 	expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
-	job := getJob(t, ns, "web-e2e-1")
+	job := operatortest.WaitForJob(t, ns, "web-e2e-1")
 	var report *corev1.Container
 	for i, c := range job.Spec.Template.Spec.InitContainers {
 		if c.Name == testrun.ContainerReport {
@@ -62,7 +63,7 @@ func TestRunResultsAndFlakyTests(t *testing.T) {
 	_, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
 	g.Expect(run.Images).To(Equal(runOf(env, "e2e", 1).Images))
 	g.Expect(run.Images).NotTo(BeEmpty())
-	endTestJobWithReport(t, getJob(t, ns, "web-e2e-2"), 1, testrun.Summary{Passed: 4, Failed: 1, Skipped: 1,
+	endTestJobWithReport(t, operatortest.WaitForJob(t, ns, "web-e2e-2"), 1, testrun.Summary{Passed: 4, Failed: 1, Skipped: 1,
 		Failures: []string{"Suite.[It] Queue: reclaim"}}.Encode())
 	env, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultFailed)
 	g.Expect(run.Results.Failures).To(Equal([]string{"Suite.[It] Queue: reclaim"}))
@@ -72,7 +73,7 @@ func TestRunResultsAndFlakyTests(t *testing.T) {
 	// result follows the exit code.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
 	expectRun(t, env, "e2e", 3, v1alpha1.ResultRunning)
-	endTestJobWithReport(t, getJob(t, ns, "web-e2e-3"), 0,
+	endTestJobWithReport(t, operatortest.WaitForJob(t, ns, "web-e2e-3"), 0,
 		testrun.Summary{Error: "the suite wrote no report at /workspace/report.xml"}.Encode())
 	_, run = expectRun(t, env, "e2e", 3, v1alpha1.ResultPassed)
 	g.Expect(run.Results).To(BeNil())
@@ -91,20 +92,20 @@ func endTestJobWithReport(t testing.TB, job *batchv1.Job, code int32, summary []
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p1", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
 		Spec:       job.Spec.Template.Spec,
 	}
-	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
 	pod.Status.Phase = corev1.PodSucceeded
 	if code != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{
-		terminated(testrun.ContainerFetch, 0, ""), terminated(testrun.ContainerReport, 0, string(summary))}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{terminated(testrun.ContainerTest, code, "")}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	logs.set(job.Namespace, pod.Name, testrun.ContainerTest, "Ran 6 of 6 Specs\n")
+		operatortest.Terminated(testrun.ContainerFetch, 0, ""), operatortest.Terminated(testrun.ContainerReport, 0, string(summary))}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{operatortest.Terminated(testrun.ContainerTest, code, "")}
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.PodLogs.Set(job.Namespace, pod.Name, testrun.ContainerTest, "Ran 6 of 6 Specs\n")
 
 	g.Eventually(func() error {
 		cur := &batchv1.Job{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
 			return err
 		}
 		now := metav1.Now()
@@ -124,6 +125,6 @@ func endTestJobWithReport(t testing.TB, job *batchv1.Job, code int32, summary []
 				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
 			}
 		}
-		return k8s.Status().Update(ctx, cur)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Status().Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
 }

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestRunsEndInEveryOutcomeAndHistoryIsKept triggers one suite again and
@@ -26,14 +27,14 @@ import (
 func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := testsEnv(t, ns, suite("unit"))
 	env.Spec.HistoryLimit = ptr.To[int32](3)
 	env.Spec.Tests[0].Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "queue"}}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(testStatusOf(env, "unit")).NotTo(BeNil())
 		g.Expect(testStatusOf(env, "unit").Runs).To(BeEmpty(), "nothing runs until asked")
 	})
@@ -47,7 +48,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g.Expect(run.JobName).To(Equal("tests-unit-1"))
 	g.Expect(run.Trigger).To(Equal("trigger=unit"))
 	g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation), "the request was taken")
-	job := getJob(t, ns, "tests-unit-1")
+	job := operatortest.WaitForJob(t, ns, "tests-unit-1")
 	g.Expect(metav1.IsControlledBy(job, env)).To(BeTrue())
 	g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelSuite, "unit"))
 	pod := job.Spec.Template.Spec
@@ -56,8 +57,8 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g.Expect(pod.Containers[0].Env).To(ContainElements(corev1.EnvVar{Name: "E2E_FOCUS", Value: "queue"}, corev1.EnvVar{Name: "DEVLOOP_RUN", Value: "1"}))
 	g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(1800)), "the CRD's default timeout")
 	g.Expect(job.Spec.Template.Spec.InitContainers).To(BeEmpty(), "no source, no fetch")
-	expectEvent(t, ns, v1alpha1.ReasonTestStarted, "unit #1 started in job tests-unit-1 (trigger=unit)")
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestStarted, "unit #1 started in job tests-unit-1 (trigger=unit)")
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	endTestJob(t, job, 0, "", "ok  \tgithub.com/x/y\t0.3s\n")
 	env, run = expectRun(t, env, "unit", 1, v1alpha1.ResultPassed)
@@ -65,24 +66,24 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g.Expect(run.LogTail).To(ContainSubstring("ok  \tgithub.com/x/y"))
 	g.Expect(run.CompletionTime).NotTo(BeNil())
 	g.Expect(env.Status.LastTestResult).To(Equal("unit: Passed"))
-	expectEvent(t, ns, v1alpha1.ReasonTestPassed, "unit #1 Passed after")
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestPassed, "unit #1 Passed after")
 
 	// Run 2 fails with exit code 2; the same plain command starts it.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	_, _ = expectRun(t, env, "unit", 2, v1alpha1.ResultRunning)
 	long := strings.Repeat("noise\n", 2000) + "--- FAIL: TestQueue (0.01s)\nFAIL\n"
-	endTestJob(t, getJob(t, ns, "tests-unit-2"), 2, "BackoffLimitExceeded", long)
+	endTestJob(t, operatortest.WaitForJob(t, ns, "tests-unit-2"), 2, "BackoffLimitExceeded", long)
 	env, run = expectRun(t, env, "unit", 2, v1alpha1.ResultFailed)
 	g.Expect(*run.ExitCode).To(Equal(int32(2)))
 	g.Expect(len(run.LogTail)).To(BeNumerically("<=", testrun.MaxLogTail))
 	g.Expect(run.LogTail).To(HaveSuffix("--- FAIL: TestQueue (0.01s)\nFAIL\n"))
 	g.Expect(env.Status.LastTestResult).To(Equal("unit: Failed"))
-	expectEvent(t, ns, v1alpha1.ReasonTestFailed, "(exit code 2): FAIL")
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestFailed, "(exit code 2): FAIL")
 
 	// Run 3 times out.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	_, _ = expectRun(t, env, "unit", 3, v1alpha1.ResultRunning)
-	endTestJob(t, getJob(t, ns, "tests-unit-3"), 137, batchv1.JobReasonDeadlineExceeded, "still going\n")
+	endTestJob(t, operatortest.WaitForJob(t, ns, "tests-unit-3"), 137, batchv1.JobReasonDeadlineExceeded, "still going\n")
 	_, run = expectRun(t, env, "unit", 3, v1alpha1.ResultTimedOut)
 	g.Expect(run.Message).To(Equal("did not finish within its timeout of 30m0s"))
 
@@ -90,23 +91,23 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	// Job is stopped.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	_, _ = expectRun(t, env, "unit", 4, v1alpha1.ResultRunning)
-	job4 := getJob(t, ns, "tests-unit-4")
+	job4 := operatortest.WaitForJob(t, ns, "tests-unit-4")
 	stuck := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tests-unit-4-p1", Labels: map[string]string{batchv1.JobNameLabel: job4.Name}},
 		Spec:       job4.Spec.Template.Spec,
 	}
-	g.Expect(k8s.Create(ctx, stuck)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, stuck)).To(Succeed())
 	stuck.Status.Phase = corev1.PodPending
 	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: testrun.ContainerTest, State: corev1.ContainerState{
 		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "busybox:1.36"`}}}}
-	g.Expect(k8s.Status().Update(ctx, stuck)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, stuck)).To(Succeed())
 	// The pod's status is no Job event; what the kubelet would change on
 	// the Job (status.active) is.
 	job4.Status.Active = 1
-	g.Expect(k8s.Status().Update(ctx, job4)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, job4)).To(Succeed())
 	_, run = expectRun(t, env, "unit", 4, v1alpha1.ResultError)
 	g.Expect(run.Message).To(ContainSubstring(`the pod could not start: ImagePullBackOff: container test: Back-off pulling image "busybox:1.36"`))
-	g.Eventually(func(g Gomega) { g.Expect(jobNames(g, ns)).NotTo(ContainElement("tests-unit-4")) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(jobNames(g, ns)).NotTo(ContainElement("tests-unit-4")) }, operatortest.Timeout).Should(Succeed())
 
 	// Run 5 is cancelled while it runs.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
@@ -114,12 +115,12 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	annotate(t, env, v1alpha1.TriggerAnnotation, "cancel:unit")
 	env, run = expectRun(t, env, "unit", 5, v1alpha1.ResultCancelled)
 	g.Expect(run.Message).To(Equal("cancelled by trigger=cancel:unit"))
-	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal("trigger=cancel:unit: unit #5 cancelled"))
-	expectEvent(t, ns, v1alpha1.ReasonTestCancelled, "unit #5 Cancelled")
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal("trigger=cancel:unit: unit #5 cancelled"))
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestCancelled, "unit #5 Cancelled")
 
 	// History: the limit of 3 keeps runs 5, 4, 3; the Jobs of 1 and 2 are
 	// gone, and so are those of the runs stopped (4) and cancelled (5).
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(numbersOf(env, "unit")).To(Equal([]int64{5, 4, 3}))
 		g.Expect(jobNames(g, ns)).To(ConsistOf("tests-unit-3"))
 	})
@@ -129,8 +130,8 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 		g.Expect(counted(result)).To(Equal(n), "runs counted as %s", result)
 	}
 	g.Expect(testutil.CollectAndCount(testrun.RunDuration, "devloop_test_run_duration_seconds")).To(BeNumerically(">=", 1))
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestDeletedEnvironmentsMetricsGo: deleting an environment removes its
@@ -139,10 +140,10 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns, other := newNamespace(t), newNamespace(t)
+	ns, other := operatortest.Namespace(t), operatortest.Namespace(t)
 	env := testsEnv(t, ns, suite("unit"))
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
-	eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 	// As the runs of its past would have left them.
 	for _, n := range []string{ns, other} {
 		testrun.RunsTotal.WithLabelValues(n, env.Name, "unit", string(v1alpha1.ResultPassed)).Inc()
@@ -167,8 +168,8 @@ func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	}
 	g.Expect(series(ns)).To(Equal(2))
 
-	g.Expect(k8s.Delete(ctx, env)).To(Succeed())
-	expectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
+	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
 	g.Expect(series(ns)).To(BeZero(), "the deleted environment's series are gone")
 	g.Expect(series(other)).To(Equal(2), "another namespace's stay")
 }

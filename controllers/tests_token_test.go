@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestTestPodsGetATokenOnlyWhenAsked: test code is the author's, so its
@@ -18,16 +19,16 @@ func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
 	ctx := context.Background()
 	for _, asks := range []bool{false, true} {
 		g := NewWithT(t)
-		ns := newNamespace(t)
+		ns := operatortest.Namespace(t)
 		unit := suite("unit")
 		unit.ServiceAccountToken = asks
 		env := testsEnv(t, ns, unit)
-		g.Expect(k8s.Create(ctx, env)).To(Succeed())
-		eventually(t, client.ObjectKeyFromObject(env), readyCurrent)
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 		annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 		expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 
-		pod := getJob(t, ns, "tests-unit-1").Spec.Template.Spec
+		pod := operatortest.WaitForJob(t, ns, "tests-unit-1").Spec.Template.Spec
 		g.Expect(pod.ServiceAccountName).To(Equal("runner"))
 		g.Expect(pod.AutomountServiceAccountToken).NotTo(BeNil(), "said explicitly, never left to the ServiceAccount's default")
 		g.Expect(*pod.AutomountServiceAccountToken).To(Equal(asks), "serviceAccountToken: %v", asks)

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestTriggerForms walks the trigger grammar through the operator: a
@@ -25,9 +26,9 @@ import (
 func TestTriggerForms(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := testsEnv(t, ns, suite("a", "x"), suite("b", "x"), suite("c"))
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	// A comma list under the prefixed key.
@@ -50,27 +51,27 @@ func TestTriggerForms(t *testing.T) {
 	env, _ = expectRun(t, env, "c", 1, v1alpha1.ResultRunning)
 	g.Expect(runOf(env, "a", 2).Requests).To(Equal(int32(2)))
 	g.Expect(runOf(env, "b", 2).Requests).To(Equal(int32(2)))
-	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(ContainSubstring("c #1 queued"))
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(ContainSubstring("c #1 queued"))
 
 	// An unknown name: nothing changes but a False TriggerHandled listing
 	// the suites, a Warning event, and the annotation is taken so the next
 	// (correct) request can be made.
 	before := env.Status.Tests
 	annotate(t, env, v1alpha1.TriggerAnnotation, "a,nope")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := condition(env, v1alpha1.ConditionTriggerHandled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestSuite))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 	})
-	g.Expect(condition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
 		`trigger "a,nope": no test suite named "nope"; nothing was started or cancelled. Suites: a, b, c`))
 	g.Expect(env.Status.Tests).To(Equal(before), "an unknown name changes nothing else")
-	expectEvent(t, ns, v1alpha1.ReasonUnknownTestSuite, `no test suite named "nope"`)
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonUnknownTestSuite, `no test suite named "nope"`)
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// A token trigger is handled once and left in place: reconciles after
 	// it (here: a reconcile request) do not repeat it; a new token does.
@@ -78,26 +79,26 @@ func TestTriggerForms(t *testing.T) {
 	env, _ = expectRun(t, env, "c", 2, v1alpha1.ResultPending)
 	g.Expect(env.Annotations).To(HaveKeyWithValue(v1alpha1.TriggerAnnotation, "c@v1"))
 	g.Expect(env.Status.HandledTriggerTokens).To(Equal([]string{"trigger=c@v1"}))
-	request := requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	request := operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
 	})
 	g.Expect(runOf(env, "c", 2).Requests).To(Equal(int32(1)), "a token is handled once")
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v2" // the token form is always there
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(runOf(env, "c", 2).Requests).To(Equal(int32(2)))
 	})
 
 	// cancel:all ends everything running or queued.
 	annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "cancel:all")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		for _, s := range []string{"a", "b", "c"} {
 			for _, r := range testStatusOf(env, s).Runs {
 				g.Expect(r.Result).To(Equal(v1alpha1.ResultCancelled), "%s #%d", s, r.Number)
@@ -106,8 +107,8 @@ func TestTriggerForms(t *testing.T) {
 		g.Expect(jobNames(g, ns)).To(BeEmpty())
 	})
 	g.Expect(runOf(env, "a", 2).Message).To(Equal("cancelled by devloop.dev/trigger=cancel:all before it started"))
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestConcurrentTriggersAreEachRecordedOnce has many clients annotate at
@@ -117,11 +118,11 @@ func TestTriggerForms(t *testing.T) {
 // number of successful calls.
 func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := testsEnv(t, ns, suite("unit"))
-	g.Expect(k8s.Create(context.Background(), env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { readyCurrent(g, env) })
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
 
 	const clients, calls = 6, 4
 	var succeeded atomic.Int32
@@ -132,7 +133,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < calls; i++ {
-				if err := tryAnnotate(key, v1alpha1.TriggerAnnotation, "unit", 2*timeout); err == nil {
+				if err := tryAnnotate(key, v1alpha1.TriggerAnnotation, "unit", 2*operatortest.Timeout); err == nil {
 					succeeded.Add(1)
 				} else {
 					t.Log("annotate:", err)
@@ -144,7 +145,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	t.Logf("%d of %d annotate calls succeeded in %s", succeeded.Load(), clients*calls, time.Since(start).Round(time.Millisecond))
 	g.Expect(succeeded.Load()).To(BeNumerically(">", 1))
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 		var requests int32
@@ -156,8 +157,8 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	// One run started; every later request joined the one queued run.
 	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{2, 1}))
 	g.Expect(jobNames(NewWithT(t), ns)).To(ConsistOf("tests-unit-1"))
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestPendingTriggerSurvivesACrash plays the operator stopping between
@@ -166,9 +167,9 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := testsEnv(t, ns, suite("unit"))
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	env, _ = expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
@@ -180,20 +181,20 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func() error {
 			cur := &v1alpha1.DevEnvironment{}
-			if err := k8s.Get(ctx, key, cur); err != nil {
+			if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 				return err
 			}
 			if cur.Annotations == nil {
 				cur.Annotations = map[string]string{}
 			}
 			cur.Annotations[v1alpha1.TriggerPendingAnnotation] = string(raw)
-			return k8s.Update(ctx, cur)
-		}, timeout).Should(Succeed())
+			return operatortest.Admin.Update(ctx, cur)
+		}, operatortest.Timeout).Should(Succeed())
 	}
 
 	// Stopped after recording, before removing: removed, nothing added.
 	setPending(recorded)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 	})
 	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{1}))
@@ -201,14 +202,14 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 
 	// Stopped after taking, before recording: recorded once.
 	setPending("999999999")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 		g.Expect(env.Status.LastHandledTriggerID).To(Equal("999999999"))
 	})
 	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{2, 1}))
 	g.Expect(runOf(env, "unit", 2).Requests).To(Equal(int32(1)))
-	readyCurrent(g, env)
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyAndCurrent(g, env)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestOversizedTokenTrigger: a token trigger longer than a trigger may be
@@ -219,16 +220,16 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 func TestOversizedTokenTrigger(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	env := testsEnv(t, ns, suite("c"))
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	eventually(t, key, readyCurrent)
+	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	huge := "c@" + strings.Repeat("x", 1200)
 	annotate(t, env, v1alpha1.TriggerAnnotation, huge)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := condition(env, v1alpha1.ConditionTriggerHandled)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidTrigger))
@@ -236,20 +237,20 @@ func TestOversizedTokenTrigger(t *testing.T) {
 		g.Expect(env.Status.HandledTriggerTokens).To(HaveLen(1))
 		g.Expect(env.Status.HandledTriggerTokens[0]).To(HavePrefix("trigger=sha256:"))
 	})
-	expectEvent(t, ns, v1alpha1.ReasonInvalidTrigger, "annotation trigger holds 1202 bytes")
+	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonInvalidTrigger, "annotation trigger holds 1202 bytes")
 	g.Expect(testrun.Unconsumed(env)).To(BeEmpty(), "the plugin sees it consumed")
 
-	request := requestReconcile(t, env)
-	eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	request := operatortest.RequestReconcile(t, env)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request), "status writes go on")
 	})
 	g.Eventually(func() error {
 		cur := &v1alpha1.DevEnvironment{}
-		if err := k8s.Get(ctx, key, cur); err != nil {
+		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
 			return err
 		}
 		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v1"
-		return k8s.Update(ctx, cur)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Update(ctx, cur)
+	}, operatortest.Timeout).Should(Succeed())
 	expectRun(t, env, "c", 1, v1alpha1.ResultRunning)
 }

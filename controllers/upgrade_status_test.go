@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // TestStatusDuringAHelmUpgradeIsNeverCurrent: a source change upgrades a
@@ -25,48 +26,46 @@ import (
 func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	files := chartFiles(t, "upgradehook", "chart")
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upgrades"},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{Name: "app", Helm: &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}}}},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, readyCurrent)
-	g.Expect(componentOf(env, "app").Release.Revision).To(Equal(1))
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	g.Expect(env.Status.Component("app").Release.Revision).To(Equal(1))
 
 	// A new chart value in the source (no spec change): an upgrade.
 	files["chart/values.yaml"] = "version: \"2\"\n"
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 
 	sampler := sampleKstatus(t, key)
-	_ = requestReconcile(t, env)
+	_ = operatortest.RequestReconcile(t, env)
 	hook := client.ObjectKey{Namespace: ns, Name: "app-migrate"}
-	g.Eventually(func() error { return k8s.Get(ctx, hook, &batchv1.Job{}) }, timeout, 20*time.Millisecond).Should(Succeed(), "the pre-upgrade hook runs")
+	g.Eventually(func() error { return operatortest.Admin.Get(ctx, hook, &batchv1.Job{}) }, operatortest.Timeout, 20*time.Millisecond).Should(Succeed(), "the pre-upgrade hook runs")
 	hookSeen := time.Now()
 	// Helm waits for the hook: so does everyone reading status.
 	time.Sleep(2 * time.Second)
 	hookRunning := sampler.snapshot()
 	endJob(t, hook.Namespace, hook.Name, true)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
-		g.Expect(componentOf(env, "app").Release.Revision).To(Equal(2))
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("app").Release.Revision).To(Equal(2))
 	})
 	// The sampler reads every 50 ms: one more read after the one above
 	// saw Ready, so its last sample is of the final status.
 	time.Sleep(150 * time.Millisecond)
 	samples := sampler.stop()
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// Between the hook appearing and the snapshot, the upgrade was under
 	// way.
@@ -112,7 +111,7 @@ func sampleKstatus(t *testing.T, key client.ObjectKey) *kstatusSampler {
 			case <-time.After(50 * time.Millisecond):
 			}
 			env := &v1alpha1.DevEnvironment{}
-			if err := k8s.Get(context.Background(), key, env); err != nil {
+			if err := operatortest.Admin.Get(context.Background(), key, env); err != nil {
 				continue
 			}
 			res, err := testenv.Kstatus(env)
@@ -120,7 +119,7 @@ func sampleKstatus(t *testing.T, key client.ObjectKey) *kstatusSampler {
 				continue
 			}
 			sample := kstatusSample{at: time.Now(), status: res.Status, message: res.Message, ready: metav1.ConditionUnknown}
-			if c := condition(env, v1alpha1.ConditionReady); c != nil {
+			if c := operatortest.EnvCondition(env, v1alpha1.ConditionReady); c != nil {
 				sample.ready = c.Status
 			}
 			s.mu.Lock()

@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // treeFiles reads the files under root as source files at the source's
@@ -34,17 +35,15 @@ func treeFiles(t testing.TB, root string) map[string]string {
 func TestValuesFilesFromTheSource(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
+	ns := operatortest.DeployNamespace(t)
 	files := treeFiles(t, "testdata/valuesfiles/volcano")
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.AppFiles(t, ns, files)
 	env := &v1alpha1.DevEnvironment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "volcano"},
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "volcano", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{Name: "volcano", Helm: &v1alpha1.HelmSpec{
 				Chart:       v1alpha1.ChartRef{Source: "volcano", Path: "installer/helm/chart/volcano"},
 				ValuesFiles: []string{"installer/helm/chart/volcano/values.yaml", "hack/values-dev.yaml"},
@@ -52,15 +51,15 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 			}}},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 	cm := &corev1.ConfigMap{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "volcano-scheduler"}, cm)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "volcano-scheduler"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(Equal(map[string]string{
 		"image":     "volcanosh/vc-scheduler:dev", // the override over the chart's file
 		"replicas":  "1",                          // the chart's file
@@ -70,14 +69,14 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 
 	// The override leaves the source: the environment stalls naming it.
 	delete(files, "hack/values-dev.yaml")
-	reg.pushSource(t, ns+"/src", "dev", files)
-	_ = requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := condition(env, v1alpha1.ConditionStalled)
+	operatortest.AppFiles(t, ns, files)
+	_ = operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.valuesFiles[1]: "hack/values-dev.yaml" does not exist`))
 	})
-	expectKstatus(t, env, status.FailedStatus)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
 // TestImageValuesRegistryNameAndTag: the GPU Operator's chart names its
@@ -88,15 +87,13 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 func TestImageValuesRegistryNameAndTag(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	files := webSource("binary")
+	ns := operatortest.DeployNamespace(t)
+	files := operatortest.WebFiles("binary")
 	for k, v := range treeFiles(t, "testdata/valuesfiles/gpu-operator") {
 		files[k] = v
 	}
-	reg.pushSource(t, ns+"/src", "dev", files)
-	env := webEnv(ns)
+	operatortest.AppFiles(t, ns, files)
+	env := operatortest.WebEnv(ns)
 	env.Name = "gpu-operator"
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Registry.PullPrefix = "localhost:5001/" + ns
@@ -112,22 +109,24 @@ func TestImageValuesRegistryNameAndTag(t *testing.T) {
 			{Image: "nvidia/gpu-operator", Path: "operator.version", From: "Tag"},
 		},
 	}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	d := &appsv1.Deployment{}
-	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-operator"}, d) }, timeout).Should(Succeed())
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(imageOf(env, "operator", "nvidia/gpu-operator")).NotTo(BeNil())
+	g.Eventually(func() error {
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-operator"}, d)
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("operator").Image("nvidia/gpu-operator")).NotTo(BeNil())
 	})
-	img := imageOf(env, "operator", "nvidia/gpu-operator")
+	img := env.Status.Component("operator").Image("nvidia/gpu-operator")
 	container := d.Spec.Template.Spec.Containers[0]
 	g.Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: "OPERATOR_IMAGE",
 		Value: "localhost:5001/" + ns + "/nvidia/gpu-operator:" + img.ContentHash}), "what the chart rendered")
 	g.Expect(container.Image).To(Equal("localhost:5001/"+ns+"/nvidia/gpu-operator@"+img.Digest), "pinned")
-	markAvailable(t, ns, "gpu-operator")
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyCurrent(g, env)
+	operatortest.MarkDeploymentAvailable(t, ns, "gpu-operator")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	expectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

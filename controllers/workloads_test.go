@@ -1,4 +1,4 @@
-package controllers
+package controllers_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // initJob is an admission-init Job, as the real projects run one before
@@ -38,9 +39,9 @@ spec:
 // holding files.
 func jobsEnv(t *testing.T, ns string, files map[string]string) *v1alpha1.DevEnvironment {
 	t.Helper()
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	reg.pushSource(t, ns+"/src", "dev", files)
+	operatortest.UseDeployEngine(ns)
+	operatortest.CreateDeployer(t, ns, "deployer")
+	operatortest.AppFiles(t, ns, files)
 	return jobsEnvSpec(ns, "jobs")
 }
 
@@ -51,7 +52,7 @@ func jobsEnvSpec(ns, name string) *v1alpha1.DevEnvironment {
 		Spec: v1alpha1.DevEnvironmentSpec{
 			ServiceAccountName: "deployer",
 			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: reg.host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
+				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
 			Components: []v1alpha1.Component{{Name: "init", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
 		},
 	}
@@ -63,7 +64,7 @@ func endJob(t *testing.T, ns, name string, succeeded bool) {
 	t.Helper()
 	NewWithT(t).Eventually(func() error {
 		j := &batchv1.Job{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, j); err != nil {
+		if err := operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, j); err != nil {
 			return err
 		}
 		start := metav1.NewTime(time.Now().Add(-time.Minute))
@@ -80,8 +81,8 @@ func endJob(t *testing.T, ns, name string, succeeded bool) {
 				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
 				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now}}
 		}
-		return k8s.Status().Update(context.Background(), j)
-	}, timeout).Should(Succeed())
+		return operatortest.Admin.Status().Update(context.Background(), j)
+	}, operatortest.Timeout).Should(Succeed())
 }
 
 // TestFailedJobFailsItsComponent: a Job out of retries is the component's
@@ -91,45 +92,45 @@ func endJob(t *testing.T, ns, name string, succeeded bool) {
 func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := operatortest.Namespace(t)
 	files := map[string]string{"deploy/job.yaml": initJob("v1")}
 	env := jobsEnv(t, ns, files)
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
 	})
 	first := &batchv1.Job{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, first)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, first)).To(Succeed())
 	endJob(t, ns, "admission-init", false)
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := componentOf(env, "init")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := env.Status.Component("init")
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseFailed))
 		g.Expect(c.Message).To(ContainSubstring("failed: jobs.batch/admission-init"))
-		stalled := condition(env, v1alpha1.ConditionStalled)
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
 		g.Expect(stalled.Message).To(ContainSubstring("component init:"))
 	})
-	expectKstatus(t, env, status.FailedStatus)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	// The fix changes the Job's pod template: the Job is replaced.
 	files["deploy/job.yaml"] = initJob("v2")
-	reg.pushSource(t, ns+"/src", "dev", files)
-	_ = requestReconcile(t, env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	operatortest.AppFiles(t, ns, files)
+	_ = operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
 		job := &batchv1.Job{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, job)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, job)).To(Succeed())
 		g.Expect(job.UID).NotTo(Equal(first.UID), "a new Job")
 		g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"v2"}))
 	})
-	g.Expect(condition(env, v1alpha1.ConditionReady).Message).NotTo(ContainSubstring("Invalid value"), "no struct dump")
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReady).Message).NotTo(ContainSubstring("Invalid value"), "no struct dump")
 	endJob(t, ns, "admission-init", true)
-	env = eventually(t, key, readyCurrent)
-	expectKstatus(t, env, status.CurrentStatus)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // TestStuckPodIsNamedWithTheRegistryField: a Deployment whose pod cannot
@@ -138,39 +139,37 @@ func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
 func TestStuckPodIsNamedWithTheRegistryField(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	useDeployEngine(ns)
-	deployer(t, ns, "deployer", true)
-	files := webSource("binary")
-	files["deploy/deployment.yaml"] = webDeployment
-	reg.pushSource(t, ns+"/src", "dev", files)
-	env := webEnv(ns)
+	ns := operatortest.DeployNamespace(t)
+	files := operatortest.WebFiles("binary")
+	files["deploy/deployment.yaml"] = operatortest.WebDeployment
+	operatortest.AppFiles(t, ns, files)
+	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Registry.PullPrefix = "wrong.example:5000/" + ns + "/web"
 	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	g.Expect(k8s.Create(ctx, env)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(phaseOf(env, "web")).To(Equal(v1alpha1.PhaseDeploying))
 	})
-	image := env.Spec.Registry.PullPrefix + "/web@" + imageOf(env, "web", "web").Digest
+	image := env.Spec.Registry.PullPrefix + "/web@" + env.Status.Component("web").Image("web").Digest
 
 	// What the kubelet reports for the Deployment's pod.
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-abc12", Labels: map[string]string{"app": "web"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
 	}
-	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: image, State: corev1.ContainerState{
 		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"" + image + "\":\n ErrImagePull: dial tcp: lookup wrong.example: no such host"}}}}
-	g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
 
-	env = eventually(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		msg := componentOf(env, "web").Message
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		msg := env.Status.Component("web").Message
 		g.Expect(msg).To(ContainSubstring("pod web-abc12: container web (image " + image + "): ImagePullBackOff"))
 		g.Expect(msg).To(ContainSubstring("no such host"))
 		g.Expect(msg).To(ContainSubstring("spec.registry.pullPrefix"))
 		g.Expect(msg).NotTo(ContainSubstring("\n"))
 	})
-	expectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }

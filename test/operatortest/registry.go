@@ -1,4 +1,4 @@
-package controllers
+package operatortest
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -19,14 +18,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/internal/source"
+	"testing"
 )
 
-// testRegistry is go-containerregistry's in-memory registry behind a
+// RecordingRegistry is go-containerregistry's in-memory registry behind a
 // counting, fault-injecting handler: tests read how many blobs were
 // uploaded and make it answer 503 or 403.
-type testRegistry struct {
+type RecordingRegistry struct {
 	*httptest.Server
-	host string
+	// Host is the registry's host:port, the prefix of its repositories.
+	Host string
 
 	mu      sync.Mutex
 	uploads int // blob upload sessions started (POST .../blobs/uploads/)
@@ -34,8 +35,8 @@ type testRegistry struct {
 	fault   func(r *http.Request) int
 }
 
-func newTestRegistry() *testRegistry {
-	tr := &testRegistry{}
+func newRecordingRegistry() *RecordingRegistry {
+	tr := &RecordingRegistry{}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tr.mu.Lock()
@@ -57,36 +58,37 @@ func newTestRegistry() *testRegistry {
 		tr.mu.Unlock()
 		inner.ServeHTTP(w, r)
 	}))
-	tr.host = strings.TrimPrefix(tr.URL, "http://")
+	tr.Host = strings.TrimPrefix(tr.URL, "http://")
 	return tr
 }
 
-// counts returns blob uploads and all writes so far.
-func (tr *testRegistry) counts() (uploads, writes int) {
+// Counts returns blob uploads and all writes so far.
+func (tr *RecordingRegistry) Counts() (uploads, writes int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.uploads, tr.writes
 }
 
-// setFault makes the registry answer with the status f returns (0 passes).
-func (tr *testRegistry) setFault(f func(r *http.Request) int) {
+// SetFault makes the registry answer with the status f returns (0 passes).
+func (tr *RecordingRegistry) SetFault(f func(r *http.Request) int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.fault = f
 }
 
-// pushSource pushes files as a one-layer OCI artifact to repo:tag, as
+// PushSource pushes files as a one-layer OCI artifact to repo:tag, as
 // `kubectl devloop push` would, and returns its digest.
-func (tr *testRegistry) pushSource(t testing.TB, repo, tag string, files map[string]string) v1.Hash {
+func (tr *RecordingRegistry) PushSource(t testing.TB, repo, tag string, files map[string]string) v1.Hash {
 	t.Helper()
-	d, err := tr.push(repo, tag, files)
+	d, err := tr.Push(repo, tag, files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func (tr *testRegistry) push(repo, tag string, files map[string]string) (v1.Hash, error) {
+// Push pushes files as a one-layer OCI artifact to repo:tag.
+func (tr *RecordingRegistry) Push(repo, tag string, files map[string]string) (v1.Hash, error) {
 	dir, err := os.MkdirTemp("", "devloop-source-")
 	if err != nil {
 		return v1.Hash{}, err
@@ -101,13 +103,13 @@ func (tr *testRegistry) push(repo, tag string, files map[string]string) (v1.Hash
 			return v1.Hash{}, err
 		}
 	}
-	return source.PushDir(context.Background(), dir, fmt.Sprintf("%s/%s:%s", tr.host, repo, tag), true)
+	return source.PushDir(context.Background(), dir, fmt.Sprintf("%s/%s:%s", tr.Host, repo, tag), true)
 }
 
-// tagDigest returns the digest a tag names in the registry.
-func (tr *testRegistry) tagDigest(t testing.TB, repo, tag string) string {
+// TagDigest returns the digest a tag names in the registry.
+func (tr *RecordingRegistry) TagDigest(t testing.TB, repo, tag string) string {
 	t.Helper()
-	ref, err := name.ParseReference(fmt.Sprintf("%s/%s:%s", tr.host, repo, tag), name.Insecure)
+	ref, err := name.ParseReference(fmt.Sprintf("%s/%s:%s", tr.Host, repo, tag), name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,185 @@
+// Package operatortest runs the operator against envtest for the tests of
+// any package: Main starts one API server, the operator under the chart's
+// RBAC (wired by internal/operator.New, as cmd/manager wires it), a real
+// registry, and the seams a cluster without kubelets lacks, scripted.
+// The helpers and the spec builder (Env) are what those tests share.
+//
+// It imports controllers and internal/operator, so under internal/ only
+// test files may import it.
+package operatortest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/devloop-dev/devloop/controllers"
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/operator"
+	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// What Main starts, for the tests to use.
+var (
+	// Admin is the test's connection, as the cluster admin.
+	Admin client.Client
+	// AdminConfig is Admin's connection; OperatorConfig the operator's,
+	// with the chart's RBAC.
+	AdminConfig, OperatorConfig *rest.Config
+	// Reconciler is the running reconciler.
+	Reconciler *controllers.DevEnvironmentReconciler
+	// Registry is where sources and images are pushed.
+	Registry *RecordingRegistry
+	// ScriptedDeploy is the deploy engine outside the namespaces given to
+	// UseDeployEngine.
+	ScriptedDeploy = newScriptedEngine()
+	// PodLogs stands in for the kubelet's container logs.
+	PodLogs = &FakeLogs{}
+	// WarmExec stands in for exec into warm builders.
+	WarmExec = &FakeExec{}
+	// LiveSyncs stands in for `/.devloop/supervisor sync` in pods.
+	LiveSyncs = &ScriptedSync{fail: map[string]string{}}
+)
+
+// HelperImage is what builder pods would run; no pod runs in envtest.
+const HelperImage = "registry.test/devloop/manager:test"
+
+// Timeout bounds every wait of the helpers.
+const Timeout = 20 * time.Second
+
+// Main is a package's TestMain: it runs the package's tests against one
+// envtest and one operator, or, when go test runs the whole package,
+// across shards (see shards.go), and exits.
+func Main(m *testing.M) {
+	if code, ok := runShards(); ok {
+		os.Exit(code)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	env, err := testenv.Start()
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
+	}()
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	// The tests act as the cluster admin; the operator acts as its
+	// ServiceAccount with exactly the chart's ClusterRole, as installed.
+	admin, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		return fail(err)
+	}
+	OperatorConfig, err = testenv.OperatorConfig(context.Background(), env, admin)
+	if err != nil {
+		return fail(err)
+	}
+	mgr, err := ctrl.NewManager(OperatorConfig, ctrl.Options{
+		Scheme: testenv.Scheme(),
+		// The operator's own cache scope: every test runs with only
+		// devloop's Jobs cached and no other kind readable from the cache.
+		Cache:                  operator.CacheOptions(operator.WatchScope{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fail(err)
+	}
+	Registry = newRecordingRegistry()
+	defer Registry.Close()
+	if _, err := Registry.Push(SharedSourceRepository, "latest", map[string]string{"README": "source of the DAG tests"}); err != nil {
+		return fail(err)
+	}
+	workDir, err := os.MkdirTemp("", "devloop-operatortest-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(workDir)
+	// Live-updatable images get a static supervisor; a test binary is
+	// not one.
+	supervisor, err := staticSupervisor(workDir)
+	if err != nil {
+		return fail(err)
+	}
+	AdminConfig = env.Config
+	strict := &identity.Identity{Config: OperatorConfig, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme()}
+	// Environments that name no ServiceAccount act as their namespace's
+	// default deployer (Namespace makes it), as with the operator's
+	// --default-service-account.
+	defaulted := &identity.Identity{Config: OperatorConfig, Mapper: mgr.GetRESTMapper(), Scheme: mgr.GetScheme(),
+		DefaultServiceAccount: DefaultDeployer}
+	// The engines as the operator wires them, with the seams envtest
+	// lacks scripted: no kubelet serves logs or runs warm builders, and no
+	// pod runs a supervisor.
+	op := operator.New(mgr, operator.Options{
+		HelperImage: HelperImage,
+		WorkDir:     workDir,
+		Test: operator.TestSeams{
+			Logs: PodLogs, BuildExec: WarmExec, LiveExec: LiveSyncs, Supervisor: supervisor,
+			// Every reconcile checks that unchanged images are still
+			// pushed; a test pod that cannot pull its image ends its run
+			// quickly.
+			VerifyInterval: time.Nanosecond, TestStartTimeout: time.Second,
+			// Hand edits are looked for right after an upgrade.
+			NoDriftQuietPeriod: true,
+		},
+	})
+	routed := &routedEngine{scripted: ScriptedDeploy, real: op.Engines.Deploy, strict: strict, defaulted: defaulted}
+	op.Engines.Deploy = routed
+	deployRoutes = routed
+	r := &controllers.DevEnvironmentReconciler{
+		Client:       mgr.GetClient(),
+		Recorder:     mgr.GetEventRecorder("devloop"),
+		Identity:     routed,
+		Sources:      op.Sources,
+		Engines:      op.Engines,
+		Policy:       plan.Policy{NoCrossNamespaceRefs: true},
+		WaitInterval: 200 * time.Millisecond,
+	}
+	if err := r.SetupWithManager(mgr, 4); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	Admin = admin
+	Reconciler = r
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return fail(fmt.Errorf("cache did not sync"))
+	}
+
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+// zapLevel is quiet unless DEVLOOP_TEST_VERBOSE is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("DEVLOOP_TEST_VERBOSE") != "" {
+		return -1
+	}
+	return 2
+}

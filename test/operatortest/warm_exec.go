@@ -1,0 +1,107 @@
+package operatortest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/identity"
+)
+
+// FakeExec plays the kubelet's exec for warm builders: envtest runs no
+// pods. Each call is recorded; the push step is answered by run, the
+// others succeed unless fail says otherwise.
+type FakeExec struct {
+	mu    sync.Mutex
+	calls [][]string
+	run   func(command []string, stdout, stderr io.Writer) error
+	// real lists namespaces whose execs go to the API server as the
+	// tenant (which refuses them or finds no kubelet).
+	real map[string]bool
+	// hang lists namespaces whose build command runs until its context
+	// ends.
+	hang map[string]bool
+}
+
+func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, command)
+	run, real, hang := f.run, f.real[namespace], f.hang[namespace]
+	f.mu.Unlock()
+	if real {
+		return t.Exec(ctx, namespace, pod, container, command, stdout, stderr)
+	}
+	if hang && IsStep(command, build.WarmStepRun) {
+		fmt.Fprintln(stderr, "compiling forever")
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	step := ""
+	for i := range command[:len(command)-1] {
+		if command[i] == "--step" {
+			step = command[i+1]
+		}
+	}
+	// Each step runs where WarmBuildSteps says: credentials only in the
+	// agent, the build command only in the build container.
+	want := map[string]string{build.WarmStepFetch: build.ContainerWarmAgent, build.WarmStepRun: build.ContainerWarm, build.WarmStepPush: build.ContainerWarmAgent}[step]
+	if want == "" || container != want {
+		return fmt.Errorf("step %q exec'd into container %q", step, container)
+	}
+	return run(command, stdout, stderr)
+}
+
+// IsStep reports whether command is the warm build's step.
+func IsStep(command []string, step string) bool {
+	return strings.Contains(strings.Join(command, " "), "--step "+step)
+}
+
+// HangIn makes ns's build commands run until their context ends.
+func (f *FakeExec) HangIn(ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hang == nil {
+		f.hang = map[string]bool{}
+	}
+	f.hang[ns] = true
+}
+
+// ExecForReal sends ns's execs to the API server.
+func (f *FakeExec) ExecForReal(ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.real == nil {
+		f.real = map[string]bool{}
+	}
+	f.real[ns] = true
+}
+
+// Answer makes run answer the push step.
+func (f *FakeExec) Answer(run func(command []string, stdout, stderr io.Writer) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.run = run
+}
+
+// CallsWith counts the calls whose command line contains s.
+func (f *FakeExec) CallsWith(s string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if strings.Contains(strings.Join(c, " "), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// Calls are the command lines exec'd so far.
+func (f *FakeExec) Calls() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]string(nil), f.calls...)
+}
