@@ -24,13 +24,13 @@ func TestBuilderJobOutOfTheCacheIsNotWaitedOn(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	var job batchv1.Job
 	g.Eventually(func(g Gomega) {
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job = jobs["linux-amd64"]
 	}, operatortest.Timeout).Should(Succeed())

@@ -109,22 +109,11 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 		Replace(files["deploy/platform/Chart.yaml"])
 	operatortest.AppFiles(t, ns, files)
 
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dynamo"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			// The OCI dependency is in the environment's own registry,
-			// the one plain HTTP is allowed to.
-			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			ChartCredentials: []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}},
-			Components: []v1alpha1.Component{{Name: "platform", Helm: &v1alpha1.HelmSpec{
-				Chart:  v1alpha1.ChartRef{Source: "app", Path: "deploy/platform"},
-				Values: &apiextensionsv1.JSON{Raw: []byte(`{"grove": {"enabled": false}}`)},
-			}}},
-		},
-	}
+	// The OCI dependency is in the environment's own registry, the one
+	// plain HTTP is allowed to.
+	env := operatortest.Env(ns, "dynamo").Deployer().Registry().AppSource().
+		Components(operatortest.Chart("platform", "deploy/platform", `{"grove": {"enabled": false}}`)).Obj()
+	env.Spec.ChartCredentials = []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 

@@ -55,8 +55,9 @@ spec:
 	env := operatortest.WebEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Sources[0].Interval = hour
-	env.Spec.Sources = append(env.Spec.Sources, v1alpha1.Source{Name: "cfg", Interval: hour, OCI: &v1alpha1.OCISource{
-		Repository: operatortest.Registry.Host + "/" + ns + "/cfg", Tag: "dev", Insecure: true}})
+	cfgSource := operatortest.OCISource("cfg", operatortest.Registry.Host+"/"+ns+"/cfg", "dev")
+	cfgSource.Interval = hour
+	env.Spec.Sources = append(env.Spec.Sources, cfgSource)
 	site := &env.Spec.Components[0]
 	site.Name = "site"
 	site.Manifests = nil
@@ -117,7 +118,7 @@ spec:
 	// Warm up: the bench reconciler resolves the sources once.
 	_, err := r.Reconcile(context.Background(), req)
 	g.Expect(err).NotTo(HaveOccurred())
-	operatortest.WaitForEnv(b, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	operatortest.WaitForEnv(b, key, operatortest.ExpectReadyAndCurrent)
 	return r, cl, req, ns
 }
 

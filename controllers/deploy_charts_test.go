@@ -72,7 +72,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	allowCRDs(t, ns, "deployer")
+	operatortest.AllowCRDs(t, ns, "deployer")
 	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
 	chartRepo := pushChart(t, "demo", ns+"/charts")
 	setValues(t, ns, "dev-values", "replicas: 2\nvalidator: {version: from-configmap}\n")
@@ -183,18 +183,7 @@ func TestFailingHookStallsThenInstalls(t *testing.T) {
 		files[k] = v
 	}
 	operatortest.AppFiles(t, ns, files)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "init", Helm: &v1alpha1.HelmSpec{
-				Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"},
-			}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "hooks").Deployer().AppSource().Components(operatortest.Chart("init", "chart", "")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
@@ -278,23 +267,11 @@ func deployedIntoTarget(t *testing.T, name string) (env *v1alpha1.DevEnvironment
 	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
 	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
 	operatortest.AppFiles(t, ns, files)
-	env = &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				{Name: "plain", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}, Namespace: target.Name}},
-				{Name: "chart", DependsOn: []string{"plain"}, Helm: &v1alpha1.HelmSpec{
-					Chart:     v1alpha1.ChartRef{Source: "app", Path: "chart"},
-					Namespace: target.Name,
-					Values:    &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
-				}},
-			},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	plain := operatortest.Manifests("plain", "deploy")
+	plain.Manifests.Namespace = target.Name
+	chart := operatortest.After(operatortest.Chart("chart", "chart", `{"failHook": false}`), "plain")
+	chart.Helm.Namespace = target.Name
+	env = operatortest.Env(ns, name).Deployer().AppSource().Components(plain, chart).Create(t)
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 	})
@@ -322,7 +299,7 @@ func TestDeletionWithTargetNamespaceGone(t *testing.T) {
 	finalizeNamespace(t, target.Name)
 
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "away"}})
+	operatortest.ExpectEnvGone(t, ns, "away")
 }
 
 // TestDeletionWithTargetNamespaceTerminating: the target namespace is
@@ -337,7 +314,7 @@ func TestDeletionWithTargetNamespaceTerminating(t *testing.T) {
 
 	g.Expect(operatortest.Admin.Delete(ctx, target)).To(Succeed())
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"}})
+	operatortest.ExpectEnvGone(t, ns, "leaving")
 	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "plain"}})
 	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target.Name, Name: "chart-config"}})
 	finalizeNamespace(t, target.Name)
@@ -378,21 +355,6 @@ func bindDeployer(t testing.TB, target, saNS, sa string) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: sa}}})).To(Succeed())
 }
 
-// allowCRDs lets the ServiceAccount ns/sa manage CRDs, which a chart
-// shipping one needs.
-func allowCRDs(t testing.TB, ns, sa string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	name := "crds-" + ns
-	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"},
-			Resources: []string{"customresourcedefinitions"}, Verbs: []string{"*"}}}})).To(Succeed())
-	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})).To(Succeed())
-}
-
 // finalizeNamespace does what the namespace controller does last: it
 // clears the namespace's finalizers, so the namespace is gone.
 func finalizeNamespace(t *testing.T, name string) {
@@ -421,25 +383,13 @@ func TestDeletionWhenItsNamespaceIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart"))
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "chart", Helm: &v1alpha1.HelmSpec{
-				Chart:  v1alpha1.ChartRef{Source: "app", Path: "chart"},
-				Values: &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)},
-			}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "doomed").Deployer().AppSource().Components(operatortest.Chart("chart", "chart", `{"failHook": false}`)).Create(t)
 	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	g.Expect(operatortest.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	g.Expect(operatortest.Admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}})).To(Succeed())
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}})
+	operatortest.ExpectEnvGone(t, ns, "doomed")
 }

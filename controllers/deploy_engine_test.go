@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +77,7 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	// Deleting the environment prunes what it applied.
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
 	operatortest.ExpectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	operatortest.ExpectEnvGone(t, ns, "web")
 	// The last state before deletion was Current.
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
@@ -158,7 +157,7 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})
+	operatortest.ExpectEnvGone(t, ns, "web")
 	operatortest.ExpectGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site"}})
 	operatortest.ExpectGone(t, cm)
 	secrets := &corev1.SecretList{}
@@ -170,23 +169,12 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 
 func TestDeployWithoutRightsStallsNamingVerbAndResource(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.UseDeployEngine(ns)
 	operatortest.CreateServiceAccount(t, ns, "nobody")
 	operatortest.AppFiles(t, ns, map[string]string{
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"})
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "denied"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "nobody",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "config",
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "denied").ServiceAccount("nobody").AppSource().Components(operatortest.Manifests("config", "deploy")).Create(t)
 
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
@@ -205,16 +193,7 @@ func TestDeployWithoutServiceAccountStalls(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.UseDeployEngine(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "anonymous"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "config",
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
+	env := operatortest.Env(ns, "anonymous").AppSource().Components(operatortest.Manifests("config", "deploy")).Create(t)
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
@@ -225,7 +204,7 @@ func TestDeployWithoutServiceAccountStalls(t *testing.T) {
 
 	// Nothing was deployed, so nothing wedges the deletion.
 	g.Expect(operatortest.Admin.Delete(context.Background(), env.DeepCopy())).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "anonymous"}})
+	operatortest.ExpectEnvGone(t, ns, "anonymous")
 }
 
 func TestDroppedComponentIsPruned(t *testing.T) {
@@ -236,18 +215,8 @@ func TestDroppedComponentIsPruned(t *testing.T) {
 		"a/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
 		"b/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
 	})
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pair"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				{Name: "a", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"a"}}},
-				{Name: "b", DependsOn: []string{"a"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"b"}}},
-			},
-		},
-	}
+	env := operatortest.Env(ns, "pair").Deployer().AppSource().
+		Components(operatortest.Manifests("a", "a"), operatortest.After(operatortest.Manifests("b", "b"), "a")).Obj()
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -273,19 +242,7 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, chartFiles(t, "web", "chart"))
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "site", Helm: &v1alpha1.HelmSpec{
-				Chart:  v1alpha1.ChartRef{Source: "app", Path: "chart"},
-				Values: &apiextensionsv1.JSON{Raw: []byte(`{"broken": true}`)},
-			}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "broken").Deployer().AppSource().Components(operatortest.Chart("site", "chart", `{"broken": true}`)).Create(t)
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())

@@ -18,7 +18,7 @@ import (
 
 func TestEmptyEnvironmentBecomesReady(t *testing.T) {
 	ns := operatortest.Namespace(t)
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "empty"}}
+	env := operatortest.Env(ns, "empty").Obj()
 	NewWithT(t).Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {

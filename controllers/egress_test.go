@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -21,16 +20,7 @@ func TestEgressRefusalStallsNamingTheSource(t *testing.T) {
 		"git": {Name: "app", Git: &v1alpha1.GitSource{URL: "https://169.254.169.254/latest/meta-data.git", Ref: &v1alpha1.GitRef{Branch: "main"}}},
 		"oci": {Name: "app", OCI: &v1alpha1.OCISource{Repository: "169.254.169.254/team/src", Tag: "dev"}},
 	} {
-		env := &v1alpha1.DevEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metadata-" + name},
-			Spec: v1alpha1.DevEnvironmentSpec{
-				ServiceAccountName: "deployer",
-				Sources:            []v1alpha1.Source{src},
-				Components: []v1alpha1.Component{{Name: "config",
-					Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
-			},
-		}
-		NewWithT(t).Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
+		env := operatortest.Env(ns, "metadata-"+name).Deployer().Source(src).Components(operatortest.Manifests("config", "deploy")).Create(t)
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", conditions(env))

@@ -27,17 +27,9 @@ func toggleEnv(t *testing.T, ns string, kwok v1alpha1.Component) *v1alpha1.DevEn
 		"app/config.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n",
 	})
 	kwok.Name = "kwok"
-	kwok.Manifests = &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"kwok"}}
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "toggles"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{kwok,
-				{Name: "app", DependsOn: []string{"kwok"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"app"}}}},
-		},
-	}
+	kwok.Manifests = operatortest.Manifests("kwok", "kwok").Manifests
+	return operatortest.Env(ns, "toggles").Deployer().AppSource().
+		Components(kwok, operatortest.After(operatortest.Manifests("app", "app"), "kwok")).Obj()
 }
 
 func configMapExists(ns, name string) bool {

@@ -46,7 +46,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	env := jobsEnv(t, ns, map[string]string{"deploy/crd.yaml": gadgetCRD})
-	allowCRDs(t, ns, "deployer")
+	operatortest.AllowCRDs(t, ns, "deployer")
 	crd := &unstructured.Unstructured{}
 	g.Expect(yamlInto(gadgetCRD, &crd.Object)).To(Succeed())
 	g.Expect(operatortest.Admin.Create(ctx, crd)).To(Succeed())
@@ -66,7 +66,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g.Expect(got.GetLabels()).NotTo(HaveKey(deploy.LabelEnvironment), "not relabelled")
 
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	operatortest.ExpectEnvGone(t, ns, env.Name)
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed(), "the CRD survives the environment")
 
 	// Adopted on purpose: the environment's from then on.
@@ -106,7 +106,7 @@ func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
 	})
 
 	g.Expect(operatortest.Admin.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})
+	operatortest.ExpectEnvGone(t, keys[1].Namespace, keys[1].Name)
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed(), "the other environment's object stays")
 
 	g.Expect(operatortest.Admin.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[0].Namespace, Name: keys[0].Name}})).To(Succeed())
@@ -164,7 +164,7 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "no revision written by the second")
 
 	g.Expect(operatortest.Admin.Delete(ctx, second)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}})
+	operatortest.ExpectEnvGone(t, ns, "second")
 	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "the first's release stays installed")
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(first), operatortest.ExpectReadyAndCurrent)
 }

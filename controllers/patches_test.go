@@ -45,7 +45,7 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	allowCRDs(t, ns, "deployer")
+	operatortest.AllowCRDs(t, ns, "deployer")
 	files := operatortest.WebFiles("binary")
 	for k, v := range chartFilesFrom(t, "testdata/patches/chart", "chart") {
 		files[k] = v

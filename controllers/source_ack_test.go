@@ -36,22 +36,9 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 	files := chartFiles(t, "installhook", "chart")
 	files["deploy/config.yaml"] = appConfig("1")
 	operatortest.AppFiles(t, ns, files)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acks"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				{Name: "hooked", Helm: &v1alpha1.HelmSpec{
-					Chart:   v1alpha1.ChartRef{Source: "app", Path: "chart"},
-					Timeout: &metav1.Duration{Duration: 2 * time.Minute},
-				}},
-				{Name: "config", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}},
-			},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	hooked := operatortest.Chart("hooked", "chart", "")
+	hooked.Helm.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
+	env := operatortest.Env(ns, "acks").Deployer().AppSource().Components(hooked, operatortest.Manifests("config", "deploy")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	hook := client.ObjectKey{Namespace: ns, Name: "hooked-setup"}
 	g.Eventually(func() error { return operatortest.Admin.Get(ctx, hook, &batchv1.Job{}) }, operatortest.Timeout, 50*time.Millisecond).Should(Succeed(), "Helm runs the pre-install hook")

@@ -84,15 +84,9 @@ func privateGitServer(t *testing.T, user, password string, files map[string]stri
 func gitEnv(ns, name, url, commit string, secret *v1alpha1.LocalObjectReference, sources ...v1alpha1.Source) *v1alpha1.DevEnvironment {
 	sources = append(sources, v1alpha1.Source{Name: "app", Git: &v1alpha1.GitSource{
 		URL: url, Ref: &v1alpha1.GitRef{Commit: commit}, SecretRef: secret}})
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources:            sources,
-			Components: []v1alpha1.Component{{Name: "config",
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
-		},
-	}
+	env := operatortest.Env(ns, name).Deployer().Components(operatortest.Manifests("config", "deploy")).Obj()
+	env.Spec.Sources = sources
+	return env
 }
 
 // Crossing 1 of issue 17: the source store is shared by every
@@ -128,8 +122,7 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 
 	// B's first source is a public one of its own, so the refused one is
 	// spec.sources[1].
-	public := v1alpha1.Source{Name: "public", OCI: &v1alpha1.OCISource{
-		Repository: operatortest.Registry.Host + "/" + nsB + "/src", Tag: "dev", Insecure: true}}
+	public := operatortest.OCISource("public", operatortest.Registry.Host+"/"+nsB+"/src", "dev")
 	operatortest.Registry.PushSource(t, nsB+"/src", "dev", map[string]string{"README": "public"})
 	for _, tc := range []struct{ name, commit string }{
 		{"tenant-b", commit},
@@ -162,6 +155,6 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 	}
 	g.Expect(entries()).To(HaveLen(1))
 	g.Expect(operatortest.Admin.Delete(ctx, a)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "tenant-a"}})
+	operatortest.ExpectEnvGone(t, nsA, "tenant-a")
 	g.Eventually(entries, operatortest.Timeout).Should(BeEmpty(), "a deleted environment's source stays in the store")
 }

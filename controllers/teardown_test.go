@@ -50,7 +50,7 @@ func TestNeverCreatedIsNotDeleted(t *testing.T) {
 
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
 	operatortest.ExpectGone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	operatortest.ExpectEnvGone(t, ns, env.Name)
 }
 
 // TestBlockedDeletionIsShownThenAbandoned: a ClusterRole the environment
@@ -84,7 +84,7 @@ func TestBlockedDeletionIsShownThenAbandoned(t *testing.T) {
 	patch := client.MergeFrom(env.DeepCopy())
 	env.Annotations = map[string]string{v1alpha1.AbandonOnDeleteAnnotation: "true"}
 	g.Expect(operatortest.Admin.Patch(ctx, env, patch)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	operatortest.ExpectEnvGone(t, ns, env.Name)
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonDeletionAbandoned, role)
 	// Left, as the event says.
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{})).To(Succeed())

@@ -45,7 +45,7 @@ func TestEnvironmentGainsNoRightsThroughTheOperator(t *testing.T) {
 			operatortest.UseDeployEngine(ns)
 			operatortest.CreateServiceAccount(t, ns, "nobody")
 			if tc.allow != nil {
-				allow(t, ns, "nobody", rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: tc.allow})
+				operatortest.Allow(t, ns, "nobody", rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: tc.allow})
 			}
 			// The operator itself could do all of it.
 			g.Expect(operatortest.Admin.Create(ctx, &corev1.Secret{
@@ -54,7 +54,7 @@ func TestEnvironmentGainsNoRightsThroughTheOperator(t *testing.T) {
 				StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`},
 			})).To(Succeed())
 			operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n", "out/api": "binary"})
-			env := apiEnv(ns)
+			env := operatortest.APIEnv(ns)
 			env.Spec.ServiceAccountName = "nobody"
 			env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 			tc.mutate(env)
@@ -70,20 +70,9 @@ func TestEnvironmentGainsNoRightsThroughTheOperator(t *testing.T) {
 				}
 			})
 			g.Consistently(func(g Gomega) {
-				g.Expect(builderJobs(g, ns)).To(BeEmpty())
+				g.Expect(operatortest.BuilderJobs(g, ns)).To(BeEmpty())
 			}, "300ms").Should(Succeed())
 			operatortest.ExpectKstatus(t, env, status.FailedStatus)
 		})
 	}
-}
-
-// allow grants the ServiceAccount ns/sa rules in ns.
-func allow(t testing.TB, ns, sa string, rules ...rbacv1.PolicyRule) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-rights"}, Rules: rules})).To(Succeed())
-	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-rights"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa + "-rights"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})).To(Succeed())
 }

@@ -30,10 +30,7 @@ func suite(name string, labels ...string) v1alpha1.TestSuite {
 func testsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {
 	t.Helper()
 	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), operatortest.Admin, ns, "runner")).To(Succeed())
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tests"},
-		Spec:       v1alpha1.DevEnvironmentSpec{ServiceAccountName: "runner", Tests: suites},
-	}
+	return operatortest.Env(ns, "tests").ServiceAccount("runner").Tests(suites...).Obj()
 }
 
 // annotate sets a trigger as `kubectl annotate` without --overwrite does:

@@ -37,7 +37,7 @@ func TestRunResultsAndFlakyTests(t *testing.T) {
 	}}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	// Run 1 fails two specs; the Job carries the report step.
 	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")

@@ -169,7 +169,7 @@ func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	g.Expect(series(ns)).To(Equal(2))
 
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
-	operatortest.ExpectGone(t, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env.Name}})
+	operatortest.ExpectEnvGone(t, ns, env.Name)
 	g.Expect(series(ns)).To(BeZero(), "the deleted environment's series are gone")
 	g.Expect(series(other)).To(Equal(2), "another namespace's stay")
 }

@@ -122,7 +122,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	env := testsEnv(t, ns, suite("unit"))
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	const clients, calls = 6, 4
 	var succeeded atomic.Int32

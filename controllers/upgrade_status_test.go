@@ -29,16 +29,7 @@ func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	files := chartFiles(t, "upgradehook", "chart")
 	operatortest.AppFiles(t, ns, files)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upgrades"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "app", Helm: &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "upgrades").Deployer().AppSource().Components(operatortest.Chart("app", "chart", "")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	g.Expect(env.Status.Component("app").Release.Revision).To(Equal(1))

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -38,20 +37,11 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	files := treeFiles(t, "testdata/valuesfiles/volcano")
 	operatortest.AppFiles(t, ns, files)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "volcano"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "volcano", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "volcano", Helm: &v1alpha1.HelmSpec{
-				Chart:       v1alpha1.ChartRef{Source: "volcano", Path: "installer/helm/chart/volcano"},
-				ValuesFiles: []string{"installer/helm/chart/volcano/values.yaml", "hack/values-dev.yaml"},
-				Values:      &apiextensionsv1.JSON{Raw: []byte(`{"custom":{"admission_enable":false}}`)},
-			}}},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "volcano").Deployer().PushedSource("volcano", "src").Components(v1alpha1.Component{Name: "volcano", Helm: &v1alpha1.HelmSpec{
+		Chart:       v1alpha1.ChartRef{Source: "volcano", Path: "installer/helm/chart/volcano"},
+		ValuesFiles: []string{"installer/helm/chart/volcano/values.yaml", "hack/values-dev.yaml"},
+		Values:      &apiextensionsv1.JSON{Raw: []byte(`{"custom":{"admission_enable":false}}`)},
+	}}).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {

@@ -47,15 +47,7 @@ func jobsEnv(t *testing.T, ns string, files map[string]string) *v1alpha1.DevEnvi
 
 // jobsEnvSpec is jobsEnv's environment, named name, without its setup.
 func jobsEnvSpec(ns, name string) *v1alpha1.DevEnvironment {
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "init", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
-		},
-	}
+	return operatortest.Env(ns, name).Deployer().AppSource().Components(operatortest.Manifests("init", "deploy")).Obj()
 }
 
 // endJob writes the status the job controller would write when the Job's

@@ -1,6 +1,10 @@
 package operatortest
 
 import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -32,6 +36,13 @@ func Env(ns, name string) *EnvSpec {
 // Obj is the environment built.
 func (b *EnvSpec) Obj() *v1alpha1.DevEnvironment { return b.env }
 
+// Create creates the environment as the admin and returns it.
+func (b *EnvSpec) Create(t testing.TB) *v1alpha1.DevEnvironment {
+	t.Helper()
+	NewWithT(t).Expect(Admin.Create(context.Background(), b.env)).To(Succeed())
+	return b.env
+}
+
 // Registry pushes the environment's images to Registry under its
 // namespace, over plain HTTP.
 func (b *EnvSpec) Registry() *EnvSpec {
@@ -41,8 +52,12 @@ func (b *EnvSpec) Registry() *EnvSpec {
 
 // AppSource adds the source AppSource: the namespace's "src" repository
 // in Registry at tag "dev", where AppFiles pushes.
-func (b *EnvSpec) AppSource() *EnvSpec {
-	return b.Source(OCISource(AppSource, Registry.Host+"/"+b.env.Namespace+"/src", "dev"))
+func (b *EnvSpec) AppSource() *EnvSpec { return b.PushedSource(AppSource, "src") }
+
+// PushedSource adds a source named name: the namespace's repository in
+// Registry at tag "dev".
+func (b *EnvSpec) PushedSource(name, repository string) *EnvSpec {
+	return b.Source(OCISource(name, Registry.Host+"/"+b.env.Namespace+"/"+repository, "dev"))
 }
 
 // SharedSource adds the source SharedSource, the same for every test.
@@ -53,6 +68,12 @@ func (b *EnvSpec) SharedSource() *EnvSpec {
 // Source adds a source.
 func (b *EnvSpec) Source(s v1alpha1.Source) *EnvSpec {
 	b.env.Spec.Sources = append(b.env.Spec.Sources, s)
+	return b
+}
+
+// PullPrefix is the registry prefix the cluster pulls the images from.
+func (b *EnvSpec) PullPrefix(prefix string) *EnvSpec {
+	b.env.Spec.Registry.PullPrefix = prefix
 	return b
 }
 

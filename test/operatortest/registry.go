@@ -17,8 +17,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/devloop-dev/devloop/internal/source"
 	"testing"
+
+	"github.com/devloop-dev/devloop/internal/source"
 )
 
 // RecordingRegistry is go-containerregistry's in-memory registry behind a

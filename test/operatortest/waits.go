@@ -139,3 +139,10 @@ func ExpectEvent(t testing.TB, ns, reason, text string) {
 		g.Expect(notes).To(ContainElement(ContainSubstring(text)), "events %s", reason)
 	}, Timeout).Should(Succeed())
 }
+
+// ExpectEnvGone waits until the environment ns/name is deleted, its
+// finalizer done.
+func ExpectEnvGone(t testing.TB, ns, name string) {
+	t.Helper()
+	ExpectGone(t, Env(ns, name).Obj())
+}

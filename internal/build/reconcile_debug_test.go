@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
 		"deploy/api.yaml": debugDeployment})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 	env.Spec.Components[0].Images[0].Cmd = []string{"--port=8080"}
@@ -40,7 +40,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	builder := func(g Gomega) (batchv1.Job, corev1.Container) {
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job := jobs["linux-amd64"]
 		g.Expect(job.Spec.Template.Spec.InitContainers).To(HaveLen(2))

@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,31 +52,17 @@ spec:
 // (make manifests) whose output config/crd/bases a later component
 // applies through the output source crds.
 func operatorWithGeneratedCRDs(ns string) *v1alpha1.DevEnvironment {
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{
-				{Name: "app", OCI: &v1alpha1.OCISource{Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}},
-				{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}},
-			},
-			Components: []v1alpha1.Component{
-				{
-					Name: "operator",
-					Images: []v1alpha1.ImageSpec{{
-						Name: "operator", Source: "app",
-						Run: &v1alpha1.BuildRun{
-							Image:   "golang:1.25",
-							Command: []string{"make", "manifests"},
-							Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}},
-						},
-					}},
-				},
-				{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "crds"}},
-			},
+	operator := v1alpha1.Component{Name: "operator", Images: []v1alpha1.ImageSpec{{
+		Name: "operator", Source: operatortest.AppSource,
+		Run: &v1alpha1.BuildRun{
+			Image:   "golang:1.25",
+			Command: []string{"make", "manifests"},
+			Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}},
 		},
-	}
+	}}}
+	return operatortest.Env(ns, "operator").Deployer().Registry().AppSource().
+		Source(v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}}).
+		Components(operator, v1alpha1.Component{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "crds"}}).Obj()
 }
 
 // flagValue is the value of flag in a helper's arguments.
@@ -148,7 +133,7 @@ func rebuildOperator(t *testing.T, key client.ObjectKey, previous string, comman
 	}, operatortest.Timeout).Should(Succeed())
 	var job batchv1.Job
 	g.Eventually(func(g Gomega) {
-		jobs := builderJobs(g, key.Namespace)
+		jobs := operatortest.BuilderJobs(g, key.Namespace)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job = jobs["linux-amd64"]
 		g.Expect(job.Name).NotTo(Equal(previous))
@@ -174,7 +159,7 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	allowCRDs(t, ns, "deployer")
+	operatortest.AllowCRDs(t, ns, "deployer")
 	group := ns + ".devloop.dev"
 	crdName := "widgets." + group
 	t.Cleanup(func() {
@@ -191,7 +176,7 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	// The consumer waits for the image that produces its source.
 	var job batchv1.Job
 	g.Eventually(func(g Gomega) {
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job = jobs["linux-amd64"]
 	}, operatortest.Timeout).Should(Succeed())
@@ -296,7 +281,7 @@ func TestWarmBuildOutputIsDeployed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	allowCRDs(t, ns, "deployer")
+	operatortest.AllowCRDs(t, ns, "deployer")
 	group := ns + ".devloop.dev"
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
@@ -341,7 +326,7 @@ func TestWarmBuildOutputIsDeployed(t *testing.T) {
 		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	g.Expect(pushArgs).NotTo(BeNil(), "the push step ran")
 	outputs := env.Status.Component("operator").Image("operator").Outputs
 	g.Expect(outputs).To(HaveLen(1))

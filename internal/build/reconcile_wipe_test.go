@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
@@ -86,12 +86,12 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 	}
 	var first batchv1.Job
 	g.Eventually(func(g Gomega) {
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		first = jobs["linux-amd64"]
 	}, operatortest.Timeout).Should(Succeed())
 	finish(first)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	built := *env.Status.Component("api").Image("api")
 	expectPushed(t, g, ns, &built)
 
@@ -102,7 +102,7 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 	// The same inputs' Job runs again: a new Job of the same name.
 	var second batchv1.Job
 	g.Eventually(func(g Gomega) {
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		second = jobs["linux-amd64"]
 		g.Expect(second.UID).NotTo(Equal(first.UID))
@@ -132,7 +132,7 @@ func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 	// Content of its own: callsWith counts execs naming its digest.
 	first := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Name = "wipe"
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
@@ -157,7 +157,7 @@ func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 	}
 	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	built := *env.Status.Component("api").Image("api")
 	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(1))
 

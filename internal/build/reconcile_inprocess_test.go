@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -151,7 +151,7 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 		cur.Spec.Components[0].Images[0].Env = []v1alpha1.EnvVar{{Name: "RETRY", Value: "1"}}
 		return operatortest.Admin.Update(context.Background(), cur)
 	}, operatortest.Timeout).Should(Succeed())
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 

@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -83,7 +82,6 @@ func finishBuild(t *testing.T, ns, image string, job batchv1.Job) string {
 // own make target, and every build sees the source revision.
 func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, volcanoTree(ns))
 	images := []string{"volcanosh/vc-scheduler", "volcanosh/vc-controller-manager", "volcanosh/vc-webhook-manager"}
@@ -102,16 +100,7 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 			Entrypoint: []string{"/" + base},
 		})
 	}
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "volcano"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "volcano", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{volcano},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "volcano").Registry().PushedSource("volcano", "src").Components(volcano).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	var jobs map[string]batchv1.Job
@@ -130,7 +119,7 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 	for _, img := range images {
 		finishBuild(t, ns, img, jobs[img])
 	}
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	for _, img := range images {
 		g.Expect(env.Status.Component("volcano").Image(img).Digest).NotTo(BeEmpty(), img)
 	}
@@ -144,7 +133,6 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 // digest builds nothing again; a new one rebuilds the bundle.
 func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	files := map[string]string{
 		"cmd/operator/main.go":               "package main // " + ns + "\nfunc main() {}\n",
@@ -152,30 +140,21 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 	}
 	operatortest.AppFiles(t, ns, files)
 	pull := "kind-registry:5000/" + ns
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpu-operator"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, PullPrefix: pull, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				// Declared first: only the template orders it after the
-				// operator.
-				{Name: "bundle", Images: []v1alpha1.ImageSpec{{
-					Name: "bundle", Source: "app", Paths: []string{"bundle"},
-					Run: &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make", "bundle"},
-						Env: []v1alpha1.EnvVar{{Name: "IMG", Value: `{{ (image "operator").Reference }}`}}},
-					Layers: []v1alpha1.LayerMapping{{From: "bundle/manifests", To: "/manifests"}},
-				}}},
-				{Name: "operator", Images: []v1alpha1.ImageSpec{{
-					Name: "operator", Source: "app", Paths: []string{"cmd"},
-					Run:    &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"go", "build", "-o", "out/operator", "./cmd/operator"}},
-					Layers: []v1alpha1.LayerMapping{{From: "out/operator", To: "/operator", Mode: "0755"}},
-				}}},
-			},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "gpu-operator").Registry().PullPrefix(pull).AppSource().Components(
+		// Declared first: only the template orders it after the
+		// operator.
+		v1alpha1.Component{Name: "bundle", Images: []v1alpha1.ImageSpec{{
+			Name: "bundle", Source: "app", Paths: []string{"bundle"},
+			Run: &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make", "bundle"},
+				Env: []v1alpha1.EnvVar{{Name: "IMG", Value: `{{ (image "operator").Reference }}`}}},
+			Layers: []v1alpha1.LayerMapping{{From: "bundle/manifests", To: "/manifests"}},
+		}}},
+		v1alpha1.Component{Name: "operator", Images: []v1alpha1.ImageSpec{{
+			Name: "operator", Source: "app", Paths: []string{"cmd"},
+			Run:    &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"go", "build", "-o", "out/operator", "./cmd/operator"}},
+			Layers: []v1alpha1.LayerMapping{{From: "out/operator", To: "/operator", Mode: "0755"}},
+		}}},
+	).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	// The operator builds; the bundle waits for it, and says so.
@@ -206,7 +185,7 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 	})
 	g.Expect(buildContainer(jobs["bundle"]).Env).To(ContainElement(corev1.EnvVar{Name: "IMG", Value: pull + "/operator@" + operatorDigest}))
 	finishBuild(t, ns, "bundle", jobs["bundle"])
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	bundle := *env.Status.Component("bundle").Image("bundle")
 
 	// The same operator digest: nothing is built again.
@@ -252,18 +231,9 @@ func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 		return v1alpha1.ImageSpec{Name: name, Source: "app", Run: &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make"},
 			Env: []v1alpha1.EnvVar{{Name: "IMG", Value: env}}}}
 	}
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mistakes"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "operator").Digest }}`)}},
-			},
-		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "mistakes").Registry().AppSource().Components(
+		v1alpha1.Component{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "operator").Digest }}`)}},
+	).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)

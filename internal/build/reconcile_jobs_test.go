@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,49 +23,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
-
-// apiEnv has one image compiled by a run step for two platforms.
-func apiEnv(ns string) *v1alpha1.DevEnvironment {
-	size := resource.MustParse("1Gi")
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: operatortest.Registry.Host + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: operatortest.Registry.Host + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{
-				Name: "api",
-				Images: []v1alpha1.ImageSpec{{
-					Name: "api", Source: "app", Base: "",
-					Run: &v1alpha1.BuildRun{
-						Image:   "golang:1.25",
-						Command: []string{"go", "build", "-o", "out/api", "./cmd/api"},
-						Env:     []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}},
-						Cache:   &v1alpha1.BuildCache{Size: &size},
-					},
-					Layers:     []v1alpha1.LayerMapping{{From: "out/api", To: "/api", Mode: "0755"}},
-					Entrypoint: []string{"/api"},
-					Platforms:  []string{"linux/amd64", "linux/arm64"},
-					Tags:       []string{"{{ .Revision }}"},
-				}},
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app"},
-			}},
-		},
-	}
-}
-
-// builderJobs lists the environment's builder Jobs by platform label.
-func builderJobs(g Gomega, ns string) map[string]batchv1.Job {
-	jobs := &batchv1.JobList{}
-	g.Expect(operatortest.Admin.List(context.Background(), jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleBuild})).To(Succeed())
-	out := map[string]batchv1.Job{}
-	for _, j := range jobs.Items {
-		if j.DeletionTimestamp == nil {
-			out[j.Labels[v1alpha1.LabelPlatform]] = j
-		}
-	}
-	return out
-}
 
 // finishJob plays the Job controller and kubelet: a pod of the Job whose
 // containers ended as given, then the Job's terminal condition.
@@ -115,7 +71,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -123,7 +79,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	// One Job per platform, while the component says it is building.
 	var jobs map[string]batchv1.Job
 	g.Eventually(func(g Gomega) {
-		jobs = builderJobs(g, ns)
+		jobs = operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveLen(2))
 	}, operatortest.Timeout).Should(Succeed())
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -211,7 +167,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		return operatortest.Admin.Update(ctx, cur)
 	}, operatortest.Timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		next := builderJobs(g, ns)
+		next := operatortest.BuilderJobs(g, ns)
 		g.Expect(next).To(HaveLen(2))
 		g.Expect(next["linux-arm64"].Name).NotTo(Equal(arm.Name))
 		jobs = next

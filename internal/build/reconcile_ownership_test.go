@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		}
 		g.Expect(operatortest.Admin.Create(ctx, squatter)).To(Succeed())
-		env := apiEnv(ns)
+		env := operatortest.APIEnv(ns)
 		env.Spec.ServiceAccountName = "deployer"
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -43,7 +43,7 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 			g.Expect(stalled).NotTo(BeNil())
 			g.Expect(stalled.Message).To(ContainSubstring("build cache claim " + squatter.Name + " exists and belongs to another owner"))
 		})
-		g.Expect(builderJobs(g, ns)).To(BeEmpty(), "no build mounts another owner's claim")
+		g.Expect(operatortest.BuilderJobs(g, ns)).To(BeEmpty(), "no build mounts another owner's claim")
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(squatter), pvc)).To(Succeed())
 		g.Expect(pvc.UID).To(Equal(squatter.UID))
@@ -56,13 +56,13 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 		ns := operatortest.Namespace(t)
 		operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
 		operatortest.CreateDeployer(t, ns, "deployer")
-		env := apiEnv(ns)
+		env := operatortest.APIEnv(ns)
 		env.Spec.ServiceAccountName = "deployer"
 		env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		var job batchv1.Job
 		g.Eventually(func(g Gomega) {
-			jobs := builderJobs(g, ns)
+			jobs := operatortest.BuilderJobs(g, ns)
 			g.Expect(jobs).To(HaveKey("linux-amd64"))
 			job = jobs["linux-amd64"]
 		}, operatortest.Timeout).Should(Succeed())
@@ -94,7 +94,7 @@ func TestBuilderNamesDoNotCollide(t *testing.T) {
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
 	newEnv := func(envName, image string) *v1alpha1.DevEnvironment {
-		env := apiEnv(ns)
+		env := operatortest.APIEnv(ns)
 		env.Name = envName
 		env.Spec.ServiceAccountName = "deployer"
 		img := &env.Spec.Components[0].Images[0]

@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 	}
 
 	// A warm builder.
-	warmEnv := withCredentials(apiEnv(ns))
+	warmEnv := withCredentials(operatortest.APIEnv(ns))
 	warmEnv.Spec.Components[0].Images[0].Run.KeepWarm = true
 	operatortest.WarmExec.Answer(func(command []string, stdout, _ io.Writer) error {
 		if !operatortest.IsStep(command, build.WarmStepPush) {
@@ -165,7 +165,7 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 	}
 	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
-	warmEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(warmEnv), func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	warmEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(warmEnv), operatortest.ExpectReadyAndCurrent)
 	// fakeExec refuses a step exec'd into another container than
 	// WarmBuildSteps names; the credentials' paths are only given to the
 	// agent's steps.
@@ -186,12 +186,12 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 
 	// A builder Job: fetch and assemble have the credentials, the build
 	// step none.
-	jobEnv := withCredentials(apiEnv(ns))
+	jobEnv := withCredentials(operatortest.APIEnv(ns))
 	jobEnv.Name = "api-jobs"
 	g.Expect(operatortest.Admin.Create(ctx, jobEnv)).To(Succeed())
 	var jobSpec corev1.PodSpec
 	g.Eventually(func(g Gomega) {
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job := jobs["linux-amd64"]
 		g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "api-jobs"))

@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	// Content of its own: callsWith counts execs naming its digest.
 	first := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
@@ -96,7 +96,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) { operatortest.ExpectReadyAndCurrent(g, env) })
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	st := env.Status.Component("api").Image("api")
 	g.Expect(st.Digest).To(Equal(pushed))
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
@@ -157,7 +157,7 @@ func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
 	}
 	g.Expect(operatortest.Admin.Create(ctx, squatter)).To(Succeed())
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
@@ -187,9 +187,9 @@ func TestRefusedExecStallsForbidden(t *testing.T) {
 	operatortest.WarmExec.ExecForReal(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	operatortest.CreateServiceAccount(t, ns, "builder")
-	allow(t, ns, "builder",
+	operatortest.Allow(t, ns, "builder",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "create", "delete"}})
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "builder"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
@@ -224,7 +224,7 @@ func TestStaleWarmBuilderIsRemoved(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
@@ -264,7 +264,7 @@ func TestWarmBuildHonoursRunTimeout(t *testing.T) {
 	operatortest.WarmExec.HangIn(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}

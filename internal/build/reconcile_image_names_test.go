@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	const image = "volcanosh/vc-scheduler"
 	env.Spec.Components[0].Images[0].Name = image
@@ -38,7 +38,7 @@ func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
 		}
 		g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelImage, v1alpha1.LabelValue(image)))
-		jobs := builderJobs(g, ns)
+		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job := jobs["linux-amd64"]
 		for k, v := range job.Labels {

@@ -1,4 +1,4 @@
-package controllers_test
+package build_test
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 	operatortest.WarmExec.Answer(func(_ []string, _, _ io.Writer) error { return nil })
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := apiEnv(ns)
+	env := operatortest.APIEnv(ns)
 	env.Spec.ServiceAccountName = "deployer"
 	img := &env.Spec.Components[0].Images[0]
 	img.Platforms = []string{"linux/amd64"}
