@@ -33,10 +33,10 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "a")).To(Equal(v1alpha1.PhaseReady))
-		g.Expect(phaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady), "b depends only on a")
-		g.Expect(phaseOf(env, "c")).To(Equal(v1alpha1.PhaseFailed))
-		d := findComponent(env, "d")
+		g.Expect(operatortest.PhaseOf(env, "a")).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(operatortest.PhaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady), "b depends only on a")
+		g.Expect(operatortest.PhaseOf(env, "c")).To(Equal(v1alpha1.PhaseFailed))
+		d := env.Status.Component("d")
 		g.Expect(d).NotTo(BeNil())
 		g.Expect(d.Phase).To(Equal(v1alpha1.PhaseBlocked))
 		g.Expect(d.WaitingFor).To(Equal([]string{"c"}))
@@ -45,7 +45,7 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(ContainSubstring("component c: helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"),
 			"the cause, not only the first line")
-		g.Expect(findComponent(env, "c").Message).To(Equal("helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"))
+		g.Expect(env.Status.Component("c").Message).To(Equal("helm install c: 1 error occurred: job c-hook failed: BackoffLimitExceeded"))
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "a transient failure is retried")
 	})
 	g.Expect(operatortest.ScriptedDeploy.Calls(ns, "b")).To(BeNumerically(">", 0))
@@ -55,7 +55,7 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 	operatortest.ScriptedDeploy.Set(ns, "c", v1alpha1.PhaseReady, nil)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(phaseOf(env, "d")).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(operatortest.PhaseOf(env, "d")).To(Equal(v1alpha1.PhaseReady))
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
@@ -73,7 +73,7 @@ func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "c")).To(Equal(v1alpha1.PhaseFailed))
+		g.Expect(operatortest.PhaseOf(env, "c")).To(Equal(v1alpha1.PhaseFailed))
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil(), "b is still rolling out")
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReady).Message).To(And(
@@ -83,7 +83,7 @@ func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 
 	operatortest.ScriptedDeploy.Set(ns, "b", v1alpha1.PhaseReady, nil)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(operatortest.PhaseOf(env, "b")).To(Equal(v1alpha1.PhaseReady))
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
@@ -109,9 +109,9 @@ func TestListOrderNeverChangesTheOutcome(t *testing.T) {
 		key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("order-%d", i)}
 		operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 			for name, phase := range want {
-				g.Expect(phaseOf(env, name)).To(Equal(phase), "component %s of %s", name, key.Name)
+				g.Expect(operatortest.PhaseOf(env, name)).To(Equal(phase), "component %s of %s", name, key.Name)
 			}
-			g.Expect(findComponent(env, "d").WaitingFor).To(Equal([]string{"c"}))
+			g.Expect(env.Status.Component("d").WaitingFor).To(Equal([]string{"c"}))
 		})
 	}
 }

@@ -126,7 +126,7 @@ spec:
 // differing by n.
 func benchAppSource(b *testing.B, n int) map[string]string {
 	files := operatortest.WebFiles(fmt.Sprintf("binary %d", n))
-	for k, v := range chartFiles(b, "web", "chart") {
+	for k, v := range operatortest.ChartFiles(b, "web", "chart") {
 		files[k] = v
 	}
 	return files

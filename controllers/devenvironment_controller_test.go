@@ -87,7 +87,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	blocked := func(g Gomega, env *v1alpha1.DevEnvironment) {
-		app := findComponent(env, "app")
+		app := env.Status.Component("app")
 		g.Expect(app).NotTo(BeNil())
 		g.Expect(app.Phase).To(Equal(v1alpha1.PhaseBlocked))
 		g.Expect(app.WaitingFor).To(Equal([]string{"db"}))
@@ -96,7 +96,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 	}
 	env = operatortest.WaitForEnv(t, key, blocked)
-	g.Expect(phaseOf(env, "crds")).To(Equal(v1alpha1.PhaseReady))
+	g.Expect(operatortest.PhaseOf(env, "crds")).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(env.Status.ComponentsReady).To(Equal("1/3"))
 	g.Expect(operatortest.ScriptedDeploy.Calls(ns, "app")).To(BeZero(), "a blocked component is never handed to the engine")
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
@@ -104,7 +104,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 	operatortest.ScriptedDeploy.Set(ns, "db", v1alpha1.PhaseReady, nil)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(phaseOf(env, "app")).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(operatortest.PhaseOf(env, "app")).To(Equal(v1alpha1.PhaseReady))
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
@@ -130,7 +130,7 @@ func TestEngineErrorIsRetried(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "api")).To(Equal(v1alpha1.PhaseFailed))
+		g.Expect(operatortest.PhaseOf(env, "api")).To(Equal(v1alpha1.PhaseFailed))
 		ready := operatortest.EnvCondition(env, v1alpha1.ConditionReady)
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonReconcileError))
 		g.Expect(ready.Message).To(Equal("component api: registry unreachable"))
@@ -205,16 +205,4 @@ func TestCrossNamespaceSourceRefused(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("--no-cross-namespace-refs"))
 	})
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
-}
-
-// phaseOf is the component's phase, or "" before it has a status entry.
-func phaseOf(env *v1alpha1.DevEnvironment, name string) v1alpha1.ComponentPhase {
-	if c := findComponent(env, name); c != nil {
-		return c.Phase
-	}
-	return ""
-}
-
-func findComponent(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentStatus {
-	return env.Status.Component(name)
 }

@@ -23,7 +23,7 @@ func TestEgressRefusalStallsNamingTheSource(t *testing.T) {
 		env := operatortest.Env(ns, "metadata-"+name).Deployer().Source(src).Components(operatortest.Manifests("config", "deploy")).Create(t)
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", conditions(env))
+			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", operatortest.ConditionsSummary(env))
 			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))
 			g.Expect(stalled.Message).To(ContainSubstring("spec.sources[0]." + name))

@@ -22,9 +22,9 @@ func TestLongEnvironmentNameDeploysAndTests(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := jobsEnv(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
+	env := operatortest.DeployDirEnv(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
 	env.Name = strings.Repeat("long-", 20)[:99] + "x"
-	env.Spec.Tests = []v1alpha1.TestSuite{suite("unit")}
+	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.BusyboxSuite("unit")}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 

@@ -33,7 +33,7 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := chartFiles(t, "installhook", "chart")
+	files := operatortest.ChartFiles(t, "installhook", "chart")
 	files["deploy/config.yaml"] = appConfig("1")
 	operatortest.AppFiles(t, ns, files)
 	hooked := operatortest.Chart("hooked", "chart", "")
@@ -79,7 +79,7 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 
 	// The hook completes: the install ends outside any reconcile, and its
 	// outcome is taken up.
-	endJob(t, hook.Namespace, hook.Name, true)
+	operatortest.EndJob(t, hook.Namespace, hook.Name, true)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("hooked").Release.Revision).To(Equal(1))

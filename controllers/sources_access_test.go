@@ -132,7 +132,7 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 		g.Expect(operatortest.Admin.Create(ctx, b)).To(Succeed())
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(b), func(g Gomega, env *v1alpha1.DevEnvironment) {
 			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", conditions(env))
+			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", operatortest.ConditionsSummary(env))
 			g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))
 			g.Expect(stalled.Message).To(ContainSubstring("spec.sources[1].git"))
 			g.Expect(stalled.Message).To(ContainSubstring("authentication required"))

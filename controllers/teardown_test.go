@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -16,15 +15,6 @@ import (
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-const (
-	clusterRoleYAML = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: %s}\nrules: []\n"
-	configMapYAML   = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {a: b}\n"
-)
-
-func manifestFile(format, name string) string {
-	return fmt.Sprintf(format, name)
-}
-
 // TestNeverCreatedIsNotDeleted: a ServiceAccount forbidden from creating a
 // ClusterRole stalls the environment naming it; deleting the environment
 // then finishes — what was never created is not removed — and removes
@@ -34,9 +24,9 @@ func TestNeverCreatedIsNotDeleted(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	role := "devloop-test-" + ns
-	env := jobsEnv(t, ns, map[string]string{
-		"deploy/config.yaml": manifestFile(configMapYAML, "settings"),
-		"deploy/role.yaml":   manifestFile(clusterRoleYAML, role),
+	env := operatortest.DeployDirEnv(t, ns, map[string]string{
+		"deploy/config.yaml": operatortest.ConfigMapManifest("settings"),
+		"deploy/role.yaml":   operatortest.ClusterRoleManifest(role),
 	})
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -62,9 +52,9 @@ func TestBlockedDeletionIsShownThenAbandoned(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	role := "devloop-test-" + ns
-	env := jobsEnv(t, ns, map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)})
+	env := operatortest.DeployDirEnv(t, ns, map[string]string{"deploy/role.yaml": operatortest.ClusterRoleManifest(role)})
 	// For a while, the deployer may manage ClusterRoles.
-	grant, binding := grantClusterRoles(t, ns)
+	grant, binding := operatortest.GrantClusterRoles(t, ns)
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
@@ -99,9 +89,9 @@ func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	files := chartFiles(t, "upgradehook", "chart")
-	files["deploy/config.yaml"] = manifestFile(configMapYAML, "from-manifests")
-	env := jobsEnv(t, ns, files)
+	files := operatortest.ChartFiles(t, "upgradehook", "chart")
+	files["deploy/config.yaml"] = operatortest.ConfigMapManifest("from-manifests")
+	env := operatortest.DeployDirEnv(t, ns, files)
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
@@ -141,7 +131,7 @@ func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 		g.Expect(env.Status.Component("init").Release.Name).To(Equal("second"))
 	})
 	g.Expect(apierrors.IsNotFound(configMap("first-config"))).To(BeTrue(), "the old release is uninstalled")
-	g.Expect(releaseSecrets(t, ns, "first")).To(BeZero())
+	g.Expect(operatortest.ReleaseSecrets(t, ns, "first")).To(BeZero())
 	g.Expect(configMap("second-config")).To(Succeed())
 
 	// chart -> manifests
@@ -154,15 +144,6 @@ func TestSwitchAndRenameLeaveNothingBehind(t *testing.T) {
 		g.Expect(env.Status.Component("init").Release).To(BeNil())
 	})
 	g.Expect(apierrors.IsNotFound(configMap("second-config"))).To(BeTrue(), "the release is uninstalled")
-	g.Expect(releaseSecrets(t, ns, "second")).To(BeZero())
+	g.Expect(operatortest.ReleaseSecrets(t, ns, "second")).To(BeZero())
 	g.Expect(configMap("from-manifests")).To(Succeed())
-}
-
-// releaseSecrets counts the Helm storage Secrets of a release.
-func releaseSecrets(t *testing.T, ns, release string) int {
-	t.Helper()
-	list := &corev1.SecretList{}
-	NewWithT(t).Expect(operatortest.Admin.List(context.Background(), list, client.InNamespace(ns),
-		client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
-	return len(list.Items)
 }

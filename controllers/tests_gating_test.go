@@ -26,9 +26,9 @@ func TestDependsOnGatesARun(t *testing.T) {
 	operatortest.ScriptedDeploy.Set(ns, "api", v1alpha1.PhaseDeploying, nil)
 	env := operatortest.Env(ns, "deps").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
 	env.Spec.ServiceAccountName = "runner"
-	e2e := suite("e2e")
+	e2e := operatortest.BusyboxSuite("e2e")
 	e2e.DependsOn = []string{"api", "tools"}
-	env.Spec.Tests = []v1alpha1.TestSuite{suite("tools"), e2e}
+	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.BusyboxSuite("tools"), e2e}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -131,7 +131,7 @@ func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.CreateServiceAccount(t, ns, "nobody")
-	env := testsEnv(t, ns, suite("unit"))
+	env := testsEnv(t, ns, operatortest.BusyboxSuite("unit"))
 	env.Spec.ServiceAccountName = "nobody"
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 

@@ -19,12 +19,6 @@ import (
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-// suite is a test suite running busybox.
-func suite(name string, labels ...string) v1alpha1.TestSuite {
-	return v1alpha1.TestSuite{Name: name, Labels: labels, Image: v1alpha1.TestImage{Ref: "busybox:1.36"},
-		Command: []string{"sh", "-c", "echo testing " + name}}
-}
-
 // testsEnv is an environment of test suites only, run as the ServiceAccount
 // "runner", which may do anything in ns.
 func testsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {

@@ -46,7 +46,7 @@ func TestTriggerParams(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	e2e := suite("e2e")
+	e2e := operatortest.BusyboxSuite("e2e")
 	e2e.Params = []string{"E2E_FOCUS", "E2E_SKIP"}
 	e2e.Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "default-focus"}, {Name: "E2E_SKIP", Value: "Slow"}}
 	env := testsEnv(t, ns, e2e)
@@ -105,10 +105,10 @@ func TestTestCacheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	unit := suite("unit")
+	unit := operatortest.BusyboxSuite("unit")
 	size := resource.MustParse("2Gi")
 	unit.Cache = &v1alpha1.TestCache{Size: &size}
-	env := testsEnv(t, ns, unit, suite("plain"))
+	env := testsEnv(t, ns, unit, operatortest.BusyboxSuite("plain"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	claimName := testrun.CacheClaimName(env.Name, "unit")

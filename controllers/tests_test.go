@@ -28,7 +28,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := testsEnv(t, ns, suite("unit"))
+	env := testsEnv(t, ns, operatortest.BusyboxSuite("unit"))
 	env.Spec.HistoryLimit = ptr.To[int32](3)
 	env.Spec.Tests[0].Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "queue"}}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
@@ -141,7 +141,7 @@ func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, other := operatortest.Namespace(t), operatortest.Namespace(t)
-	env := testsEnv(t, ns, suite("unit"))
+	env := testsEnv(t, ns, operatortest.BusyboxSuite("unit"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 	// As the runs of its past would have left them.

@@ -20,7 +20,7 @@ func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
 	for _, asks := range []bool{false, true} {
 		g := NewWithT(t)
 		ns := operatortest.Namespace(t)
-		unit := suite("unit")
+		unit := operatortest.BusyboxSuite("unit")
 		unit.ServiceAccountToken = asks
 		env := testsEnv(t, ns, unit)
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())

@@ -2,8 +2,6 @@ package deploy
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,24 +18,14 @@ var (
 	k8s client.Client
 )
 
-func TestMain(m *testing.M) {
-	env, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = env.Config
+// UseCluster points the package's own tests at the envtest API server
+// operatortest.Main started for the package (main_test.go), as its
+// administrator.
+func UseCluster(c *rest.Config) error {
+	cfg = c
+	var err error
 	k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	code := 1
-	if err == nil {
-		code = m.Run()
-	} else {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	return err
 }
 
 // createNamespace makes a namespace for one test.

@@ -24,7 +24,7 @@ import (
 // changed). Every request is counted by internal/metrics' transport
 // wrapper, discovery included.
 func BenchmarkHelmRequests(b *testing.B) {
-	charts := filepath.Join("..", "..", "controllers", "testdata", "charts")
+	charts := filepath.Join("..", "..", "test", "operatortest", "testdata", "charts")
 	ce := newCountedEngine(b, v1alpha1.Component{Name: "web", Helm: &v1alpha1.HelmSpec{
 		Chart: v1alpha1.ChartRef{Source: "app", Path: "web"}}}, dirSource{charts})
 	version := 0

@@ -31,10 +31,10 @@ import (
 	"github.com/devloop-dev/devloop/internal/devcluster"
 )
 
-// fixtureCharts are the charts of the controllers' umbrella test, in the
-// shape of Dynamo's platform chart.
+// fixtureCharts are the charts of the deploy engine's umbrella test, in
+// the shape of Dynamo's platform chart.
 func fixtureCharts(c *devcluster.Cluster) string {
-	return filepath.Join(c.Root, "controllers", "testdata", "charts")
+	return filepath.Join(c.Root, "internal", "deploy", "testdata", "charts")
 }
 
 // packageChartDir packages a chart directory as `helm package` does.

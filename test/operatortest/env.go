@@ -131,3 +131,9 @@ func After(c v1alpha1.Component, dependsOn ...string) v1alpha1.Component {
 func ScriptedComponent(name string, dependsOn ...string) v1alpha1.Component {
 	return v1alpha1.Component{Name: name, DependsOn: dependsOn, Manifests: &v1alpha1.ManifestsSpec{Source: SharedSource}}
 }
+
+// BusyboxSuite is a test suite running busybox, echoing its name.
+func BusyboxSuite(name string, labels ...string) v1alpha1.TestSuite {
+	return v1alpha1.TestSuite{Name: name, Labels: labels, Image: v1alpha1.TestImage{Ref: "busybox:1.36"},
+		Command: []string{"sh", "-c", "echo testing " + name}}
+}

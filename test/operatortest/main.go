@@ -59,15 +59,17 @@ const Timeout = 20 * time.Second
 
 // Main is a package's TestMain: it runs the package's tests against one
 // envtest and one operator, or, when go test runs the whole package,
-// across shards (see shards.go), and exits.
-func Main(m *testing.M) {
+// across shards (see shards.go), and exits. before runs once the operator
+// runs, before the tests: a package's own tests take their connection
+// there.
+func Main(m *testing.M, before ...func() error) {
 	if code, ok := runShards(); ok {
 		os.Exit(code)
 	}
-	os.Exit(run(m))
+	os.Exit(run(m, before))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M, before []func() error) int {
 	env, err := testenv.Start()
 	if err != nil {
 		return fail(err)
@@ -163,6 +165,12 @@ func run(m *testing.M) int {
 		return fail(fmt.Errorf("cache did not sync"))
 	}
 
+	for _, f := range before {
+		if err := f(); err != nil {
+			cancel()
+			return fail(err)
+		}
+	}
 	code := m.Run()
 	cancel()
 	if err := <-done; err != nil {

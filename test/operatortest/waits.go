@@ -2,6 +2,7 @@ package operatortest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +146,22 @@ func ExpectEvent(t testing.TB, ns, reason, text string) {
 func ExpectEnvGone(t testing.TB, ns, name string) {
 	t.Helper()
 	ExpectGone(t, Env(ns, name).Obj())
+}
+
+// PhaseOf is the component's phase, or "" before it has a status entry.
+func PhaseOf(env *v1alpha1.DevEnvironment, name string) v1alpha1.ComponentPhase {
+	if c := env.Status.Component(name); c != nil {
+		return c.Phase
+	}
+	return ""
+}
+
+// ConditionsSummary is the environment's conditions as Type=Status,
+// for failure messages.
+func ConditionsSummary(env *v1alpha1.DevEnvironment) string {
+	var out []string
+	for _, c := range env.Status.Conditions {
+		out = append(out, c.Type+"="+string(c.Status))
+	}
+	return strings.Join(out, ",")
 }

@@ -194,11 +194,11 @@ spec:
 `, name)
 }
 
-// webChart is the controllers tests' web chart (a ConfigMap and a
+// webChart is the operator tests' web chart (a ConfigMap and a
 // Deployment) under chart/.
 func webChart() map[string]string {
 	files := map[string]string{}
-	root := "../../controllers/testdata/charts/web"
+	root := "../operatortest/testdata/charts/web"
 	for _, f := range []string{"Chart.yaml", "values.yaml", "templates/config.yaml", "templates/deployment.yaml"} {
 		data, err := os.ReadFile(root + "/" + f)
 		if err != nil {

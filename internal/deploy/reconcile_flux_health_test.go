@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func TestFluxHealthCheckFollowsThePhases(t *testing.T) {
 		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v)).To(Succeed())
 		want := phaseVerdict(v)
 		g.Expect(res.Status).To(Equal(want), "resourceVersion %s (generation %d, observed %d, components %s, conditions %s): kstatus %s (%s)",
-			v.ResourceVersion, v.Generation, v.Status.ObservedGeneration, phases(v), conditions(v), res.Status, res.Message)
+			v.ResourceVersion, v.Generation, v.Status.ObservedGeneration, phases(v), operatortest.ConditionsSummary(v), res.Status, res.Message)
 		if n := len(verdicts); n == 0 || verdicts[n-1] != res.Status {
 			verdicts = append(verdicts, res.Status)
 		}
@@ -133,14 +133,6 @@ func phases(env *v1alpha1.DevEnvironment) string {
 	var out []string
 	for _, c := range env.Status.Components {
 		out = append(out, c.Name+"="+string(c.Phase))
-	}
-	return strings.Join(out, ",")
-}
-
-func conditions(env *v1alpha1.DevEnvironment) string {
-	var out []string
-	for _, c := range env.Status.Conditions {
-		out = append(out, c.Type+"="+string(c.Status))
 	}
 	return strings.Join(out, ",")
 }

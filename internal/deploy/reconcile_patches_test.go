@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AllowCRDs(t, ns, "deployer")
 	files := operatortest.WebFiles("binary")
-	for k, v := range chartFilesFrom(t, "testdata/patches/chart", "chart") {
+	for k, v := range operatortest.DirFiles(t, "testdata/patches/chart", "chart") {
 		files[k] = v
 	}
 	operatortest.AppFiles(t, ns, files)
@@ -76,7 +76,7 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	}, operatortest.Timeout).Should(Succeed(), "the pre-install hook runs")
 	g.Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal(pinned), "the hook runs the built image by digest")
 	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"migrate", "--dry-run=false"}))
-	endJob(t, ns, "site-migrate", true)
+	operatortest.EndJob(t, ns, "site-migrate", true)
 
 	d := &appsv1.Deployment{}
 	g.Eventually(func() error { return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d) }, operatortest.Timeout).Should(Succeed())

@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := jobsEnv(t, ns, map[string]string{"deploy/crd.yaml": gadgetCRD})
+	env := operatortest.DeployDirEnv(t, ns, map[string]string{"deploy/crd.yaml": gadgetCRD})
 	operatortest.AllowCRDs(t, ns, "deployer")
 	crd := &unstructured.Unstructured{}
 	g.Expect(yamlInto(gadgetCRD, &crd.Object)).To(Succeed())
@@ -70,7 +70,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed(), "the CRD survives the environment")
 
 	// Adopted on purpose: the environment's from then on.
-	adopting := jobsEnvSpec(ns, "adopts")
+	adopting := operatortest.DeployDirSpec(ns, "adopts")
 	adopting.Spec.Components[0].Manifests.Adopt = true
 	g.Expect(operatortest.Admin.Create(ctx, adopting)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(adopting), operatortest.ExpectReadyAndCurrent)
@@ -87,12 +87,12 @@ func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	role := "devloop-shared-" + operatortest.Namespace(t)
-	files := map[string]string{"deploy/role.yaml": manifestFile(clusterRoleYAML, role)}
+	files := map[string]string{"deploy/role.yaml": operatortest.ClusterRoleManifest(role)}
 	var keys []client.ObjectKey
 	for range 2 {
 		ns := operatortest.Namespace(t)
-		env := jobsEnv(t, ns, files)
-		grantClusterRoles(t, ns)
+		env := operatortest.DeployDirEnv(t, ns, files)
+		operatortest.GrantClusterRoles(t, ns)
 		keys = append(keys, client.ObjectKeyFromObject(env))
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		if len(keys) == 1 {
@@ -115,22 +115,6 @@ func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
 	}, operatortest.Timeout).Should(BeTrue(), "its owner's deletion removes it")
 }
 
-// grantClusterRoles lets ns's deployer manage ClusterRoles, through the
-// ClusterRole and binding it returns.
-func grantClusterRoles(t *testing.T, ns string) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"*"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "deployer"}}}
-	g.Expect(operatortest.Admin.Create(ctx, grant)).To(Succeed())
-	g.Expect(operatortest.Admin.Create(ctx, binding)).To(Succeed())
-	return grant, binding
-}
-
 // yamlInto decodes a YAML manifest into obj.
 func yamlInto(doc string, obj any) error { return yaml.Unmarshal([]byte(doc), obj) }
 
@@ -141,8 +125,8 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	files := chartFiles(t, "upgradehook", "chart")
-	first := jobsEnv(t, ns, files)
+	files := operatortest.ChartFiles(t, "upgradehook", "chart")
+	first := operatortest.DeployDirEnv(t, ns, files)
 	helmComponent := func(env *v1alpha1.DevEnvironment) {
 		env.Spec.Components[0].Manifests = nil
 		env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "shared"}
@@ -152,7 +136,7 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 	first = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(first), operatortest.ExpectReadyAndCurrent)
 	g.Expect(first.Status.Component("init").Release.Revision).To(Equal(1))
 
-	second := jobsEnvSpec(ns, "second")
+	second := operatortest.DeployDirSpec(ns, "second")
 	helmComponent(second)
 	g.Expect(operatortest.Admin.Create(ctx, second)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(second), func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -161,11 +145,11 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
 		g.Expect(stalled.Message).To(ContainSubstring("helm release " + ns + "/shared is owned by another DevEnvironment (uid " + string(first.UID) + ")"))
 	})
-	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "no revision written by the second")
+	g.Expect(operatortest.ReleaseSecrets(t, ns, "shared")).To(Equal(1), "no revision written by the second")
 
 	g.Expect(operatortest.Admin.Delete(ctx, second)).To(Succeed())
 	operatortest.ExpectEnvGone(t, ns, "second")
-	g.Expect(releaseSecrets(t, ns, "shared")).To(Equal(1), "the first's release stays installed")
+	g.Expect(operatortest.ReleaseSecrets(t, ns, "shared")).To(Equal(1), "the first's release stays installed")
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(first), operatortest.ExpectReadyAndCurrent)
 }
 
@@ -176,11 +160,11 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	files := map[string]string{"deploy/config.yaml": manifestFile(configMapYAML, "settings")}
+	files := map[string]string{"deploy/config.yaml": operatortest.ConfigMapManifest("settings")}
 	var namespaces []string
 	for range 2 {
 		ns := operatortest.Namespace(t)
-		env := jobsEnv(t, ns, files)
+		env := operatortest.DeployDirEnv(t, ns, files)
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 		namespaces = append(namespaces, ns)
@@ -208,7 +192,7 @@ func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := jobsEnv(t, ns, chartFiles(t, "upgradehook", "chart"))
+	env := operatortest.DeployDirEnv(t, ns, operatortest.ChartFiles(t, "upgradehook", "chart"))
 	env.Spec.Components[0].Manifests = nil
 	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "busy"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
@@ -241,5 +225,5 @@ func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(now.Version).To(Equal(2))
 	g.Expect(now.Info.Status).To(Equal(release.StatusPendingUpgrade), "left to its action")
-	g.Expect(releaseSecrets(t, ns, "busy")).To(Equal(2))
+	g.Expect(operatortest.ReleaseSecrets(t, ns, "busy")).To(Equal(2))
 }

@@ -1,8 +1,7 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -82,18 +81,12 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
-// chartFiles reads a test chart into source files under prefix.
-func chartFiles(t testing.TB, name, prefix string) map[string]string {
-	t.Helper()
-	return chartFilesFrom(t, filepath.Join("testdata", "charts", name), prefix)
-}
-
 func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	files := operatortest.WebFiles("binary")
-	for k, v := range chartFiles(t, "web", "chart") {
+	for k, v := range operatortest.ChartFiles(t, "web", "chart") {
 		files[k] = v
 	}
 	srcDigest := operatortest.AppFiles(t, ns, files)
@@ -241,7 +234,7 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	operatortest.AppFiles(t, ns, chartFiles(t, "web", "chart"))
+	operatortest.AppFiles(t, ns, operatortest.ChartFiles(t, "web", "chart"))
 	env := operatortest.Env(ns, "broken").Deployer().AppSource().Components(operatortest.Chart("site", "chart", `{"broken": true}`)).Create(t)
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)

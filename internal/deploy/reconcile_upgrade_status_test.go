@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := chartFiles(t, "upgradehook", "chart")
+	files := operatortest.ChartFiles(t, "upgradehook", "chart")
 	operatortest.AppFiles(t, ns, files)
 	env := operatortest.Env(ns, "upgrades").Deployer().AppSource().Components(operatortest.Chart("app", "chart", "")).Create(t)
 	key := client.ObjectKeyFromObject(env)
@@ -46,7 +46,7 @@ func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 	// Helm waits for the hook: so does everyone reading status.
 	time.Sleep(2 * time.Second)
 	hookRunning := sampler.snapshot()
-	endJob(t, hook.Namespace, hook.Name, true)
+	operatortest.EndJob(t, hook.Namespace, hook.Name, true)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)

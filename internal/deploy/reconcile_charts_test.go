@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -24,16 +24,12 @@ import (
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-// deployTestdata holds the charts and manifests internal/deploy tests use;
-// these tests drive the same ones through the reconciler.
-const deployTestdata = "../internal/deploy/testdata"
-
 // pushChart packages a test chart and pushes it to the test registry as an
 // OCI chart, as `helm push` does; it returns the oci:// repository.
 func pushChart(t *testing.T, name, repo string) string {
 	t.Helper()
 	g := NewWithT(t)
-	ch, err := loader.Load(filepath.Join(deployTestdata, "charts", name))
+	ch, err := loader.Load(filepath.Join("testdata", "charts", name))
 	g.Expect(err).NotTo(HaveOccurred())
 	file, err := chartutil.Save(ch, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -179,7 +175,7 @@ func TestFailingHookStallsThenInstalls(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	files := map[string]string{}
-	for k, v := range chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart") {
+	for k, v := range operatortest.DirFiles(t, filepath.Join("testdata", "charts", "hookfail"), "chart") {
 		files[k] = v
 	}
 	operatortest.AppFiles(t, ns, files)
@@ -222,7 +218,7 @@ func TestKustomizeComponent(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	files := operatortest.WebFiles("binary")
-	for k, v := range chartFilesFrom(t, filepath.Join(deployTestdata, "manifests", "kustomize"), "config") {
+	for k, v := range operatortest.DirFiles(t, filepath.Join("testdata", "manifests", "kustomize"), "config") {
 		files[k] = v
 	}
 	operatortest.AppFiles(t, ns, files)
@@ -264,7 +260,7 @@ func deployedIntoTarget(t *testing.T, name string) (env *v1alpha1.DevEnvironment
 	g.Expect(operatortest.Admin.Create(ctx, target)).To(Succeed())
 	bindDeployer(t, target.Name, ns, "deployer")
 
-	files := chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart")
+	files := operatortest.DirFiles(t, filepath.Join("testdata", "charts", "hookfail"), "chart")
 	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
 	operatortest.AppFiles(t, ns, files)
 	plain := operatortest.Manifests("plain", "deploy")
@@ -320,28 +316,6 @@ func TestDeletionWithTargetNamespaceTerminating(t *testing.T) {
 	finalizeNamespace(t, target.Name)
 }
 
-// chartFilesFrom reads a directory into source files under prefix.
-func chartFilesFrom(t testing.TB, root, prefix string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files[prefix+"/"+filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 // bindDeployer lets the ServiceAccount saNS/sa do anything in namespace
 // target, as a tenant's deployer of a second namespace would.
 func bindDeployer(t testing.TB, target, saNS, sa string) {
@@ -382,7 +356,7 @@ func TestDeletionWhenItsNamespaceIsDeleted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	operatortest.AppFiles(t, ns, chartFilesFrom(t, filepath.Join(deployTestdata, "charts", "hookfail"), "chart"))
+	operatortest.AppFiles(t, ns, operatortest.DirFiles(t, filepath.Join("testdata", "charts", "hookfail"), "chart"))
 	env := operatortest.Env(ns, "doomed").Deployer().AppSource().Components(operatortest.Chart("chart", "chart", `{"failHook": false}`)).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)

@@ -1,9 +1,8 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
@@ -35,48 +34,6 @@ spec:
 `
 }
 
-// jobsEnv is an environment of one manifests component from an OCI source
-// holding files.
-func jobsEnv(t *testing.T, ns string, files map[string]string) *v1alpha1.DevEnvironment {
-	t.Helper()
-	operatortest.UseDeployEngine(ns)
-	operatortest.CreateDeployer(t, ns, "deployer")
-	operatortest.AppFiles(t, ns, files)
-	return jobsEnvSpec(ns, "jobs")
-}
-
-// jobsEnvSpec is jobsEnv's environment, named name, without its setup.
-func jobsEnvSpec(ns, name string) *v1alpha1.DevEnvironment {
-	return operatortest.Env(ns, name).Deployer().AppSource().Components(operatortest.Manifests("init", "deploy")).Obj()
-}
-
-// endJob writes the status the job controller would write when the Job's
-// pod ended (envtest runs no controllers).
-func endJob(t *testing.T, ns, name string, succeeded bool) {
-	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		j := &batchv1.Job{}
-		if err := operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, j); err != nil {
-			return err
-		}
-		start := metav1.NewTime(time.Now().Add(-time.Minute))
-		now := metav1.Now()
-		j.Status = batchv1.JobStatus{StartTime: &start}
-		if succeeded {
-			j.Status.CompletionTime, j.Status.Succeeded = &now, 1
-			j.Status.Conditions = []batchv1.JobCondition{
-				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-		} else {
-			j.Status.Failed = 1
-			j.Status.Conditions = []batchv1.JobCondition{
-				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
-				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now}}
-		}
-		return operatortest.Admin.Status().Update(context.Background(), j)
-	}, operatortest.Timeout).Should(Succeed())
-}
-
 // TestFailedJobFailsItsComponent: a Job out of retries is the component's
 // failure, and the environment stalls naming it instead of waiting
 // forever; a changed Job, whose pod template cannot change, is deleted and
@@ -86,16 +43,16 @@ func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	files := map[string]string{"deploy/job.yaml": initJob("v1")}
-	env := jobsEnv(t, ns, files)
+	env := operatortest.DeployDirEnv(t, ns, files)
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
+		g.Expect(operatortest.PhaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
 	})
 	first := &batchv1.Job{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, first)).To(Succeed())
-	endJob(t, ns, "admission-init", false)
+	operatortest.EndJob(t, ns, "admission-init", false)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		c := env.Status.Component("init")
@@ -113,14 +70,14 @@ func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
 	operatortest.AppFiles(t, ns, files)
 	_ = operatortest.RequestReconcile(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
+		g.Expect(operatortest.PhaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
 		job := &batchv1.Job{}
 		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "admission-init"}, job)).To(Succeed())
 		g.Expect(job.UID).NotTo(Equal(first.UID), "a new Job")
 		g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"v2"}))
 	})
 	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReady).Message).NotTo(ContainSubstring("Invalid value"), "no struct dump")
-	endJob(t, ns, "admission-init", true)
+	operatortest.EndJob(t, ns, "admission-init", true)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
@@ -142,7 +99,7 @@ func TestStuckPodIsNamedWithTheRegistryField(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(phaseOf(env, "web")).To(Equal(v1alpha1.PhaseDeploying))
+		g.Expect(operatortest.PhaseOf(env, "web")).To(Equal(v1alpha1.PhaseDeploying))
 	})
 	image := env.Spec.Registry.PullPrefix + "/web@" + env.Status.Component("web").Image("web").Digest
 

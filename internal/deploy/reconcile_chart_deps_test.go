@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-// packageTestChart packages controllers/testdata/charts/<name> as `helm
+// packageTestChart packages testdata/charts/<name> as `helm
 // package` does.
 func packageTestChart(t *testing.T, name string) []byte {
 	t.Helper()
@@ -104,7 +104,7 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	chartRepo := serveChartRepo(t, "nats", "reader", "Ch4rt-Pa55")
 	ociRepo := pushTestChart(t, "etcd", ns+"/charts")
-	files := chartFilesFrom(t, filepath.Join("testdata", "charts", "platform"), "deploy/platform")
+	files := operatortest.DirFiles(t, filepath.Join("testdata", "charts", "platform"), "deploy/platform")
 	files["deploy/platform/Chart.yaml"] = strings.NewReplacer("${CHART_REPO}", chartRepo, "${OCI_REPO}", ociRepo).
 		Replace(files["deploy/platform/Chart.yaml"])
 	operatortest.AppFiles(t, ns, files)

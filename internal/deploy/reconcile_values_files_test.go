@@ -1,4 +1,4 @@
-package controllers_test
+package deploy_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 func treeFiles(t testing.TB, root string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
-	for k, v := range chartFilesFrom(t, root, "_") {
+	for k, v := range operatortest.DirFiles(t, root, "_") {
 		files[strings.TrimPrefix(k, "_/")] = v
 	}
 	return files
