@@ -1,9 +1,10 @@
 // Package operator wires devloop once: the identity requests act as, the
 // sources step and one engine of each kind, for the manager
-// (cmd/manager), the controllers' envtest suite and the benchmarks alike,
-// so none of them drifts from what the operator really runs. It is not an
-// engine: it imports them all, and the controllers import it only in
-// tests (the reconciler takes the engine.Set it makes).
+// (cmd/manager), the envtest runner every package's operator tests share
+// (test/operatortest) and the benchmarks alike, so none of them drifts
+// from what the operator really runs. It is not an engine: it imports
+// them all, and the controllers reach it only in tests (the reconciler
+// takes the engine.Set it makes).
 package operator
 
 import (
