@@ -8,7 +8,6 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,16 +36,7 @@ func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 	img.Run.KeepWarm = true
 	img.Run.Timeout = &metav1.Duration{Duration: time.Minute}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
-	}, operatortest.Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, build.WarmPodName("api", "api", "linux/amd64"))
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		st := env.Status.Component("api").Image("api")
 		g.Expect(st).NotTo(BeNil())

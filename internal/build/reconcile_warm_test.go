@@ -195,16 +195,7 @@ func TestRefusedExecStallsForbidden(t *testing.T) {
 	img.Platforms = []string{"linux/amd64"}
 	img.Run.KeepWarm = true
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
-	}, operatortest.Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, build.WarmPodName("api", "api", "linux/amd64"))
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())
@@ -271,16 +262,7 @@ func TestWarmBuildHonoursRunTimeout(t *testing.T) {
 	img.Run.KeepWarm = true
 	img.Run.Timeout = &metav1.Duration{Duration: 2 * time.Second}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, pod)
-	}, operatortest.Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, build.WarmPodName("api", "api", "linux/amd64"))
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil())

@@ -147,16 +147,7 @@ func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 	})
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("wipe", "api", "linux/amd64")}, pod)
-	}, operatortest.Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, build.WarmPodName("wipe", "api", "linux/amd64"))
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	built := *env.Status.Component("api").Image("api")
 	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(1))
