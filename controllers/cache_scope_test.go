@@ -28,12 +28,7 @@ func TestBuilderJobOutOfTheCacheIsNotWaitedOn(t *testing.T) {
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	var job batchv1.Job
-	g.Eventually(func(g Gomega) {
-		jobs := operatortest.BuilderJobs(g, ns)
-		g.Expect(jobs).To(HaveKey("linux-amd64"))
-		job = jobs["linux-amd64"]
-	}, operatortest.Timeout).Should(Succeed())
+	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 
 	delete(job.Labels, v1alpha1.LabelRole)
 	g.Expect(operatortest.Admin.Update(ctx, &job)).To(Succeed())

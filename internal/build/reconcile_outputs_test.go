@@ -174,12 +174,7 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	// The consumer waits for the image that produces its source.
-	var job batchv1.Job
-	g.Eventually(func(g Gomega) {
-		jobs := operatortest.BuilderJobs(g, ns)
-		g.Expect(jobs).To(HaveKey("linux-amd64"))
-		job = jobs["linux-amd64"]
-	}, operatortest.Timeout).Should(Succeed())
+	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("operator")).NotTo(BeNil())
 		g.Expect(env.Status.Component("operator").Phase).To(Equal(v1alpha1.PhaseBuilding))

@@ -60,12 +60,7 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 		env.Spec.ServiceAccountName = "deployer"
 		env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-		var job batchv1.Job
-		g.Eventually(func(g Gomega) {
-			jobs := operatortest.BuilderJobs(g, ns)
-			g.Expect(jobs).To(HaveKey("linux-amd64"))
-			job = jobs["linux-amd64"]
-		}, operatortest.Timeout).Should(Succeed())
+		job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 		// Someone takes the Job over: it is no longer the environment's.
 		job.OwnerReferences = nil
 		g.Expect(operatortest.Admin.Update(ctx, &job)).To(Succeed())

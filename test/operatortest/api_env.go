@@ -2,6 +2,7 @@ package operatortest
 
 import (
 	"context"
+	"testing"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -45,4 +46,17 @@ func BuilderJobs(g Gomega, ns string) map[string]batchv1.Job {
 		}
 	}
 	return out
+}
+
+// WaitForBuilderJob waits for the builder Job of ns for the platform (by
+// its label value, "linux-amd64") and returns it.
+func WaitForBuilderJob(t testing.TB, ns, platform string) batchv1.Job {
+	t.Helper()
+	var job batchv1.Job
+	NewWithT(t).Eventually(func(g Gomega) {
+		jobs := BuilderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey(platform))
+		job = jobs[platform]
+	}, Timeout).Should(Succeed())
+	return job
 }
