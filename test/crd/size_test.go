@@ -29,10 +29,19 @@ var perEnvironment = map[string]budget{
 	"spec.components[].manifests.patches[]": {"patches", 16},
 	"spec.components[].ports[]":             {"ports", 16},
 	"spec.components[].images[].liveUpdate": {"liveUpdates", 2},
+	// env entries, command arguments and envFrom entries: a CEL total each
+	// across run steps, images' config and test suites.
+	"spec.components[].images[].env[]":         {"env", 48},
+	"spec.components[].images[].run.env[]":     {"env", 48},
+	"spec.tests[].env[]":                       {"env", 48},
+	"spec.components[].images[].run.command[]": {"command", 96},
+	"spec.tests[].command[]":                   {"command", 96},
+	"spec.components[].images[].run.envFrom[]": {"envFrom", 16},
+	"spec.tests[].envFrom[]":                   {"envFrom", 16},
 }
 
-// budget is how many items of a group (helm and manifests patches share
-// one) an environment may hold.
+// budget is how many items of a group (lists sharing one CEL total, like
+// helm and manifests patches) an environment may hold.
 type budget struct {
 	group string
 	items int
