@@ -7,7 +7,8 @@ import (
 // DevEnvironmentStatus is what the operator observed and did. It follows
 // kstatus: Ready is always present; Reconciling and Stalled say whether work
 // is under way or cannot go on; observedGeneration says which spec they are
-// about.
+// about. Every string and list has a bound in the schema; free text is cut
+// to it by Bound before each write (status_bounds.go).
 type DevEnvironmentStatus struct {
 	// ObservedGeneration is the spec generation this status describes;
 	// 0 until the operator first reconciles the environment.
@@ -46,16 +47,19 @@ type DevEnvironmentStatus struct {
 
 	// ComponentsReady is "<ready>/<total>", for `kubectl get`.
 	// +optional
+	// +kubebuilder:validation:MaxLength=16
 	ComponentsReady string `json:"componentsReady,omitempty"`
 
 	// LastTestResult is "<suite>: <result>" of the latest finished run, for
 	// `kubectl get`.
 	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	LastTestResult string `json:"lastTestResult,omitempty"`
 
 	// LastHandledTrigger is the last trigger annotation value acted upon;
 	// token triggers (suite@token) are handled once per token.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	LastHandledTrigger string `json:"lastHandledTrigger,omitempty"`
 
 	// LastHandledTriggerID identifies the last trigger request recorded:
@@ -92,12 +96,16 @@ type DevEnvironmentStatus struct {
 // SourceStatus is the resolved state of a source.
 type SourceStatus struct {
 	// Name of the source.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Revision resolved, e.g. main@sha1:<commit> or <tag>@sha256:<digest>.
+	// A Flux artifact's revision is cut to the bound.
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	Revision string `json:"revision,omitempty"`
 	// Digest of the fetched content.
 	// +optional
+	// +kubebuilder:validation:MaxLength=80
 	Digest string `json:"digest,omitempty"`
 	// LastFetchTime is when the content was last fetched.
 	// +optional
@@ -130,18 +138,25 @@ const (
 // ComponentStatus is the observed state of a component.
 type ComponentStatus struct {
 	// Name of the component.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Phase of the component.
 	// +optional
 	Phase ComponentPhase `json:"phase,omitempty"`
-	// Message says why the component is in its phase, e.g. what it waits for.
+	// Message says why the component is in its phase, e.g. what it waits
+	// for; cut to MaxComponentMessage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
-	// WaitingFor lists the dependencies that are not Ready yet.
+	// WaitingFor lists the dependencies that are not Ready yet (explicit
+	// and implicit: any other component).
 	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
 	WaitingFor []string `json:"waitingFor,omitempty"`
-	// Images built for the component.
+	// Images built for the component, one per images[] entry of its spec.
 	// +optional
+	// +kubebuilder:validation:MaxItems=8
 	Images []ImageStatus `json:"images,omitempty"`
 	// Release is the Helm release of the component.
 	// +optional
@@ -192,15 +207,20 @@ type ObjectRef struct {
 // ImageStatus is the last image built and pushed.
 type ImageStatus struct {
 	// Name of the image in the spec.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// Repository the image was pushed to.
+	// Repository the image was pushed to: registry.prefix (at most 200)
+	// and the image's name.
 	// +optional
+	// +kubebuilder:validation:MaxLength=300
 	Repository string `json:"repository,omitempty"`
 	// Digest of the image (or index).
 	// +optional
+	// +kubebuilder:validation:MaxLength=80
 	Digest string `json:"digest,omitempty"`
 	// ContentHash of the image's inputs; unchanged inputs build nothing.
 	// +optional
+	// +kubebuilder:validation:MaxLength=80
 	ContentHash string `json:"contentHash,omitempty"`
 	// Tags pushed, all naming Digest.
 	// +optional
@@ -264,6 +284,7 @@ type ImageStatus struct {
 // the directory as one tar layer, like what kubectl devloop push writes.
 type OutputStatus struct {
 	// Name of the output.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Repository the artifact was pushed to.
 	// +kubebuilder:validation:MaxLength=300
@@ -274,6 +295,7 @@ type OutputStatus struct {
 }
 
 // BuildResult is the outcome of a builder Job.
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed
 type BuildResult string
 
 const (
@@ -289,6 +311,7 @@ type BuildStatus struct {
 	// Job is the builder Job's name, in the environment's namespace, or
 	// the warm builder pod's (run.keepWarm), whose build container's log
 	// holds the build's output from StartTime on.
+	// +kubebuilder:validation:MaxLength=63
 	Job string `json:"job"`
 	// Result of the Job.
 	Result BuildResult `json:"result"`
@@ -296,9 +319,9 @@ type BuildStatus struct {
 	// +optional
 	ExitCode *int32 `json:"exitCode,omitempty"`
 	// LogTail is the end of the build's output: brought up to date while
-	// it runs, and as it failed.
+	// it runs, and as it failed; at most MaxBuildLogTail bytes.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=2048
 	LogTail string `json:"logTail,omitempty"`
 	// StartTime and CompletionTime of the Job.
 	// +optional
@@ -310,14 +333,18 @@ type BuildStatus struct {
 // ReleaseStatus is the state of a Helm release.
 type ReleaseStatus struct {
 	// Name of the release.
+	// +kubebuilder:validation:MaxLength=53
 	Name string `json:"name"`
 	// Namespace of the release.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 	// Revision of the release.
 	// +optional
 	Revision int `json:"revision,omitempty"`
-	// Status of the release as Helm reports it.
+	// Status of the release as Helm reports it, e.g. deployed or
+	// pending-upgrade.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	Status string `json:"status,omitempty"`
 	// Failures counts the reconciles in a row that failed to bring the
 	// release to the same chart and values; at the operator's limit the
@@ -357,9 +384,12 @@ const (
 // TestStatus is the state of a test suite.
 type TestStatus struct {
 	// Name of the suite.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// Message says why the suite waits, if it does.
+	// Message says why the suite waits, if it does; cut to
+	// MaxTestMessage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 	// DigestSet is the hash of the image digests of the components an
 	// OnChange suite depends on when it last ran: the suite runs again only
@@ -379,8 +409,10 @@ type TestStatus struct {
 type TestRun struct {
 	// Number of the run, counting from 1 per suite.
 	Number int64 `json:"number"`
-	// Trigger that started the run (the annotation value, or OnChange).
+	// Trigger that started the run (the annotation value, or OnChange),
+	// cut to MaxRunTrigger.
 	// +optional
+	// +kubebuilder:validation:MaxLength=300
 	Trigger string `json:"trigger,omitempty"`
 	// Result of the run.
 	// +optional
@@ -396,10 +428,12 @@ type TestRun struct {
 	ExitCode *int32 `json:"exitCode,omitempty"`
 	// JobName of the run's Job.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	JobName string `json:"jobName,omitempty"`
 	// Images under test, name to digest.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 80)",message="images maps image names (at most 63 characters) to digests (at most 80)"
 	Images map[string]string `json:"images,omitempty"`
 	// LogTail is the end of the test container's log, at most 4 KiB for
 	// the newest runs and shorter for older ones, so status stays small.
@@ -407,7 +441,8 @@ type TestRun struct {
 	// +kubebuilder:validation:MaxLength=4096
 	LogTail string `json:"logTail,omitempty"`
 	// Message says why the run ended as it did when the log does not (it
-	// could not start, it was cancelled) or what a queued run waits for.
+	// could not start, it was cancelled) or what a queued run waits for;
+	// cut to MaxRunMessage.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`

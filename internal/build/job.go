@@ -147,6 +147,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 						{
 							Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
 							WorkingDir: pods.WorkspaceDir, Env: env, VolumeMounts: buildMounts,
+							EnvFrom:                  v1alpha1.ContainerEnvFrom(req.Run.EnvFrom),
 							SecurityContext:          pods.RestrictedContainer(),
 							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						},

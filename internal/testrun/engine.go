@@ -396,6 +396,7 @@ func (p *testPass) needsCommit() bool {
 func (p *testPass) commit(ctx context.Context) error {
 	// The printer column goes with the runs it summarizes.
 	p.env.Status.LastTestResult = p.env.Status.LatestTestResult()
+	p.env.Status.Bound() // free text cut to the schema's bounds, never refused
 	base := p.before.DeepCopy()
 	base.ResourceVersion = p.env.ResourceVersion
 	if err := p.e.Client.Status().Patch(ctx, p.env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
