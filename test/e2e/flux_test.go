@@ -20,6 +20,8 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // Flux is installed once, by the first test that needs it: the other
@@ -167,12 +169,12 @@ func TestFluxAppliesAndHealthChecksAnEnvironment(t *testing.T) {
 		{&corev1.ConfigMap{}, "settings"},
 		{&appsv1.Deployment{}, "web"},
 	}
-	g.Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "the Kustomization and what it applied pruned", Every: 250 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
 		for _, o := range gone {
 			err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, o.obj)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s is still there (err %v)", o.obj, o.name, err)
 		}
-	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	})
 	t.Logf("phase 4: Kustomization, DevEnvironment, ConfigMap and Deployment deleted %s after the Kustomization's deletion",
 		time.Since(start).Round(time.Millisecond))
 }
@@ -197,7 +199,7 @@ func writeFluxRepo(t *testing.T, dir, greeting, trigger string) {
 	}
 	g := NewWithT(t)
 	g.Expect(os.RemoveAll(dir)).To(Succeed())
-	writeFiles(t, dir, map[string]string{
+	writeFiles(t, dir, Files{
 		"env/hello.yaml": `apiVersion: devloop.dev/v1alpha1
 kind: DevEnvironment
 metadata:
@@ -216,7 +218,7 @@ spec:
     manifests: {source: config, paths: [app/web]}
   tests:
   - name: unit-tests
-    image: {ref: ` + registry + `/busybox:1.35}
+    image: {ref: ` + busybox + `}
     command: [sh, -c, "echo unit tests pass"]
     dependsOn: [web]
     timeout: 2m
@@ -233,14 +235,14 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       terminationGracePeriodSeconds: 2
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      ` + restrictedPod + `
       containers:
       - name: web
-        image: ` + registry + `/busybox:1.35
+        image: ` + busybox + `
         command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
         env: [{name: GREETING, value: ` + greeting + `}]
         readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 5, periodSeconds: 1}
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+        ` + restrictedContainer + `
 `,
 	})
 }
@@ -283,41 +285,42 @@ spec:
 func waitKustomizationReady(t *testing.T, ns, digest string) (*kustomizationStatus, *v1alpha1.DevEnvironment) {
 	t.Helper()
 	c := need(t)
-	ctx := context.Background()
-	deadline := time.Now().Add(4 * time.Minute)
 	last := ""
-	for {
-		ks, err := getKustomization(ctx, ns, "hello")
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		env := &v1alpha1.DevEnvironment{}
-		envErr := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, env)
-		envLine := "no DevEnvironment"
-		if envErr == nil {
-			envLine = devcluster.Summary(env)
-		}
-		ksLine := "no Kustomization"
-		if ks != nil {
-			ksLine = ks.summary()
-		}
-		if line := ksLine + " | " + envLine; line != last {
-			t.Logf("  Kustomization %s | DevEnvironment %s", ksLine, envLine)
-			last = line
-		}
-		if ks != nil && ks.readyFor(digest) {
-			if envErr != nil || env.Status.ObservedGeneration != env.Generation ||
-				!meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady) {
-				t.Fatalf("the Kustomization is Ready (%s) while the DevEnvironment is not: %s", ksLine, envLine)
+	var ks *kustomizationStatus
+	var env *v1alpha1.DevEnvironment
+	waitFor(t, poll.Wait{What: "Kustomization " + ns + "/hello Ready for " + digest, Every: 200 * time.Millisecond, Within: 4 * time.Minute},
+		func(ctx context.Context) (string, bool, error) {
+			var err error
+			ks, err = getKustomization(ctx, ns, "hello")
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err.Error(), false, err
 			}
-			return ks, env
-		}
-		if ks != nil && ks.stalledFor(digest) {
-			t.Fatalf("the Kustomization failed: %s (DevEnvironment %s)", ksLine, envLine)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Kustomization is not Ready for %s after 4m: %s (DevEnvironment %s)", digest, ksLine, envLine)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+			env = &v1alpha1.DevEnvironment{}
+			envErr := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, env)
+			envLine := "no DevEnvironment"
+			if envErr == nil {
+				envLine = devcluster.Summary(env)
+			}
+			ksLine := "no Kustomization"
+			if ks != nil {
+				ksLine = ks.summary()
+			}
+			seen := ksLine + " | " + envLine
+			if seen != last {
+				t.Logf("  Kustomization %s | DevEnvironment %s", ksLine, envLine)
+				last = seen
+			}
+			if ks != nil && ks.readyFor(digest) {
+				if envErr != nil || env.Status.ObservedGeneration != env.Generation ||
+					!meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady) {
+					return seen, false, fmt.Errorf("the Kustomization is Ready (%s) while the DevEnvironment is not: %s", ksLine, envLine)
+				}
+				return seen, true, nil
+			}
+			if ks != nil && ks.stalledFor(digest) {
+				return seen, false, fmt.Errorf("the Kustomization failed: %s (DevEnvironment %s)", ksLine, envLine)
+			}
+			return seen, false, nil
+		})
+	return ks, env
 }

@@ -45,3 +45,14 @@ func Check(check func(g gomega.Gomega)) Probe {
 func oneLine(message string) string {
 	return strings.Join(strings.Fields(message), " ")
 }
+
+// Succeeds is a Probe of an attempt (a patch that may conflict): ok once
+// it returns no error, the error being what was seen until then.
+func Succeeds(attempt func(ctx context.Context) error) Probe {
+	return func(ctx context.Context) (string, bool, error) {
+		if err := attempt(ctx); err != nil {
+			return err.Error(), false, nil
+		}
+		return "done", true, nil
+	}
+}

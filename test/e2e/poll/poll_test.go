@@ -145,3 +145,20 @@ func TestCheckIsAProbe(t *testing.T) {
 	g.Expect(n).To(Equal(3))
 	g.Expect(took).To(BeNumerically("<", 500*time.Millisecond))
 }
+
+func TestSucceedsRetriesAnAttempt(t *testing.T) {
+	g := NewWithT(t)
+	n := 0
+	_, err := Wait{What: "patched", Every: time.Millisecond, Within: time.Second}.Until(context.Background(), Succeeds(func(context.Context) error {
+		if n++; n < 3 {
+			return errors.New("the object has been modified")
+		}
+		return nil
+	}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(3))
+	_, err = Wait{What: "patched", Every: time.Millisecond, Within: 5 * time.Millisecond}.Until(context.Background(), Succeeds(func(context.Context) error {
+		return errors.New("forbidden")
+	}))
+	g.Expect(err).To(MatchError(HaveSuffix("last seen: forbidden")))
+}
