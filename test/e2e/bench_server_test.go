@@ -65,32 +65,12 @@ func main() {
 
 // benchManifests run the server (scratch: no shell) under the restricted
 // Pod Security level behind the Service "bench".
-const benchManifests = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: bench}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: bench}}
-  template:
-    metadata: {labels: {app: bench}}
-    spec:
-      ` + restrictedPod + `
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: server
-        image: server
-        env: [{name: ITERATION, value: "0"}]
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}
----
-apiVersion: v1
-kind: Service
-metadata: {name: bench}
-spec:
-  selector: {app: bench}
-  ports: [{port: 80, targetPort: http}]
-`
+var benchManifests = Documents(Deployment("bench", "server", "image: server",
+	`env: [{name: ITERATION, value: "0"}]`,
+	"ports: [{name: http, containerPort: 8080}]",
+	"readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}",
+	"securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}"),
+	Service("bench"))
 
 // benchService is the manifests' Service, for the floor's Deployment.
 func benchService(ns string) *corev1.Service {

@@ -95,21 +95,8 @@ func TestWrongPullPrefixIsNamed(t *testing.T) {
 	env := newEnv(ns, "pull").PullPrefix(wrong).Components(Component("app",
 		Images(Image("app", Base(busybox), Program("bin/app", "/app"))), Manifests("deploy"))).Build()
 	pushDir(t, env, sourceDir(t, Files{
-		"bin/app": "#!/bin/sh\necho app\n",
-		"deploy/app.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app}
-spec:
-  selector: {matchLabels: {app: app}}
-  template:
-    metadata: {labels: {app: app}}
-    spec:
-      ` + restrictedPod + `
-      containers:
-      - name: app
-        image: app
-        ` + restrictedContainer + `
-`,
+		"bin/app":         "#!/bin/sh\necho app\n",
+		"deploy/app.yaml": Deployment("app", "app", "image: app"),
 	}))
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)

@@ -55,24 +55,10 @@ func main() {
 // debugServerManifests run the server image: the readiness probe is a TCP
 // one, so a process stopped at a breakpoint stays Ready (the kernel still
 // accepts connections) and no probe request stops at the breakpoint.
-const debugServerManifests = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: server}
-spec:
-  selector: {matchLabels: {app: server}}
-  template:
-    metadata: {labels: {app: server}}
-    spec:
-      ` + restrictedPod + `
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: server
-        image: server
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
-        livenessProbe: {tcpSocket: {port: http}, periodSeconds: 5}
-        ` + restrictedContainer + `
-`
+var debugServerManifests = Deployment("server", "server", "image: server",
+	"ports: [{name: http, containerPort: 8080}]",
+	"readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}",
+	"livenessProbe: {tcpSocket: {port: http}, periodSeconds: 5}")
 
 // breakpointLine is the line of debugServerMain marked for the breakpoint.
 func breakpointLine(t *testing.T) int {

@@ -22,12 +22,16 @@ const registry = devcluster.Registry
 // registry (the nodes reach no other).
 const busybox = registry + "/busybox:1.35"
 
-// restricted is the pod and container security context the e2e
-// namespaces' restricted Pod Security level asks for.
+// The restricted Pod Security level's security contexts, for the
+// manifests not made by fixture.Deployment (a Job, a chart's templates).
 const (
-	restrictedPod       = `securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}`
-	restrictedContainer = `securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}`
+	restrictedPod       = fixture.RestrictedPod
+	restrictedContainer = fixture.RestrictedContainer
 )
+
+// idleCommand keeps a busybox container running, and lets it stop at once
+// when asked.
+const idleCommand = `command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]`
 
 // newEnv is the environment a case starts from: the namespace's deployer
 // ServiceAccount and the source "app" at <ns>/src:dev that it pushes.

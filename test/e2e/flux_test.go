@@ -226,24 +226,9 @@ spec:
 		"app/settings/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: " + greeting + "}\n",
 		// Ready 5 s after it starts: an environment that is not Ready at
 		// once, so a Kustomization not waiting for it would show.
-		"app/web/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      ` + restrictedPod + `
-      containers:
-      - name: web
-        image: ` + busybox + `
-        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
-        env: [{name: GREETING, value: ` + greeting + `}]
-        readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 5, periodSeconds: 1}
-        ` + restrictedContainer + `
-`,
+		"app/web/deployment.yaml": Deployment("web", "web", "image: "+busybox, idleCommand,
+			"env: [{name: GREETING, value: "+greeting+"}]",
+			`readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 5, periodSeconds: 1}`),
 	})
 }
 

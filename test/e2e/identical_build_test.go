@@ -37,22 +37,7 @@ func main() {
 
 // sleeperDeployment names the image as a chart would, org/name, unpinned;
 // devloop pins it to the built digest.
-const sleeperDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sleeper
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: sleeper}}
-  template:
-    metadata: {labels: {app: sleeper}}
-    spec:
-      ` + restrictedPod + `
-      containers:
-      - name: sleeper
-        image: tools/sleeper:latest
-        ` + restrictedContainer + `
-`
+var sleeperDeployment = Deployment("sleeper", "sleeper", "image: tools/sleeper:latest")
 
 // TestUnchangedBinaryKeepsItsDigest is issue 18's items 8 and 9 on a real
 // cluster: an image named org/name with a run step builds (its name goes

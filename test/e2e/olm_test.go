@@ -307,22 +307,7 @@ func olmSampleEnvironment(t *testing.T, ns string) *v1alpha1.DevEnvironment {
 		Component("web", DependsOn("settings"), Manifests("web"))).Build()
 	pushDir(t, env, sourceDir(t, Files{
 		"settings/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n",
-		"web/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      ` + restrictedPod + `
-      containers:
-      - name: web
-        image: ` + busybox + `
-        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
-        ` + restrictedContainer + `
-`,
+		"web/deployment.yaml":     Deployment("web", "web", "image: "+busybox, idleCommand),
 	}))
 	g.Expect(need(t).ApplyEnvironment(ctx, env)).To(Succeed())
 	return env

@@ -24,34 +24,12 @@ import (
 
 // webManifests is a Deployment whose pods answer HTTP with their own name
 // (busybox httpd on the port named http), behind svc/web:80.
-var webManifests = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      ` + restrictedPod + `
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: web
-        image: ` + busybox + `
-        command: [sh, -c, 'mkdir -p /tmp/www && echo "$POD_NAME" >/tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']
-        env:
-        - name: POD_NAME
-          valueFrom: {fieldRef: {fieldPath: metadata.name}}
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 1}
-        ` + restrictedContainer + `
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: http}]
-`
+var webManifests = Documents(Deployment("web", "web", "image: "+busybox,
+	`command: [sh, -c, 'mkdir -p /tmp/www && echo "$POD_NAME" >/tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']`,
+	"env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]",
+	"ports: [{name: http, containerPort: 8080}]",
+	"readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 1}"),
+	Service("web"))
 
 // lockedBuffer is the plugin's output, read while it runs.
 type lockedBuffer struct {
