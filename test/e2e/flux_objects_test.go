@@ -32,11 +32,7 @@ var (
 const fluxRequestedAt = "reconcile.fluxcd.io/requestedAt"
 
 func fluxObject(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
+	return unstructuredObject(gvk, ns, name)
 }
 
 // kustomizationStatus is what the tests read of a Kustomization.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,36 +23,21 @@ import (
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
-// Flux is installed once, by the first test that needs it: the other
-// e2e tests never pay for it.
-var (
-	fluxOnce    sync.Once
-	fluxInstall *devcluster.Flux
-	fluxErr     error
-	fluxTook    time.Duration
-)
+// flux is Flux's source-controller and kustomize-controller on the cluster
+// (devcluster.InstallFlux). DEVLOOP_E2E_FLUX=skip skips the Flux tests:
+// their first run builds both controllers (minutes, docs/flux-e2e.md).
+var flux = &clusterAddon[*devcluster.Flux]{name: "Flux", skipVar: "DEVLOOP_E2E_FLUX",
+	install: func(ctx context.Context, c *devcluster.Cluster) (*devcluster.Flux, error) {
+		return c.InstallFlux(ctx, os.Stderr)
+	}}
 
-// needFlux is need plus Flux's source-controller and kustomize-controller
-// running on the cluster (devcluster.InstallFlux). DEVLOOP_E2E_FLUX=skip
-// skips the Flux tests: their first run builds both controllers (minutes,
-// docs/flux-e2e.md).
+// needFlux is need plus Flux running.
 func needFlux(t *testing.T) *devcluster.Flux {
 	t.Helper()
-	c := need(t)
-	if os.Getenv("DEVLOOP_E2E_FLUX") == "skip" {
-		t.Skip("DEVLOOP_E2E_FLUX=skip")
-	}
-	fluxOnce.Do(func() {
-		start := time.Now()
-		fluxInstall, fluxErr = c.InstallFlux(context.Background(), os.Stderr)
-		fluxTook = time.Since(start)
-	})
-	if fluxErr != nil {
-		t.Fatalf("installing Flux: %v", fluxErr)
-	}
+	fluxInstall, took := flux.need(t)
 	t.Logf("Flux source-controller v%s (%s) and kustomize-controller v%s (%s) running; installed in %s",
 		fluxInstall.SourceController.Version, fluxInstall.SourceController.Image,
-		fluxInstall.KustomizeController.Version, fluxInstall.KustomizeController.Image, fluxTook.Round(time.Millisecond))
+		fluxInstall.KustomizeController.Version, fluxInstall.KustomizeController.Image, took.Round(time.Millisecond))
 	return fluxInstall
 }
 

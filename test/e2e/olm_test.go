@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,34 +24,20 @@ import (
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
-// OLM v1 is installed once, by the first test that needs it.
-var (
-	olmOnce    sync.Once
-	olmInstall *devcluster.OLM
-	olmErr     error
-	olmTook    time.Duration
-)
+// olm is OLM v1's operator-controller and catalogd on the cluster
+// (devcluster.InstallOLM). DEVLOOP_E2E_OLM=skip skips the OLM test: its
+// first run builds both controllers (minutes, docs/olm-e2e.md).
+var olm = &clusterAddon[*devcluster.OLM]{name: "OLM v1", skipVar: "DEVLOOP_E2E_OLM",
+	install: func(ctx context.Context, c *devcluster.Cluster) (*devcluster.OLM, error) {
+		return c.InstallOLM(ctx, os.Stderr)
+	}}
 
-// needOLM is need plus OLM v1's operator-controller and catalogd running
-// on the cluster (devcluster.InstallOLM). DEVLOOP_E2E_OLM=skip skips the
-// OLM test: its first run builds both controllers (minutes,
-// docs/olm-e2e.md).
+// needOLM is need plus OLM v1 running.
 func needOLM(t *testing.T) *devcluster.OLM {
 	t.Helper()
-	c := need(t)
-	if os.Getenv("DEVLOOP_E2E_OLM") == "skip" {
-		t.Skip("DEVLOOP_E2E_OLM=skip")
-	}
-	olmOnce.Do(func() {
-		start := time.Now()
-		olmInstall, olmErr = c.InstallOLM(context.Background(), os.Stderr)
-		olmTook = time.Since(start)
-	})
-	if olmErr != nil {
-		t.Fatalf("installing OLM v1: %v", olmErr)
-	}
+	olmInstall, took := olm.need(t)
 	t.Logf("OLM v1 operator-controller and catalogd v%s running (%s, %s); installed in %s", olmInstall.Version,
-		olmInstall.OperatorControllerImage, olmInstall.CatalogdImage, olmTook.Round(time.Millisecond))
+		olmInstall.OperatorControllerImage, olmInstall.CatalogdImage, took.Round(time.Millisecond))
 	return olmInstall
 }
 

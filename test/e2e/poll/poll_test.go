@@ -14,7 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// version serves "version N" where N counts up every step of the clock,
+// versionServer serves "version N" where N counts up every step of the clock,
 // as a server whose new code lands while it is polled.
 func versionServer(t *testing.T, step time.Duration) *httptest.Server {
 	start := time.Now()
@@ -36,9 +36,11 @@ func TestUntilReturnsWhenTheAnswerArrivesMeasuredFromSince(t *testing.T) {
 			func(a string) bool { return strings.Contains(a, "version 2") }, &last))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(last).To(Equal("version 2\n"))
-	// Within one interval (and the request) of the moment it turned 2.
+	// Measured from since, not from the first probe; soon after the moment
+	// it turned 2 (an interval and a request, with room for a loaded
+	// machine).
 	g.Expect(took).To(BeNumerically(">=", 200*time.Millisecond))
-	g.Expect(took).To(BeNumerically("<", 300*time.Millisecond))
+	g.Expect(took).To(BeNumerically("<", 700*time.Millisecond))
 }
 
 func TestUntilSaysWhatItSawLastWhenTheDeadlinePasses(t *testing.T) {
@@ -54,12 +56,13 @@ func TestUntilSaysWhatItSawLastWhenTheDeadlinePasses(t *testing.T) {
 	g.Expect(errors.As(err, &timeout)).To(BeTrue())
 	g.Expect(err.Error()).To(HavePrefix("version 1 serving: not within 150ms ("))
 	g.Expect(err.Error()).To(HaveSuffix(`probes); last seen: "version 0\n"`))
-	// A probe now, one every 20 ms, a last one at the deadline: not one
-	// interval past it.
-	g.Expect(timeout.Probes).To(BeNumerically(">=", 5))
+	// A probe now, one every 20 ms, a last one at the deadline (fewer on a
+	// loaded machine, never more), and no wait past the deadline but the
+	// last request's.
+	g.Expect(timeout.Probes).To(BeNumerically(">=", 3))
 	g.Expect(timeout.Probes).To(BeNumerically("<=", 9))
 	g.Expect(elapsed).To(BeNumerically(">=", 150*time.Millisecond))
-	g.Expect(elapsed).To(BeNumerically("<", 250*time.Millisecond))
+	g.Expect(elapsed).To(BeNumerically("<", 650*time.Millisecond))
 }
 
 func TestUntilProbesAtTheInterval(t *testing.T) {
@@ -75,8 +78,8 @@ func TestUntilProbesAtTheInterval(t *testing.T) {
 		Answer(func(ctx context.Context) string { return Get(ctx, client, srv.URL) }, func(string) bool { return false }, nil))
 	g.Expect(err).To(HaveOccurred())
 	// 500 ms at one probe every 50 ms (plus the request each time): about
-	// ten, never a busy loop.
-	g.Expect(probes.Load()).To(BeNumerically(">=", 7))
+	// ten, never a busy loop, never a single look.
+	g.Expect(probes.Load()).To(BeNumerically(">=", 3))
 	g.Expect(probes.Load()).To(BeNumerically("<=", 12))
 }
 
@@ -89,7 +92,7 @@ func TestUntilEndsAtOnceOnAProbeError(t *testing.T) {
 		return "Stalled=True (BuildFailed)", false, errors.New("stalled: exit code 1")
 	})
 	g.Expect(calls).To(Equal(1))
-	g.Expect(time.Since(start)).To(BeNumerically("<", 100*time.Millisecond))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 500*time.Millisecond), "no wait for the next interval")
 	g.Expect(err).To(MatchError("Ready: ended after 1 probes: stalled: exit code 1; last seen: Stalled=True (BuildFailed)"))
 }
 
@@ -143,7 +146,7 @@ func TestCheckIsAProbe(t *testing.T) {
 	}))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(3))
-	g.Expect(took).To(BeNumerically("<", 500*time.Millisecond))
+	g.Expect(took).To(BeNumerically("<", time.Second))
 }
 
 func TestSucceedsRetriesAnAttempt(t *testing.T) {
