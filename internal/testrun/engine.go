@@ -180,6 +180,9 @@ func (p *testPass) enqueueOnChange() {
 		if st.DigestSet == set {
 			continue
 		}
+		if !roomFor(env.Status.Tests, st, nil) {
+			continue // the set is taken up once a run ends and makes room
+		}
 		st.DigestSet = set
 		p.enqueue(suite.Name, "OnChange", nil)
 	}

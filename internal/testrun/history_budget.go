@@ -66,6 +66,18 @@ func QueueRoom(tests []v1alpha1.TestStatus, params []v1alpha1.EnvVar) string {
 	return ""
 }
 
+// roomFor reports whether a request with params for suite st would be
+// answered: it joins the run queued with the same params, or the history
+// has room for one more (QueueRoom).
+func roomFor(tests []v1alpha1.TestStatus, st *v1alpha1.TestStatus, params []v1alpha1.EnvVar) bool {
+	for _, r := range st.Runs {
+		if r.Result == v1alpha1.ResultPending && SameParams(r.Params, params) {
+			return true
+		}
+	}
+	return QueueRoom(tests, params) == ""
+}
+
 // withinCounts reports whether the runs, their images and params are
 // within their totals (what only dropping runs can bring down).
 func withinCounts(tests []v1alpha1.TestStatus) bool {

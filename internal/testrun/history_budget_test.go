@@ -137,3 +137,17 @@ func TestQueueRoomKeepsUnfinishedRunsWithinTheTotals(t *testing.T) {
 	tests[3].Runs[0].Params = params[:1]
 	g.Expect(QueueRoom(tests, params)).To(ContainSubstring("status.tests[].runs[].params"))
 }
+
+func TestOnChangeWaitsForRoomRatherThanLosingItsDigestSet(t *testing.T) {
+	g := NewWithT(t)
+	var tests []v1alpha1.TestStatus
+	for i := range 8 {
+		tests = append(tests, suiteHistory(fmt.Sprintf("s%d", i), 4, 0, 0))
+	}
+	g.Expect(roomFor(tests, &tests[0], nil)).To(BeTrue(), "a request joins the run queued with the same params")
+	tests[0].Runs[0].Params = []v1alpha1.EnvVar{{Name: "A"}}
+	tests[0].Runs[1].Params = []v1alpha1.EnvVar{{Name: "B"}}
+	tests[0].Runs[2].Params = []v1alpha1.EnvVar{{Name: "C"}}
+	tests[0].Runs[3].Params = []v1alpha1.EnvVar{{Name: "D"}}
+	g.Expect(roomFor(tests, &tests[0], nil)).To(BeFalse(), "32 runs queued: none to join, no room for another")
+}
