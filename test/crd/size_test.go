@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -80,17 +81,17 @@ var perEnvironment = map[string]budget{
 // sharedText are strings whose characters a CEL rule totals across the
 // environment: each counts its quotes, the total is added once.
 var sharedText = map[string]budget{
-	"status.components[].inventory[].group":              {"inventoryText", v1alpha1.MaxInventoryText},
-	"status.components[].inventory[].version":            {"inventoryText", v1alpha1.MaxInventoryText},
-	"status.components[].inventory[].kind":               {"inventoryText", v1alpha1.MaxInventoryText},
-	"status.components[].inventory[].namespace":          {"inventoryText", v1alpha1.MaxInventoryText},
-	"status.components[].inventory[].name":               {"inventoryText", v1alpha1.MaxInventoryText},
-	"status.components[].release.workloads[].group":      {"workloadsText", v1alpha1.MaxWorkloadsText},
-	"status.components[].release.workloads[].version":    {"workloadsText", v1alpha1.MaxWorkloadsText},
-	"status.components[].release.workloads[].kind":       {"workloadsText", v1alpha1.MaxWorkloadsText},
-	"status.components[].release.workloads[].namespace":  {"workloadsText", v1alpha1.MaxWorkloadsText},
-	"status.components[].release.workloads[].name":       {"workloadsText", v1alpha1.MaxWorkloadsText},
-	"status.tests[].runs[].logTail":                      {"logTails", v1alpha1.MaxRunLogTails},
+	"status.components[].inventory[].group":             {"inventoryText", v1alpha1.MaxInventoryText},
+	"status.components[].inventory[].version":           {"inventoryText", v1alpha1.MaxInventoryText},
+	"status.components[].inventory[].kind":              {"inventoryText", v1alpha1.MaxInventoryText},
+	"status.components[].inventory[].namespace":         {"inventoryText", v1alpha1.MaxInventoryText},
+	"status.components[].inventory[].name":              {"inventoryText", v1alpha1.MaxInventoryText},
+	"status.components[].release.workloads[].group":     {"workloadsText", v1alpha1.MaxWorkloadsText},
+	"status.components[].release.workloads[].version":   {"workloadsText", v1alpha1.MaxWorkloadsText},
+	"status.components[].release.workloads[].kind":      {"workloadsText", v1alpha1.MaxWorkloadsText},
+	"status.components[].release.workloads[].namespace": {"workloadsText", v1alpha1.MaxWorkloadsText},
+	"status.components[].release.workloads[].name":      {"workloadsText", v1alpha1.MaxWorkloadsText},
+	"status.tests[].runs[].logTail":                     {"logTails", v1alpha1.MaxRunLogTails},
 }
 
 // ruleBounded are strings of a type devloop does not own
@@ -102,7 +103,10 @@ var ruleBounded = map[string]int{
 	"status.conditions[].message": v1alpha1.MaxConditionMessage,
 }
 
-const conditionsRule = "self.all(c, size(c.type) <= 64 && size(c.reason) <= 128 && size(c.message) <= 1024)"
+// conditionsRule is the rule as it must stand in the CRD, built from the
+// bounds above so that the schema, the walk and Bound agree.
+var conditionsRule = fmt.Sprintf("self.all(c, size(c.type) <= %d && size(c.reason) <= %d && size(c.message) <= %d)",
+	ruleBounded["status.conditions[].type"], ruleBounded["status.conditions[].reason"], ruleBounded["status.conditions[].message"])
 
 // budget is how many items of a group (lists sharing one CEL total, like
 // helm and manifests patches) an environment may hold.
