@@ -104,7 +104,7 @@ func setCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.Condit
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            message.Truncate(message.Condense(msg), 32*1024),
+		Message:            message.Truncate(message.Condense(msg), v1alpha1.MaxConditionMessage),
 		ObservedGeneration: env.Generation,
 	})
 }

@@ -430,7 +430,9 @@ type HelmSpec struct {
 
 	// Values override the chart's defaults. Layering, last wins: chart
 	// defaults, valuesFiles (in order), values, valuesFrom (in order),
-	// imageValues.
+	// imageValues. All components' values together are at most 32 KiB of
+	// JSON (MaxHelmValues; more stalls the environment): larger values
+	// belong in valuesFrom.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -7,26 +7,34 @@ import "unicode/utf8"
 // status writer calls Bound before it writes, so a long error or log line
 // written anywhere is cut here rather than refused by the API server.
 const (
-	MaxComponentMessage   = 4096
+	MaxComponentMessage   = 1024
 	MaxDriftLine          = 256
 	MaxDriftLines         = 16
-	MaxUpdateReason       = 512
-	MaxBuildLogTail       = 2048
+	MaxUpdateReason       = 256
+	MaxBuildLogTail       = 1024
 	MaxSourceRevision     = 512
-	MaxTestMessage        = 1024
+	MaxTestMessage        = 512
 	MaxRunTrigger         = 300
-	MaxRunMessage         = 1024
+	MaxRunMessage         = 512
 	MaxRunLogTail         = 4096
 	MaxLastHandledTrigger = 1024
 	MaxLastTestResult     = 128
+	MaxConditionMessage   = 1024
 )
 
 // Bound cuts the status's free text to the schema's bounds: messages and
-// reasons keep their start, log tails their end. Names, digests and other
-// identifiers are bounded where they are made and are left alone.
+// reasons keep their start, log tails their end; and the lists that only
+// report (workloads, waitingFor, drift) to their totals per environment.
+// Names, digests and other identifiers are bounded where they are made
+// and are left alone; so are inventories and test runs, whose engines keep
+// to their totals (status_totals.go).
 func (s *DevEnvironmentStatus) Bound() {
 	s.LastHandledTrigger = cutEnd(s.LastHandledTrigger, MaxLastHandledTrigger)
 	s.LastTestResult = cutEnd(s.LastTestResult, MaxLastTestResult)
+	for i := range s.Conditions {
+		s.Conditions[i].Message = cutEnd(s.Conditions[i].Message, MaxConditionMessage)
+	}
+	s.boundTotals()
 	for i := range s.Sources {
 		s.Sources[i].Revision = cutEnd(s.Sources[i].Revision, MaxSourceRevision)
 	}

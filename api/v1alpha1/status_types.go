@@ -22,6 +22,7 @@ type DevEnvironmentStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(c, size(c.type) <= 64 && size(c.reason) <= 128 && size(c.message) <= 1024)",message="conditions: type at most 64 characters, reason 128, message 1024 (metav1.Condition allows 32768: devloop's status keeps to less)"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Sources: the resolved revision and digest of each source.
@@ -31,18 +32,33 @@ type DevEnvironmentStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Sources []SourceStatus `json:"sources,omitempty"`
 
-	// Components: phase, images and release of each component.
+	// Components: phase, images and release of each component. The lists
+	// that grow with the cluster have a total per environment
+	// (status_totals.go), as the spec's lists do.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.images) ? size(c.images) : 0).sum() <= 16",message="at most 16 images (components[].images) in one environment's status, as in its spec"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.inventory) ? size(c.inventory) : 0).sum() <= 256",message="at most 256 objects (components[].inventory) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.inventory) ? c.inventory.map(r, (has(r.group) ? size(r.group) : 0) + (has(r.version) ? size(r.version) : 0) + size(r.kind) + (has(r.namespace) ? size(r.namespace) : 0) + size(r.name)).sum() : 0).sum() <= 24576",message="at most 24576 characters of object names (components[].inventory: group, version, kind, namespace and name) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.release) && has(c.release.workloads) ? size(c.release.workloads) : 0).sum() <= 64",message="at most 64 workloads (components[].release.workloads) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.release) && has(c.release.workloads) ? c.release.workloads.map(r, (has(r.group) ? size(r.group) : 0) + (has(r.version) ? size(r.version) : 0) + size(r.kind) + (has(r.namespace) ? size(r.namespace) : 0) + size(r.name)).sum() : 0).sum() <= 8192",message="at most 8192 characters of workload names (components[].release.workloads) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.waitingFor) ? size(c.waitingFor) : 0).sum() <= 64",message="at most 64 waitingFor entries (components[].waitingFor) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.drift) ? size(c.drift) : 0).sum() <= 16",message="at most 16 drift lines (components[].drift) in one environment's status"
 	Components []ComponentStatus `json:"components,omitempty"`
 
-	// Tests: the recent runs of each suite.
+	// Tests: the recent runs of each suite. The history has a total per
+	// environment (status_totals.go): the oldest finished runs go first.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? size(t.runs) : 0).sum() <= 32",message="at most 32 test runs (tests[].runs) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.logTail) ? size(r.logTail) : 0).sum() : 0).sum() <= 16384",message="at most 16384 characters of log tails (tests[].runs[].logTail) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.results) ? (has(r.results.failures) ? size(r.results.failures) : 0) + (has(r.results.flaky) ? size(r.results.flaky) : 0) : 0).sum() : 0).sum() <= 32",message="at most 32 test names (tests[].runs[].results.failures and flaky) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.images) ? size(r.images) : 0).sum() : 0).sum() <= 96",message="at most 96 images under test (tests[].runs[].images) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.params) ? size(r.params) : 0).sum() : 0).sum() <= 32",message="at most 32 params (tests[].runs[].params) in one environment's status"
 	Tests []TestStatus `json:"tests,omitempty"`
 
 	// ComponentsReady is "<ready>/<total>", for `kubectl get`.
@@ -146,7 +162,7 @@ type ComponentStatus struct {
 	// Message says why the component is in its phase, e.g. what it waits
 	// for; cut to MaxComponentMessage.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 	// WaitingFor lists the dependencies that are not Ready yet (explicit
 	// and implicit: any other component).
@@ -276,7 +292,7 @@ type ImageStatus struct {
 	// updated (a path outside liveUpdate.paths, the image config, a sync
 	// that failed on a pod), or what a live update reached.
 	// +optional
-	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MaxLength=256
 	UpdateReason string `json:"updateReason,omitempty"`
 }
 
@@ -321,7 +337,7 @@ type BuildStatus struct {
 	// LogTail is the end of the build's output: brought up to date while
 	// it runs, and as it failed; at most MaxBuildLogTail bytes.
 	// +optional
-	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:MaxLength=1024
 	LogTail string `json:"logTail,omitempty"`
 	// StartTime and CompletionTime of the Job.
 	// +optional
@@ -364,6 +380,10 @@ type ReleaseStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	Workloads []ObjectRef `json:"workloads,omitempty"`
+	// MoreWorkloads counts the release's workloads left out of Workloads:
+	// the environment's status holds at most MaxWorkloads of them.
+	// +optional
+	MoreWorkloads int32 `json:"moreWorkloads,omitempty"`
 }
 
 // TestResult is the outcome of a test run.
@@ -389,7 +409,7 @@ type TestStatus struct {
 	// Message says why the suite waits, if it does; cut to
 	// MaxTestMessage.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 	// DigestSet is the hash of the image digests of the components an
 	// OnChange suite depends on when it last ran: the suite runs again only
@@ -399,7 +419,8 @@ type TestStatus struct {
 	DigestSet string `json:"digestSet,omitempty"`
 	// Runs are the most recent runs, newest first: historyLimit of them,
 	// and more only while unfinished runs (one running, one queued) exceed
-	// it.
+	// it; fewer once the environment holds MaxRuns (the oldest finished
+	// runs of any suite are dropped first).
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	Runs []TestRun `json:"runs,omitempty"`
@@ -444,7 +465,7 @@ type TestRun struct {
 	// could not start, it was cancelled) or what a queued run waits for;
 	// cut to MaxRunMessage.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 	// Requests is how many trigger requests this run answers: requests for
 	// a suite that already has a queued run join that run.

@@ -25,8 +25,9 @@ import (
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
-// logTailBytes bounds the log tail a failed build leaves in status.
-const logTailBytes = 2048
+// logTailBytes bounds the log tail a failed build leaves in status: the
+// schema's bound, so what is written is what the next reconcile compares.
+const logTailBytes = v1alpha1.MaxBuildLogTail
 
 // buildWithJobs runs an image's run step in one builder Job per platform.
 // The Jobs are named after the inputs, so the same inputs never run twice
