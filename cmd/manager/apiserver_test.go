@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -30,7 +29,7 @@ import (
 // shared by the package's tests; the flag tests need none.
 var (
 	apiOnce     sync.Once
-	apiEnv      *envtest.Environment
+	apiEnv      *testenv.Env
 	apiAdmin    client.Client
 	apiOperator *rest.Config
 	apiErr      error
@@ -58,14 +57,12 @@ func apiServer(t *testing.T) (client.Client, *rest.Config) {
 	t.Helper()
 	apiOnce.Do(func() {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-		if apiEnv, apiErr = testenv.Start(); apiErr != nil {
+		if apiEnv, apiErr = testenv.StartEnv(); apiErr != nil {
 			return
 		}
-		if apiAdmin, apiErr = client.New(apiEnv.Config, client.Options{Scheme: testenv.Scheme()}); apiErr != nil {
-			return
-		}
+		apiAdmin = apiEnv.Client
 		ctx := context.Background()
-		if apiOperator, apiErr = testenv.OperatorConfig(ctx, apiEnv, apiAdmin); apiErr != nil {
+		if apiOperator, apiErr = testenv.OperatorConfig(ctx, apiEnv.Environment, apiAdmin); apiErr != nil {
 			return
 		}
 		apiErr = grantLeaderElection(ctx, apiAdmin)

@@ -50,46 +50,34 @@ func runSuite(m *testing.M) int {
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
 	os.Unsetenv(AllowedContextsEnv)
 	os.Setenv("DOCKER_CONFIG", filepath.Join(tmp, "docker"))
+	return testenv.Run(m, func(env *testenv.Env) error {
+		testEnv = env.Environment
+		env.Cleanup(stopOperator)
+		return writeAdminKubeconfig(env.Environment, filepath.Join(tmp, "kubeconfig"))
+	})
+}
 
-	testEnv, err = testenv.Start()
+// writeAdminKubeconfig writes a kubeconfig for an admin user to path, as
+// a user's kubectl would have it, and connects the suite's client with it.
+func writeAdminKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		stopOperator()
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-		}
-	}()
-	user, err := testEnv.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	kubeconfig = filepath.Join(tmp, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
 	}
 	raw, err := clientcmd.Load(data)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	contextName = raw.CurrentContext
-	restConfig = user.Config()
+	kubeconfig, contextName, restConfig = path, raw.CurrentContext, user.Config()
 	k8s, err = client.New(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return err
 }
 
 // syncBuffer is a bytes.Buffer safe for the plugin's goroutines and the
