@@ -106,7 +106,7 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 	defer cancel()
 	var out, errOut syncBuffer
 	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "debug", "team", "web", "--port", strconv.Itoa(int(port)), "-n", ns)
-	eventually(t, "waiting for the debug build", func() bool {
+	waitUntil(t, "waiting for the debug build", func() bool {
 		return strings.Contains(out.String(), "waiting for the debug build of image web (component Ready)")
 	})
 	if got := getEnv(t, ns, "team").Annotations[v1alpha1.DebugAnnotation]; got != "web/web" {
@@ -115,11 +115,11 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 
 	// The debug build lands; the rollout's pod is not Ready yet.
 	playOperator(t, ns, "team", webImageStatus(debugDigest, true))
-	eventually(t, "waiting for a pod running it", func() bool {
+	waitUntil(t, "waiting for a pod running it", func() bool {
 		return strings.Contains(out.String(), "debug image web@222222222222 built; waiting for a Ready pod running it (none of its 1 pods runs it yet)")
 	})
 	webPod(t, rs, "web-debug", debugDigest, false)
-	eventually(t, "waiting for it to be Ready", func() bool {
+	waitUntil(t, "waiting for it to be Ready", func() bool {
 		return strings.Contains(out.String(), "waiting for a Ready pod running it (no Ready pod among its 1 pods (web-debug is not Ready))")
 	})
 	if strings.Contains(out.String(), "dlv connect") {
@@ -133,7 +133,7 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 		`"mode": "remote", "host": "127.0.0.1", "port": ` + strconv.Itoa(int(port)),
 		"dlv    " + local + " waiting: deploy/web:40000: connecting to pod web-debug",
 	} {
-		eventually(t, want, func() bool { return strings.Contains(out.String(), want) })
+		waitUntil(t, want, func() bool { return strings.Contains(out.String(), want) })
 	}
 	// The port is open: a debugger's connection is accepted (and closed,
 	// with no kubelet behind it).
@@ -179,11 +179,8 @@ func TestDebugRefusesABusyPortBeforeWriting(t *testing.T) {
 		t.Errorf("--timeout 1s without an operator: %s", r)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out, errOut syncBuffer
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "debug", "team", "api/server", "--port", strconv.Itoa(int(freePort(t))), "-n", ns)
-	eventually(t, "waiting for the debug build", func() bool { return strings.Contains(out.String(), "waiting for the debug build of image server") })
+	out, errOut, wait := pluginInBackground(t, testOptions(), "debug", "team", "api/server", "--port", strconv.Itoa(int(freePort(t))), "-n", ns)
+	waitUntil(t, "waiting for the debug build", func() bool { return strings.Contains(out.String(), "waiting for the debug build of image server") })
 	if r := plugin(t, "debug", "team", "api/server", "--off", "-n", ns); r.code != 0 {
 		t.Fatal(r)
 	}

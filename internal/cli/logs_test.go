@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,12 +37,10 @@ func (f *fakeLogs) Stream(_ context.Context, ns, pod string, o *corev1.PodLogOpt
 
 func logsPlugin(t *testing.T, logs *fakeLogs, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	opts := testOptions()
 	opts.Logs = logs
-	var out, errOut syncBuffer
-	code := startPlugin(ctx, nil, &out, &errOut, opts, args...)()
+	out, errOut, wait := pluginInBackground(t, opts, args...)
+	code := wait()
 	return result{out: out.String(), err: errOut.String(), code: code}
 }
 
@@ -215,11 +212,8 @@ func TestLogsFollowWaitsForTheRunsPod(t *testing.T) {
 	logs := &fakeLogs{}
 	opts := testOptions()
 	opts.Logs = logs
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, opts, "logs", "team", "e2e", "-f", "-n", ns)
-	eventually(t, "the wait for the pod", func() bool { return strings.Contains(errOut.String(), "waiting for the pods of e2e #1") })
+	out, errOut, wait := pluginInBackground(t, opts, "logs", "team", "e2e", "-f", "-n", ns)
+	waitUntil(t, "the wait for the pod", func() bool { return strings.Contains(errOut.String(), "waiting for the pods of e2e #1") })
 	create(t, jobPod(j, "e2e-1-x"))
 	if code := wait(); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())

@@ -137,7 +137,7 @@ func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
 	defer cancel()
 	var out, errOut syncBuffer
 	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "port-forward", "team", "-n", ns)
-	eventually(t, "the waiting line", func() bool {
+	waitUntil(t, "the waiting line", func() bool {
 		return strings.Contains(out.String(), "web    localhost:"+strconv.Itoa(int(port))+" waiting: svc/web:80 in namespace "+ns+": no Ready pod among its 1 pods (web-1 is not Ready)")
 	})
 	cancel()
@@ -200,9 +200,9 @@ func TestPushWatchForwardsDeclaredPorts(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		exited := startPlugin(ctx, stdin, &out, &errOut, testOptions(), "push", t.TempDir(), "--env", "team", "--source", "app",
 			"--watch", "--port-forward="+strconv.FormatBool(forward), "-n", ns)
-		eventually(t, "watching", func() bool { return strings.Contains(out.String(), "watching ") })
+		waitUntil(t, "watching", func() bool { return strings.Contains(out.String(), "watching ") })
 		if forward {
-			eventually(t, "the forward's waiting line", func() bool { return strings.Contains(out.String(), waiting) })
+			waitUntil(t, "the forward's waiting line", func() bool { return strings.Contains(out.String(), waiting) })
 		}
 		if _, err := io.WriteString(typed, "q\n"); err != nil {
 			t.Fatal(err)

@@ -212,10 +212,10 @@ func TestPushWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the first rollout", func() bool { return rollouts() == 1 && strings.Contains(out.String(), "watching ") })
+	waitUntil(t, "the first rollout", func() bool { return rollouts() == 1 && strings.Contains(out.String(), "watching ") })
 
 	writeFiles(t, dir, map[string]string{"site/index.html": "<h1>v2</h1>"})
-	eventually(t, "the rollout of the change", func() bool { return rollouts() == 2 })
+	waitUntil(t, "the rollout of the change", func() bool { return rollouts() == 2 })
 
 	// Ignored files change nothing.
 	writeFiles(t, dir, map[string]string{"debug.log": "more noise", "tmp/new": "y"})
@@ -225,14 +225,14 @@ func TestPushWatch(t *testing.T) {
 	}
 
 	type_("p")
-	eventually(t, "pause", func() bool { return strings.Contains(out.String(), "paused") })
+	waitUntil(t, "pause", func() bool { return strings.Contains(out.String(), "paused") })
 	writeFiles(t, dir, map[string]string{"site/index.html": "<h1>v3</h1>"})
 	time.Sleep(600 * time.Millisecond)
 	if n := pushes(); n != 2 {
 		t.Fatalf("pushed while paused:\n%s", out.String())
 	}
 	type_("r")
-	eventually(t, "the change made while paused", func() bool { return rollouts() == 3 })
+	waitUntil(t, "the change made while paused", func() bool { return rollouts() == 3 })
 	type_("q")
 	if code := exited(); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())

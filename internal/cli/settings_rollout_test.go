@@ -69,8 +69,8 @@ func TestSettingsReachTheRelease(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "asked devenvironment/"+name+" to reconcile") || r.err != "" {
 		t.Fatalf("settings:\n%s", r)
 	}
-	eventually(t, "the release to carry the setting", func() bool { return greeting() == "hello from my shell" })
-	eventually(t, "the environment to be Ready again", func() bool {
+	waitUntil(t, "the release to carry the setting", func() bool { return greeting() == "hello from my shell" })
+	waitUntil(t, "the environment to be Ready again", func() bool {
 		env := getEnv(t, ns, name)
 		return ready(env) && env.Status.LastHandledReconcileAt == env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	})

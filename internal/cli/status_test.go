@@ -30,8 +30,8 @@ func observedTeam(env *v1alpha1.DevEnvironment) {
 	env.Status = v1alpha1.DevEnvironmentStatus{
 		ObservedGeneration: env.Generation,
 		Conditions: []metav1.Condition{
-			condition(env, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
-			condition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
+			operatorCondition(env, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
+			operatorCondition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
 		},
 		Sources: []v1alpha1.SourceStatus{{Name: "app", Revision: "dev@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}},
 		Components: []v1alpha1.ComponentStatus{

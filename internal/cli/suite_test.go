@@ -125,6 +125,17 @@ func plugin(t *testing.T, args ...string) result {
 	return result{out: out.String(), err: errOut.String(), code: code}
 }
 
+// pluginInBackground runs `kubectl devloop ARGS` with opts in a goroutine
+// for at most a minute, for a test that acts while it runs: it returns
+// the output so far and a wait for the exit code.
+func pluginInBackground(t *testing.T, opts Options, args ...string) (out, errOut *syncBuffer, wait func() int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	return out, errOut, startPlugin(ctx, nil, out, errOut, opts, args...)
+}
+
 // startPlugin runs the plugin in a goroutine; the returned function waits
 // for its exit code.
 func startPlugin(ctx context.Context, in io.Reader, out, errOut io.Writer, opts Options, args ...string) func() int {
@@ -177,13 +188,15 @@ func playOperator(t *testing.T, ns, name string, mutate func(env *v1alpha1.DevEn
 	t.Fatal("status update kept conflicting")
 }
 
-// condition is a condition of env's current generation.
-func condition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+// operatorCondition is a condition as the operator writes it: for env's
+// current generation, with its transition time now.
+func operatorCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: env.Generation, LastTransitionTime: metav1.Now()}
 }
 
-// eventually polls cond until it holds or a minute passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitUntil polls cond until it holds, and fails the test when a minute
+// passes first; what says what was awaited.
+func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {

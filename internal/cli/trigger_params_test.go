@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -21,20 +19,17 @@ func paramsSpec() v1alpha1.DevEnvironmentSpec {
 func TestTriggerWithParamsWritesThemAndFollowsThatRun(t *testing.T) {
 	ns := newNamespace(t)
 	createEnv(t, ns, "team", paramsSpec())
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "trigger", "team", "e2e", "--env", "E2E_FOCUS=Job|Pod, fast", "--env", "E2E_SKIP=Flaky", "-n", ns)
+	out, errOut, wait := pluginInBackground(t, testOptions(), "trigger", "team", "e2e", "--env", "E2E_FOCUS=Job|Pod, fast", "--env", "E2E_SKIP=Flaky", "-n", ns)
 
 	const value = "e2e(E2E_FOCUS=Job%7CPod%2C+fast;E2E_SKIP=Flaky)"
-	eventually(t, "the trigger with params", func() bool { return annotation(t, ns, "team") == value })
+	waitUntil(t, "the trigger with params", func() bool { return annotation(t, ns, "team") == value })
 	params := []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "Job|Pod, fast"}, {Name: "E2E_SKIP", Value: "Flaky"}}
 	consumeTrigger(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		// Someone else's run with other params, newer: not ours.
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultRunning, JobName: "e2e-1", Params: params})
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 2, Result: v1alpha1.ResultPending, Params: params[1:]})
 	})
-	eventually(t, "progress of the run with our params", func() bool { return strings.Contains(out.String(), "e2e #1 Running (job e2e-1)") })
+	waitUntil(t, "progress of the run with our params", func() bool { return strings.Contains(out.String(), "e2e #1 Running (job e2e-1)") })
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultPassed, ExitCode: ptr.To[int32](0), JobName: "e2e-1", Params: params})
 	})

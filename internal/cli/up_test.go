@@ -217,7 +217,7 @@ func TestUpWaitAndPushSelectAgainstTheOperator(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "following web\n") {
 		t.Fatalf("push -l core follows web only:\n%s", r)
 	}
-	eventually(t, "extra Disabled", func() bool {
+	waitUntil(t, "extra Disabled", func() bool {
 		st := getEnv(t, ns, name).Status.Component("extra")
 		return st != nil && st.Phase == v1alpha1.PhaseDisabled
 	})
@@ -235,7 +235,7 @@ func TestUpWaitAndPushSelectAgainstTheOperator(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("down:\n%s", r)
 	}
-	eventually(t, "extra Disabled after down", func() bool {
+	waitUntil(t, "extra Disabled after down", func() bool {
 		st := getEnv(t, ns, name).Status.Component("extra")
 		return st != nil && st.Phase == v1alpha1.PhaseDisabled
 	})
