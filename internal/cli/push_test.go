@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -30,20 +31,6 @@ var envCount atomic.Int64
 // uniqueName names an environment in the operator's shared namespace.
 func uniqueName(base string) string {
 	return fmt.Sprintf("%s-%d", base, envCount.Add(1))
-}
-
-// writeFiles writes files (slash paths) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // appTree is a source directory: manifests, a site for the image, and
@@ -57,7 +44,7 @@ func appTree(t *testing.T, page string) string {
 // would be refused, as it does not own it).
 func appTreeFor(t *testing.T, page, name string) string {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-config\ndata:\n  greeting: hello\n",
 		"site/index.html":    page,
 		".gitignore":         "*.log\n/tmp/\n",
@@ -214,11 +201,11 @@ func TestPushWatch(t *testing.T) {
 	}
 	waitUntil(t, "the first rollout", func() bool { return rollouts() == 1 && strings.Contains(out.String(), "watching ") })
 
-	writeFiles(t, dir, map[string]string{"site/index.html": "<h1>v2</h1>"})
+	testfiles.Write(t, dir, map[string]string{"site/index.html": "<h1>v2</h1>"})
 	waitUntil(t, "the rollout of the change", func() bool { return rollouts() == 2 })
 
 	// Ignored files change nothing.
-	writeFiles(t, dir, map[string]string{"debug.log": "more noise", "tmp/new": "y"})
+	testfiles.Write(t, dir, map[string]string{"debug.log": "more noise", "tmp/new": "y"})
 	time.Sleep(600 * time.Millisecond) // several debounce periods
 	if n := pushes(); n != 2 {
 		t.Fatalf("an ignored change was pushed (%d pushes):\n%s", n, out.String())
@@ -226,7 +213,7 @@ func TestPushWatch(t *testing.T) {
 
 	type_("p")
 	waitUntil(t, "pause", func() bool { return strings.Contains(out.String(), "paused") })
-	writeFiles(t, dir, map[string]string{"site/index.html": "<h1>v3</h1>"})
+	testfiles.Write(t, dir, map[string]string{"site/index.html": "<h1>v3</h1>"})
 	time.Sleep(600 * time.Millisecond)
 	if n := pushes(); n != 2 {
 		t.Fatalf("pushed while paused:\n%s", out.String())

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // parseSecret parses args as the secret command's flags.
@@ -29,7 +31,7 @@ func parseSecret(t *testing.T, args ...string) *secretFlags {
 // written).
 func TestGenericSecretFromLocalFiles(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"keys/private.pem": "PRIVATE",
 		"certs/ca.crt":     "CA",
 		"certs/tls.crt":    "CRT",
@@ -59,7 +61,7 @@ func TestGenericSecretFromLocalFiles(t *testing.T) {
 
 func TestSecretFlagErrors(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"a": "x", "bad.env": "OK=1\nNOT_SET_ANYWHERE_42\n"})
+	testfiles.Write(t, dir, map[string]string{"a": "x", "bad.env": "OK=1\nNOT_SET_ANYWHERE_42\n"})
 	cases := []struct {
 		name string
 		args []string
@@ -138,7 +140,7 @@ func TestDockerConfigSecret(t *testing.T) {
 	fakeHelper(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.json")
-	writeFiles(t, dir, map[string]string{"config.json": `{
+	testfiles.Write(t, dir, map[string]string{"config.json": `{
   "auths": {
     "https://plain.test/v1/": {"auth": "dXNlcjpwYXNz"},
     "helper.test:5000": {},
@@ -189,7 +191,7 @@ func TestDockerConfigSecret(t *testing.T) {
 	if want := "registry unknown.test: the credential helper docker-credential-fake failed: credentials not found"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
-	writeFiles(t, dir, map[string]string{"plain.json": `{"auths": {"a.test": {"auth": "YTpi"}}, "credHelpers": {"h.test": "fake"}}`})
+	testfiles.Write(t, dir, map[string]string{"plain.json": `{"auths": {"a.test": {"auth": "YTpi"}}, "credHelpers": {"h.test": "fake"}}`})
 	_, err = parseSecret(t, "--docker-config="+filepath.Join(dir, "plain.json"), "--registry", "unknown.test").build(ctx, "regcred", nil)
 	if want := "--registry unknown.test: " + filepath.Join(dir, "plain.json") + " has no credentials for it (it has a.test, h.test)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
@@ -197,7 +199,7 @@ func TestDockerConfigSecret(t *testing.T) {
 
 	// A helper that is not installed, and one that does not know the
 	// registry: both fail naming the registry and the helper.
-	writeFiles(t, dir, map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"absent.json":   `{"auths": {"helper.test:5000": {}}, "credsStore": "not-installed"}`,
 		"unknown.json":  `{"auths": {"unknown.test": {}}, "credsStore": "fake"}`,
 		"nohelper.json": `{"auths": {"empty.test": {}}}`,
@@ -221,7 +223,7 @@ func TestDockerConfigSecret(t *testing.T) {
 // registry. $DOCKER_CONFIG is where --docker-config looks by default.
 func TestDockerServerSecret(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"config.json": `{"auths": {"a.test": {"auth": "YTpi"}, "b.test": {"auth": "Yjpj"}}}`})
+	testfiles.Write(t, dir, map[string]string{"config.json": `{"auths": {"a.test": {"auth": "YTpi"}, "b.test": {"auth": "Yjpj"}}}`})
 	t.Setenv("DOCKER_CONFIG", dir)
 	f := parseSecret(t, "--docker-config", "--docker-server", "b.test", "--docker-username", "ci", "--docker-password-stdin")
 	obj, err := f.build(context.Background(), "regcred", strings.NewReader("s3cret\n"))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // referencingSpec names a Secret or ConfigMap in every place a spec can:
@@ -89,7 +90,7 @@ func TestSecretCommand(t *testing.T) {
 	}
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.json")
-	writeFiles(t, dir, map[string]string{"config.json": `{"auths": {"registry.test": {"auth": "ZGV2Omh1bnRlcjI="}}, "credsStore": "none-needed"}`})
+	testfiles.Write(t, dir, map[string]string{"config.json": `{"auths": {"registry.test": {"auth": "ZGV2Omh1bnRlcjI="}}, "credsStore": "none-needed"}`})
 
 	r := run("secret", "gpu", "regcred", "--docker-config", config)
 	expectOutput(t, r, 0, []string{

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -46,7 +47,7 @@ func TestSettingsReachTheRelease(t *testing.T) {
 		}}},
 	})
 	dir := t.TempDir()
-	writeFiles(t, dir, greeterChart)
+	testfiles.Write(t, dir, greeterChart)
 
 	r := plugin(t, "push", dir, "--env", name, "--source", "app", "-n", ns)
 	if r.code != 0 || !strings.Contains(r.out, "Ready in") {

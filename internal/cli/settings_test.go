@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // fakeEnv is a process environment for --set-env.
@@ -21,7 +23,7 @@ func fakeEnv(vars map[string]string) func(string) (string, bool) {
 // variable without a default leaves what a file gave.
 func TestSettingsLayering(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"values.yaml":        "image: {registry: shared.test, tag: v1}\nreplicas: 1\nlist: [a, b]\nversion: 1.10\nbig: 12345678901234567890\n",
 		"tilt-settings.yaml": "image: {registry: mine.test}\nlist: [c]\nfeature: {enabled: false}\n",
 		"last.yaml":          "replicas: 3\n",
@@ -99,7 +101,7 @@ func parseSettings(t *testing.T, args ...string) *settingsFlags {
 // quoting a value.
 func TestSettingsErrors(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"list.yaml":   "- token-in-a-list\n",
 		"broken.yaml": "a: b\n  c: hunter2: x\n",
 	})

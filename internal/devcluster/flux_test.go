@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -79,18 +79,9 @@ func TestFluxArtifactIsWhatSourceControllerExtracts(t *testing.T) {
 		t.Fatalf("the layer is not gzip: %v", err)
 	}
 	files := map[string]string{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			data, _ := io.ReadAll(tr)
-			files[h.Name] = string(data)
+	for _, e := range testfiles.ReadTar(t, zr) {
+		if e.Typeflag == tar.TypeReg {
+			files[e.Name] = e.Content
 		}
 	}
 	if files["env/hello.yaml"] != "kind: DevEnvironment\n" || files["app/configmap.yaml"] != "kind: ConfigMap\n" || len(files) != 2 {

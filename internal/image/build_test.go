@@ -15,6 +15,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // testBuilder returns a Builder for host/team whose requests rt records.
@@ -47,7 +48,7 @@ func TestBuildPushesImageWithConfigAndTags(t *testing.T) {
 	host := startRegistry(t, nil)
 	base := pushBase(t, host, "base/static", "linux/amd64")
 	b, _ := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"out/manager": "binary", "conf/a.yaml": "a: 1"})
+	dir := testfiles.Tree(t, map[string]string{"out/manager": "binary", "conf/a.yaml": "a: 1"})
 
 	img := Spec{
 		Name:       "controller",
@@ -134,7 +135,7 @@ func TestBuildPushesOnlyWhatChanged(t *testing.T) {
 	host := startRegistry(t, nil)
 	base := pushBase(t, host, "base/static", "linux/amd64")
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"bin/app":         string(randomBytes(3, 1<<20)),
 		"conf/app.yaml":   "replicas: 1",
 		"conf/other.yaml": "x: y",
@@ -151,7 +152,7 @@ func TestBuildPushesOnlyWhatChanged(t *testing.T) {
 	g.Expect(first.Pushed).To(BeTrue())
 	rt.take()
 
-	writeFile(t, dir, "conf/app.yaml", "replicas: 2")
+	testfiles.WriteFile(t, dir, "conf/app.yaml", "replicas: 2")
 	second, err := b.Build(context.Background(), img, dir, tags)
 	g.Expect(err).NotTo(HaveOccurred())
 	reqs := rt.take()
@@ -214,7 +215,7 @@ func TestBuildScratchSeveralPlatforms(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"run.sh": "#!/bin/sh"})
+	dir := testfiles.Tree(t, map[string]string{"run.sh": "#!/bin/sh"})
 	img := Spec{
 		Name:      "tool",
 		Platforms: []string{"linux/arm64", "linux/amd64"},
@@ -338,7 +339,7 @@ func TestAssemblePushPublish(t *testing.T) {
 	host := startRegistry(t, nil)
 	base := pushBase(t, host, "base/multi", "linux/amd64", "linux/arm64")
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"out/manager": "binary"})
+	dir := testfiles.Tree(t, map[string]string{"out/manager": "binary"})
 	img := Spec{
 		Name:       "controller",
 		Base:       base,
@@ -386,7 +387,7 @@ func TestAssembleAgainIsNotPushed(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"a": "a"})
+	dir := testfiles.Tree(t, map[string]string{"a": "a"})
 	img := Spec{Name: "a", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 
 	image, err := b.Assemble(context.Background(), img, "", dir)
@@ -444,7 +445,7 @@ func TestRepositoryAndPullReference(t *testing.T) {
 // pull), any other gzip; both read back as the same files.
 func TestLayerCompressionFollowsTheRegistry(t *testing.T) {
 	host := startRegistry(t, nil)
-	dir := writeTree(t, map[string]string{"out/app": "binary"})
+	dir := testfiles.Tree(t, map[string]string{"out/app": "binary"})
 	img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}}
 	for _, tc := range []struct {
 		compression source.Compression

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // fetchPacked pushes the pack of dir with mapped to a registry and fetches
@@ -47,7 +49,7 @@ func mappedLayer(t *testing.T, from, to string, entries ...entry) MappedLayer {
 // store keeps those layers' blobs for the build.
 func TestMappedLayersComeBackAtTheirSourcePaths(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"bin/web": "new binary", "chart/Chart.yaml": "name: web", "conf/a.yaml": "a: 1"})
+	testfiles.Write(t, dir, map[string]string{"bin/web": "new binary", "chart/Chart.yaml": "name: web", "conf/a.yaml": "a: 1"})
 	web := mappedLayer(t, "bin/web", "usr/local/bin/web",
 		tdir("usr/"), tdir("usr/local/"), tdir("usr/local/bin/"), entry{name: "usr/local/bin/web", typ: '0', body: "new binary", mode: 0o755})
 	conf := mappedLayer(t, "conf", "etc/app",
@@ -109,7 +111,7 @@ func TestMappedLayersComeBackAtTheirSourcePaths(t *testing.T) {
 // code never writes.
 func TestMappedLayerMayHoldOnlyItsPath(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"chart/Chart.yaml": "name: web"})
+	testfiles.Write(t, dir, map[string]string{"chart/Chart.yaml": "name: web"})
 	for _, tc := range []struct {
 		name  string
 		layer MappedLayer
@@ -128,7 +130,7 @@ func TestMappedLayerMayHoldOnlyItsPath(t *testing.T) {
 
 func TestPackDirRefusesBadMappedLayers(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"bin/web": "x"})
+	testfiles.Write(t, dir, map[string]string{"bin/web": "x"})
 	gz := MappedLayer{From: "bin/web", To: "web", Layer: static.NewLayer(gzipped(t, tarOf(t, tfile("web", "x"))), types.OCILayer)}
 	for _, tc := range []struct {
 		name   string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/tar"
-	"io"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/internal/scratchimage"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // TestImageIsLinuxAMD64 checks the config image gives its images (their
@@ -57,23 +57,10 @@ func TestPushBusybox(t *testing.T) {
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers: %v %v", len(layers), err)
 	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	links := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeSymlink {
-			links[h.Name] = h.Linkname
+	for _, e := range testfiles.LayerEntries(t, layers[0]) {
+		if e.Typeflag == tar.TypeSymlink {
+			links[e.Name] = e.Linkname
 		}
 	}
 	for _, p := range []string{"bin/sh", "usr/bin/nslookup", "usr/bin/wget", "usr/bin/nc"} {

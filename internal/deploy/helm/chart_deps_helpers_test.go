@@ -20,21 +20,9 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
-)
 
-// writeFiles writes files (path -> content) under root.
-func writeFiles(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/devloop-dev/devloop/internal/testfiles"
+)
 
 // configMapChart is a chart's files: Chart.yaml (with extra lines, such
 // as dependencies) and one ConfigMap named <release>-<chart name>, so a
@@ -52,7 +40,7 @@ func configMapChart(name, version, chartYAML string) map[string]string {
 func packageFiles(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	writeFiles(t, filepath.Join(dir, "src"), files)
+	testfiles.Write(t, filepath.Join(dir, "src"), files)
 	ch, err := loader.Load(filepath.Join(dir, "src"))
 	if err != nil {
 		t.Fatal(err)
@@ -214,5 +202,5 @@ func writeLock(t testing.TB, dir string, lock *chart.Lock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, map[string]string{"Chart.lock": string(data)})
+	testfiles.Write(t, dir, map[string]string{"Chart.lock": string(data)})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -48,11 +49,11 @@ func umbrellaSource(t testing.TB, repoURL, ociHost string) string {
   condition: grove.enabled
 `
 	for p, c := range configMapChart("platform", "0.1.0", deps) {
-		writeFiles(t, root, map[string]string{"deploy/platform/" + p: c})
+		testfiles.Write(t, root, map[string]string{"deploy/platform/" + p: c})
 	}
-	writeFiles(t, root, map[string]string{"deploy/platform/values.yaml": "nats: {enabled: true}\netcd: {enabled: true}\ngrove: {enabled: true}\n"})
+	testfiles.Write(t, root, map[string]string{"deploy/platform/values.yaml": "nats: {enabled: true}\netcd: {enabled: true}\ngrove: {enabled: true}\n"})
 	for p, c := range configMapChart("grove", "0.1.0", "") {
-		writeFiles(t, root, map[string]string{"deploy/components/grove/" + p: c})
+		testfiles.Write(t, root, map[string]string{"deploy/components/grove/" + p: c})
 	}
 	return root
 }
@@ -118,9 +119,9 @@ func TestVendoredDependencies(t *testing.T) {
 	r.add(t, configMapChart("nats", "1.2.3", ""))
 	root := t.TempDir()
 	deps := "dependencies:\n- name: nats\n  version: ~1.2.0\n  repository: " + r.URL + "\n"
-	writeFiles(t, root, map[string]string{"chart/Chart.yaml": configMapChart("app", "0.1.0", deps)["Chart.yaml"]})
+	testfiles.Write(t, root, map[string]string{"chart/Chart.yaml": configMapChart("app", "0.1.0", deps)["Chart.yaml"]})
 
-	writeFiles(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
 	l := &ChartLoader{CacheDir: t.TempDir()}
 	ch, err := l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -128,7 +129,7 @@ func TestVendoredDependencies(t *testing.T) {
 	g.Expect(r.downloads.Load()).To(BeZero(), "nothing downloaded for a vendored dependency")
 
 	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.2.0.tgz"))).To(Succeed())
-	writeFiles(t, root, map[string]string{"chart/charts/nats-1.1.0.tgz": string(packageFiles(t, configMapChart("nats", "1.1.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.1.0.tgz": string(packageFiles(t, configMapChart("nats", "1.1.0", "")))})
 	ch, err = l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.3"}), "the stale 1.1.0 is replaced")
@@ -136,7 +137,7 @@ func TestVendoredDependencies(t *testing.T) {
 	// With a Chart.lock, the locked version is the one: a vendored
 	// archive the range allows but the lock does not is replaced.
 	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.1.0.tgz"))).To(Succeed())
-	writeFiles(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
 	ch, err = loader.Load(filepath.Join(root, "chart"))
 	g.Expect(err).NotTo(HaveOccurred())
 	lock := &chart.Lock{Dependencies: []*chart.Dependency{{Name: "nats", Repository: r.URL, Version: "1.2.3"}}}
@@ -196,7 +197,7 @@ func TestChartLock(t *testing.T) {
 	// Chart.yaml changed after locking.
 	chartYAML, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	writeFiles(t, dir, map[string]string{"Chart.yaml": strings.Replace(string(chartYAML), "0.3.x", "0.4.x", 1)})
+	testfiles.Write(t, dir, map[string]string{"Chart.yaml": strings.Replace(string(chartYAML), "0.3.x", "0.4.x", 1)})
 	_, err = l.Load(ctx, sourceChart("deploy/platform"), art, plainHTTPTo(host))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("chart platform: Chart.lock is out of sync with the dependencies in Chart.yaml"))
@@ -208,7 +209,7 @@ func TestDependencyErrors(t *testing.T) {
 	r := newChartRepo(t)
 	r.add(t, configMapChart("nats", "1.1.0", ""))
 	outside := t.TempDir()
-	writeFiles(t, outside, configMapChart("secret", "0.1.0", ""))
+	testfiles.Write(t, outside, configMapChart("secret", "0.1.0", ""))
 
 	cases := []struct {
 		name string
@@ -246,7 +247,7 @@ func TestDependencyErrors(t *testing.T) {
 		{name: "file:// of another version",
 			deps: "- name: grove\n  version: 0.2.x\n  repository: file://../grove",
 			setup: func(t *testing.T, root string) {
-				writeFiles(t, filepath.Join(root, "grove"), configMapChart("grove", "0.1.0", ""))
+				testfiles.Write(t, filepath.Join(root, "grove"), configMapChart("grove", "0.1.0", ""))
 			},
 			want: []string{`the directory holds version 0.1.0, which "0.2.x" does not allow`}},
 		{name: "repository by name",
@@ -266,7 +267,7 @@ func TestDependencyErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			root := t.TempDir()
-			writeFiles(t, filepath.Join(root, "chart"), configMapChart("app", "0.1.0", "dependencies:\n"+tc.deps+"\n"))
+			testfiles.Write(t, filepath.Join(root, "chart"), configMapChart("app", "0.1.0", "dependencies:\n"+tc.deps+"\n"))
 			if tc.setup != nil {
 				tc.setup(t, root)
 			}
