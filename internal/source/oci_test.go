@@ -61,6 +61,26 @@ func pushArtifact(t *testing.T, host, repo string, layers [][]byte, tags ...stri
 
 func hostOf(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, "http://") }
 
+// privateRegistry is one registry behind two doors, both plain HTTP: open
+// takes pushes without credentials, guarded answers only user:password
+// and says "authentication required" in a registry's words otherwise.
+func privateRegistry(t *testing.T, user, password string) (open, guarded string) {
+	t.Helper()
+	inner := registry.New()
+	openSrv := httptest.NewServer(inner)
+	t.Cleanup(openSrv.Close)
+	guardedSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(guardedSrv.Close)
+	return hostOf(openSrv), hostOf(guardedSrv)
+}
+
 func ociSource(repo, tag, digest string, insecure bool) v1alpha1.Source {
 	return v1alpha1.Source{Name: "local", OCI: &v1alpha1.OCISource{Repository: repo, Tag: tag, Digest: digest, Insecure: insecure}}
 }
@@ -226,24 +246,13 @@ func mustRef(t *testing.T, s string) name.Reference {
 
 func TestOCIRegistryAuth(t *testing.T) {
 	const user, password = "puller", "reg-Pa55word"
-	inner := registry.New()
-	open := httptest.NewServer(inner)
-	defer open.Close()
-	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	defer guarded.Close()
-	digest := pushArtifact(t, hostOf(open), "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
-	repo := hostOf(guarded) + "/team-a/private"
+	open, guarded := privateRegistry(t, user, password)
+	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
+	repo := guarded + "/team-a/private"
 
 	dockerConfig := func(pw string) string {
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
-		return fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, hostOf(guarded), auth)
+		return fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)
 	}
 	f := newFetcher(t,
 		secret("regcred", map[string]string{".dockerconfigjson": dockerConfig(password)}),
