@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,13 +117,6 @@ func startManager(t *testing.T, cfg *rest.Config, args ...string) ctrl.Manager {
 		}
 	})
 	return mgr
-}
-
-func newTestNamespace(t *testing.T, admin client.Client, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	NewWithT(t).Expect(admin.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
 }
 
 // statusWrites records the DevEnvironment status writes one operator

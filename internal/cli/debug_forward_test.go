@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 const (
@@ -95,7 +96,7 @@ func webImageStatus(digest string, debug bool) func(env *v1alpha1.DevEnvironment
 // Ctrl-C. (envtest has no kubelet: the forward's connection to the pod
 // fails, and the line saying so names the target and the pod.)
 func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	rs := webDeployment(t, ns)
 	webPod(t, rs, "web-normal", normalDigest, true)
@@ -157,7 +158,7 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 // times out says what it waited for; leaving debug mode while waiting
 // (another user's --off) ends the wait saying so.
 func TestDebugRefusesABusyPortBeforeWriting(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,7 +193,7 @@ func TestDebugRefusesABusyPortBeforeWriting(t *testing.T) {
 // TestStatusShowsDebugImages: status marks an image whose digest is a
 // debug build.
 func TestStatusShowsDebugImages(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	playOperator(t, ns, "team", webImageStatus(debugDigest, true))
 	r := plugin(t, "status", "team", "-n", ns)

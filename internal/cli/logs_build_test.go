@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // liveLogs stands in for the kubelet serving a container that runs on, as
@@ -59,7 +60,7 @@ func warmSpec() v1alpha1.DevEnvironmentSpec {
 // it, and ends when status says the build ended, saying how; status names
 // the warm builder as such, with the build's last line of output.
 func TestLogsOfAWarmBuildFollowItUntilItEnds(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", warmSpec())
 
 	// Before the build starts: a plain read says so; --follow waits.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // createPod creates a pod labelled app=APP with one container port (name
@@ -62,7 +63,7 @@ func resolveTarget(t *testing.T, ns, target string) (resolvedTarget, error) {
 }
 
 func TestPortForwardResolvesServiceNamedTargetPort(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createService(t, ns, "grafana", "grafana", 80, intstr.FromString("web"))
 	createPod(t, ns, "grafana-ready", "grafana", "web", 3000, true)
 	createPod(t, ns, "grafana-starting", "grafana", "web", 3000, false)
@@ -83,7 +84,7 @@ func TestPortForwardResolvesServiceNamedTargetPort(t *testing.T) {
 }
 
 func TestPortForwardResolvesDeploymentToReadyPod(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	labels := map[string]string{"app": "api"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
@@ -116,7 +117,7 @@ func TestPortForwardResolvesDeploymentToReadyPod(t *testing.T) {
 }
 
 func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createService(t, ns, "web", "web", 80, intstr.FromInt32(8080))
 	createPod(t, ns, "web-1", "web", "http", 8080, false)
 
@@ -147,7 +148,7 @@ func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
 }
 
 func TestPortForwardRefusesPortInUseAndUnknownComponents(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +189,7 @@ func freePort(t *testing.T) int32 {
 // that fails, which the watch survives) and stops them on q;
 // --port-forward=false leaves them alone.
 func TestPushWatchForwardsDeclaredPorts(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	port := freePort(t)
 	spec := teamSpec()
 	spec.Components[1].Ports = []v1alpha1.PortForward{{Name: "ui", Local: port, Target: "svc/web:80"}}

@@ -231,7 +231,7 @@ func TestPushWatch(t *testing.T) {
 // Sources push cannot write to are refused with what to do instead; no
 // operator or registry needed.
 func TestPushRefusesSourcesItCannotWrite(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	dir := t.TempDir()
 	for args, want := range map[string]string{
@@ -253,7 +253,7 @@ func TestPushRefusesSourcesItCannotWrite(t *testing.T) {
 // refused before anything is pushed.
 func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 	host := testregistry.Start(t)
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	spec := pushedSpec(host, "plain-src")
 	spec.Sources[0].OCI.Insecure = false
 	createEnv(t, ns, "plain", spec)
@@ -287,7 +287,7 @@ func artifactLayers(t *testing.T, ref string) []v1.Descriptor {
 // gzips one layer of everything; a bad value is refused naming the flag.
 func TestPushCompression(t *testing.T) {
 	host := testregistry.Start(t)
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "packed", pushedSpec(host, "packed-src"))
 	dir := appTree(t, "x")
 	ref := host + "/packed-src:dev"

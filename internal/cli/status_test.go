@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -96,7 +97,7 @@ func TestStatusTreeColoursOnlyWhenAsked(t *testing.T) {
 // The status command against the API server: the tree, and the JSON view
 // in DAG order for scripts.
 func TestStatusCommand(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	playOperator(t, ns, "team", observedTeam)
 

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -145,16 +144,6 @@ func startPlugin(ctx context.Context, in io.Reader, out, errOut io.Writer, opts 
 		done <- Run(ctx, append(args, "--kubeconfig", kubeconfig), streams, opts)
 	}()
 	return func() int { return <-done }
-}
-
-// newNamespace gives each test a namespace of its own.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cli-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 // createEnv creates an environment and reads it back (generation set).

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // paramsSpec is teamSpec with params on the e2e suite.
@@ -17,7 +18,7 @@ func paramsSpec() v1alpha1.DevEnvironmentSpec {
 }
 
 func TestTriggerWithParamsWritesThemAndFollowsThatRun(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", paramsSpec())
 	out, errOut, wait := pluginInBackground(t, testOptions(), "trigger", "team", "e2e", "--env", "E2E_FOCUS=Job|Pod, fast", "--env", "E2E_SKIP=Flaky", "-n", ns)
 
@@ -43,7 +44,7 @@ func TestTriggerWithParamsWritesThemAndFollowsThatRun(t *testing.T) {
 }
 
 func TestTriggerRefusesUnknownParamsBeforeWriting(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", paramsSpec())
 	for flag, want := range map[string][]string{
 		"GOFLAGS=-v":     {"e2e", "suite e2e does not accept GOFLAGS", "Accepted params: E2E_FOCUS, E2E_SKIP"},

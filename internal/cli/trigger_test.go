@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // The operator side of triggers (issue 5) is not on this branch: these
@@ -59,7 +60,7 @@ func setRun(env *v1alpha1.DevEnvironment, suite string, r v1alpha1.TestRun) {
 }
 
 func TestTriggerFollowsTheNewRunsAndFailsIfOneFailed(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	// An earlier run that passed must not be taken for the new one.
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
@@ -95,7 +96,7 @@ func TestTriggerFollowsTheNewRunsAndFailsIfOneFailed(t *testing.T) {
 }
 
 func TestTriggerNeverClobbersAPendingTrigger(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	env := createEnv(t, ns, "team", teamSpec())
 	// Someone else's trigger, not consumed yet.
 	patched := env.DeepCopy()
@@ -128,7 +129,7 @@ func TestTriggerNeverClobbersAPendingTrigger(t *testing.T) {
 }
 
 func TestTriggerRefusesUnknownSuitesBeforeWriting(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	for args, want := range map[string]string{
 		"nope":        `has no test suite "nope": its suites are unit, e2e, smoke`,
@@ -146,7 +147,7 @@ func TestTriggerRefusesUnknownSuitesBeforeWriting(t *testing.T) {
 }
 
 func TestCancelFollowsTheRunToCancelled(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 
 	r := plugin(t, "cancel", "team", "unit", "-n", ns)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -34,7 +35,7 @@ func onDemandSpec() v1alpha1.DevEnvironmentSpec {
 // component and those it depends on; -l selects by label; up again
 // changes nothing; down removes only what it names.
 func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
 
 	r := plugin(t, "up", "team", "monitoring", "-n", ns)
@@ -78,7 +79,7 @@ func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
 // demand and labels selecting no on-demand component are refused naming
 // the on-demand ones, and nothing is written.
 func TestUpRefusesWhatIsNotOnDemand(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
 	for _, tc := range []struct {
 		args []string
@@ -104,7 +105,7 @@ func TestUpRefusesWhatIsNotOnDemand(t *testing.T) {
 // suites with the label, and a label nothing has is an error naming those
 // in use.
 func TestStatusSelectsByLabel(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
 
 	r := plugin(t, "status", "team", "-l", "core", "-n", ns, "-o", "json")
@@ -150,7 +151,7 @@ func TestPushWaitsNotForComponentsTurnedOff(t *testing.T) {
 // component with the label, together; a label no component has is an
 // error naming those in use.
 func TestLogsSelectsComponentsByLabel(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	spec := onDemandSpec()
 	spec.Components[0].Labels = []string{"core"}
 	createEnv(t, ns, "team", spec)

@@ -7,12 +7,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // The test writes status as the operator would; wait follows it.
 
 func TestWaitReturnsWhenReady(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	out, errOut, wait := pluginInBackground(t, testOptions(), "wait", "team", "-n", ns)
 
@@ -40,7 +41,7 @@ func TestWaitReturnsWhenReady(t *testing.T) {
 }
 
 func TestWaitFailsWithTheStalledReason(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		env.Status.ObservedGeneration = env.Generation
@@ -57,7 +58,7 @@ func TestWaitFailsWithTheStalledReason(t *testing.T) {
 }
 
 func TestWaitTimesOutSayingWhatItSaw(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	r := plugin(t, "wait", "team", "-n", ns, "--timeout", "300ms")
 	if r.code != 1 || !strings.Contains(r.err, "timed out after") || !strings.Contains(r.err, "waiting for the operator to observe generation 1") {
@@ -66,7 +67,7 @@ func TestWaitTimesOutSayingWhatItSaw(t *testing.T) {
 }
 
 func TestWaitNamesAMissingEnvironment(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	r := plugin(t, "wait", "nope", "-n", ns)
 	if r.code != 1 || !strings.Contains(r.err, `devenvironment "nope" not found in namespace "`+ns+`"`) {
 		t.Fatalf("got\n%s", r)

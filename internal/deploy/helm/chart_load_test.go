@@ -23,12 +23,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
-// packageChart packages deploy's testdata/charts/<name> and returns the archive.
+// packageChart packages the deploy engine's test chart name and returns
+// the archive.
 func packageChart(t *testing.T, name string) []byte {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join(testCharts, name))
+	ch, err := loader.Load(filepath.Join(testenv.DeployCharts(), name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestLoadChartDir(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadChartDir(testCharts, tc.path)
+			_, err := LoadChartDir(testenv.DeployCharts(), tc.path)
 			tc.check(NewWithT(t), err)
 		})
 	}
@@ -72,7 +74,7 @@ func TestLoadRepo(t *testing.T) {
 	tgz := packageChart(t, "demo")
 	sum := sha256.Sum256(tgz)
 	idx := repo.NewIndexFile()
-	meta, err := loader.Load(filepath.Join(testCharts, "demo"))
+	meta, err := loader.Load(filepath.Join(testenv.DeployCharts(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(idx.MustAdd(meta.Metadata, "demo-0.1.0.tgz", "", hex.EncodeToString(sum[:]))).To(Succeed())
 	good, err := yaml.Marshal(idx)

@@ -23,20 +23,12 @@ import (
 
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "helm-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
 
 func testChart(t *testing.T, name string) *chart.Chart {
 	t.Helper()
-	ch, err := LoadChartDir(testCharts, name)
+	ch, err := LoadChartDir(testenv.DeployCharts(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +51,7 @@ func labelAll(objs []*unstructured.Unstructured) error {
 func TestReleaseLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	vals := map[string]any{"validator": map[string]any{"version": "abc123"}}
 	req := ReleaseRequest{
 		Configs: NewConfigFactory(cfg, ""), ReleaseName: "demo", Namespace: ns,
@@ -117,7 +109,7 @@ func TestReleaseLifecycle(t *testing.T) {
 func TestFailedInstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	req := ReleaseRequest{
 		Configs: NewConfigFactory(cfg, ""), ReleaseName: "hooks", Namespace: ns,
 		Chart: testChart(t, "hookfail"), Values: map[string]any{},
@@ -151,7 +143,7 @@ func TestFailedInstall(t *testing.T) {
 func TestPendingInstallRecovered(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	req := ReleaseRequest{
 		Configs: NewConfigFactory(cfg, ""), ReleaseName: "stuck", Namespace: ns,
 		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false},
@@ -178,7 +170,7 @@ func TestPendingInstallRecovered(t *testing.T) {
 func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	req := ReleaseRequest{
 		Configs: NewConfigFactory(cfg, ""), ReleaseName: "busy", Namespace: ns,
 		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false}, Timeout: 2 * time.Minute,
@@ -219,7 +211,7 @@ func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
 func TestImpersonationDenied(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	// The ServiceAccount may keep release records but create nothing else.
 	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}})).To(Succeed())
 	g.Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "releases"},
@@ -271,7 +263,7 @@ func (d *failingDriver) Update(key string, rls *release.Release) error {
 func TestFailingStorage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	fd := &failingDriver{}
 	real := NewConfigFactory(cfg, "")
 	req := ReleaseRequest{

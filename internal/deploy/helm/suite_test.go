@@ -9,10 +9,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
-// testCharts are the charts of internal/deploy's test data, which the
-// controllers' tests use as well.
-const testCharts = "../testdata/charts"
-
 // cfg and k8s reach the envtest API server as an administrator.
 var (
 	cfg *rest.Config
