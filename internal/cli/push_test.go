@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -266,15 +264,7 @@ func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 // artifactLayers are the layer descriptors of the artifact at ref.
 func artifactLayers(t *testing.T, ref string) []v1.Descriptor {
 	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := img.Manifest()
+	m, err := testregistry.Pull(t, ref).Manifest()
 	if err != nil || len(m.Layers) == 0 {
 		t.Fatalf("manifest %+v, %v: want layers", m, err)
 	}

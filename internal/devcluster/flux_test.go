@@ -11,8 +11,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -47,14 +45,7 @@ func TestFluxArtifactIsWhatSourceControllerExtracts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := testregistry.Pull(t, ref)
 	m, err := img.Manifest()
 	if err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 		}
 		res, err := b.Build(ctx, img, dir, staticTags("dev"))
 		g.Expect(err).NotTo(HaveOccurred())
-		idx := pullIndex(t, res.Repository+":dev")
+		idx := testregistry.PullIndex(t, res.Repository+":dev")
 		d, err := idx.Digest()
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(d.String()).To(Equal(res.Digest))

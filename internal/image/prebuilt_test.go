@@ -86,7 +86,7 @@ func TestPrebuiltLayerIsMountedNotUploaded(t *testing.T) {
 	g.Expect(plain.Digest).To(Equal(res.Digest))
 	g.Expect(plain.Uploaded).To(Equal(3))
 
-	pulled := pull(t, res.Repository+"@"+res.Digest)
+	pulled := testregistry.Pull(t, res.Repository+"@"+res.Digest)
 	layers, err := pulled.Layers()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readLayer(t, layers[0])).To(ContainElement(And(HaveField("Name", "web"), HaveField("Mode", int64(0o755)))))
@@ -111,7 +111,7 @@ func TestPrebuiltLayerThatDiffersIsBuilt(t *testing.T) {
 	res, err := b.Build(context.Background(), img, a.Dir, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Uploaded).To(Equal(2), "its own layer and the config")
-	layers, err := pull(t, res.Repository+"@"+res.Digest).Layers()
+	layers, err := testregistry.Pull(t, res.Repository+"@"+res.Digest).Layers()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readLayer(t, layers[0])).To(ContainElement(HaveField("Mode", int64(0o755))))
 

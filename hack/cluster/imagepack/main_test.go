@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/internal/scratchimage"
 	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // TestImageIsLinuxAMD64 checks the config image gives its images (their
@@ -45,14 +44,7 @@ func TestPushBusybox(t *testing.T) {
 	if err := run(host, true, "", "", "/bin/busybox", "busybox:test"); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(host+"/busybox:test", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := testregistry.Pull(t, host+"/busybox:test")
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers: %v %v", len(layers), err)

@@ -21,6 +21,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // pushedSource starts an in-memory registry, pushes files there as the
@@ -103,14 +104,8 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("termination message %q: %v", data, err)
 	}
-	d, err := name.NewDigest(host+"/team/api@"+r.Digest, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(d)
-	if err != nil {
-		t.Fatalf("the reported digest is not in the registry: %v", err)
-	}
+	// The reported digest is in the registry.
+	img := testregistry.Pull(t, host+"/team/api@"+r.Digest)
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +116,11 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 	if len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != "/api" {
 		t.Errorf("entrypoint %v", cfg.Config.Entrypoint)
 	}
-	tags, err := remote.List(d.Context())
+	repo, err := name.NewRepository(host+"/team/api", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := remote.List(repo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // captureStdout runs f with os.Stdout going to a buffer.
@@ -87,13 +85,8 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &report); err != nil {
 		t.Fatalf("stdout %q is not a report: %v", stdout, err)
 	}
-	d, err := name.NewDigest(host+"/team/app@"+report.Digest, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := remote.Image(d); err != nil {
-		t.Fatalf("the reported digest is not in the registry: %v", err)
-	}
+	// The reported digest is in the registry.
+	testregistry.Pull(t, host+"/team/app@"+report.Digest)
 	if got, err := os.ReadFile(filepath.Join(workspace, "out", "app")); err != nil || string(got) != "v2" {
 		t.Errorf("out/app = %q, %v; want the new build's output", got, err)
 	}
