@@ -39,13 +39,18 @@ func configMapChart(name, version, chartYAML string) map[string]string {
 // package` does, and returns the archive.
 func packageFiles(t testing.TB, files map[string]string) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	testfiles.Write(t, filepath.Join(dir, "src"), files)
-	ch, err := loader.Load(filepath.Join(dir, "src"))
+	return packageDir(t, testfiles.Tree(t, files))
+}
+
+// packageDir packages the chart in dir as `helm package` does and returns
+// the archive.
+func packageDir(t testing.TB, dir string) []byte {
+	t.Helper()
+	ch, err := loader.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := chartutil.Save(ch, dir)
+	file, err := chartutil.Save(ch, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

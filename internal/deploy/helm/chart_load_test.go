@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
@@ -30,19 +28,7 @@ import (
 // the archive.
 func packageChart(t *testing.T, name string) []byte {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join(testenv.DeployCharts(), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return packageDir(t, filepath.Join(testenv.DeployCharts(), name))
 }
 
 func TestLoadChartDir(t *testing.T) {

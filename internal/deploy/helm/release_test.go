@@ -26,6 +26,16 @@ import (
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
+// adminRelease is a request to release one of the deploy engine's test
+// charts as name, as an administrator, in a namespace of its own.
+func adminRelease(t *testing.T, name, chart string, values map[string]any) ReleaseRequest {
+	t.Helper()
+	return ReleaseRequest{
+		Configs: NewConfigFactory(cfg, ""), ReleaseName: name, Namespace: testenv.Namespace(t, k8s, "helm-"),
+		Chart: testChart(t, chart), Values: values,
+	}
+}
+
 func testChart(t *testing.T, name string) *chart.Chart {
 	t.Helper()
 	ch, err := LoadChartDir(testenv.DeployCharts(), name)
@@ -51,12 +61,10 @@ func labelAll(objs []*unstructured.Unstructured) error {
 func TestReleaseLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := testenv.Namespace(t, k8s, "helm-")
 	vals := map[string]any{"validator": map[string]any{"version": "abc123"}}
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "demo", Namespace: ns,
-		Chart: testChart(t, "demo"), Values: vals, Mutate: labelAll,
-	}
+	req := adminRelease(t, "demo", "demo", vals)
+	req.Mutate = labelAll
+	ns := req.Namespace
 
 	out, err := ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -109,11 +117,8 @@ func TestReleaseLifecycle(t *testing.T) {
 func TestFailedInstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := testenv.Namespace(t, k8s, "helm-")
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "hooks", Namespace: ns,
-		Chart: testChart(t, "hookfail"), Values: map[string]any{},
-	}
+	req := adminRelease(t, "hooks", "hookfail", map[string]any{})
+	ns := req.Namespace
 
 	// The hook fails: install, then uninstall to leave a clean slate; no
 	// second install in the same call.
@@ -143,11 +148,8 @@ func TestFailedInstall(t *testing.T) {
 func TestPendingInstallRecovered(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := testenv.Namespace(t, k8s, "helm-")
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "stuck", Namespace: ns,
-		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false},
-	}
+	req := adminRelease(t, "stuck", "hookfail", map[string]any{"failHook": false})
+	ns := req.Namespace
 	// An operator that died mid-install leaves this behind.
 	cfg, err := req.Configs(ns)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -170,11 +172,9 @@ func TestPendingInstallRecovered(t *testing.T) {
 func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := testenv.Namespace(t, k8s, "helm-")
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "busy", Namespace: ns,
-		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false}, Timeout: 2 * time.Minute,
-	}
+	req := adminRelease(t, "busy", "hookfail", map[string]any{"failHook": false})
+	req.Timeout = 2 * time.Minute
+	ns := req.Namespace
 	out, err := ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Release.Revision).To(Equal(1))
