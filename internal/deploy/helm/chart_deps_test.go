@@ -20,6 +20,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	"github.com/devloop-dev/devloop/internal/testregistry/chartrepo"
 )
 
 // umbrellaSource lays out a source like Dynamo's platform chart: an
@@ -61,12 +62,12 @@ func umbrellaSource(t testing.TB, repoURL, ociHost string) string {
 // depsFixture serves nats 1.1.0, 1.2.0, 1.2.3 and 1.3.0 from an HTTP chart
 // repository and pushes etcd 0.3.1 and 0.4.0 to the real distribution
 // registry.
-func depsFixture(t *testing.T) (*chartRepo, string) {
+func depsFixture(t *testing.T) (*chartrepo.Server, string) {
 	t.Helper()
 	host := testregistry.Start(t)
-	r := newChartRepo(t)
+	r := chartrepo.Start(t)
 	for _, v := range []string{"1.1.0", "1.2.0", "1.2.3", "1.3.0"} {
-		r.add(t, configMapChart("nats", v, ""))
+		r.AddFiles(t, configMapChart("nats", v, ""))
 	}
 	for _, v := range []string{"0.3.1", "0.4.0"} {
 		pushOCI(t, host, "charts", configMapChart("etcd", v, ""))
@@ -101,11 +102,11 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 	g.Expect(rendered(t, ch, map[string]any{"grove": map[string]any{"enabled": false}})).To(Equal(
 		[]string{"rel-etcd", "rel-nats", "rel-platform", "rel-queue"}), "grove's condition is off; queue is nats under its alias")
 
-	downloads := r.downloads.Load()
+	downloads := r.Downloads()
 	g.Expect(downloads).To(Equal(int32(1)), "one nats archive for both names")
 	ch, err = l.Load(ctx, sourceChart("deploy/platform"), art, plainHTTPTo(host))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.downloads.Load()).To(Equal(downloads), "cached by URL and digest")
+	g.Expect(r.Downloads()).To(Equal(downloads), "cached by URL and digest")
 	g.Expect(rendered(t, ch, map[string]any{"nats": map[string]any{"enabled": false}, "etcd": map[string]any{"enabled": false}})).To(Equal(
 		[]string{"rel-grove", "rel-platform", "rel-queue"}))
 }
@@ -115,21 +116,21 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 func TestVendoredDependencies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	r := newChartRepo(t)
-	r.add(t, configMapChart("nats", "1.2.3", ""))
+	r := chartrepo.Start(t)
+	r.AddFiles(t, configMapChart("nats", "1.2.3", ""))
 	root := t.TempDir()
 	deps := "dependencies:\n- name: nats\n  version: ~1.2.0\n  repository: " + r.URL + "\n"
 	testfiles.Write(t, root, map[string]string{"chart/Chart.yaml": configMapChart("app", "0.1.0", deps)["Chart.yaml"]})
 
-	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(chartrepo.PackageFiles(t, configMapChart("nats", "1.2.0", "")))})
 	l := &ChartLoader{CacheDir: t.TempDir()}
 	ch, err := l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.0"}))
-	g.Expect(r.downloads.Load()).To(BeZero(), "nothing downloaded for a vendored dependency")
+	g.Expect(r.Downloads()).To(BeZero(), "nothing downloaded for a vendored dependency")
 
 	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.2.0.tgz"))).To(Succeed())
-	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.1.0.tgz": string(packageFiles(t, configMapChart("nats", "1.1.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.1.0.tgz": string(chartrepo.PackageFiles(t, configMapChart("nats", "1.1.0", "")))})
 	ch, err = l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.3"}), "the stale 1.1.0 is replaced")
@@ -137,7 +138,7 @@ func TestVendoredDependencies(t *testing.T) {
 	// With a Chart.lock, the locked version is the one: a vendored
 	// archive the range allows but the lock does not is replaced.
 	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.1.0.tgz"))).To(Succeed())
-	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(chartrepo.PackageFiles(t, configMapChart("nats", "1.2.0", "")))})
 	ch, err = loader.Load(filepath.Join(root, "chart"))
 	g.Expect(err).NotTo(HaveOccurred())
 	lock := &chart.Lock{Dependencies: []*chart.Dependency{{Name: "nats", Repository: r.URL, Version: "1.2.3"}}}
@@ -206,8 +207,8 @@ func TestChartLock(t *testing.T) {
 // TestDependencyErrors: what cannot be resolved is a permanent error
 // naming the dependency, its repository and version, and why.
 func TestDependencyErrors(t *testing.T) {
-	r := newChartRepo(t)
-	r.add(t, configMapChart("nats", "1.1.0", ""))
+	r := chartrepo.Start(t)
+	r.AddFiles(t, configMapChart("nats", "1.1.0", ""))
 	outside := t.TempDir()
 	testfiles.Write(t, outside, configMapChart("secret", "0.1.0", ""))
 
@@ -293,7 +294,7 @@ func TestPackagedChartDependencies(t *testing.T) {
 	r, host := depsFixture(t)
 	deps := "dependencies:\n- name: nats\n  version: 1.2.x\n  repository: " + r.URL + "\n- name: etcd\n  version: 0.4.0\n  repository: oci://" + host + "/charts\n"
 	pushOCI(t, host, "apps", configMapChart("platform", "1.0.0", deps))
-	r.add(t, configMapChart("platform", "1.0.0", deps))
+	r.AddFiles(t, configMapChart("platform", "1.0.0", deps))
 	l := &ChartLoader{CacheDir: t.TempDir()}
 
 	for _, ref := range []v1alpha1.ChartRef{

@@ -22,13 +22,14 @@ import (
 
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testregistry/chartrepo"
 )
 
 // packageChart packages the deploy engine's test chart name and returns
 // the archive.
 func packageChart(t *testing.T, name string) []byte {
 	t.Helper()
-	return packageDir(t, filepath.Join(testenv.DeployCharts(), name))
+	return chartrepo.Package(t, filepath.Join(testenv.DeployCharts(), name))
 }
 
 func TestLoadChartDir(t *testing.T) {
