@@ -7,13 +7,11 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -166,17 +164,11 @@ func TestChartCredentialsForRegistries(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptBasicAuth("pusher", "s3cret-Pa55"),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	g.Expect(err).NotTo(HaveOccurred())
 	for _, files := range []map[string]string{
 		configMapChart("etcd", "0.3.1", ""),
 		configMapChart("platform", "1.0.0", "dependencies:\n- name: etcd\n  version: 0.3.x\n  repository: oci://"+host+"/team/charts\n"),
 	} {
-		ch, err := loader.LoadArchive(strings.NewReader(string(chartrepo.PackageFiles(t, files))))
-		g.Expect(err).NotTo(HaveOccurred())
-		_, err = rc.Push(chartrepo.PackageFiles(t, files), host+"/team/charts/"+ch.Name()+":"+ch.Metadata.Version)
-		g.Expect(err).NotTo(HaveOccurred())
+		chartrepo.PushOCI(t, chartrepo.PackageFiles(t, files), host+"/team/charts", registry.ClientOptBasicAuth("pusher", "s3cret-Pa55"))
 	}
 	cl := fake.NewClientBuilder().WithObjects(
 		secretObj("regcred", map[string]string{corev1.DockerConfigJsonKey: dockerConfigFor(host, "pusher", "s3cret-Pa55")}),
@@ -190,7 +182,7 @@ func TestChartCredentialsForRegistries(t *testing.T) {
 		return err
 	}
 	g.Expect(load("oci://" + host + "/team")).To(Succeed())
-	err = load("oci://" + host + "/tea")
+	err := load("oci://" + host + "/tea")
 	g.Expect(err).To(HaveOccurred(), "a prefix ends at a path boundary")
 	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 }

@@ -1,20 +1,16 @@
 package helm
 
 import (
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/registry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/internal/testfiles"
-	"github.com/devloop-dev/devloop/internal/testregistry/chartrepo"
 )
 
 // configMapChart is a chart's files: Chart.yaml (with extra lines, such
@@ -25,25 +21,6 @@ func configMapChart(name, version, chartYAML string) map[string]string {
 		"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n" + chartYAML,
 		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\n" +
 			"data:\n  version: {{ .Chart.Version | quote }}\n",
-	}
-}
-
-// pushOCI pushes the chart whose files are given to host/repo/<name>,
-// plain HTTP, as `helm push` does.
-func pushOCI(t testing.TB, host, repository string, files map[string]string) {
-	t.Helper()
-	data := chartrepo.PackageFiles(t, files)
-	ch, err := loader.LoadArchive(strings.NewReader(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rc.Push(data, host+"/"+repository+"/"+ch.Name()+":"+ch.Metadata.Version); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -70,7 +70,7 @@ func depsFixture(t *testing.T) (*chartrepo.Server, string) {
 		r.AddFiles(t, configMapChart("nats", v, ""))
 	}
 	for _, v := range []string{"0.3.1", "0.4.0"} {
-		pushOCI(t, host, "charts", configMapChart("etcd", v, ""))
+		chartrepo.PushOCI(t, chartrepo.PackageFiles(t, configMapChart("etcd", v, "")), host+"/charts")
 	}
 	return r, host
 }
@@ -293,7 +293,7 @@ func TestPackagedChartDependencies(t *testing.T) {
 	ctx := context.Background()
 	r, host := depsFixture(t)
 	deps := "dependencies:\n- name: nats\n  version: 1.2.x\n  repository: " + r.URL + "\n- name: etcd\n  version: 0.4.0\n  repository: oci://" + host + "/charts\n"
-	pushOCI(t, host, "apps", configMapChart("platform", "1.0.0", deps))
+	chartrepo.PushOCI(t, chartrepo.PackageFiles(t, configMapChart("platform", "1.0.0", deps)), host+"/apps")
 	r.AddFiles(t, configMapChart("platform", "1.0.0", deps))
 	l := &ChartLoader{CacheDir: t.TempDir()}
 
@@ -306,7 +306,7 @@ func TestPackagedChartDependencies(t *testing.T) {
 		g.Expect(subchartVersions(ch)).To(Equal([]string{"etcd@0.4.0", "nats@1.2.3"}))
 	}
 
-	pushOCI(t, host, "apps", configMapChart("local", "1.0.0", "dependencies:\n- name: grove\n  version: 0.1.0\n  repository: file://../grove\n"))
+	chartrepo.PushOCI(t, chartrepo.PackageFiles(t, configMapChart("local", "1.0.0", "dependencies:\n- name: grove\n  version: 0.1.0\n  repository: file://../grove\n")), host+"/apps")
 	_, err := l.Load(ctx, v1alpha1.ChartRef{OCI: "oci://" + host + "/apps/local"}, nil, plainHTTPTo(host))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`dependency "grove" (file://../grove, version 0.1.0): a file:// dependency of a packaged chart: the package must ship it in charts/`))

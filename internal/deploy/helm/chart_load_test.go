@@ -16,7 +16,6 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 
@@ -118,11 +117,7 @@ func TestLoadOCI(t *testing.T) {
 	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = rc.Push(packageChart(t, "demo"), host+"/charts/demo:0.1.0")
-	g.Expect(err).NotTo(HaveOccurred())
+	chartrepo.PushOCI(t, packageChart(t, "demo"), host+"/charts")
 
 	l := &ChartLoader{CacheDir: t.TempDir()}
 	ctx := context.Background()
@@ -131,7 +126,7 @@ func TestLoadOCI(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), version)
 		g.Expect(ch.Name()).To(Equal("demo"))
 	}
-	_, err = l.LoadOCI(ctx, "oci://"+host+"/charts/demo", "9.9.9", true)
+	_, err := l.LoadOCI(ctx, "oci://"+host+"/charts/demo", "9.9.9", true)
 	g.Expect(err).To(HaveOccurred())
 	// HTTPS to a plain-HTTP registry fails: no silent fallback.
 	_, err = l.LoadOCI(ctx, "oci://"+host+"/charts/demo", "0.1.0", false)
