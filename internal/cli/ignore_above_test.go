@@ -30,8 +30,7 @@ func isolateGitConfig(t *testing.T) (home, xdg string) {
 // not empty it.
 func TestIgnoreFilesAboveThePushedDirectory(t *testing.T) {
 	home, xdg := isolateGitConfig(t)
-	repo := t.TempDir()
-	testfiles.Write(t, repo, map[string]string{
+	repo := testfiles.Tree(t, map[string]string{
 		".git/HEAD":         "ref: refs/heads/main\n",
 		".git/info/exclude": "notes.txt\n",
 		".gitignore":        "*.env\nbin/\n",
@@ -86,10 +85,8 @@ func TestIgnoreFilesAboveThePushedDirectory(t *testing.T) {
 // A worktree's .git file leads to the repository's info/exclude.
 func TestIgnoreInfoExcludeOfAWorktree(t *testing.T) {
 	isolateGitConfig(t)
-	main := t.TempDir()
-	testfiles.Write(t, main, map[string]string{".git/info/exclude": "local.txt\n", ".git/worktrees/wt/commondir": "../..\n"})
-	wt := t.TempDir()
-	testfiles.Write(t, wt, map[string]string{
+	main := testfiles.Tree(t, map[string]string{".git/info/exclude": "local.txt\n", ".git/worktrees/wt/commondir": "../..\n"})
+	wt := testfiles.Tree(t, map[string]string{
 		".git":          "gitdir: " + filepath.Join(main, ".git", "worktrees", "wt") + "\n",
 		"app/local.txt": "", "app/main.go": "",
 	})
@@ -102,8 +99,7 @@ func TestIgnoreInfoExcludeOfAWorktree(t *testing.T) {
 // says what to do, whichever way the push packs.
 func TestPushRefusesAbsoluteSymlinks(t *testing.T) {
 	isolateGitConfig(t)
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"main.go": ""})
+	dir := testfiles.Tree(t, map[string]string{"main.go": ""})
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
 		t.Fatal(err)
 	}

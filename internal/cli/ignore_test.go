@@ -95,8 +95,7 @@ func TestIgnoreRules(t *testing.T) {
 // Ignored files do not change the digest, and neither do modification
 // times; a kept file does.
 func TestPushDigestStableUnderIgnoredChangesAndTimes(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{".gitignore": "*.log\n", "main.go": "package main", "run.log": "1"})
+	dir := testfiles.Tree(t, map[string]string{".gitignore": "*.log\n", "main.go": "package main", "run.log": "1"})
 	digest := func() string {
 		m, err := loadIgnore(dir)
 		if err != nil {

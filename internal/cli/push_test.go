@@ -41,8 +41,7 @@ func appTree(t *testing.T, page string) string {
 // environments in one namespace may not both apply one object (the second
 // would be refused, as it does not own it).
 func appTreeFor(t *testing.T, page, name string) string {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-config\ndata:\n  greeting: hello\n",
 		"site/index.html":    page,
 		".gitignore":         "*.log\n/tmp/\n",

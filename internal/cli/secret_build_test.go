@@ -30,8 +30,7 @@ func parseSecret(t *testing.T, args ...string) *secretFlags {
 // file (comments skipped, a bare KEY read from the environment, values as
 // written).
 func TestGenericSecretFromLocalFiles(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"keys/private.pem": "PRIVATE",
 		"certs/ca.crt":     "CA",
 		"certs/tls.crt":    "CRT",
@@ -60,8 +59,7 @@ func TestGenericSecretFromLocalFiles(t *testing.T) {
 }
 
 func TestSecretFlagErrors(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"a": "x", "bad.env": "OK=1\nNOT_SET_ANYWHERE_42\n"})
+	dir := testfiles.Tree(t, map[string]string{"a": "x", "bad.env": "OK=1\nNOT_SET_ANYWHERE_42\n"})
 	cases := []struct {
 		name string
 		args []string
@@ -222,8 +220,7 @@ func TestDockerConfigSecret(t *testing.T) {
 // dropped), and with a docker config: the explicit entry wins for its
 // registry. $DOCKER_CONFIG is where --docker-config looks by default.
 func TestDockerServerSecret(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"config.json": `{"auths": {"a.test": {"auth": "YTpi"}, "b.test": {"auth": "Yjpj"}}}`})
+	dir := testfiles.Tree(t, map[string]string{"config.json": `{"auths": {"a.test": {"auth": "YTpi"}, "b.test": {"auth": "Yjpj"}}}`})
 	t.Setenv("DOCKER_CONFIG", dir)
 	f := parseSecret(t, "--docker-config", "--docker-server", "b.test", "--docker-username", "ci", "--docker-password-stdin")
 	obj, err := f.build(context.Background(), "regcred", strings.NewReader("s3cret\n"))

@@ -46,8 +46,7 @@ func TestSettingsReachTheRelease(t *testing.T) {
 			ValuesFrom:  []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: settingsName, Optional: true}},
 		}}},
 	})
-	dir := t.TempDir()
-	testfiles.Write(t, dir, greeterChart)
+	dir := testfiles.Tree(t, greeterChart)
 
 	r := plugin(t, "push", dir, "--env", name, "--source", "app", "-n", ns)
 	if r.code != 0 || !strings.Contains(r.out, "Ready in") {

@@ -21,8 +21,7 @@ import (
 // dev override next to its values, as Volcano's installer/helm does.
 func volcanoLikeSource(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	testfiles.Write(t, root, map[string]string{
+	root := testfiles.Tree(t, map[string]string{
 		"installer/helm/chart/volcano/Chart.yaml":        "apiVersion: v2\nname: volcano\nversion: 1.0.0\n",
 		"installer/helm/chart/volcano/values.yaml":       "basic:\n  image_tag_version: latest\n  scheduler_image_name: volcanosh/vc-scheduler\ncustom:\n  scheduler_replicas: 1\n  admission_enable: true\n",
 		"installer/helm/chart/volcano/values-dev.yaml":   "basic:\n  image_tag_version: dev\ncustom:\n  scheduler_replicas: 2\n",
@@ -53,8 +52,7 @@ func TestValuesFilesLayerInOrderUnderValues(t *testing.T) {
 
 func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
 	root := volcanoLikeSource(t)
-	outside := t.TempDir()
-	testfiles.Write(t, outside, map[string]string{"secret.yaml": "token: x\n"})
+	outside := testfiles.Tree(t, map[string]string{"secret.yaml": "token: x\n"})
 	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "escape.yaml")); err != nil {
 		t.Fatal(err)
 	}

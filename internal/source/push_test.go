@@ -34,8 +34,7 @@ func entryNames(t *testing.T, img v1.Image) []string {
 }
 
 func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"main.go": "package main", "out/bin": "x", "keep/a.txt": "a", "keep/a.log": "log"})
+	dir := testfiles.Tree(t, map[string]string{"main.go": "package main", "out/bin": "x", "keep/a.txt": "a", "keep/a.log": "log"})
 	img, err := PackDir(dir, func(rel string, isDir bool) bool {
 		return (rel == "out" && isDir) || strings.HasSuffix(rel, ".log")
 	}, CompressionNone)
@@ -50,8 +49,7 @@ func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
 }
 
 func TestPackDirDigestIgnoresTimes(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"a/b.txt": "b", "c.txt": "c"})
+	dir := testfiles.Tree(t, map[string]string{"a/b.txt": "b", "c.txt": "c"})
 	first, err := PackDir(dir, nil, CompressionGzip)
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +80,7 @@ func TestRemoteDigestAndPush(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	defer srv.Close()
 	ctx := context.Background()
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"f": "1"})
+	dir := testfiles.Tree(t, map[string]string{"f": "1"})
 	ref := hostOf(srv) + "/team/src:dev"
 
 	if d, err := RemoteDigest(ctx, ref, PushOptions{Insecure: true}); err != nil || d != "" {
@@ -133,8 +130,7 @@ func TestPackDirRefusesLinksLeavingTheDirectory(t *testing.T) {
 			}
 		})
 	}
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{"sub/a.txt": "a"})
+	dir := testfiles.Tree(t, map[string]string{"sub/a.txt": "a"})
 	if err := os.Symlink("a.txt", filepath.Join(dir, "sub", "link")); err != nil {
 		t.Fatal(err)
 	}

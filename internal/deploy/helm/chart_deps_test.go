@@ -209,8 +209,7 @@ func TestChartLock(t *testing.T) {
 func TestDependencyErrors(t *testing.T) {
 	r := chartrepo.Start(t)
 	r.AddFiles(t, configMapChart("nats", "1.1.0", ""))
-	outside := t.TempDir()
-	testfiles.Write(t, outside, configMapChart("secret", "0.1.0", ""))
+	outside := testfiles.Tree(t, configMapChart("secret", "0.1.0", ""))
 
 	cases := []struct {
 		name string
