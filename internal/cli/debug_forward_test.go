@@ -67,14 +67,7 @@ func setPodReady(t *testing.T, ns, name string, ready bool) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
-	if err := k8s.Status().Update(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
+	testenv.MarkPodRunning(t, k8s, pod, ready)
 }
 
 // webImageStatus writes web's status as the operator would: the image

@@ -31,14 +31,7 @@ func createPod(t *testing.T, ns, name, app, portName string, port int32, ready b
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
-	if err := k8s.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	testenv.MarkPodRunning(t, k8s, pod, ready)
 }
 
 func createService(t *testing.T, ns, name, app string, port int32, target intstr.IntOrString) {
