@@ -61,6 +61,22 @@ func pushArtifact(t *testing.T, host, repo string, layers [][]byte, tags ...stri
 
 func hostOf(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, "http://") }
 
+// fetchWithCredentials fetches ref with the credentials src names in the
+// test namespace, read as the operator reads them.
+func fetchWithCredentials(t *testing.T, f *Fetcher, ref Ref, src v1alpha1.Source) *Artifact {
+	t.Helper()
+	ctx := context.Background()
+	creds, err := LoadCredentials(ctx, f.Reader, testNamespace, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Fetch(ctx, ref, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // privateRegistry is one registry behind two doors, both plain HTTP: open
 // takes pushes without credentials, guarded answers only user:password
 // and says "authentication required" in a registry's words otherwise.
@@ -276,14 +292,7 @@ func TestOCIRegistryAuth(t *testing.T) {
 		if ref.Digest != digest {
 			t.Errorf("digest %s, want %s", ref.Digest, digest)
 		}
-		creds, err := LoadCredentials(ctx, f.Reader, testNamespace, src("regcred"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := f.Fetch(ctx, ref, creds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := fetchWithCredentials(t, f, ref, src("regcred"))
 		if got := readFile(t, filepath.Join(a.Dir, "secret.txt")); got != "content" {
 			t.Errorf("secret.txt = %q", got)
 		}
