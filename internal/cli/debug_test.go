@@ -66,21 +66,13 @@ func TestDebugRefusesWhatHasNoRunStep(t *testing.T) {
 	spec := debugSpec()
 	spec.Components[1].Images[0].Run = nil
 	createEnv(t, ns, "team", spec)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	expectRefusals(t, ns, []refusal{
 		{[]string{"debug", "team", "nope"}, `devenvironment/team has no component "nope"`},
 		{[]string{"debug", "team", "web"}, "component web: say which image, COMPONENT/IMAGE: it has no image with a run step (images[].run)"},
 		{[]string{"debug", "team", "api"}, "component api: say which image, COMPONENT/IMAGE: its images with a run step are server, migrate"},
 		{[]string{"debug", "team", "api/web"}, `component api has no image "web" with a run step: its images with a run step are server, migrate`},
 		{[]string{"debug", "team"}, "want ENV and COMPONENT[/IMAGE]"},
-	} {
-		r := plugin(t, append(tc.args, "-n", ns)...)
-		if r.code == 0 || !strings.Contains(r.err, tc.want) {
-			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
-		}
-	}
+	})
 	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.DebugAnnotation]; ok {
 		t.Fatal("a refused debug wrote the annotation")
 	}

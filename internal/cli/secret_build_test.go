@@ -18,12 +18,20 @@ import (
 func parseSecret(t *testing.T, args ...string) *secretFlags {
 	t.Helper()
 	f := &secretFlags{}
-	fl := pflag.NewFlagSet("secret", pflag.ContinueOnError)
-	f.register(fl)
+	parseFlags(t, "secret", f.register, args...)
+	return f
+}
+
+// parseFlags parses args as the flags of the command name, which register
+// adds, and returns the flag set: its Args are the positional arguments.
+func parseFlags(t *testing.T, name string, register func(*pflag.FlagSet), args ...string) *pflag.FlagSet {
+	t.Helper()
+	fl := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	register(fl)
 	if err := fl.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return fl
 }
 
 // A generic Secret from literals, a named file, a directory and an env
@@ -261,11 +269,7 @@ func TestDockerConfigPathAfterASpace(t *testing.T) {
 	}
 	for _, c := range cases {
 		f := &secretFlags{}
-		fl := pflag.NewFlagSet("secret", pflag.ContinueOnError)
-		f.register(fl)
-		if err := fl.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
+		fl := parseFlags(t, "secret", f.register, c.args...)
 		env, name, err := f.positional(fl.Args())
 		if c.wantErrors {
 			if err == nil {

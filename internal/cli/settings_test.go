@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/internal/testfiles"
@@ -88,11 +87,7 @@ zip: "01234"
 func parseSettings(t *testing.T, args ...string) *settingsFlags {
 	t.Helper()
 	f := &settingsFlags{}
-	fl := pflag.NewFlagSet("settings", pflag.ContinueOnError)
-	f.register(fl)
-	if err := fl.Parse(args); err != nil {
-		t.Fatal(err)
-	}
+	parseFlags(t, "settings", f.register, args...)
 	return f
 }
 

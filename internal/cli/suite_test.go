@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,6 +194,24 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// refusal is a command line the plugin must refuse, and what it must say.
+type refusal struct {
+	args []string
+	want string
+}
+
+// expectRefusals runs each command line in namespace ns and checks that
+// the plugin exits non-zero saying what it should on stderr.
+func expectRefusals(t *testing.T, ns string, refusals []refusal) {
+	t.Helper()
+	for _, tc := range refusals {
+		r := plugin(t, append(tc.args, "-n", ns)...)
+		if r.code == 0 || !strings.Contains(r.err, tc.want) {
+			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
+		}
 	}
 }
 

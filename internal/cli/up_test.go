@@ -81,21 +81,13 @@ func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
 func TestUpRefusesWhatIsNotOnDemand(t *testing.T) {
 	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	expectRefusals(t, ns, []refusal{
 		{[]string{"up", "team", "nope"}, `devenvironment/team has no component "nope": its on-demand components are kwok, monitoring`},
 		{[]string{"up", "team", "web"}, "component web of devenvironment/team is not on demand (onDemand: true): its on-demand components are kwok, monitoring"},
 		{[]string{"down", "team", "crds"}, "component crds of devenvironment/team is not on demand"},
 		{[]string{"up", "team", "-l", "core"}, `no on-demand component of devenvironment/team has the label "core": its on-demand components are kwok, monitoring`},
 		{[]string{"up", "team"}, "want ENV and at least one COMPONENT (or -l LABEL)"},
-	} {
-		r := plugin(t, append(tc.args, "-n", ns)...)
-		if r.code == 0 || !strings.Contains(r.err, tc.want) {
-			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
-		}
-	}
+	})
 	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; ok {
 		t.Fatal("a refused up wrote the annotation")
 	}
