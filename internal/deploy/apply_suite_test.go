@@ -2,8 +2,6 @@ package deploy
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,23 +19,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	env, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = env.Config
-	k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	code := 1
-	if err == nil {
-		code = m.Run()
-	} else {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	testenv.Main(m, func(env *testenv.Env) error {
+		cfg, k8s = env.Config, env.Client
+		return nil
+	})
 }
 
 // createNamespace makes a namespace for one test.

@@ -207,7 +207,7 @@ func TestUnchangedManifestsAreOnlyRead(t *testing.T) {
 func TestUnchangedReleaseSkipsHelm(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	charts := filepath.Join("..", "..", "controllers", "testdata", "charts")
+	charts := testenv.FeatureCharts()
 	values := func(v string) *apiextensionsv1.JSON {
 		return &apiextensionsv1.JSON{Raw: []byte(`{"version":"` + v + `"}`)}
 	}

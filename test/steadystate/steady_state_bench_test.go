@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -198,7 +199,7 @@ spec:
 // Deployment) under chart/.
 func webChart() map[string]string {
 	files := map[string]string{}
-	root := "../../controllers/testdata/charts/web"
+	root := filepath.Join(testenv.FeatureCharts(), "web")
 	for _, f := range []string{"Chart.yaml", "values.yaml", "templates/config.yaml", "templates/deployment.yaml"} {
 		data, err := os.ReadFile(root + "/" + f)
 		if err != nil {
