@@ -29,7 +29,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		st := s.componentStatus(name)
 		if reason := s.offReason(name); reason != "" {
 			if err := r.turnOff(ctx, s, name, reason, st); err != nil {
-				st.Message = message.Truncate(message.Condense(err.Error()), 4096)
+				st.Message = message.Truncate(message.Condense(err.Error()), v1alpha1.MaxComponentMessage)
 				w.failed = append(w.failed, fmt.Errorf("component %s: %w", name, err))
 			}
 			continue
@@ -54,7 +54,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 				// the component.
 				st.Phase = v1alpha1.PhaseBuilding
 			}
-			st.Message = message.Truncate(message.Condense(err.Error()), 4096)
+			st.Message = message.Truncate(message.Condense(err.Error()), v1alpha1.MaxComponentMessage)
 			w.failed = append(w.failed, fmt.Errorf("component %s: %w", name, err))
 		}
 	}

@@ -104,7 +104,7 @@ func setCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.Condit
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            message.Truncate(message.Condense(msg), 32*1024),
+		Message:            message.Truncate(message.Condense(msg), v1alpha1.MaxConditionMessage),
 		ObservedGeneration: env.Generation,
 	})
 }
@@ -130,6 +130,7 @@ func (r *DevEnvironmentReconciler) progress(ctx context.Context, s *scope, msg s
 	// A copy takes the reply: engines hold pointers into s.env's status
 	// while they run.
 	written := s.env.DeepCopy()
+	written.Status.Bound()
 	if err := r.Status().Patch(ctx, written, client.MergeFrom(s.before)); err != nil {
 		log.FromContext(ctx).V(1).Info("could not write progress", "error", err.Error())
 		return

@@ -19,6 +19,7 @@ var emptyMergePatch = []byte("{}")
 // an etcd read and write).
 func (r *DevEnvironmentReconciler) writeStatus(ctx context.Context, env, before *v1alpha1.DevEnvironment) error {
 	defer metrics.ObserveStep("status", time.Now())
+	env.Status.Bound() // free text cut to the schema's bounds, never refused
 	patch := client.MergeFrom(before)
 	data, err := patch.Data(env)
 	if err == nil && bytes.Equal(bytes.TrimSpace(data), emptyMergePatch) {

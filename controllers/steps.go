@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -106,12 +107,18 @@ func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, s *scope, 
 }
 
 // pruneStatus drops status entries of components and tests no longer in
-// the spec, so status never describes something that is gone.
+// the spec, so status never describes something that is gone. Images are
+// dropped here too, not only when their component is next built: one
+// moved to another component whose old owner is blocked would otherwise
+// be counted twice against the status's total (the spec's 16).
 func pruneStatus(env *v1alpha1.DevEnvironment, p *plan.Plan) {
 	st := &env.Status
 	kept := st.Components[:0]
 	for _, c := range st.Components {
-		if _, ok := p.Components[c.Name]; ok {
+		if spec, ok := p.Components[c.Name]; ok {
+			c.Images = slices.DeleteFunc(c.Images, func(is v1alpha1.ImageStatus) bool {
+				return !slices.ContainsFunc(spec.Images, func(i v1alpha1.ImageSpec) bool { return i.Name == is.Name })
+			})
 			kept = append(kept, c)
 		}
 	}

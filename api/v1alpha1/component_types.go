@@ -193,7 +193,8 @@ type ImageSpec struct {
 	// +kubebuilder:validation:items:MaxLength=256
 	Cmd []string `json:"cmd,omitempty"`
 
-	// Env of the image config.
+	// Env of the image config. Counts towards the environment's 48 env
+	// entries.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -253,7 +254,8 @@ type BuildRun struct {
 	// {{ .Component }}, and may read images built by components earlier in
 	// the DAG: {{ (image "operator").Reference }} (repository@digest), and
 	// .Repository, .Digest, .Tag. Naming an image makes this component
-	// depend on the one that builds it.
+	// depend on the one that builds it. At most 96 command arguments in
+	// one environment (run steps and test suites together).
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
@@ -264,12 +266,22 @@ type BuildRun struct {
 	// Pod Security) with HOME=/home/devloop, GOOS, GOARCH and TARGETPLATFORM
 	// set for the platform being built, and DEVLOOP_REVISION and
 	// DEVLOOP_SHORT_REVISION; these entries come after and win. Values are
-	// templates, as in command (e.g. VERSION={{ .ShortRevision }}).
+	// templates, as in command (e.g. VERSION={{ .ShortRevision }}). At
+	// most 48 env entries in one environment (images' env, run steps' env
+	// and test suites' env together); envFrom takes the rest.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Env []EnvVar `json:"env,omitempty"`
+
+	// EnvFrom takes every key of ConfigMaps or Secrets in this namespace
+	// as variables of the builder container, for more variables than the
+	// environment's env budget holds. Env entries win over them. At most
+	// 16 envFrom entries in one environment.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty"`
 
 	// Outputs are directories of /workspace the run step produces that
 	// later components deploy — generated CRDs, RBAC, a bundle: each is
@@ -418,7 +430,9 @@ type HelmSpec struct {
 
 	// Values override the chart's defaults. Layering, last wins: chart
 	// defaults, valuesFiles (in order), values, valuesFrom (in order),
-	// imageValues.
+	// imageValues. All components' values together are at most 32 KiB of
+	// JSON (MaxHelmValues; more stalls the environment): larger values
+	// belong in valuesFrom.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -7,7 +7,8 @@ import (
 // DevEnvironmentStatus is what the operator observed and did. It follows
 // kstatus: Ready is always present; Reconciling and Stalled say whether work
 // is under way or cannot go on; observedGeneration says which spec they are
-// about.
+// about. Every string and list has a bound in the schema; free text is cut
+// to it by Bound before each write (status_bounds.go).
 type DevEnvironmentStatus struct {
 	// ObservedGeneration is the spec generation this status describes;
 	// 0 until the operator first reconciles the environment.
@@ -21,6 +22,7 @@ type DevEnvironmentStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(c, size(c.type) <= 64 && size(c.reason) <= 128 && size(c.message) <= 1024)",message="conditions: type at most 64 characters, reason 128, message 1024 (metav1.Condition allows 32768: devloop's status keeps to less)"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Sources: the resolved revision and digest of each source.
@@ -30,32 +32,50 @@ type DevEnvironmentStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Sources []SourceStatus `json:"sources,omitempty"`
 
-	// Components: phase, images and release of each component.
+	// Components: phase, images and release of each component. The lists
+	// that grow with the cluster have a total per environment
+	// (status_totals.go), as the spec's lists do.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.images) ? size(c.images) : 0).sum() <= 16",message="at most 16 images (components[].images) in one environment's status, as in its spec"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.inventory) ? size(c.inventory) : 0).sum() <= 256",message="at most 256 objects (components[].inventory) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.inventory) ? c.inventory.map(r, (has(r.group) ? size(r.group) : 0) + (has(r.version) ? size(r.version) : 0) + size(r.kind) + (has(r.namespace) ? size(r.namespace) : 0) + size(r.name)).sum() : 0).sum() <= 24576",message="at most 24576 characters of object names (components[].inventory: group, version, kind, namespace and name) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.release) && has(c.release.workloads) ? size(c.release.workloads) : 0).sum() <= 64",message="at most 64 workloads (components[].release.workloads) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.release) && has(c.release.workloads) ? c.release.workloads.map(r, (has(r.group) ? size(r.group) : 0) + (has(r.version) ? size(r.version) : 0) + size(r.kind) + (has(r.namespace) ? size(r.namespace) : 0) + size(r.name)).sum() : 0).sum() <= 8192",message="at most 8192 characters of workload names (components[].release.workloads) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.waitingFor) ? size(c.waitingFor) : 0).sum() <= 64",message="at most 64 waitingFor entries (components[].waitingFor) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(c, has(c.drift) ? size(c.drift) : 0).sum() <= 16",message="at most 16 drift lines (components[].drift) in one environment's status"
 	Components []ComponentStatus `json:"components,omitempty"`
 
-	// Tests: the recent runs of each suite.
+	// Tests: the recent runs of each suite. The history has a total per
+	// environment (status_totals.go): the oldest finished runs go first.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? size(t.runs) : 0).sum() <= 32",message="at most 32 test runs (tests[].runs) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.logTail) ? size(r.logTail) : 0).sum() : 0).sum() <= 16384",message="at most 16384 characters of log tails (tests[].runs[].logTail) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.results) ? (has(r.results.failures) ? size(r.results.failures) : 0) + (has(r.results.flaky) ? size(r.results.flaky) : 0) : 0).sum() : 0).sum() <= 32",message="at most 32 test names (tests[].runs[].results.failures and flaky) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.images) ? size(r.images) : 0).sum() : 0).sum() <= 96",message="at most 96 images under test (tests[].runs[].images) in one environment's status"
+	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.params) ? size(r.params) : 0).sum() : 0).sum() <= 32",message="at most 32 params (tests[].runs[].params) in one environment's status"
 	Tests []TestStatus `json:"tests,omitempty"`
 
 	// ComponentsReady is "<ready>/<total>", for `kubectl get`.
 	// +optional
+	// +kubebuilder:validation:MaxLength=16
 	ComponentsReady string `json:"componentsReady,omitempty"`
 
 	// LastTestResult is "<suite>: <result>" of the latest finished run, for
 	// `kubectl get`.
 	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	LastTestResult string `json:"lastTestResult,omitempty"`
 
 	// LastHandledTrigger is the last trigger annotation value acted upon;
 	// token triggers (suite@token) are handled once per token.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	LastHandledTrigger string `json:"lastHandledTrigger,omitempty"`
 
 	// LastHandledTriggerID identifies the last trigger request recorded:
@@ -92,12 +112,16 @@ type DevEnvironmentStatus struct {
 // SourceStatus is the resolved state of a source.
 type SourceStatus struct {
 	// Name of the source.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Revision resolved, e.g. main@sha1:<commit> or <tag>@sha256:<digest>.
+	// A Flux artifact's revision is cut to the bound.
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	Revision string `json:"revision,omitempty"`
 	// Digest of the fetched content.
 	// +optional
+	// +kubebuilder:validation:MaxLength=80
 	Digest string `json:"digest,omitempty"`
 	// LastFetchTime is when the content was last fetched.
 	// +optional
@@ -130,18 +154,25 @@ const (
 // ComponentStatus is the observed state of a component.
 type ComponentStatus struct {
 	// Name of the component.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Phase of the component.
 	// +optional
 	Phase ComponentPhase `json:"phase,omitempty"`
-	// Message says why the component is in its phase, e.g. what it waits for.
+	// Message says why the component is in its phase, e.g. what it waits
+	// for; cut to MaxComponentMessage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
-	// WaitingFor lists the dependencies that are not Ready yet.
+	// WaitingFor lists the dependencies that are not Ready yet (explicit
+	// and implicit: any other component).
 	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
 	WaitingFor []string `json:"waitingFor,omitempty"`
-	// Images built for the component.
+	// Images built for the component, one per images[] entry of its spec.
 	// +optional
+	// +kubebuilder:validation:MaxItems=8
 	Images []ImageStatus `json:"images,omitempty"`
 	// Release is the Helm release of the component.
 	// +optional
@@ -192,15 +223,20 @@ type ObjectRef struct {
 // ImageStatus is the last image built and pushed.
 type ImageStatus struct {
 	// Name of the image in the spec.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// Repository the image was pushed to.
+	// Repository the image was pushed to: registry.prefix (at most 200)
+	// and the image's name.
 	// +optional
+	// +kubebuilder:validation:MaxLength=300
 	Repository string `json:"repository,omitempty"`
 	// Digest of the image (or index).
 	// +optional
+	// +kubebuilder:validation:MaxLength=80
 	Digest string `json:"digest,omitempty"`
 	// ContentHash of the image's inputs; unchanged inputs build nothing.
 	// +optional
+	// +kubebuilder:validation:MaxLength=80
 	ContentHash string `json:"contentHash,omitempty"`
 	// Tags pushed, all naming Digest.
 	// +optional
@@ -256,7 +292,7 @@ type ImageStatus struct {
 	// updated (a path outside liveUpdate.paths, the image config, a sync
 	// that failed on a pod), or what a live update reached.
 	// +optional
-	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MaxLength=256
 	UpdateReason string `json:"updateReason,omitempty"`
 }
 
@@ -264,6 +300,7 @@ type ImageStatus struct {
 // the directory as one tar layer, like what kubectl devloop push writes.
 type OutputStatus struct {
 	// Name of the output.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Repository the artifact was pushed to.
 	// +kubebuilder:validation:MaxLength=300
@@ -274,6 +311,7 @@ type OutputStatus struct {
 }
 
 // BuildResult is the outcome of a builder Job.
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed
 type BuildResult string
 
 const (
@@ -289,6 +327,7 @@ type BuildStatus struct {
 	// Job is the builder Job's name, in the environment's namespace, or
 	// the warm builder pod's (run.keepWarm), whose build container's log
 	// holds the build's output from StartTime on.
+	// +kubebuilder:validation:MaxLength=63
 	Job string `json:"job"`
 	// Result of the Job.
 	Result BuildResult `json:"result"`
@@ -296,9 +335,9 @@ type BuildStatus struct {
 	// +optional
 	ExitCode *int32 `json:"exitCode,omitempty"`
 	// LogTail is the end of the build's output: brought up to date while
-	// it runs, and as it failed.
+	// it runs, and as it failed; at most MaxBuildLogTail bytes.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	LogTail string `json:"logTail,omitempty"`
 	// StartTime and CompletionTime of the Job.
 	// +optional
@@ -310,14 +349,18 @@ type BuildStatus struct {
 // ReleaseStatus is the state of a Helm release.
 type ReleaseStatus struct {
 	// Name of the release.
+	// +kubebuilder:validation:MaxLength=53
 	Name string `json:"name"`
 	// Namespace of the release.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 	// Revision of the release.
 	// +optional
 	Revision int `json:"revision,omitempty"`
-	// Status of the release as Helm reports it.
+	// Status of the release as Helm reports it, e.g. deployed or
+	// pending-upgrade.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	Status string `json:"status,omitempty"`
 	// Failures counts the reconciles in a row that failed to bring the
 	// release to the same chart and values; at the operator's limit the
@@ -337,6 +380,10 @@ type ReleaseStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	Workloads []ObjectRef `json:"workloads,omitempty"`
+	// MoreWorkloads counts the release's workloads left out of Workloads:
+	// the environment's status holds at most MaxWorkloads of them.
+	// +optional
+	MoreWorkloads int32 `json:"moreWorkloads,omitempty"`
 }
 
 // TestResult is the outcome of a test run.
@@ -357,9 +404,12 @@ const (
 // TestStatus is the state of a test suite.
 type TestStatus struct {
 	// Name of the suite.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// Message says why the suite waits, if it does.
+	// Message says why the suite waits, if it does; cut to
+	// MaxTestMessage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 	// DigestSet is the hash of the image digests of the components an
 	// OnChange suite depends on when it last ran: the suite runs again only
@@ -369,7 +419,8 @@ type TestStatus struct {
 	DigestSet string `json:"digestSet,omitempty"`
 	// Runs are the most recent runs, newest first: historyLimit of them,
 	// and more only while unfinished runs (one running, one queued) exceed
-	// it.
+	// it; fewer once the environment holds MaxRuns (the oldest finished
+	// runs of any suite are dropped first).
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	Runs []TestRun `json:"runs,omitempty"`
@@ -379,8 +430,10 @@ type TestStatus struct {
 type TestRun struct {
 	// Number of the run, counting from 1 per suite.
 	Number int64 `json:"number"`
-	// Trigger that started the run (the annotation value, or OnChange).
+	// Trigger that started the run (the annotation value, or OnChange),
+	// cut to MaxRunTrigger.
 	// +optional
+	// +kubebuilder:validation:MaxLength=300
 	Trigger string `json:"trigger,omitempty"`
 	// Result of the run.
 	// +optional
@@ -396,10 +449,12 @@ type TestRun struct {
 	ExitCode *int32 `json:"exitCode,omitempty"`
 	// JobName of the run's Job.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	JobName string `json:"jobName,omitempty"`
 	// Images under test, name to digest.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 80)",message="images maps image names (at most 63 characters) to digests (at most 80)"
 	Images map[string]string `json:"images,omitempty"`
 	// LogTail is the end of the test container's log, at most 4 KiB for
 	// the newest runs and shorter for older ones, so status stays small.
@@ -407,9 +462,10 @@ type TestRun struct {
 	// +kubebuilder:validation:MaxLength=4096
 	LogTail string `json:"logTail,omitempty"`
 	// Message says why the run ended as it did when the log does not (it
-	// could not start, it was cancelled) or what a queued run waits for.
+	// could not start, it was cancelled) or what a queued run waits for;
+	// cut to MaxRunMessage.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 	// Requests is how many trigger requests this run answers: requests for
 	// a suite that already has a queued run join that run.

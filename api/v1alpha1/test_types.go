@@ -46,19 +46,31 @@ type TestSuite struct {
 	// +kubebuilder:validation:MaxLength=63
 	Source string `json:"source,omitempty"`
 
-	// Command run in /workspace.
+	// Command run in /workspace. At most 96 command arguments in one
+	// environment (run steps and test suites together).
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=512
 	Command []string `json:"command"`
 
-	// Env of the test container, e.g. E2E_FOCUS.
+	// Env of the test container, e.g. E2E_FOCUS. At most 48 env entries
+	// in one environment (images' env, run steps' env and test suites'
+	// env together); envFrom takes the rest.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Env []EnvVar `json:"env,omitempty"`
+
+	// EnvFrom takes every key of ConfigMaps or Secrets in this namespace
+	// as variables of the test container, for more variables than the
+	// environment's env budget holds (a suite's whole configuration, say).
+	// Env entries and params win over them. At most 16 envFrom entries in
+	// one environment.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty"`
 
 	// DependsOn names components that must be Ready, and suites that must
 	// have passed, before this suite runs; until then it is Pending with the

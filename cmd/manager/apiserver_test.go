@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -30,7 +28,7 @@ import (
 // shared by the package's tests; the flag tests need none.
 var (
 	apiOnce     sync.Once
-	apiEnv      *envtest.Environment
+	apiEnv      *testenv.Env
 	apiAdmin    client.Client
 	apiOperator *rest.Config
 	apiErr      error
@@ -58,14 +56,12 @@ func apiServer(t *testing.T) (client.Client, *rest.Config) {
 	t.Helper()
 	apiOnce.Do(func() {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-		if apiEnv, apiErr = testenv.Start(); apiErr != nil {
+		if apiEnv, apiErr = testenv.StartEnv(); apiErr != nil {
 			return
 		}
-		if apiAdmin, apiErr = client.New(apiEnv.Config, client.Options{Scheme: testenv.Scheme()}); apiErr != nil {
-			return
-		}
+		apiAdmin = apiEnv.Client
 		ctx := context.Background()
-		if apiOperator, apiErr = testenv.OperatorConfig(ctx, apiEnv, apiAdmin); apiErr != nil {
+		if apiOperator, apiErr = testenv.OperatorConfig(ctx, apiEnv.Environment, apiAdmin); apiErr != nil {
 			return
 		}
 		apiErr = grantLeaderElection(ctx, apiAdmin)
@@ -121,13 +117,6 @@ func startManager(t *testing.T, cfg *rest.Config, args ...string) ctrl.Manager {
 		}
 	})
 	return mgr
-}
-
-func newTestNamespace(t *testing.T, admin client.Client, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	NewWithT(t).Expect(admin.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
 }
 
 // statusWrites records the DevEnvironment status writes one operator

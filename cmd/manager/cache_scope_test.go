@@ -16,6 +16,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	devmetrics "github.com/devloop-dev/devloop/internal/metrics"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // TestCacheHoldsOnlyWhatDevloopOwns starts the operator as main does and
@@ -33,7 +34,7 @@ func TestCacheHoldsOnlyWhatDevloopOwns(t *testing.T) {
 	admin, operator := apiServer(t)
 	mgr := startManager(t, operator)
 
-	unrelated := newTestNamespace(t, admin, "unrelated-")
+	unrelated := testenv.Namespace(t, admin, "unrelated-")
 	for i := 0; i < 200; i++ {
 		labels := map[string]string{"app": "someone-else"}
 		if i < 20 {
@@ -46,7 +47,7 @@ func TestCacheHoldsOnlyWhatDevloopOwns(t *testing.T) {
 			StringData: map[string]string{"token": "not devloop's"}})).To(Succeed())
 	}
 
-	ns := newTestNamespace(t, admin, "owned-")
+	ns := testenv.Namespace(t, admin, "owned-")
 	builder := unrelatedJob(ns, "api-builder", map[string]string{v1alpha1.LabelEnvironment: "api", v1alpha1.LabelRole: v1alpha1.RoleBuild})
 	tests := unrelatedJob(ns, "api-unit-1", map[string]string{v1alpha1.LabelEnvironment: "api", v1alpha1.LabelRole: v1alpha1.RoleTest})
 	g.Expect(admin.Create(ctx, builder)).To(Succeed())

@@ -62,7 +62,7 @@ func TestShardsReconcileOnlyTheirEnvironments(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	admin, operator := apiServer(t)
-	ns := newTestNamespace(t, admin, "shards-")
+	ns := testenv.Namespace(t, admin, "shards-")
 
 	var shard1Writes, mainWrites statusWrites
 	leaderArgs := []string{"--leader-elect", "--leader-election-namespace=" + testenv.OperatorNamespace}

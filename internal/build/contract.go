@@ -14,9 +14,9 @@ type sessionKey struct{}
 
 // sessionFor is this reconcile's builds of req.Env, made on first use and
 // shared by every component: the registry client is made once.
-func (e *Engine) sessionFor(req engine.Request) *Session {
-	return engine.Shared(req.Pass, sessionKey{}, func() *Session {
-		return &Session{e: e, env: req.Env, tenant: req.Tenant, sources: req.Sources}
+func (e *Engine) sessionFor(req engine.Request) *imageBuilds {
+	return engine.Shared(req.Pass, sessionKey{}, func() *imageBuilds {
+		return &imageBuilds{e: e, env: req.Env, tenant: req.Tenant, sources: req.Sources}
 	})
 }
 

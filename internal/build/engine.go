@@ -116,10 +116,10 @@ func (e *Engine) warmBuilds() *warmBuilds {
 	return e.warm
 }
 
-// Session is one reconcile's builds of one environment (sessionFor): the
+// imageBuilds is one reconcile's builds of one environment (sessionFor): the
 // registry client (and its credentials) is made once and only when a
 // registry must be asked, so a no-op reconcile does neither.
-type Session struct {
+type imageBuilds struct {
 	e       *Engine
 	env     *v1alpha1.DevEnvironment
 	tenant  *identity.Tenant
@@ -140,7 +140,7 @@ type Session struct {
 // returns false and what it waits for while a builder runs. Errors are
 // fault-classified: Stalled (reason BuildFailed, InvalidSpec, Forbidden)
 // until the spec changes, Unavailable while the registry is down.
-func (s *Session) buildImages(ctx context.Context, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
+func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
 	done := true
 	var message string
 	for i := range c.Images {
@@ -160,7 +160,7 @@ func (s *Session) buildImages(ctx context.Context, c *v1alpha1.Component, st *v1
 
 // buildImage builds one image if its inputs changed since its digest was
 // pushed.
-func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, string, error) {
+func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, string, error) {
 	var ref source.Ref
 	if img.Source != "" {
 		var ok bool
@@ -265,7 +265,7 @@ func (s *Session) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1
 // stillPushed checks, at most once per verify interval, that the registry
 // still holds an image built from unchanged inputs and its tags, so a wiped
 // registry heals instead of leaving ImagePullBackOff behind.
-func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
+func (s *imageBuilds) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
 	interval := s.e.Options.VerifyInterval
 	if interval <= 0 {
 		interval = 5 * time.Minute
@@ -293,7 +293,7 @@ func (s *Session) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 // reportedMissing checks, after the registry lost an image, that the
 // platform image a builder reported is still there: false means it must
 // be built again.
-func (s *Session) reportedMissing(ctx context.Context, img *v1alpha1.ImageSpec, digest string) (bool, error) {
+func (s *imageBuilds) reportedMissing(ctx context.Context, img *v1alpha1.ImageSpec, digest string) (bool, error) {
 	b, err := s.registry(ctx)
 	if err != nil {
 		return false, err
@@ -330,7 +330,7 @@ func imageSpec(img *v1alpha1.ImageSpec, ref source.Ref, baseDigest string) image
 
 // registry is the environment's registry client, made once per reconcile
 // with the credentials of spec.registry.credentialsRef.
-func (s *Session) registry(ctx context.Context) (*image.Builder, error) {
+func (s *imageBuilds) registry(ctx context.Context) (*image.Builder, error) {
 	if s.builder != nil {
 		return s.builder, nil
 	}
@@ -388,7 +388,7 @@ func readDockerConfigSecret(ctx context.Context, tenant client.Reader, namespace
 
 // resolveBase returns the digest a base reference names, asking the
 // registry at most once per interval (or per reconcile request).
-func (s *Session) resolveBase(ctx context.Context, base string, insecure bool) (string, error) {
+func (s *imageBuilds) resolveBase(ctx context.Context, base string, insecure bool) (string, error) {
 	if base == "" {
 		return "", nil
 	}
@@ -482,7 +482,7 @@ type memoEntry struct {
 // recorded last): two environments pushing to one repository move each
 // other's tags, and a pod started from such a tag would run the other's
 // build.
-func (s *Session) reportMovedTags(image, previous string, res *image.Result) {
+func (s *imageBuilds) reportMovedTags(image, previous string, res *image.Result) {
 	if s.e.Events == nil {
 		return
 	}

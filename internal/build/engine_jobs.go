@@ -25,8 +25,9 @@ import (
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
-// logTailBytes bounds the log tail a failed build leaves in status.
-const logTailBytes = 2048
+// logTailBytes bounds the log tail a failed build leaves in status: the
+// schema's bound, so what is written is what the next reconcile compares.
+const logTailBytes = v1alpha1.MaxBuildLogTail
 
 // buildWithJobs runs an image's run step in one builder Job per platform.
 // The Jobs are named after the inputs, so the same inputs never run twice
@@ -35,7 +36,7 @@ const logTailBytes = 2048
 // missing says the registry lost the image built from these inputs: a
 // Job that reported a platform image the registry no longer holds is
 // replaced.
-func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	spec image.Spec, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*image.Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
@@ -119,7 +120,7 @@ func (s *Session) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, is
 
 // removeBuilderJob deletes a builder Job whose pushed image the registry
 // lost, so the next reconcile starts it again.
-func (s *Session) removeBuilderJob(ctx context.Context, job *batchv1.Job) error {
+func (s *imageBuilds) removeBuilderJob(ctx context.Context, job *batchv1.Job) error {
 	tenant, err := s.tenant.Client()
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func (e *Engine) needHelperImage(img *v1alpha1.ImageSpec) error {
 // publishBuilt tags the platform images builder pods pushed (an index for
 // several) and the outputs they pushed, and records the build as
 // succeeded.
-func (s *Session) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+func (s *imageBuilds) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	digests map[string]v1.Hash, outputs []image.OutputReport, tags *plan.TagTemplates) (*image.Result, error) {
 	b, err := s.registry(ctx)
 	if err != nil {
@@ -175,7 +176,7 @@ func markCompleted(b *v1alpha1.BuildStatus) {
 // startBuilderJob replaces the image's previous builder Job for this
 // platform with a new one. The previous one is kept until then so its logs
 // stay readable.
-func (s *Session) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, spec image.Spec, ref source.Ref, platform, jobName string) error {
+func (s *imageBuilds) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, spec image.Spec, ref source.Ref, platform, jobName string) error {
 	tenant, err := s.tenant.Client()
 	if err != nil {
 		return err
@@ -215,7 +216,7 @@ func (s *Session) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSpec, 
 
 // builderRequest is what a builder (Job or warm pod) named name needs to
 // build img for platform; it creates the image's cache claim.
-func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec,
+func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec,
 	spec image.Spec, ref source.Ref, platform, name string) (JobRequest, error) {
 	role := v1alpha1.RoleBuild
 	if img.Run.KeepWarm {
@@ -255,7 +256,7 @@ func (s *Session) builderRequest(ctx context.Context, tenant client.Client, img 
 
 // builderJobFailed records a failed build in status and stalls the
 // environment until the inputs change: the same inputs would fail again.
-func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, job *batchv1.Job, o JobOutcome) error {
+func (s *imageBuilds) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, job *batchv1.Job, o JobOutcome) error {
 	// The tail read while it ran may miss its last lines: read once more.
 	justEnded := ist.Build.Result == v1alpha1.BuildRunning
 	ist.Build.Result = v1alpha1.BuildFailed
@@ -284,7 +285,7 @@ func (s *Session) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec,
 
 // logTail reads the end of a builder container's log as the tenant when
 // LogsFor says how, or says why it cannot.
-func (s *Session) logTail(ctx context.Context, pod, container string) string {
+func (s *imageBuilds) logTail(ctx context.Context, pod, container string) string {
 	out := pods.TailFor(ctx, s.e.LogsFor, s.e.Logs, s.tenant, s.env.Namespace, pod, container, 40)
 	if len(out) > logTailBytes {
 		out = out[len(out)-logTailBytes:]
@@ -295,7 +296,7 @@ func (s *Session) logTail(ctx context.Context, pod, container string) string {
 // ensureCacheClaim creates the image's build cache claim once; it outlives
 // builds so the next build starts warm, and goes with the environment. A
 // claim of that name this environment did not create is never used.
-func (s *Session) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
+func (s *imageBuilds) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
 	name := CacheClaimName(s.env.Name, img.Name)
 	ok, err := pods.EnsureCacheClaim(ctx, tenant, s.env, pods.CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
 		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),

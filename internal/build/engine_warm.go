@@ -32,7 +32,7 @@ import (
 // environment's ServiceAccount, outside the reconcile (warmBuilds), which
 // it wakes when done; all three within run.timeout. It returns a result
 // once every platform image is pushed and tagged, nil meanwhile.
-func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
+func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	spec image.Spec, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*image.Result, string, error) {
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
@@ -147,7 +147,7 @@ func (s *Session) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v
 // no platform uses any more, or named by an earlier naming scheme: an idle
 // builder still holds the credentials. The operator lists (it may list
 // pods); the tenant deletes.
-func (s *Session) removeStaleWarmPods(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) error {
+func (s *imageBuilds) removeStaleWarmPods(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) error {
 	if s.e.APIReader == nil {
 		return nil
 	}

@@ -147,6 +147,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 						{
 							Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
 							WorkingDir: pods.WorkspaceDir, Env: env, VolumeMounts: buildMounts,
+							EnvFrom:                  v1alpha1.ContainerEnvFrom(req.Run.EnvFrom),
 							SecurityContext:          pods.RestrictedContainer(),
 							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						},
@@ -204,7 +205,7 @@ func platformEnv(req JobRequest) []corev1.EnvVar {
 
 // runEnv is what changes from build to build: the source revision as tags
 // render it (for version ldflags; the source has no .git), then the
-// spec's entries, rendered (Session.renderRun). A warm builder gets it
+// spec's entries, rendered (imageBuilds.renderRun). A warm builder gets it
 // with each build (WarmBuildSteps), so a new revision does not replace
 // the pod.
 func runEnv(req JobRequest) []corev1.EnvVar {

@@ -19,7 +19,7 @@ const runningTailInterval = 10 * time.Second
 // in status, at most every runningTailInterval: the end of its build
 // container's log, read as the tenant like a failed build's. A log that
 // cannot be read (not started yet, no kubelet) leaves the tail as it was.
-func (s *Session) refreshJobTail(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, jobPods []corev1.Pod) {
+func (s *imageBuilds) refreshJobTail(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, jobPods []corev1.Pod) {
 	s.next.RequeueWithin(runningTailInterval)
 	if len(jobPods) == 0 || (s.e.LogsFor == nil && s.e.Logs == nil) {
 		return

@@ -16,7 +16,7 @@ import (
 // each naming its field in the spec. An output whose repository is the
 // repository of an image of the environment is refused: both would push
 // there.
-func (s *Session) outputSpecs(img *v1alpha1.ImageSpec) ([]image.OutputSpec, error) {
+func (s *imageBuilds) outputSpecs(img *v1alpha1.ImageSpec) ([]image.OutputSpec, error) {
 	if img.Run == nil || len(img.Run.Outputs) == 0 {
 		return nil, nil
 	}
@@ -64,7 +64,7 @@ func outputsArgs(req JobRequest) ([]string, error) {
 // platform's builder packs outputs (builderRequest), so reports are that
 // one's. A declared output missing from the report is the builder's
 // failure: the same inputs would report the same.
-func (s *Session) recordOutputs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, reports []image.OutputReport, contentTag string) error {
+func (s *imageBuilds) recordOutputs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, reports []image.OutputReport, contentTag string) error {
 	if img.Run == nil || len(img.Run.Outputs) == 0 {
 		ist.Outputs = nil
 		return nil
@@ -99,7 +99,7 @@ func (s *Session) recordOutputs(ctx context.Context, img *v1alpha1.ImageSpec, is
 
 // outputsHeld says whether the registry still holds every output the
 // image's status records, each tagged with its content tag.
-func (s *Session) outputsHeld(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
+func (s *imageBuilds) outputsHeld(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
 	if img.Run == nil || len(img.Run.Outputs) == 0 {
 		return true, nil
 	}
@@ -122,7 +122,7 @@ func (s *Session) outputsHeld(ctx context.Context, img *v1alpha1.ImageSpec, ist 
 // reportGone says, after the registry lost an image or one of its
 // outputs, whether what a builder reported is gone too: the platform
 // image, or an output it pushed. Then it must be built again.
-func (s *Session) reportGone(ctx context.Context, img *v1alpha1.ImageSpec, report AssembleReport) (bool, error) {
+func (s *imageBuilds) reportGone(ctx context.Context, img *v1alpha1.ImageSpec, report AssembleReport) (bool, error) {
 	gone, err := s.reportedMissing(ctx, img, report.Digest)
 	if err != nil || gone || len(report.Outputs) == 0 {
 		return gone, err

@@ -28,7 +28,7 @@ import (
 //
 // The selection is content-addressed, so it is remembered per artifact
 // digest: a reconcile that saw the same artifact before hashes nothing.
-func (s *Session) sourceInputs(ctx context.Context, img *v1alpha1.ImageSpec, ref source.Ref) (string, error) {
+func (s *imageBuilds) sourceInputs(ctx context.Context, img *v1alpha1.ImageSpec, ref source.Ref) (string, error) {
 	if img.Source == "" || len(img.Paths) == 0 {
 		return ref.Key(), nil
 	}

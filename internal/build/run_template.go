@@ -17,7 +17,7 @@ import (
 //
 // The plan made the component depend on the components building the
 // images it reads, so they are Ready, and pushed, when this runs.
-func (s *Session) renderRun(img *v1alpha1.ImageSpec, tags *plan.TagTemplates) (*v1alpha1.ImageSpec, map[string]string, error) {
+func (s *imageBuilds) renderRun(img *v1alpha1.ImageSpec, tags *plan.TagTemplates) (*v1alpha1.ImageSpec, map[string]string, error) {
 	if img.Run == nil {
 		return img, nil, nil
 	}

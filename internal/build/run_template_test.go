@@ -40,7 +40,7 @@ func operatorEnv() *v1alpha1.DevEnvironment {
 func TestRenderRunForABuild(t *testing.T) {
 	g := NewWithT(t)
 	env := operatorEnv()
-	s := &Session{env: env}
+	s := &imageBuilds{env: env}
 	img := &env.Spec.Components[1].Images[0]
 	tags := plan.NewTagTemplates(nil, "bundle", img.Name, img.Source, "0123456789abcdef")
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
 
@@ -86,6 +87,9 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 		Name: ContainerWarm, Image: req.Run.Image,
 		Command:    []string{WarmHelper, "helper", "idle", "--build-log", WarmBuildLog},
 		WorkingDir: pods.WorkspaceDir, Env: platformEnv(req), VolumeMounts: mounts,
+		// Each build's process inherits the container's environment, so
+		// envFrom goes on the pod (a change replaces it, like any spec change).
+		EnvFrom:         v1alpha1.ContainerEnvFrom(req.Run.EnvFrom),
 		SecurityContext: pods.RestrictedContainer(),
 	}
 

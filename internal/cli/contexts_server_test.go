@@ -11,6 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // runWithKubeconfig runs the plugin with a kubeconfig of the test's own.
@@ -44,7 +46,7 @@ func writeKubeconfig(t *testing.T, edit func(c *clientcmdapi.Config)) string {
 func TestContextGuardChecksTheServer(t *testing.T) {
 	writeSettings(t, "")
 	t.Setenv(AllowedContextsEnv, contextName)
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 
 	host := strings.TrimSuffix(restConfig.Host, "/")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 func writeSettings(t *testing.T, content string) string {
@@ -76,7 +78,7 @@ func TestContextPolicyNamesABadFile(t *testing.T) {
 // touches the cluster.
 func TestCommandsRefuseContextsNotAllowed(t *testing.T) {
 	t.Setenv(AllowedContextsEnv, "kind-*")
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	for _, args := range [][]string{
 		{"status", "team"}, {"wait", "team"}, {"trigger", "team", "unit"}, {"cancel", "team", "unit"},

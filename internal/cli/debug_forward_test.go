@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 const (
@@ -66,14 +67,7 @@ func setPodReady(t *testing.T, ns, name string, ready bool) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
-	if err := k8s.Status().Update(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
+	testenv.MarkPodRunning(t, k8s, pod, ready)
 }
 
 // webImageStatus writes web's status as the operator would: the image
@@ -95,7 +89,7 @@ func webImageStatus(digest string, debug bool) func(env *v1alpha1.DevEnvironment
 // Ctrl-C. (envtest has no kubelet: the forward's connection to the pod
 // fails, and the line saying so names the target and the pod.)
 func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	rs := webDeployment(t, ns)
 	webPod(t, rs, "web-normal", normalDigest, true)
@@ -106,7 +100,7 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 	defer cancel()
 	var out, errOut syncBuffer
 	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "debug", "team", "web", "--port", strconv.Itoa(int(port)), "-n", ns)
-	eventually(t, "waiting for the debug build", func() bool {
+	waitUntil(t, "waiting for the debug build", func() bool {
 		return strings.Contains(out.String(), "waiting for the debug build of image web (component Ready)")
 	})
 	if got := getEnv(t, ns, "team").Annotations[v1alpha1.DebugAnnotation]; got != "web/web" {
@@ -115,11 +109,11 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 
 	// The debug build lands; the rollout's pod is not Ready yet.
 	playOperator(t, ns, "team", webImageStatus(debugDigest, true))
-	eventually(t, "waiting for a pod running it", func() bool {
+	waitUntil(t, "waiting for a pod running it", func() bool {
 		return strings.Contains(out.String(), "debug image web@222222222222 built; waiting for a Ready pod running it (none of its 1 pods runs it yet)")
 	})
 	webPod(t, rs, "web-debug", debugDigest, false)
-	eventually(t, "waiting for it to be Ready", func() bool {
+	waitUntil(t, "waiting for it to be Ready", func() bool {
 		return strings.Contains(out.String(), "waiting for a Ready pod running it (no Ready pod among its 1 pods (web-debug is not Ready))")
 	})
 	if strings.Contains(out.String(), "dlv connect") {
@@ -133,7 +127,7 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 		`"mode": "remote", "host": "127.0.0.1", "port": ` + strconv.Itoa(int(port)),
 		"dlv    " + local + " waiting: deploy/web:40000: connecting to pod web-debug",
 	} {
-		eventually(t, want, func() bool { return strings.Contains(out.String(), want) })
+		waitUntil(t, want, func() bool { return strings.Contains(out.String(), want) })
 	}
 	// The port is open: a debugger's connection is accepted (and closed,
 	// with no kubelet behind it).
@@ -157,7 +151,7 @@ func TestDebugWaitsForTheDebugPodThenForwards(t *testing.T) {
 // times out says what it waited for; leaving debug mode while waiting
 // (another user's --off) ends the wait saying so.
 func TestDebugRefusesABusyPortBeforeWriting(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -179,11 +173,8 @@ func TestDebugRefusesABusyPortBeforeWriting(t *testing.T) {
 		t.Errorf("--timeout 1s without an operator: %s", r)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out, errOut syncBuffer
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "debug", "team", "api/server", "--port", strconv.Itoa(int(freePort(t))), "-n", ns)
-	eventually(t, "waiting for the debug build", func() bool { return strings.Contains(out.String(), "waiting for the debug build of image server") })
+	out, errOut, wait := pluginInBackground(t, testOptions(), "debug", "team", "api/server", "--port", strconv.Itoa(int(freePort(t))), "-n", ns)
+	waitUntil(t, "waiting for the debug build", func() bool { return strings.Contains(out.String(), "waiting for the debug build of image server") })
 	if r := plugin(t, "debug", "team", "api/server", "--off", "-n", ns); r.code != 0 {
 		t.Fatal(r)
 	}
@@ -195,7 +186,7 @@ func TestDebugRefusesABusyPortBeforeWriting(t *testing.T) {
 // TestStatusShowsDebugImages: status marks an image whose digest is a
 // debug build.
 func TestStatusShowsDebugImages(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	playOperator(t, ns, "team", webImageStatus(debugDigest, true))
 	r := plugin(t, "status", "team", "-n", ns)

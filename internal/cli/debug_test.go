@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // debugSpec is teamSpec with web's image built by a run step and a
@@ -26,7 +27,7 @@ func debugSpec() v1alpha1.DevEnvironmentSpec {
 // component's only run-step image when IMAGE is left out) and says how
 // to attach (--no-forward: without waiting); debug again changes nothing; --off removes only its entry.
 func TestDebugWritesTheDebugAnnotation(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", debugSpec())
 	annotation := func() string { return getEnv(t, ns, "team").Annotations[v1alpha1.DebugAnnotation] }
 
@@ -61,25 +62,17 @@ func TestDebugWritesTheDebugAnnotation(t *testing.T) {
 // image without a run step and a component with several such images
 // and no IMAGE are refused naming the candidates; nothing is written.
 func TestDebugRefusesWhatHasNoRunStep(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	spec := debugSpec()
 	spec.Components[1].Images[0].Run = nil
 	createEnv(t, ns, "team", spec)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	expectRefusals(t, ns, []refusal{
 		{[]string{"debug", "team", "nope"}, `devenvironment/team has no component "nope"`},
 		{[]string{"debug", "team", "web"}, "component web: say which image, COMPONENT/IMAGE: it has no image with a run step (images[].run)"},
 		{[]string{"debug", "team", "api"}, "component api: say which image, COMPONENT/IMAGE: its images with a run step are server, migrate"},
 		{[]string{"debug", "team", "api/web"}, `component api has no image "web" with a run step: its images with a run step are server, migrate`},
 		{[]string{"debug", "team"}, "want ENV and COMPONENT[/IMAGE]"},
-	} {
-		r := plugin(t, append(tc.args, "-n", ns)...)
-		if r.code == 0 || !strings.Contains(r.err, tc.want) {
-			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
-		}
-	}
+	})
 	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.DebugAnnotation]; ok {
 		t.Fatal("a refused debug wrote the annotation")
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"archive/tar"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // isolateGitConfig points git's user configuration at an empty directory.
@@ -30,8 +30,7 @@ func isolateGitConfig(t *testing.T) (home, xdg string) {
 // not empty it.
 func TestIgnoreFilesAboveThePushedDirectory(t *testing.T) {
 	home, xdg := isolateGitConfig(t)
-	repo := t.TempDir()
-	writeFiles(t, repo, map[string]string{
+	repo := testfiles.Tree(t, map[string]string{
 		".git/HEAD":         "ref: refs/heads/main\n",
 		".git/info/exclude": "notes.txt\n",
 		".gitignore":        "*.env\nbin/\n",
@@ -45,7 +44,7 @@ func TestIgnoreFilesAboveThePushedDirectory(t *testing.T) {
 		"proj/bin/x.swp":           "",
 		"proj/bin/y.bak":           "",
 	})
-	writeFiles(t, xdg, map[string]string{"git/ignore": "*.swp\n"})
+	testfiles.Write(t, xdg, map[string]string{"git/ignore": "*.swp\n"})
 	dir := filepath.Join(repo, "proj", "bin")
 	want := []string{"keep.txt", "manager", "y.bak"}
 	if got := packedFiles(t, dir); !slices.Equal(got, want) {
@@ -53,7 +52,7 @@ func TestIgnoreFilesAboveThePushedDirectory(t *testing.T) {
 	}
 
 	// core.excludesFile replaces the default global file.
-	writeFiles(t, home, map[string]string{".gitconfig": "[core]\n\texcludesfile = ~/my-ignore\n", "my-ignore": "*.bak\n"})
+	testfiles.Write(t, home, map[string]string{".gitconfig": "[core]\n\texcludesfile = ~/my-ignore\n", "my-ignore": "*.bak\n"})
 	want = []string{"keep.txt", "manager", "x.swp"}
 	if got := packedFiles(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("with core.excludesFile: kept %v, want %v", got, want)
@@ -86,10 +85,8 @@ func TestIgnoreFilesAboveThePushedDirectory(t *testing.T) {
 // A worktree's .git file leads to the repository's info/exclude.
 func TestIgnoreInfoExcludeOfAWorktree(t *testing.T) {
 	isolateGitConfig(t)
-	main := t.TempDir()
-	writeFiles(t, main, map[string]string{".git/info/exclude": "local.txt\n", ".git/worktrees/wt/commondir": "../..\n"})
-	wt := t.TempDir()
-	writeFiles(t, wt, map[string]string{
+	main := testfiles.Tree(t, map[string]string{".git/info/exclude": "local.txt\n", ".git/worktrees/wt/commondir": "../..\n"})
+	wt := testfiles.Tree(t, map[string]string{
 		".git":          "gitdir: " + filepath.Join(main, ".git", "worktrees", "wt") + "\n",
 		"app/local.txt": "", "app/main.go": "",
 	})
@@ -102,8 +99,7 @@ func TestIgnoreInfoExcludeOfAWorktree(t *testing.T) {
 // says what to do, whichever way the push packs.
 func TestPushRefusesAbsoluteSymlinks(t *testing.T) {
 	isolateGitConfig(t)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"main.go": ""})
+	dir := testfiles.Tree(t, map[string]string{"main.go": ""})
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
 		t.Fatal(err)
 	}
@@ -128,24 +124,11 @@ func imageFiles(t *testing.T, img v1.Image) []string {
 	}
 	var files []string
 	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Typeflag == tar.TypeReg {
-				files = append(files, strings.TrimPrefix(h.Name, "./"))
+		for _, e := range testfiles.LayerEntries(t, l) {
+			if e.Typeflag == tar.TypeReg {
+				files = append(files, strings.TrimPrefix(e.Name, "./"))
 			}
 		}
-		_ = rc.Close()
 	}
 	return files
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // packedFiles packs dir with its ignore files and lists the entries.
@@ -83,7 +84,7 @@ func TestIgnoreRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, c.files)
+			testfiles.Write(t, dir, c.files)
 			if got := packedFiles(t, dir); !slices.Equal(got, c.want) {
 				t.Fatalf("kept %v, want %v", got, c.want)
 			}
@@ -94,8 +95,7 @@ func TestIgnoreRules(t *testing.T) {
 // Ignored files do not change the digest, and neither do modification
 // times; a kept file does.
 func TestPushDigestStableUnderIgnoredChangesAndTimes(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{".gitignore": "*.log\n", "main.go": "package main", "run.log": "1"})
+	dir := testfiles.Tree(t, map[string]string{".gitignore": "*.log\n", "main.go": "package main", "run.log": "1"})
 	digest := func() string {
 		m, err := loadIgnore(dir)
 		if err != nil {
@@ -112,7 +112,7 @@ func TestPushDigestStableUnderIgnoredChangesAndTimes(t *testing.T) {
 		return d.String()
 	}
 	first := digest()
-	writeFiles(t, dir, map[string]string{"run.log": "2, much longer"})
+	testfiles.Write(t, dir, map[string]string{"run.log": "2, much longer"})
 	later := time.Now().Add(2 * time.Hour)
 	for _, p := range []string{"main.go", ".gitignore", "."} {
 		if err := os.Chtimes(filepath.Join(dir, p), later, later); err != nil {
@@ -122,7 +122,7 @@ func TestPushDigestStableUnderIgnoredChangesAndTimes(t *testing.T) {
 	if d := digest(); d != first {
 		t.Fatalf("digest moved with an ignored file or mtimes: %s -> %s", first, d)
 	}
-	writeFiles(t, dir, map[string]string{"main.go": "package main // changed"})
+	testfiles.Write(t, dir, map[string]string{"main.go": "package main // changed"})
 	if d := digest(); d == first {
 		t.Fatal("digest did not move with a kept file")
 	}

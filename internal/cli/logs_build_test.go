@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // liveLogs stands in for the kubelet serving a container that runs on, as
@@ -59,7 +60,7 @@ func warmSpec() v1alpha1.DevEnvironmentSpec {
 // it, and ends when status says the build ended, saying how; status names
 // the warm builder as such, with the build's last line of output.
 func TestLogsOfAWarmBuildFollowItUntilItEnds(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", warmSpec())
 
 	// Before the build starts: a plain read says so; --follow waits.
@@ -70,11 +71,8 @@ func TestLogsOfAWarmBuildFollowItUntilItEnds(t *testing.T) {
 	logs := &liveLogs{}
 	opts := testOptions()
 	opts.Logs = logs
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, opts, "logs", "team", "web/web", "-f", "-n", ns)
-	eventually(t, "the wait for the build", func() bool { return strings.Contains(errOut.String(), "waiting for the pods of build of web/web") })
+	out, errOut, wait := pluginInBackground(t, opts, "logs", "team", "web/web", "-f", "-n", ns)
+	waitUntil(t, "the wait for the build", func() bool { return strings.Contains(errOut.String(), "waiting for the pods of build of web/web") })
 
 	// The build starts in the warm builder.
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
@@ -84,7 +82,7 @@ func TestLogsOfAWarmBuildFollowItUntilItEnds(t *testing.T) {
 			{Name: "web", Build: &v1alpha1.BuildStatus{Job: "team-web-amd64-warm", Result: v1alpha1.BuildRunning, StartTime: &started,
 				LogTail: "fetched source app\ncompiling pkg/scheduler"}}}}}
 	})
-	eventually(t, "the build's output", func() bool { return strings.Contains(out.String(), "compiling pkg/scheduler") })
+	waitUntil(t, "the build's output", func() bool { return strings.Contains(out.String(), "compiling pkg/scheduler") })
 
 	// Status, meanwhile, says where the build runs and how it goes.
 	st := plugin(t, "status", "team", "-n", ns)

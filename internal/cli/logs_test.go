@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // fakeLogs stands in for the kubelet, which envtest has not: every
@@ -38,12 +38,10 @@ func (f *fakeLogs) Stream(_ context.Context, ns, pod string, o *corev1.PodLogOpt
 
 func logsPlugin(t *testing.T, logs *fakeLogs, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	opts := testOptions()
 	opts.Logs = logs
-	var out, errOut syncBuffer
-	code := startPlugin(ctx, nil, &out, &errOut, opts, args...)()
+	out, errOut, wait := pluginInBackground(t, opts, args...)
+	code := wait()
 	return result{out: out.String(), err: errOut.String(), code: code}
 }
 
@@ -83,7 +81,7 @@ func jobPod(j *batchv1.Job, name string) *corev1.Pod {
 }
 
 func TestLogsOfAComponentFindsThePodsOfItsWorkloads(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	labels := map[string]string{"app": "web"}
 	create(t,
@@ -121,7 +119,7 @@ func TestLogsOfAComponentFindsThePodsOfItsWorkloads(t *testing.T) {
 // A Helm component's pods are found through the workloads of its release,
 // as the operator records them in status.
 func TestLogsOfAHelmComponentFromItsRelease(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	labels := map[string]string{"app": "helm-web"}
 	create(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.StatefulSetSpec{
@@ -147,7 +145,7 @@ func TestLogsOfAHelmComponentFromItsRelease(t *testing.T) {
 // chart whose pods an operator it installs makes) falls back to the pods
 // labelled with the release's name.
 func TestLogsOfAHelmComponentFallBackToTheInstanceLabel(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	create(t, pod(ns, "web-0", map[string]string{helmInstanceLabel: "web"}, "web"))
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
@@ -161,7 +159,7 @@ func TestLogsOfAHelmComponentFallBackToTheInstanceLabel(t *testing.T) {
 }
 
 func TestLogsOfATestRunAndABuild(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	unit1, unit2, build := job(t, ns, "unit-1"), job(t, ns, "unit-2"), job(t, ns, "web-build-1")
 	create(t, jobPod(unit1, "unit-1-x"), jobPod(unit2, "unit-2-x"), jobPod(build, "web-build-1-x"))
@@ -206,7 +204,7 @@ func TestLogsOfATestRunAndABuild(t *testing.T) {
 }
 
 func TestLogsFollowWaitsForTheRunsPod(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	j := job(t, ns, "e2e-1")
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
@@ -215,11 +213,8 @@ func TestLogsFollowWaitsForTheRunsPod(t *testing.T) {
 	logs := &fakeLogs{}
 	opts := testOptions()
 	opts.Logs = logs
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, opts, "logs", "team", "e2e", "-f", "-n", ns)
-	eventually(t, "the wait for the pod", func() bool { return strings.Contains(errOut.String(), "waiting for the pods of e2e #1") })
+	out, errOut, wait := pluginInBackground(t, opts, "logs", "team", "e2e", "-f", "-n", ns)
+	waitUntil(t, "the wait for the pod", func() bool { return strings.Contains(errOut.String(), "waiting for the pods of e2e #1") })
 	create(t, jobPod(j, "e2e-1-x"))
 	if code := wait(); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // createPod creates a pod labelled app=APP with one container port (name
@@ -30,14 +31,7 @@ func createPod(t *testing.T, ns, name, app, portName string, port int32, ready b
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
-	if err := k8s.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	testenv.MarkPodRunning(t, k8s, pod, ready)
 }
 
 func createService(t *testing.T, ns, name, app string, port int32, target intstr.IntOrString) {
@@ -62,7 +56,7 @@ func resolveTarget(t *testing.T, ns, target string) (resolvedTarget, error) {
 }
 
 func TestPortForwardResolvesServiceNamedTargetPort(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createService(t, ns, "grafana", "grafana", 80, intstr.FromString("web"))
 	createPod(t, ns, "grafana-ready", "grafana", "web", 3000, true)
 	createPod(t, ns, "grafana-starting", "grafana", "web", 3000, false)
@@ -83,7 +77,7 @@ func TestPortForwardResolvesServiceNamedTargetPort(t *testing.T) {
 }
 
 func TestPortForwardResolvesDeploymentToReadyPod(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	labels := map[string]string{"app": "api"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
@@ -116,7 +110,7 @@ func TestPortForwardResolvesDeploymentToReadyPod(t *testing.T) {
 }
 
 func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createService(t, ns, "web", "web", 80, intstr.FromInt32(8080))
 	createPod(t, ns, "web-1", "web", "http", 8080, false)
 
@@ -137,7 +131,7 @@ func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
 	defer cancel()
 	var out, errOut syncBuffer
 	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "port-forward", "team", "-n", ns)
-	eventually(t, "the waiting line", func() bool {
+	waitUntil(t, "the waiting line", func() bool {
 		return strings.Contains(out.String(), "web    localhost:"+strconv.Itoa(int(port))+" waiting: svc/web:80 in namespace "+ns+": no Ready pod among its 1 pods (web-1 is not Ready)")
 	})
 	cancel()
@@ -147,7 +141,7 @@ func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
 }
 
 func TestPortForwardRefusesPortInUseAndUnknownComponents(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +182,7 @@ func freePort(t *testing.T) int32 {
 // that fails, which the watch survives) and stops them on q;
 // --port-forward=false leaves them alone.
 func TestPushWatchForwardsDeclaredPorts(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	port := freePort(t)
 	spec := teamSpec()
 	spec.Components[1].Ports = []v1alpha1.PortForward{{Name: "ui", Local: port, Target: "svc/web:80"}}
@@ -200,9 +194,9 @@ func TestPushWatchForwardsDeclaredPorts(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		exited := startPlugin(ctx, stdin, &out, &errOut, testOptions(), "push", t.TempDir(), "--env", "team", "--source", "app",
 			"--watch", "--port-forward="+strconv.FormatBool(forward), "-n", ns)
-		eventually(t, "watching", func() bool { return strings.Contains(out.String(), "watching ") })
+		waitUntil(t, "watching", func() bool { return strings.Contains(out.String(), "watching ") })
 		if forward {
-			eventually(t, "the forward's waiting line", func() bool { return strings.Contains(out.String(), waiting) })
+			waitUntil(t, "the forward's waiting line", func() bool { return strings.Contains(out.String(), waiting) })
 		}
 		if _, err := io.WriteString(typed, "q\n"); err != nil {
 			t.Fatal(err)

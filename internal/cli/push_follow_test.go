@@ -57,11 +57,11 @@ func TestRolloutCheck(t *testing.T) {
 		{name: "failed", set: phases(v1alpha1.PhaseFailed), done: true, err: "component web Failed: layer site missing"},
 		{name: "ready but retrying an error: phases may be stale", set: func(env *v1alpha1.DevEnvironment) {
 			phases(v1alpha1.PhaseReady)(env)
-			env.Status.Conditions = []metav1.Condition{condition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonWaiting, "registry answered 503")}
+			env.Status.Conditions = []metav1.Condition{operatorCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonWaiting, "registry answered 503")}
 		}, stateHas: "retrying: registry answered 503"},
 		{name: "stalled", set: func(env *v1alpha1.DevEnvironment) {
 			handled(env)
-			env.Status.Conditions = []metav1.Condition{condition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, "spec.components[1]: bad")}
+			env.Status.Conditions = []metav1.Condition{operatorCondition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec, "spec.components[1]: bad")}
 		}, done: true, err: "Stalled (InvalidSpec): spec.components[1]: bad"},
 		{name: "suspended", set: func(env *v1alpha1.DevEnvironment) { env.Spec.Suspend = true }, done: true, err: "suspended"},
 	}

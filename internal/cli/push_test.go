@@ -14,14 +14,13 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -30,20 +29,6 @@ var envCount atomic.Int64
 // uniqueName names an environment in the operator's shared namespace.
 func uniqueName(base string) string {
 	return fmt.Sprintf("%s-%d", base, envCount.Add(1))
-}
-
-// writeFiles writes files (slash paths) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // appTree is a source directory: manifests, a site for the image, and
@@ -56,8 +41,7 @@ func appTree(t *testing.T, page string) string {
 // environments in one namespace may not both apply one object (the second
 // would be refused, as it does not own it).
 func appTreeFor(t *testing.T, page, name string) string {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-config\ndata:\n  greeting: hello\n",
 		"site/index.html":    page,
 		".gitignore":         "*.log\n/tmp/\n",
@@ -212,27 +196,27 @@ func TestPushWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the first rollout", func() bool { return rollouts() == 1 && strings.Contains(out.String(), "watching ") })
+	waitUntil(t, "the first rollout", func() bool { return rollouts() == 1 && strings.Contains(out.String(), "watching ") })
 
-	writeFiles(t, dir, map[string]string{"site/index.html": "<h1>v2</h1>"})
-	eventually(t, "the rollout of the change", func() bool { return rollouts() == 2 })
+	testfiles.Write(t, dir, map[string]string{"site/index.html": "<h1>v2</h1>"})
+	waitUntil(t, "the rollout of the change", func() bool { return rollouts() == 2 })
 
 	// Ignored files change nothing.
-	writeFiles(t, dir, map[string]string{"debug.log": "more noise", "tmp/new": "y"})
+	testfiles.Write(t, dir, map[string]string{"debug.log": "more noise", "tmp/new": "y"})
 	time.Sleep(600 * time.Millisecond) // several debounce periods
 	if n := pushes(); n != 2 {
 		t.Fatalf("an ignored change was pushed (%d pushes):\n%s", n, out.String())
 	}
 
 	type_("p")
-	eventually(t, "pause", func() bool { return strings.Contains(out.String(), "paused") })
-	writeFiles(t, dir, map[string]string{"site/index.html": "<h1>v3</h1>"})
+	waitUntil(t, "pause", func() bool { return strings.Contains(out.String(), "paused") })
+	testfiles.Write(t, dir, map[string]string{"site/index.html": "<h1>v3</h1>"})
 	time.Sleep(600 * time.Millisecond)
 	if n := pushes(); n != 2 {
 		t.Fatalf("pushed while paused:\n%s", out.String())
 	}
 	type_("r")
-	eventually(t, "the change made while paused", func() bool { return rollouts() == 3 })
+	waitUntil(t, "the change made while paused", func() bool { return rollouts() == 3 })
 	type_("q")
 	if code := exited(); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
@@ -244,7 +228,7 @@ func TestPushWatch(t *testing.T) {
 // Sources push cannot write to are refused with what to do instead; no
 // operator or registry needed.
 func TestPushRefusesSourcesItCannotWrite(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	dir := t.TempDir()
 	for args, want := range map[string]string{
@@ -266,7 +250,7 @@ func TestPushRefusesSourcesItCannotWrite(t *testing.T) {
 // refused before anything is pushed.
 func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 	host := testregistry.Start(t)
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	spec := pushedSpec(host, "plain-src")
 	spec.Sources[0].OCI.Insecure = false
 	createEnv(t, ns, "plain", spec)
@@ -279,15 +263,7 @@ func TestPushRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 // artifactLayers are the layer descriptors of the artifact at ref.
 func artifactLayers(t *testing.T, ref string) []v1.Descriptor {
 	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := img.Manifest()
+	m, err := testregistry.Pull(t, ref).Manifest()
 	if err != nil || len(m.Layers) == 0 {
 		t.Fatalf("manifest %+v, %v: want layers", m, err)
 	}
@@ -300,7 +276,7 @@ func artifactLayers(t *testing.T, ref string) []v1.Descriptor {
 // gzips one layer of everything; a bad value is refused naming the flag.
 func TestPushCompression(t *testing.T) {
 	host := testregistry.Start(t)
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "packed", pushedSpec(host, "packed-src"))
 	dir := appTree(t, "x")
 	ref := host + "/packed-src:dev"

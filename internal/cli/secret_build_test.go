@@ -10,26 +10,35 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // parseSecret parses args as the secret command's flags.
 func parseSecret(t *testing.T, args ...string) *secretFlags {
 	t.Helper()
 	f := &secretFlags{}
-	fl := pflag.NewFlagSet("secret", pflag.ContinueOnError)
-	f.register(fl)
+	parseFlags(t, "secret", f.register, args...)
+	return f
+}
+
+// parseFlags parses args as the flags of the command name, which register
+// adds, and returns the flag set: its Args are the positional arguments.
+func parseFlags(t *testing.T, name string, register func(*pflag.FlagSet), args ...string) *pflag.FlagSet {
+	t.Helper()
+	fl := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	register(fl)
 	if err := fl.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return fl
 }
 
 // A generic Secret from literals, a named file, a directory and an env
 // file (comments skipped, a bare KEY read from the environment, values as
 // written).
 func TestGenericSecretFromLocalFiles(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"keys/private.pem": "PRIVATE",
 		"certs/ca.crt":     "CA",
 		"certs/tls.crt":    "CRT",
@@ -58,8 +67,7 @@ func TestGenericSecretFromLocalFiles(t *testing.T) {
 }
 
 func TestSecretFlagErrors(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"a": "x", "bad.env": "OK=1\nNOT_SET_ANYWHERE_42\n"})
+	dir := testfiles.Tree(t, map[string]string{"a": "x", "bad.env": "OK=1\nNOT_SET_ANYWHERE_42\n"})
 	cases := []struct {
 		name string
 		args []string
@@ -138,7 +146,7 @@ func TestDockerConfigSecret(t *testing.T) {
 	fakeHelper(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.json")
-	writeFiles(t, dir, map[string]string{"config.json": `{
+	testfiles.Write(t, dir, map[string]string{"config.json": `{
   "auths": {
     "https://plain.test/v1/": {"auth": "dXNlcjpwYXNz"},
     "helper.test:5000": {},
@@ -189,7 +197,7 @@ func TestDockerConfigSecret(t *testing.T) {
 	if want := "registry unknown.test: the credential helper docker-credential-fake failed: credentials not found"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
-	writeFiles(t, dir, map[string]string{"plain.json": `{"auths": {"a.test": {"auth": "YTpi"}}, "credHelpers": {"h.test": "fake"}}`})
+	testfiles.Write(t, dir, map[string]string{"plain.json": `{"auths": {"a.test": {"auth": "YTpi"}}, "credHelpers": {"h.test": "fake"}}`})
 	_, err = parseSecret(t, "--docker-config="+filepath.Join(dir, "plain.json"), "--registry", "unknown.test").build(ctx, "regcred", nil)
 	if want := "--registry unknown.test: " + filepath.Join(dir, "plain.json") + " has no credentials for it (it has a.test, h.test)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
@@ -197,7 +205,7 @@ func TestDockerConfigSecret(t *testing.T) {
 
 	// A helper that is not installed, and one that does not know the
 	// registry: both fail naming the registry and the helper.
-	writeFiles(t, dir, map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"absent.json":   `{"auths": {"helper.test:5000": {}}, "credsStore": "not-installed"}`,
 		"unknown.json":  `{"auths": {"unknown.test": {}}, "credsStore": "fake"}`,
 		"nohelper.json": `{"auths": {"empty.test": {}}}`,
@@ -220,8 +228,7 @@ func TestDockerConfigSecret(t *testing.T) {
 // dropped), and with a docker config: the explicit entry wins for its
 // registry. $DOCKER_CONFIG is where --docker-config looks by default.
 func TestDockerServerSecret(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"config.json": `{"auths": {"a.test": {"auth": "YTpi"}, "b.test": {"auth": "Yjpj"}}}`})
+	dir := testfiles.Tree(t, map[string]string{"config.json": `{"auths": {"a.test": {"auth": "YTpi"}, "b.test": {"auth": "Yjpj"}}}`})
 	t.Setenv("DOCKER_CONFIG", dir)
 	f := parseSecret(t, "--docker-config", "--docker-server", "b.test", "--docker-username", "ci", "--docker-password-stdin")
 	obj, err := f.build(context.Background(), "regcred", strings.NewReader("s3cret\n"))
@@ -262,11 +269,7 @@ func TestDockerConfigPathAfterASpace(t *testing.T) {
 	}
 	for _, c := range cases {
 		f := &secretFlags{}
-		fl := pflag.NewFlagSet("secret", pflag.ContinueOnError)
-		f.register(fl)
-		if err := fl.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
+		fl := parseFlags(t, "secret", f.register, c.args...)
 		env, name, err := f.positional(fl.Args())
 		if c.wantErrors {
 			if err == nil {

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // referencingSpec names a Secret or ConfigMap in every place a spec can:
@@ -76,7 +78,7 @@ func expectOutput(t *testing.T, r result, code int, stdout, stderr []string) {
 // nothing and asks nothing; a typo is warned about; a Secret's type is
 // never silently changed; no value is ever printed.
 func TestSecretCommand(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "gpu", referencingSpec())
 	// Every run is checked for the values it was given.
 	run := func(args ...string) result {
@@ -89,7 +91,7 @@ func TestSecretCommand(t *testing.T) {
 	}
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.json")
-	writeFiles(t, dir, map[string]string{"config.json": `{"auths": {"registry.test": {"auth": "ZGV2Omh1bnRlcjI="}}, "credsStore": "none-needed"}`})
+	testfiles.Write(t, dir, map[string]string{"config.json": `{"auths": {"registry.test": {"auth": "ZGV2Omh1bnRlcjI="}}, "credsStore": "none-needed"}`})
 
 	r := run("secret", "gpu", "regcred", "--docker-config", config)
 	expectOutput(t, r, 0, []string{
@@ -156,7 +158,7 @@ func TestSecretCommand(t *testing.T) {
 
 // A context that is not allowed is refused before anything is written.
 func TestSecretRefusesContextNotAllowed(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	t.Setenv(AllowedContextsEnv, "kind-*")
 	r := plugin(t, "secret", "gpu", "regcred", "--from-literal", "a=b", "-n", ns)
 	expectOutput(t, r, 1, nil, []string{"is not allowed"})
@@ -171,7 +173,7 @@ func TestSecretRefusesContextNotAllowed(t *testing.T) {
 // not write now is removed (server-side apply), one written by someone
 // else stays.
 func TestSettingsCommand(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "gpu", referencingSpec())
 	ctx := context.Background()
 

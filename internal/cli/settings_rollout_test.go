@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -45,8 +46,7 @@ func TestSettingsReachTheRelease(t *testing.T) {
 			ValuesFrom:  []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: settingsName, Optional: true}},
 		}}},
 	})
-	dir := t.TempDir()
-	writeFiles(t, dir, greeterChart)
+	dir := testfiles.Tree(t, greeterChart)
 
 	r := plugin(t, "push", dir, "--env", name, "--source", "app", "-n", ns)
 	if r.code != 0 || !strings.Contains(r.out, "Ready in") {
@@ -69,8 +69,8 @@ func TestSettingsReachTheRelease(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "asked devenvironment/"+name+" to reconcile") || r.err != "" {
 		t.Fatalf("settings:\n%s", r)
 	}
-	eventually(t, "the release to carry the setting", func() bool { return greeting() == "hello from my shell" })
-	eventually(t, "the environment to be Ready again", func() bool {
+	waitUntil(t, "the release to carry the setting", func() bool { return greeting() == "hello from my shell" })
+	waitUntil(t, "the environment to be Ready again", func() bool {
 		env := getEnv(t, ns, name)
 		return ready(env) && env.Status.LastHandledReconcileAt == env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	})

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // fakeEnv is a process environment for --set-env.
@@ -20,8 +21,7 @@ func fakeEnv(vars map[string]string) func(string) (string, bool) {
 // over its default, and the default is used when it is unset; an unset
 // variable without a default leaves what a file gave.
 func TestSettingsLayering(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"values.yaml":        "image: {registry: shared.test, tag: v1}\nreplicas: 1\nlist: [a, b]\nversion: 1.10\nbig: 12345678901234567890\n",
 		"tilt-settings.yaml": "image: {registry: mine.test}\nlist: [c]\nfeature: {enabled: false}\n",
 		"last.yaml":          "replicas: 3\n",
@@ -87,19 +87,14 @@ zip: "01234"
 func parseSettings(t *testing.T, args ...string) *settingsFlags {
 	t.Helper()
 	f := &settingsFlags{}
-	fl := pflag.NewFlagSet("settings", pflag.ContinueOnError)
-	f.register(fl)
-	if err := fl.Parse(args); err != nil {
-		t.Fatal(err)
-	}
+	parseFlags(t, "settings", f.register, args...)
 	return f
 }
 
 // Bad settings fail before anything is written, naming the flag and never
 // quoting a value.
 func TestSettingsErrors(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"list.yaml":   "- token-in-a-list\n",
 		"broken.yaml": "a: b\n  c: hunter2: x\n",
 	})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -30,8 +31,8 @@ func observedTeam(env *v1alpha1.DevEnvironment) {
 	env.Status = v1alpha1.DevEnvironmentStatus{
 		ObservedGeneration: env.Generation,
 		Conditions: []metav1.Condition{
-			condition(env, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
-			condition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
+			operatorCondition(env, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
+			operatorCondition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonBuildFailed, "component web: build failed: exit code 2"),
 		},
 		Sources: []v1alpha1.SourceStatus{{Name: "app", Revision: "dev@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}},
 		Components: []v1alpha1.ComponentStatus{
@@ -96,7 +97,7 @@ func TestStatusTreeColoursOnlyWhenAsked(t *testing.T) {
 // The status command against the API server: the tree, and the JSON view
 // in DAG order for scripts.
 func TestStatusCommand(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	playOperator(t, ns, "team", observedTeam)
 

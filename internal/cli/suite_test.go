@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -50,46 +50,34 @@ func runSuite(m *testing.M) int {
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
 	os.Unsetenv(AllowedContextsEnv)
 	os.Setenv("DOCKER_CONFIG", filepath.Join(tmp, "docker"))
+	return testenv.Run(m, func(env *testenv.Env) error {
+		testEnv = env.Environment
+		env.Cleanup(stopOperator)
+		return writeAdminKubeconfig(env.Environment, filepath.Join(tmp, "kubeconfig"))
+	})
+}
 
-	testEnv, err = testenv.Start()
+// writeAdminKubeconfig writes a kubeconfig for an admin user to path, as
+// a user's kubectl would have it, and connects the suite's client with it.
+func writeAdminKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		stopOperator()
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-		}
-	}()
-	user, err := testEnv.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	kubeconfig = filepath.Join(tmp, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
 	}
 	raw, err := clientcmd.Load(data)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	contextName = raw.CurrentContext
-	restConfig = user.Config()
+	kubeconfig, contextName, restConfig = path, raw.CurrentContext, user.Config()
 	k8s, err = client.New(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return err
 }
 
 // syncBuffer is a bytes.Buffer safe for the plugin's goroutines and the
@@ -137,6 +125,17 @@ func plugin(t *testing.T, args ...string) result {
 	return result{out: out.String(), err: errOut.String(), code: code}
 }
 
+// pluginInBackground runs `kubectl devloop ARGS` with opts in a goroutine
+// for at most a minute, for a test that acts while it runs: it returns
+// the output so far and a wait for the exit code.
+func pluginInBackground(t *testing.T, opts Options, args ...string) (out, errOut *syncBuffer, wait func() int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	return out, errOut, startPlugin(ctx, nil, out, errOut, opts, args...)
+}
+
 // startPlugin runs the plugin in a goroutine; the returned function waits
 // for its exit code.
 func startPlugin(ctx context.Context, in io.Reader, out, errOut io.Writer, opts Options, args ...string) func() int {
@@ -146,16 +145,6 @@ func startPlugin(ctx context.Context, in io.Reader, out, errOut io.Writer, opts 
 		done <- Run(ctx, append(args, "--kubeconfig", kubeconfig), streams, opts)
 	}()
 	return func() int { return <-done }
-}
-
-// newNamespace gives each test a namespace of its own.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cli-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 // createEnv creates an environment and reads it back (generation set).
@@ -189,13 +178,15 @@ func playOperator(t *testing.T, ns, name string, mutate func(env *v1alpha1.DevEn
 	t.Fatal("status update kept conflicting")
 }
 
-// condition is a condition of env's current generation.
-func condition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+// operatorCondition is a condition as the operator writes it: for env's
+// current generation, with its transition time now.
+func operatorCondition(env *v1alpha1.DevEnvironment, typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: env.Generation, LastTransitionTime: metav1.Now()}
 }
 
-// eventually polls cond until it holds or a minute passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitUntil polls cond until it holds, and fails the test when a minute
+// passes first; what says what was awaited.
+func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
@@ -203,6 +194,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// refusal is a command line the plugin must refuse, and what it must say.
+type refusal struct {
+	args []string
+	want string
+}
+
+// expectRefusals runs each command line in namespace ns and checks that
+// the plugin exits non-zero saying what it should on stderr.
+func expectRefusals(t *testing.T, ns string, refusals []refusal) {
+	t.Helper()
+	for _, tc := range refusals {
+		r := plugin(t, append(tc.args, "-n", ns)...)
+		if r.code == 0 || !strings.Contains(r.err, tc.want) {
+			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 		}
 	}
 	var requests int32
-	eventually(t, fmt.Sprintf("%d requests recorded", calls), func() bool {
+	waitUntil(t, fmt.Sprintf("%d requests recorded", calls), func() bool {
 		env := getEnv(t, ns, "concurrent")
 		if _, pending := env.Annotations[v1alpha1.TriggerPendingAnnotation]; pending || env.Annotations[v1alpha1.TriggerAnnotation] != "" {
 			return false

@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // paramsSpec is teamSpec with params on the e2e suite.
@@ -19,22 +18,19 @@ func paramsSpec() v1alpha1.DevEnvironmentSpec {
 }
 
 func TestTriggerWithParamsWritesThemAndFollowsThatRun(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", paramsSpec())
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "trigger", "team", "e2e", "--env", "E2E_FOCUS=Job|Pod, fast", "--env", "E2E_SKIP=Flaky", "-n", ns)
+	out, errOut, wait := pluginInBackground(t, testOptions(), "trigger", "team", "e2e", "--env", "E2E_FOCUS=Job|Pod, fast", "--env", "E2E_SKIP=Flaky", "-n", ns)
 
 	const value = "e2e(E2E_FOCUS=Job%7CPod%2C+fast;E2E_SKIP=Flaky)"
-	eventually(t, "the trigger with params", func() bool { return annotation(t, ns, "team") == value })
+	waitUntil(t, "the trigger with params", func() bool { return annotation(t, ns, "team") == value })
 	params := []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "Job|Pod, fast"}, {Name: "E2E_SKIP", Value: "Flaky"}}
 	consumeTrigger(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		// Someone else's run with other params, newer: not ours.
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultRunning, JobName: "e2e-1", Params: params})
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 2, Result: v1alpha1.ResultPending, Params: params[1:]})
 	})
-	eventually(t, "progress of the run with our params", func() bool { return strings.Contains(out.String(), "e2e #1 Running (job e2e-1)") })
+	waitUntil(t, "progress of the run with our params", func() bool { return strings.Contains(out.String(), "e2e #1 Running (job e2e-1)") })
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultPassed, ExitCode: ptr.To[int32](0), JobName: "e2e-1", Params: params})
 	})
@@ -48,7 +44,7 @@ func TestTriggerWithParamsWritesThemAndFollowsThatRun(t *testing.T) {
 }
 
 func TestTriggerRefusesUnknownParamsBeforeWriting(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", paramsSpec())
 	for flag, want := range map[string][]string{
 		"GOFLAGS=-v":     {"e2e", "suite e2e does not accept GOFLAGS", "Accepted params: E2E_FOCUS, E2E_SKIP"},

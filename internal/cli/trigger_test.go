@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // The operator side of triggers (issue 5) is not on this branch: these
@@ -59,31 +60,28 @@ func setRun(env *v1alpha1.DevEnvironment, suite string, r v1alpha1.TestRun) {
 }
 
 func TestTriggerFollowsTheNewRunsAndFailsIfOneFailed(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	// An earlier run that passed must not be taken for the new one.
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "unit", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultPassed, JobName: "unit-1"})
 	})
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "trigger", "team", "unit", "label:e2e", "-n", ns)
+	out, errOut, wait := pluginInBackground(t, testOptions(), "trigger", "team", "unit", "label:e2e", "-n", ns)
 
-	eventually(t, "the trigger annotation", func() bool { return annotation(t, ns, "team") == "unit,label:e2e" })
+	waitUntil(t, "the trigger annotation", func() bool { return annotation(t, ns, "team") == "unit,label:e2e" })
 	// The plugin prints the expanded list after it wrote the annotation.
-	eventually(t, "label:e2e expanded to its suites", func() bool { return strings.Contains(out.String(), "suites: unit, e2e, smoke") })
+	waitUntil(t, "label:e2e expanded to its suites", func() bool { return strings.Contains(out.String(), "suites: unit, e2e, smoke") })
 	consumeTrigger(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "unit", v1alpha1.TestRun{Number: 2, Result: v1alpha1.ResultPending})
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultRunning, JobName: "e2e-1"})
 		setRun(env, "smoke", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultRunning, JobName: "smoke-1"})
 	})
-	eventually(t, "progress of the runs", func() bool { return strings.Contains(out.String(), "e2e #1 Running (job e2e-1)") })
+	waitUntil(t, "progress of the runs", func() bool { return strings.Contains(out.String(), "e2e #1 Running (job e2e-1)") })
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "unit", v1alpha1.TestRun{Number: 2, Result: v1alpha1.ResultPassed, ExitCode: ptr.To[int32](0), JobName: "unit-2"})
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultPassed, ExitCode: ptr.To[int32](0), JobName: "e2e-1"})
 	})
-	eventually(t, "unit #2 Passed", func() bool { return strings.Contains(out.String(), "unit #2 Passed (exit 0)") })
+	waitUntil(t, "unit #2 Passed", func() bool { return strings.Contains(out.String(), "unit #2 Passed (exit 0)") })
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "smoke", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultFailed, ExitCode: ptr.To[int32](3), JobName: "smoke-1", LogTail: "checking /healthz\nFAIL: 503\n"})
 	})
@@ -98,7 +96,7 @@ func TestTriggerFollowsTheNewRunsAndFailsIfOneFailed(t *testing.T) {
 }
 
 func TestTriggerNeverClobbersAPendingTrigger(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	env := createEnv(t, ns, "team", teamSpec())
 	// Someone else's trigger, not consumed yet.
 	patched := env.DeepCopy()
@@ -106,12 +104,9 @@ func TestTriggerNeverClobbersAPendingTrigger(t *testing.T) {
 	if err := k8s.Patch(context.Background(), patched, client.MergeFrom(env)); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "trigger", "team", "e2e", "-n", ns)
+	out, errOut, wait := pluginInBackground(t, testOptions(), "trigger", "team", "e2e", "-n", ns)
 
-	eventually(t, "the plugin to say it waits", func() bool {
+	waitUntil(t, "the plugin to say it waits", func() bool {
 		return strings.Contains(out.String(), "trigger=unit is still pending")
 	})
 	time.Sleep(200 * time.Millisecond) // a few polls: it must still not write
@@ -121,7 +116,7 @@ func TestTriggerNeverClobbersAPendingTrigger(t *testing.T) {
 	consumeTrigger(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "unit", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultRunning})
 	})
-	eventually(t, "our trigger", func() bool { return annotation(t, ns, "team") == "e2e" })
+	waitUntil(t, "our trigger", func() bool { return annotation(t, ns, "team") == "e2e" })
 	consumeTrigger(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "e2e", v1alpha1.TestRun{Number: 1, Result: v1alpha1.ResultPassed, ExitCode: ptr.To[int32](0)})
 	})
@@ -134,7 +129,7 @@ func TestTriggerNeverClobbersAPendingTrigger(t *testing.T) {
 }
 
 func TestTriggerRefusesUnknownSuitesBeforeWriting(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 	for args, want := range map[string]string{
 		"nope":        `has no test suite "nope": its suites are unit, e2e, smoke`,
@@ -152,7 +147,7 @@ func TestTriggerRefusesUnknownSuitesBeforeWriting(t *testing.T) {
 }
 
 func TestCancelFollowsTheRunToCancelled(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", teamSpec())
 
 	r := plugin(t, "cancel", "team", "unit", "-n", ns)
@@ -163,11 +158,8 @@ func TestCancelFollowsTheRunToCancelled(t *testing.T) {
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "unit", v1alpha1.TestRun{Number: 3, Result: v1alpha1.ResultRunning, JobName: "unit-3", StartTime: &metav1.Time{Time: time.Now()}})
 	})
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	wait := startPlugin(ctx, nil, &out, &errOut, testOptions(), "cancel", "team", "unit", "-n", ns)
-	eventually(t, "the cancel trigger", func() bool { return annotation(t, ns, "team") == "cancel:unit" })
+	out, errOut, wait := pluginInBackground(t, testOptions(), "cancel", "team", "unit", "-n", ns)
+	waitUntil(t, "the cancel trigger", func() bool { return annotation(t, ns, "team") == "cancel:unit" })
 	consumeTrigger(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		setRun(env, "unit", v1alpha1.TestRun{Number: 3, Result: v1alpha1.ResultCancelled, JobName: "unit-3"})
 	})

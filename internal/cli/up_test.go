@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -34,7 +35,7 @@ func onDemandSpec() v1alpha1.DevEnvironmentSpec {
 // component and those it depends on; -l selects by label; up again
 // changes nothing; down removes only what it names.
 func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
 
 	r := plugin(t, "up", "team", "monitoring", "-n", ns)
@@ -78,23 +79,15 @@ func TestUpAndDownWriteTheUpAnnotation(t *testing.T) {
 // demand and labels selecting no on-demand component are refused naming
 // the on-demand ones, and nothing is written.
 func TestUpRefusesWhatIsNotOnDemand(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	expectRefusals(t, ns, []refusal{
 		{[]string{"up", "team", "nope"}, `devenvironment/team has no component "nope": its on-demand components are kwok, monitoring`},
 		{[]string{"up", "team", "web"}, "component web of devenvironment/team is not on demand (onDemand: true): its on-demand components are kwok, monitoring"},
 		{[]string{"down", "team", "crds"}, "component crds of devenvironment/team is not on demand"},
 		{[]string{"up", "team", "-l", "core"}, `no on-demand component of devenvironment/team has the label "core": its on-demand components are kwok, monitoring`},
 		{[]string{"up", "team"}, "want ENV and at least one COMPONENT (or -l LABEL)"},
-	} {
-		r := plugin(t, append(tc.args, "-n", ns)...)
-		if r.code == 0 || !strings.Contains(r.err, tc.want) {
-			t.Errorf("%v: want exit 1 saying %q, got %s", tc.args, tc.want, r)
-		}
-	}
+	})
 	if _, ok := getEnv(t, ns, "team").Annotations[v1alpha1.UpAnnotation]; ok {
 		t.Fatal("a refused up wrote the annotation")
 	}
@@ -104,7 +97,7 @@ func TestUpRefusesWhatIsNotOnDemand(t *testing.T) {
 // suites with the label, and a label nothing has is an error naming those
 // in use.
 func TestStatusSelectsByLabel(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	createEnv(t, ns, "team", onDemandSpec())
 
 	r := plugin(t, "status", "team", "-l", "core", "-n", ns, "-o", "json")
@@ -150,7 +143,7 @@ func TestPushWaitsNotForComponentsTurnedOff(t *testing.T) {
 // component with the label, together; a label no component has is an
 // error naming those in use.
 func TestLogsSelectsComponentsByLabel(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "cli-")
 	spec := onDemandSpec()
 	spec.Components[0].Labels = []string{"core"}
 	createEnv(t, ns, "team", spec)
@@ -217,7 +210,7 @@ func TestUpWaitAndPushSelectAgainstTheOperator(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "following web\n") {
 		t.Fatalf("push -l core follows web only:\n%s", r)
 	}
-	eventually(t, "extra Disabled", func() bool {
+	waitUntil(t, "extra Disabled", func() bool {
 		st := getEnv(t, ns, name).Status.Component("extra")
 		return st != nil && st.Phase == v1alpha1.PhaseDisabled
 	})
@@ -235,7 +228,7 @@ func TestUpWaitAndPushSelectAgainstTheOperator(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("down:\n%s", r)
 	}
-	eventually(t, "extra Disabled after down", func() bool {
+	waitUntil(t, "extra Disabled after down", func() bool {
 		st := getEnv(t, ns, name).Status.Component("extra")
 		return st != nil && st.Phase == v1alpha1.PhaseDisabled
 	})

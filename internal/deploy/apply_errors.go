@@ -3,10 +3,8 @@ package deploy
 import (
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"strings"
-	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,18 +45,10 @@ func classify(c any, err error, verb string, ref ObjRef) error {
 	case apierrors.IsBadRequest(err), meta.IsNoMatchError(err),
 		apierrors.IsNotFound(err) && verb == "patch": // the namespace is missing
 		return fault.Permanent(fmt.Errorf("%s %s: %w", verb, what, err))
-	case isUnavailable(err):
+	case fault.APIServerUnavailable(err):
 		return fault.Unavailable(fmt.Errorf("%s %s: %w", verb, what, err))
 	}
 	return fmt.Errorf("%s %s: %w", verb, what, err)
-}
-
-// isUnavailable reports the API server being unreachable or overloaded.
-func isUnavailable(err error) bool {
-	var netErr net.Error
-	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &netErr)
 }
 
 // maxCauses bounds the causes an Invalid answer is summarized with.

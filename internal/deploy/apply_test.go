@@ -32,6 +32,13 @@ func renderPlain(t *testing.T, dir string) []*unstructured.Unstructured {
 	return objs
 }
 
+// notReadyOf is what Ready says of refs, which it must read without error.
+func notReadyOf(g Gomega, refs []ObjRef) []string {
+	notReady, err := Ready(context.Background(), k8s, refs)
+	g.Expect(err).NotTo(HaveOccurred())
+	return notReady
+}
+
 // kstatusOf reads an object and computes its kstatus.
 func kstatusOf(g Gomega, ref ObjRef) status.Status {
 	o := &unstructured.Unstructured{}
@@ -78,9 +85,7 @@ func TestApplyPlainDirectory(t *testing.T) {
 	g.Expect(resourceVersions(g, inv)).To(Equal(before))
 
 	// Readiness: config is Current, the Deployment has no kubelet to run it.
-	notReady, err := Ready(ctx, k8s, inv.Entries)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notReady).To(ConsistOf(HavePrefix("deployments.apps/web: ")))
+	g.Expect(notReadyOf(g, inv.Entries)).To(ConsistOf(HavePrefix("deployments.apps/web: ")))
 	g.Expect(kstatusOf(g, ObjRef{Kind: "ConfigMap", Version: "v1", Namespace: "shop", Name: "web-config"})).To(Equal(status.CurrentStatus))
 	g.Expect(kstatusOf(g, ObjRef{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.dev"})).To(Equal(status.CurrentStatus))
 	g.Expect(kstatusOf(g, ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web"})).To(Equal(status.InProgressStatus))

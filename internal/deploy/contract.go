@@ -8,13 +8,13 @@ import (
 )
 
 // Reconcile deploys req.Component and reports whether its objects are
-// ready (the engine contract; see ReconcileComponent). A component still
+// ready (the engine contract). A component still
 // rolling out asks to be polled: nothing watches what it deployed.
 func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Result, error) {
 	if req.Component == nil {
 		return engine.Result{}, nil
 	}
-	res, err := e.ReconcileComponent(ctx, req.Env, req.Component, req.Status, req.Tenant, req.Sources, req.Progress)
+	res, err := e.reconcileComponent(ctx, req.Env, req.Component, req.Status, req.Tenant, req.Sources, req.Progress)
 	switch res.Phase {
 	case v1alpha1.PhaseReady, v1alpha1.PhaseFailed, "":
 	default:
@@ -29,5 +29,5 @@ func (e *Engine) Finalize(ctx context.Context, req engine.Request) error {
 	if req.Component == nil {
 		return nil
 	}
-	return e.FinalizeComponent(ctx, req.Env, req.Component, req.Status, req.Tenant)
+	return e.finalizeComponent(ctx, req.Env, req.Component, req.Status, req.Tenant)
 }

@@ -20,17 +20,8 @@ func debugCommand(program string, args ...any) []any {
 func TestRewriteImagesRunsDebugImagesUnderDelve(t *testing.T) {
 	debugged := builtAPI
 	debugged.Debug = &DebugEntrypoint{Entrypoint: []string{"/server"}, Cmd: []string{"--port=8080"}}
-	cases := []struct {
-		name      string
-		container string
-		want      []any
-	}{
-		{"image entrypoint and cmd", `{name: c, image: api:dev}`, debugCommand("/server", "--port=8080")},
-		{"args replace the image's cmd", `{name: c, image: api, args: [-v, "2"]}`, debugCommand("/server", "-v", "2")},
-		{"a command drops the image's cmd", `{name: c, image: api, command: [/bin/other, -x]}`, debugCommand("/bin/other", "-x")},
-		{"command and args", `{name: c, image: api, command: [/bin/other], args: [run]}`, debugCommand("/bin/other", "run")},
-		{"already under delve", `{name: c, image: api, command: [/dlv, exec, /server]}`, []any{"/dlv", "exec", "/server"}},
-	}
+	cases := append(wrappedCommandCases(debugCommand),
+		commandCase{"already under delve", `{name: c, image: api, command: [/dlv, exec, /server]}`, []any{"/dlv", "exec", "/server"}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

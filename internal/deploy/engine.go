@@ -73,11 +73,11 @@ func (e *Engine) maxHelmTimeout() time.Duration {
 // upgrade), what is about to happen, so status can say so while it runs.
 type Progress func(message string)
 
-// ReconcileComponent deploys c and reports whether its objects are ready.
+// reconcileComponent deploys c and reports whether its objects are ready.
 // A component with neither helm nor manifests (images only) is Ready once
 // its images are built. Errors are fault-classified: a permanent one
 // stalls the environment (reason DeployFailed). progress may be nil.
-func (e *Engine) ReconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress Progress) (Result, error) {
+func (e *Engine) reconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress Progress) (Result, error) {
 	if c.Helm == nil && c.Manifests == nil {
 		return Result{Phase: v1alpha1.PhaseReady, Message: "images built; nothing to deploy"}, nil
 	}
@@ -131,12 +131,12 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 	return nil
 }
 
-// FinalizeComponent uninstalls the component's release or prunes its
+// finalizeComponent uninstalls the component's release or prunes its
 // inventory. What is already gone (a namespace deleted by hand) is skipped.
 // Both kinds are removed, as status records them (a component switched
 // from one to the other may have left either); with no status, the
 // release the spec names.
-func (e *Engine) FinalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
+func (e *Engine) finalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
 	hasRelease := (st != nil && st.Release != nil) || c.Helm != nil
 	hasObjects := st != nil && len(st.Inventory) > 0
 	applied.forget(appliedKey(string(env.UID), c.Name))

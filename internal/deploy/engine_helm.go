@@ -141,7 +141,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if len(st.Drift) == 0 {
 		rememberRelease(ctx, cl, key, digest, rls, objs)
 	}
-	st.Release.Workloads = workloads(objs)
+	st.Release.Workloads, st.Release.MoreWorkloads = workloads(objs)
 	deployed := make([]ObjRef, 0, len(objs))
 	for _, o := range objs {
 		deployed = append(deployed, RefOf(o))
@@ -308,13 +308,11 @@ func plainHTTPChart(env *v1alpha1.DevEnvironment, oci string) bool {
 	return strings.HasPrefix(strings.TrimPrefix(oci, "oci://"), host+"/")
 }
 
-// maxWorkloads bounds ReleaseStatus.Workloads, as the CRD declares.
-const maxWorkloads = 64
-
 // workloads are the objects among objs that run pods, for clients that
-// look for a release's pods without reading Helm's storage.
-func workloads(objs []*unstructured.Unstructured) []v1alpha1.ObjectRef {
-	var out []v1alpha1.ObjectRef
+// look for a release's pods without reading Helm's storage: at most the
+// environment's total (the status's Bound cuts the total across releases),
+// and how many more there are.
+func workloads(objs []*unstructured.Unstructured) (refs []v1alpha1.ObjectRef, more int32) {
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		switch {
@@ -324,10 +322,11 @@ func workloads(objs []*unstructured.Unstructured) []v1alpha1.ObjectRef {
 		default:
 			continue
 		}
-		if len(out) == maxWorkloads {
-			break
+		if len(refs) == v1alpha1.MaxWorkloads {
+			more++
+			continue
 		}
-		out = append(out, v1alpha1.ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})
+		refs = append(refs, v1alpha1.ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
-	return out
+	return refs, more
 }

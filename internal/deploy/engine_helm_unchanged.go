@@ -75,6 +75,6 @@ func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 		applied.set(key, rec)
 	}
 	st.Drift = nil
-	st.Release.Workloads = workloads(rel.objects)
+	st.Release.Workloads, st.Release.MoreWorkloads = workloads(rel.objects)
 	return readinessResult(env, r, fmt.Sprintf("release %s revision %d %s", rel.info.Name, rel.info.Revision, rel.info.Status)), true, nil
 }

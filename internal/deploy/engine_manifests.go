@@ -13,15 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/source"
 )
-
-// maxInventory is the most objects one manifests component may apply: the
-// inventory lives in status, which must stay well below the object size
-// limit (the CRD caps the list at the same number).
-const maxInventory = 256
 
 // reconcileManifests renders the component's manifests, pins the built
 // images, applies them, prunes what left the set, and checks readiness.
@@ -58,8 +52,8 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	}
 	old := fromStatusInventory(st.Inventory)
 	widened := Union(old, NewInventory(objs))
-	if n := len(widened.Entries); n > maxInventory {
-		return Result{}, fault.Permanentf("manifests: %d objects (with those to prune), more than the %d one component may apply: split it", n, maxInventory)
+	if err := fitsInventory(env, c.Name, widened); err != nil {
+		return Result{}, err
 	}
 	grows := len(widened.Entries) > len(old.Entries)
 	st.Inventory = toStatusInventory(widened)

@@ -91,7 +91,7 @@ func (ce *countedEngine) reconcile() (Result, metrics.Snapshot) {
 	if ce.snapshots {
 		ctx = WithObjectSnapshots(ctx)
 	}
-	res, err := ce.e.ReconcileComponent(ctx, ce.env, &ce.env.Spec.Components[0], &ce.env.Status.Components[0], ce.id.For(ce.env), ce.src, nil)
+	res, err := ce.e.reconcileComponent(ctx, ce.env, &ce.env.Spec.Components[0], &ce.env.Status.Components[0], ce.id.For(ce.env), ce.src, nil)
 	if err != nil {
 		ce.t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestUnchangedManifestsAreOnlyRead(t *testing.T) {
 func TestUnchangedReleaseSkipsHelm(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	charts := filepath.Join("..", "..", "test", "operatortest", "testdata", "charts")
+	charts := testenv.FeatureCharts()
 	values := func(v string) *apiextensionsv1.JSON {
 		return &apiextensionsv1.JSON{Raw: []byte(`{"version":"` + v + `"}`)}
 	}

@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/metrics"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // BenchmarkHelmRequests counts the API requests the deploy engine makes
@@ -24,7 +24,7 @@ import (
 // changed). Every request is counted by internal/metrics' transport
 // wrapper, discovery included.
 func BenchmarkHelmRequests(b *testing.B) {
-	charts := filepath.Join("..", "..", "test", "operatortest", "testdata", "charts")
+	charts := testenv.FeatureCharts()
 	ce := newCountedEngine(b, v1alpha1.Component{Name: "web", Helm: &v1alpha1.HelmSpec{
 		Chart: v1alpha1.ChartRef{Source: "app", Path: "web"}}}, dirSource{charts})
 	version := 0

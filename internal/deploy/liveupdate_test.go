@@ -19,17 +19,8 @@ var liveMount = map[string]any{"name": "devloop-live", "mountPath": "/.devloop/l
 func TestRewriteImagesRunsLiveUpdateImagesUnderTheSupervisor(t *testing.T) {
 	live := builtAPI
 	live.LiveUpdate = &LiveUpdateEntrypoint{Entrypoint: []string{"/server"}, Cmd: []string{"--port=8080"}}
-	cases := []struct {
-		name      string
-		container string
-		want      []any
-	}{
-		{"image entrypoint and cmd", `{name: c, image: api:dev}`, supervised("/server", "--port=8080")},
-		{"args replace the image's cmd", `{name: c, image: api, args: [-v, "2"]}`, supervised("/server", "-v", "2")},
-		{"a command drops the image's cmd", `{name: c, image: api, command: [/bin/other, -x]}`, supervised("/bin/other", "-x")},
-		{"command and args", `{name: c, image: api, command: [/bin/other], args: [run]}`, supervised("/bin/other", "run")},
-		{"already supervised", `{name: c, image: api, command: [/.devloop/supervisor, supervise, --, /server]}`, []any{"/.devloop/supervisor", "supervise", "--", "/server"}},
-	}
+	cases := append(wrappedCommandCases(supervised),
+		commandCase{"already supervised", `{name: c, image: api, command: [/.devloop/supervisor, supervise, --, /server]}`, []any{"/.devloop/supervisor", "supervise", "--", "/server"}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,24 +19,16 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // These tests run deploy's patches through Helm's rendering of a release
 // (helm/render.go), hooks included.
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "helm-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
-
-// testChart is a chart of testdata/charts.
+// testChart is one of the deploy engine's test charts.
 func testChart(t *testing.T, name string) *helm.Chart {
 	t.Helper()
-	ch, err := helm.LoadChartDir(filepath.Join("testdata", "charts"), name)
+	ch, err := helm.LoadChartDir(testenv.DeployCharts(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +90,7 @@ func reconcileAsync(ctx context.Context, req helm.ReleaseRequest) <-chan release
 func TestHookJobIsPinnedAndPatched(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	patches, err := CompilePatches("spec.components[0].helm.patches", []v1alpha1.Patch{
 		{Target: &v1alpha1.PatchTarget{Group: "batch", Kind: "Job", Name: ".*-migrate"},
 			Patch: "- {op: add, path: /spec/template/spec/containers/0/args/-, value: --dry-run=false}"},
@@ -160,7 +151,7 @@ func TestHookJobIsPinnedAndPatched(t *testing.T) {
 func TestPatchMatchingNothingStopsTheReleaseBeforeAnythingIsCreated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	patches, err := CompilePatches("spec.components[3].helm.patches", []v1alpha1.Patch{
 		{Target: &v1alpha1.PatchTarget{Kind: "Deployment"}, Patch: "metadata: {annotations: {a: b}}"},
 		{Target: &v1alpha1.PatchTarget{Kind: "StatefulSet"}, Patch: "metadata: {annotations: {a: b}}"},

@@ -24,9 +24,7 @@ func TestReadyDeploymentOnceAvailable(t *testing.T) {
 	inv, err := Apply(ctx, k8s, objs, ApplyOptions{Environment: "ready-env", Component: "api"})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	notReady, err := Ready(ctx, k8s, inv.Entries)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notReady).To(ConsistOf(HavePrefix("deployments.apps/api: ")))
+	g.Expect(notReadyOf(g, inv.Entries)).To(ConsistOf(HavePrefix("deployments.apps/api: ")))
 
 	// What the deployment controller and kubelet would report.
 	d := &appsv1.Deployment{}
@@ -40,9 +38,7 @@ func TestReadyDeploymentOnceAvailable(t *testing.T) {
 	}
 	g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
 
-	notReady, err = Ready(ctx, k8s, inv.Entries)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notReady).To(BeEmpty())
+	g.Expect(notReadyOf(g, inv.Entries)).To(BeEmpty())
 	g.Expect(kstatusOf(g, inv.Entries[0])).To(Equal(status.CurrentStatus))
 }
 
@@ -62,9 +58,7 @@ spec:
 	inv, err := Apply(ctx, k8s, []*unstructured.Unstructured{job}, ApplyOptions{Environment: "ready-env", Component: "init"})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	notReady, err := Ready(ctx, k8s, inv.Entries)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notReady).To(ConsistOf("jobs.batch/admission-init: Job not started"))
+	g.Expect(notReadyOf(g, inv.Entries)).To(ConsistOf("jobs.batch/admission-init: Job not started"))
 
 	// Running: kstatus calls it Current, devloop still waits.
 	j := &batchv1.Job{}
@@ -73,9 +67,7 @@ spec:
 	j.Status = batchv1.JobStatus{StartTime: &start, Active: 1, Ready: ptr(int32(0))}
 	g.Expect(k8s.Status().Update(ctx, j)).To(Succeed())
 	g.Expect(kstatusOf(g, inv.Entries[0])).To(Equal(status.CurrentStatus))
-	notReady, err = Ready(ctx, k8s, inv.Entries)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notReady).To(ConsistOf(ContainSubstring("Job in progress")))
+	g.Expect(notReadyOf(g, inv.Entries)).To(ConsistOf(ContainSubstring("Job in progress")))
 
 	// Complete, as the job controller reports it.
 	now := metav1.Now()
@@ -85,9 +77,7 @@ spec:
 			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}}
 	g.Expect(k8s.Status().Update(ctx, j)).To(Succeed())
-	notReady, err = Ready(ctx, k8s, inv.Entries)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(notReady).To(BeEmpty())
+	g.Expect(notReadyOf(g, inv.Entries)).To(BeEmpty())
 	g.Expect(kstatusOf(g, inv.Entries[0])).To(Equal(status.CurrentStatus))
 }
 

@@ -25,15 +25,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-// packageTestChart packages testdata/charts/<name> as `helm
+// packageTestChart packages testenv.FeatureCharts()/<name> as `helm
 // package` does.
 func packageTestChart(t *testing.T, name string) []byte {
 	t.Helper()
 	g := NewWithT(t)
-	ch, err := loader.Load(filepath.Join("testdata", "charts", name))
+	ch, err := loader.Load(filepath.Join(testenv.FeatureCharts(), name))
 	g.Expect(err).NotTo(HaveOccurred())
 	file, err := chartutil.Save(ch, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -49,7 +50,7 @@ func serveChartRepo(t *testing.T, name, user, password string) string {
 	t.Helper()
 	g := NewWithT(t)
 	tgz := packageTestChart(t, name)
-	ch, err := loader.Load(filepath.Join("testdata", "charts", name))
+	ch, err := loader.Load(filepath.Join(testenv.FeatureCharts(), name))
 	g.Expect(err).NotTo(HaveOccurred())
 	archive := name + "-" + ch.Metadata.Version + ".tgz"
 	sum := sha256.Sum256(tgz)
@@ -80,7 +81,7 @@ func serveChartRepo(t *testing.T, name, user, password string) string {
 func pushTestChart(t *testing.T, name, repository string) string {
 	t.Helper()
 	g := NewWithT(t)
-	ch, err := loader.Load(filepath.Join("testdata", "charts", name))
+	ch, err := loader.Load(filepath.Join(testenv.FeatureCharts(), name))
 	g.Expect(err).NotTo(HaveOccurred())
 	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
 		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
@@ -104,7 +105,7 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	chartRepo := serveChartRepo(t, "nats", "reader", "Ch4rt-Pa55")
 	ociRepo := pushTestChart(t, "etcd", ns+"/charts")
-	files := operatortest.DirFiles(t, filepath.Join("testdata", "charts", "platform"), "deploy/platform")
+	files := operatortest.DirFiles(t, filepath.Join(testenv.FeatureCharts(), "platform"), "deploy/platform")
 	files["deploy/platform/Chart.yaml"] = strings.NewReplacer("${CHART_REPO}", chartRepo, "${OCI_REPO}", ociRepo).
 		Replace(files["deploy/platform/Chart.yaml"])
 	operatortest.AppFiles(t, ns, files)

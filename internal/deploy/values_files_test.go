@@ -14,14 +14,14 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // volcanoLikeSource is a source whose chart sits deep in the tree with a
 // dev override next to its values, as Volcano's installer/helm does.
 func volcanoLikeSource(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	root := testfiles.Tree(t, map[string]string{
 		"installer/helm/chart/volcano/Chart.yaml":        "apiVersion: v2\nname: volcano\nversion: 1.0.0\n",
 		"installer/helm/chart/volcano/values.yaml":       "basic:\n  image_tag_version: latest\n  scheduler_image_name: volcanosh/vc-scheduler\ncustom:\n  scheduler_replicas: 1\n  admission_enable: true\n",
 		"installer/helm/chart/volcano/values-dev.yaml":   "basic:\n  image_tag_version: dev\ncustom:\n  scheduler_replicas: 2\n",
@@ -30,20 +30,6 @@ func volcanoLikeSource(t *testing.T) string {
 		"installer/helm/chart/volcano/ci/test-vals.yaml": "custom: {admission_enable: false}\n",
 	})
 	return root
-}
-
-// writeFiles writes files (path -> content) under root.
-func writeFiles(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func composeWithFiles(spec v1alpha1.HelmSpec, files ValuesFiles) (map[string]any, error) {
@@ -66,8 +52,7 @@ func TestValuesFilesLayerInOrderUnderValues(t *testing.T) {
 
 func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
 	root := volcanoLikeSource(t)
-	outside := t.TempDir()
-	writeFiles(t, outside, map[string]string{"secret.yaml": "token: x\n"})
+	outside := testfiles.Tree(t, map[string]string{"secret.yaml": "token: x\n"})
 	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "escape.yaml")); err != nil {
 		t.Fatal(err)
 	}

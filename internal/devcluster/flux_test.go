@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,11 +11,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -47,14 +45,7 @@ func TestFluxArtifactIsWhatSourceControllerExtracts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := testregistry.Pull(t, ref)
 	m, err := img.Manifest()
 	if err != nil {
 		t.Fatal(err)
@@ -79,18 +70,9 @@ func TestFluxArtifactIsWhatSourceControllerExtracts(t *testing.T) {
 		t.Fatalf("the layer is not gzip: %v", err)
 	}
 	files := map[string]string{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			data, _ := io.ReadAll(tr)
-			files[h.Name] = string(data)
+	for _, e := range testfiles.ReadTar(t, zr) {
+		if e.Typeflag == tar.TypeReg {
+			files[e.Name] = e.Content
 		}
 	}
 	if files["env/hello.yaml"] != "kind: DevEnvironment\n" || files["app/configmap.yaml"] != "kind: ConfigMap\n" || len(files) != 2 {

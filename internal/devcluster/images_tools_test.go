@@ -12,9 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/testregistry"
@@ -56,14 +54,7 @@ func TestBuilderToolsRunFromTheImage(t *testing.T) {
 		t.Errorf("the same tools gave %s, then %s", res.Digest, again.Digest)
 	}
 
-	ref, err := name.ParseReference(res.Repository+"@"+res.Digest, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := testregistry.Pull(t, res.Repository+"@"+res.Digest)
 	root := t.TempDir()
 	files := extract(t, mutate.Extract(img), root)
 

@@ -16,9 +16,21 @@ func mustNew(t *testing.T, c Config) *Policy {
 	return p
 }
 
+// expectRefused checks which addresses p refuses to dial (address ->
+// refused).
+func expectRefused(t *testing.T, p *Policy, refused map[string]bool) {
+	t.Helper()
+	for addr, want := range refused {
+		err := p.Check("h:443", netip.MustParseAddr(addr))
+		if (err != nil) != want {
+			t.Errorf("%s: err %v, want refused=%v", addr, err, want)
+		}
+	}
+}
+
 func TestDefaultDeniesLinkLocalOnly(t *testing.T) {
 	p := Default()
-	for addr, refused := range map[string]bool{
+	expectRefused(t, p, map[string]bool{
 		"169.254.169.254":        true,
 		"169.254.0.1":            true,
 		"::ffff:169.254.169.254": true, // IPv4-mapped IPv6
@@ -34,12 +46,7 @@ func TestDefaultDeniesLinkLocalOnly(t *testing.T) {
 		"192.168.1.10":           false,
 		"8.8.8.8":                false,
 		"2001:db8::1":            false,
-	} {
-		err := p.Check("h:443", netip.MustParseAddr(addr))
-		if (err != nil) != refused {
-			t.Errorf("%s: err %v, want refused=%v", addr, err, refused)
-		}
-	}
+	})
 	err := p.Check("metadata.example:80", netip.MustParseAddr("169.254.169.254"))
 	var re *RefusedError
 	if !errors.As(err, &re) || err.Error() != "egress policy refuses 169.254.169.254 (link-local) for metadata.example:80" {
@@ -59,7 +66,7 @@ func TestCIDRsMostSpecificWins(t *testing.T) {
 		DenyCIDRs:  []string{"10.0.0.0/8", "127.0.0.0/8", "::1", "::ffff:192.168.0.0/112"},
 		AllowCIDRs: []string{"10.1.0.0/16", "169.254.10.0/24"},
 	})
-	for addr, refused := range map[string]bool{
+	expectRefused(t, p, map[string]bool{
 		"10.2.3.4":           true,
 		"10.1.2.3":           false, // the allowed /16 is more specific than the denied /8
 		"::ffff:10.2.3.4":    true,
@@ -71,12 +78,7 @@ func TestCIDRsMostSpecificWins(t *testing.T) {
 		"192.168.4.4":        true, // mapped range given in IPv6 form
 		"::ffff:192.168.4.4": true,
 		"11.0.0.1":           false,
-	} {
-		err := p.Check("h:443", netip.MustParseAddr(addr))
-		if (err != nil) != refused {
-			t.Errorf("%s: err %v, want refused=%v", addr, err, refused)
-		}
-	}
+	})
 	err := p.Check("h:443", netip.MustParseAddr("10.9.9.9"))
 	if err == nil || !strings.Contains(err.Error(), "(--egress-deny-cidr 10.0.0.0/8)") {
 		t.Errorf("message %v should name the flag and range", err)

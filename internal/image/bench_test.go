@@ -23,6 +23,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -142,7 +143,7 @@ func BenchmarkImageBuild(b *testing.B) {
 		uploaded := 0
 		f.interleave(b, func(i int) {
 			generation := fmt.Sprintf("generation: %d-%d\n", run, i)
-			writeFile(b, f.dir, "conf/settings.yaml", generation)
+			testfiles.WriteFile(b, f.dir, "conf/settings.yaml", generation)
 			f.writeConfTar(b, confTar, generation)
 		}, func(int) {
 			res, err := bl.Build(ctx, img, f.dir, staticTags("latest"))
@@ -238,8 +239,8 @@ func newBenchFixture(b *testing.B) *benchFixture {
 	f := &benchFixture{host: testregistry.Start(b)}
 	f.base = pushBenchBase(b, f.host)
 	f.dir = b.TempDir()
-	writeFile(b, f.dir, "bin/app", string(randomBytes(42, benchBinarySize)))
-	writeFile(b, f.dir, "conf/settings.yaml", "generation: 0\n")
+	testfiles.WriteFile(b, f.dir, "bin/app", string(randomBytes(42, benchBinarySize)))
+	testfiles.WriteFile(b, f.dir, "conf/settings.yaml", "generation: 0\n")
 	app := v1alpha1.LayerMapping{From: "bin/app", To: "/app", Mode: "0755"}
 	conf := v1alpha1.LayerMapping{From: "conf", To: "/etc/app"}
 	f.oneFile = Spec{Base: f.base, Layers: []v1alpha1.LayerMapping{app}, Entrypoint: []string{"/app"}}

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // testBuilder returns a Builder for host/team whose requests rt records.
@@ -28,26 +28,12 @@ func testBuilder(t *testing.T, host string, opts ...Option) (*Builder, *recordin
 	return b, rt
 }
 
-// pull fetches a pushed image by digest.
-func pull(t *testing.T, ref string) v1.Image {
-	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
 func TestBuildPushesImageWithConfigAndTags(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t, nil)
 	base := pushBase(t, host, "base/static", "linux/amd64")
 	b, _ := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"out/manager": "binary", "conf/a.yaml": "a: 1"})
+	dir := testfiles.Tree(t, map[string]string{"out/manager": "binary", "conf/a.yaml": "a: 1"})
 
 	img := Spec{
 		Name:       "controller",
@@ -82,7 +68,7 @@ func TestBuildPushesImageWithConfigAndTags(t *testing.T) {
 	}
 	g.Expect(b.PullReference("controller", res.Digest)).To(Equal(host + "/team/controller@" + res.Digest))
 
-	pulled := pull(t, res.Repository+"@"+res.Digest)
+	pulled := testregistry.Pull(t, res.Repository+"@"+res.Digest)
 	cf, err := pulled.ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cf.Created.Unix()).To(BeZero())
@@ -116,13 +102,13 @@ func TestBuildEntrypointOnlyDropsBaseCmd(t *testing.T) {
 
 	res, err := b.Build(context.Background(), Spec{Name: "a", Base: base, Entrypoint: []string{"/a"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	cf, err := pull(t, res.Repository+"@"+res.Digest).ConfigFile()
+	cf, err := testregistry.Pull(t, res.Repository+"@"+res.Digest).ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cf.Config.Cmd).To(BeNil())
 
 	res, err = b.Build(context.Background(), Spec{Name: "b", Base: base, Cmd: []string{"x"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	cf, err = pull(t, res.Repository+"@"+res.Digest).ConfigFile()
+	cf, err = testregistry.Pull(t, res.Repository+"@"+res.Digest).ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cf.Config.Cmd).To(Equal([]string{"x"}))
 }
@@ -134,7 +120,7 @@ func TestBuildPushesOnlyWhatChanged(t *testing.T) {
 	host := startRegistry(t, nil)
 	base := pushBase(t, host, "base/static", "linux/amd64")
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"bin/app":         string(randomBytes(3, 1<<20)),
 		"conf/app.yaml":   "replicas: 1",
 		"conf/other.yaml": "x: y",
@@ -151,7 +137,7 @@ func TestBuildPushesOnlyWhatChanged(t *testing.T) {
 	g.Expect(first.Pushed).To(BeTrue())
 	rt.take()
 
-	writeFile(t, dir, "conf/app.yaml", "replicas: 2")
+	testfiles.WriteFile(t, dir, "conf/app.yaml", "replicas: 2")
 	second, err := b.Build(context.Background(), img, dir, tags)
 	g.Expect(err).NotTo(HaveOccurred())
 	reqs := rt.take()
@@ -159,7 +145,7 @@ func TestBuildPushesOnlyWhatChanged(t *testing.T) {
 	g.Expect(second.Pushed).To(BeTrue())
 	g.Expect(second.Uploaded).To(Equal(2))
 
-	pulled := pull(t, second.Repository+"@"+second.Digest)
+	pulled := testregistry.Pull(t, second.Repository+"@"+second.Digest)
 	layers, err := pulled.Layers()
 	g.Expect(err).NotTo(HaveOccurred())
 	confLayer, err := layers[len(layers)-1].Digest()
@@ -214,7 +200,7 @@ func TestBuildScratchSeveralPlatforms(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"run.sh": "#!/bin/sh"})
+	dir := testfiles.Tree(t, map[string]string{"run.sh": "#!/bin/sh"})
 	img := Spec{
 		Name:      "tool",
 		Platforms: []string{"linux/arm64", "linux/amd64"},
@@ -224,7 +210,7 @@ func TestBuildScratchSeveralPlatforms(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	reqs := rt.take()
 
-	idx := pullIndex(t, res.Repository+"@"+res.Digest)
+	idx := testregistry.PullIndex(t, res.Repository+"@"+res.Digest)
 	im, err := idx.IndexManifest()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(im.MediaType).To(Equal(types.OCIImageIndex))
@@ -262,8 +248,8 @@ func TestBuildBasePerPlatform(t *testing.T) {
 
 	res, err := b.Build(context.Background(), Spec{Name: "app", Base: base, Platforms: []string{"linux/amd64", "linux/arm64"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	baseIdx := pullIndex(t, base)
-	idx := pullIndex(t, res.Repository+"@"+res.Digest)
+	baseIdx := testregistry.PullIndex(t, base)
+	idx := testregistry.PullIndex(t, res.Repository+"@"+res.Digest)
 	im, err := idx.IndexManifest()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, m := range im.Manifests {
@@ -280,22 +266,9 @@ func TestBuildBasePerPlatform(t *testing.T) {
 	// A single platform is a plain image on that platform's base.
 	res, err = b.Build(context.Background(), Spec{Name: "app-arm", Base: base, Platforms: []string{"linux/arm64"}}, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	cf, err := pull(t, res.Repository+"@"+res.Digest).ConfigFile()
+	cf, err := testregistry.Pull(t, res.Repository+"@"+res.Digest).ConfigFile()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cf.Architecture).To(Equal("arm64"))
-}
-
-func pullIndex(t *testing.T, ref string) v1.ImageIndex {
-	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := remote.Index(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return idx
 }
 
 func baseImageFor(t *testing.T, idx v1.ImageIndex, p v1.Platform) v1.Image {
@@ -338,7 +311,7 @@ func TestAssemblePushPublish(t *testing.T) {
 	host := startRegistry(t, nil)
 	base := pushBase(t, host, "base/multi", "linux/amd64", "linux/arm64")
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"out/manager": "binary"})
+	dir := testfiles.Tree(t, map[string]string{"out/manager": "binary"})
 	img := Spec{
 		Name:       "controller",
 		Base:       base,
@@ -386,7 +359,7 @@ func TestAssembleAgainIsNotPushed(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t, nil)
 	b, rt := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{"a": "a"})
+	dir := testfiles.Tree(t, map[string]string{"a": "a"})
 	img := Spec{Name: "a", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 
 	image, err := b.Assemble(context.Background(), img, "", dir)
@@ -444,7 +417,7 @@ func TestRepositoryAndPullReference(t *testing.T) {
 // pull), any other gzip; both read back as the same files.
 func TestLayerCompressionFollowsTheRegistry(t *testing.T) {
 	host := startRegistry(t, nil)
-	dir := writeTree(t, map[string]string{"out/app": "binary"})
+	dir := testfiles.Tree(t, map[string]string{"out/app": "binary"})
 	img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "out/app", To: "/app", Mode: "0755"}}}
 	for _, tc := range []struct {
 		compression source.Compression
@@ -459,7 +432,7 @@ func TestLayerCompressionFollowsTheRegistry(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			res, err := b.Build(context.Background(), img, dir, nil)
 			g.Expect(err).NotTo(HaveOccurred())
-			pulled := pull(t, res.Repository+"@"+res.Digest)
+			pulled := testregistry.Pull(t, res.Repository+"@"+res.Digest)
 			m, err := pulled.Manifest()
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(m.Layers).To(HaveLen(1))

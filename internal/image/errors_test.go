@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // failing answers requests that match with status and a registry error
@@ -135,7 +136,7 @@ func TestBuildFaults(t *testing.T) {
 				pushBase(t, host, "base/multi", "linux/amd64", "linux/arm64")
 			}
 			b, _ := testBuilder(t, host)
-			dir := writeTree(t, map[string]string{"a": "a"})
+			dir := testfiles.Tree(t, map[string]string{"a": "a"})
 			img := Spec{Name: "app", Base: strings.ReplaceAll(tc.base, "HOST", host), Platforms: tc.platforms,
 				Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 			if tc.from != "" {
@@ -201,14 +202,14 @@ func TestFailedPushMovesNoTag(t *testing.T) {
 				return failing(func(r *http.Request) bool { return broken && tc.fail(r) }, http.StatusServiceUnavailable, "UNAVAILABLE")(next)
 			})
 			b, rt := testBuilder(t, host)
-			dir := writeTree(t, map[string]string{"a": "v1"})
+			dir := testfiles.Tree(t, map[string]string{"a": "v1"})
 			img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "a", To: "/a"}}}
 
 			first, err := b.Build(context.Background(), img, dir, staticTags("latest"))
 			g.Expect(err).NotTo(HaveOccurred())
 
 			broken = true
-			writeFile(t, dir, "a", "v2")
+			testfiles.WriteFile(t, dir, "a", "v2")
 			rt.take()
 			_, err = b.Build(context.Background(), img, dir, staticTags("latest"))
 			g.Expect(err).To(HaveOccurred())

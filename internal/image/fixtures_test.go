@@ -6,8 +6,6 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -116,28 +114,6 @@ func uploadedDigests(reqs []request) []string {
 		}
 	}
 	return out
-}
-
-// writeTree writes files (relative path to content) under a new temporary
-// directory and returns it.
-func writeTree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		writeFile(t, dir, p, content)
-	}
-	return dir
-}
-
-func writeFile(t testing.TB, dir, p, content string) {
-	t.Helper()
-	full := filepath.Join(dir, p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // randomBytes returns n bytes of a fixed-seed generator.

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -26,7 +27,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 	t.Run("one platform: change one file, then nothing", func(t *testing.T) {
 		g := NewWithT(t)
 		b, rt := testBuilder(t, host, WithCacheDir(t.TempDir()))
-		dir := writeTree(t, map[string]string{"bin/app": string(randomBytes(4, 2<<20)), "conf/a.yaml": "a: 1"})
+		dir := testfiles.Tree(t, map[string]string{"bin/app": string(randomBytes(4, 2<<20)), "conf/a.yaml": "a: 1"})
 		img := Spec{
 			Name:       "app",
 			Base:       base,
@@ -41,7 +42,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 		g.Expect(tagDigest(t, host, "team/app", first.ContentHash)).To(Equal(first.Digest))
 		rt.take()
 
-		writeFile(t, dir, "conf/a.yaml", "a: 2")
+		testfiles.WriteFile(t, dir, "conf/a.yaml", "a: 2")
 		second, err := b.Build(ctx, img, dir, staticTags("latest"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(second.Uploaded).To(Equal(2))
@@ -57,7 +58,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 	t.Run("several platforms: an index on the base's platforms", func(t *testing.T) {
 		g := NewWithT(t)
 		b, _ := testBuilder(t, host)
-		dir := writeTree(t, map[string]string{"run.sh": "#!/bin/sh"})
+		dir := testfiles.Tree(t, map[string]string{"run.sh": "#!/bin/sh"})
 		img := Spec{
 			Name:      "tool",
 			Base:      base,
@@ -66,7 +67,7 @@ func TestBuildAgainstDistributionRegistry(t *testing.T) {
 		}
 		res, err := b.Build(ctx, img, dir, staticTags("dev"))
 		g.Expect(err).NotTo(HaveOccurred())
-		idx := pullIndex(t, res.Repository+":dev")
+		idx := testregistry.PullIndex(t, res.Repository+":dev")
 		d, err := idx.Digest()
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(d.String()).To(Equal(res.Digest))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // tarEntry is what a test checks of one tar header.
@@ -28,34 +29,23 @@ type tarEntry struct {
 
 // readLayer lists the entries of l's tar and checks the fields every entry
 // must have for a reproducible layer.
-func readLayer(t *testing.T, l interface{ Uncompressed() (io.ReadCloser, error) }) []tarEntry {
+func readLayer(t *testing.T, l testfiles.Layer) []tarEntry {
 	t.Helper()
 	g := NewWithT(t)
-	rc, err := l.Uncompressed()
-	g.Expect(err).NotTo(HaveOccurred())
-	defer rc.Close()
 	var out []tarEntry
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		g.Expect(err).NotTo(HaveOccurred())
+	for _, hdr := range testfiles.LayerEntries(t, l) {
 		g.Expect(hdr.ModTime.Unix()).To(BeZero(), hdr.Name)
 		g.Expect(hdr.Uid).To(BeZero(), hdr.Name)
 		g.Expect(hdr.Gid).To(BeZero(), hdr.Name)
 		g.Expect(hdr.Uname).To(BeEmpty(), hdr.Name)
 		g.Expect(hdr.Gname).To(BeEmpty(), hdr.Name)
-		content, err := io.ReadAll(tr)
-		g.Expect(err).NotTo(HaveOccurred())
-		out = append(out, tarEntry{Name: hdr.Name, Type: hdr.Typeflag, Mode: hdr.Mode, Linkname: hdr.Linkname, Content: string(content)})
+		out = append(out, tarEntry{Name: hdr.Name, Type: hdr.Typeflag, Mode: hdr.Mode, Linkname: hdr.Linkname, Content: hdr.Content})
 	}
 	return out
 }
 
 func TestLayerContent(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"out/manager":        "binary",
 		"config/b.yaml":      "b",
 		"config/a.yaml":      "a",
@@ -141,8 +131,8 @@ func TestLayerContent(t *testing.T) {
 }
 
 func TestLayerSourceErrorsArePermanent(t *testing.T) {
-	dir := writeTree(t, map[string]string{"a": "a"})
-	outside := writeTree(t, map[string]string{"secret": "token"})
+	dir := testfiles.Tree(t, map[string]string{"a": "a"})
+	outside := testfiles.Tree(t, map[string]string{"secret": "token"})
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "escape")); err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +190,8 @@ func TestReproducible(t *testing.T) {
 		return d.String()
 	}
 
-	first := writeTree(t, files)
-	second := writeTree(t, files)
+	first := testfiles.Tree(t, files)
+	second := testfiles.Tree(t, files)
 	past := time.Date(2001, 2, 3, 4, 5, 6, 7, time.UTC)
 	err := filepath.WalkDir(second, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
@@ -219,7 +209,7 @@ func TestReproducible(t *testing.T) {
 	g.Expect(digestOf(first)).To(Equal(digestOf(second)))
 
 	// And the content matters: one byte more is another image.
-	writeFile(t, second, "web/index.html", "<html/>\n")
+	testfiles.WriteFile(t, second, "web/index.html", "<html/>\n")
 	g.Expect(digestOf(first)).NotTo(Equal(digestOf(second)))
 }
 
@@ -228,7 +218,7 @@ func TestReproducible(t *testing.T) {
 // its blob is needed after all, compressing again gives the digest.
 func TestKnownLayerIsRecompressedIdentically(t *testing.T) {
 	g := NewWithT(t)
-	dir := writeTree(t, map[string]string{"bin/app": string(randomBytes(2, 256<<10))})
+	dir := testfiles.Tree(t, map[string]string{"bin/app": string(randomBytes(2, 256<<10))})
 	b, err := NewBuilder(Registry{Prefix: "example.com/team"})
 	g.Expect(err).NotTo(HaveOccurred())
 	img := Spec{Name: "app", Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app"}}}
@@ -257,7 +247,7 @@ func TestKnownLayerIsRecompressedIdentically(t *testing.T) {
 // a blob and a diff ID of different content.
 func TestLayerSourceChangedAfterPlanning(t *testing.T) {
 	g := NewWithT(t)
-	dir := writeTree(t, map[string]string{"app": "v1"})
+	dir := testfiles.Tree(t, map[string]string{"app": "v1"})
 	root, err := os.OpenRoot(dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer root.Close()

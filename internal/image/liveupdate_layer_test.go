@@ -21,6 +21,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // staticBinary builds a tiny static Go program to stand in for the
@@ -52,18 +53,10 @@ type fsEntry struct {
 func readTar(t *testing.T, r io.Reader) map[string]fsEntry {
 	t.Helper()
 	out := map[string]fsEntry{}
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		out[hdr.Name] = fsEntry{typeflag: hdr.Typeflag, mode: hdr.Mode, linkname: hdr.Linkname, content: data}
+	for _, e := range testfiles.ReadTar(t, r) {
+		out[e.Name] = fsEntry{typeflag: e.Typeflag, mode: e.Mode, linkname: e.Linkname, content: []byte(e.Content)}
 	}
+	return out
 }
 
 // A live-updatable scratch image gets the supervisor (the binary given,

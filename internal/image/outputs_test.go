@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -32,7 +33,7 @@ func TestOutputIsAnArtifactTheSourceFetcherReads(t *testing.T) {
 	host := testregistry.Start(t)
 	ctx := context.Background()
 	b, _ := testBuilder(t, host)
-	dir := writeTree(t, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"config/crd/bases/widgets.yaml":    crdYAML,
 		"config/crd/bases/sub/gadgets.sh":  "#!/bin/sh\n",
 		"config/crd/kustomization.yaml":    "resources: [bases/widgets.yaml]\n",
@@ -104,10 +105,10 @@ func TestOutputDigestDependsOnlyOnContent(t *testing.T) {
 		return reports[0].Digest
 	}
 
-	first := writeTree(t, map[string]string{"config/crd/bases/a.yaml": crdYAML, "config/crd/bases/b/c.yaml": "c: 1\n"})
+	first := testfiles.Tree(t, map[string]string{"config/crd/bases/a.yaml": crdYAML, "config/crd/bases/b/c.yaml": "c: 1\n"})
 	second := t.TempDir()
-	writeFile(t, second, "config/crd/bases/b/c.yaml", "c: 1\n")
-	writeFile(t, second, "config/crd/bases/a.yaml", crdYAML)
+	testfiles.WriteFile(t, second, "config/crd/bases/b/c.yaml", "c: 1\n")
+	testfiles.WriteFile(t, second, "config/crd/bases/a.yaml", crdYAML)
 	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	g.Expect(os.Chtimes(filepath.Join(second, "config/crd/bases/a.yaml"), old, old)).To(Succeed())
 	g.Expect(os.Chtimes(filepath.Join(second, "config/crd/bases/b"), old, old)).To(Succeed())
@@ -116,7 +117,7 @@ func TestOutputDigestDependsOnlyOnContent(t *testing.T) {
 	g.Expect(push(first)).To(Equal(d1), "the same output pushed twice")
 	g.Expect(push(second)).To(Equal(d1), "other times and write order")
 
-	writeFile(t, second, "config/crd/bases/a.yaml", crdYAML+"# changed\n")
+	testfiles.WriteFile(t, second, "config/crd/bases/a.yaml", crdYAML+"# changed\n")
 	changed := push(second)
 	g.Expect(changed).NotTo(Equal(d1))
 	g.Expect(os.Chmod(filepath.Join(second, "config/crd/bases/a.yaml"), 0o600)).To(Succeed())
@@ -136,19 +137,19 @@ func TestOutputThatCannotBePackedNamesItsField(t *testing.T) {
 		setup func(t *testing.T, dir string)
 		want  []string
 	}{
-		{"missing directory", func(t *testing.T, dir string) { writeFile(t, dir, "config/other.yaml", "x") },
+		{"missing directory", func(t *testing.T, dir string) { testfiles.WriteFile(t, dir, "config/other.yaml", "x") },
 			[]string{"directory config/crd/bases does not exist in the workspace after the run step"}},
-		{"a file, not a directory", func(t *testing.T, dir string) { writeFile(t, dir, "config/crd/bases", "x") },
+		{"a file, not a directory", func(t *testing.T, dir string) { testfiles.WriteFile(t, dir, "config/crd/bases", "x") },
 			[]string{"config/crd/bases is not a directory"}},
 		{"a link out of the output", func(t *testing.T, dir string) {
-			writeFile(t, dir, "config/crd/bases/a.yaml", crdYAML)
-			writeFile(t, dir, "config/rbac/role.yaml", "kind: Role\n")
+			testfiles.WriteFile(t, dir, "config/crd/bases/a.yaml", crdYAML)
+			testfiles.WriteFile(t, dir, "config/rbac/role.yaml", "kind: Role\n")
 			if err := os.Symlink("../../rbac/role.yaml", filepath.Join(dir, "config/crd/bases/role.yaml")); err != nil {
 				t.Fatal(err)
 			}
 		}, []string{"config/crd/bases/role.yaml is a symbolic link to ../../rbac/role.yaml, outside the output directory config/crd/bases"}},
 		{"an absolute link", func(t *testing.T, dir string) {
-			writeFile(t, dir, "config/crd/bases/a.yaml", crdYAML)
+			testfiles.WriteFile(t, dir, "config/crd/bases/a.yaml", crdYAML)
 			if err := os.Symlink(secret, filepath.Join(dir, "config/crd/bases/creds")); err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +163,7 @@ func TestOutputThatCannotBePackedNamesItsField(t *testing.T) {
 			}
 		}, []string{"config/crd/bases", "not a link out of it"}},
 		{"a pipe", func(t *testing.T, dir string) {
-			writeFile(t, dir, "config/crd/bases/a.yaml", crdYAML)
+			testfiles.WriteFile(t, dir, "config/crd/bases/a.yaml", crdYAML)
 			if err := syscall.Mkfifo(filepath.Join(dir, "config/crd/bases/pipe"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -193,9 +194,9 @@ func TestOutputOverTheLimitIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	defer func(l int64) { outputLimit = l }(outputLimit)
 	outputLimit = 64 << 10
-	dir := writeTree(t, map[string]string{"out/small": "x", "out/big": string(randomBytes(1, 61<<10))})
+	dir := testfiles.Tree(t, map[string]string{"out/small": "x", "out/big": string(randomBytes(1, 61<<10))})
 	g.Expect(copyOutput(dir, OutputSpec{Name: "out", Path: "out", Field: "f"}, t.TempDir())).To(Succeed(), "61 KiB and two entries fit")
-	writeFile(t, dir, "out/big", string(randomBytes(1, 64<<10)))
+	testfiles.WriteFile(t, dir, "out/big", string(randomBytes(1, 64<<10)))
 	err := copyOutput(dir, OutputSpec{Name: "out", Path: "out", Field: "f"}, t.TempDir())
 	g.Expect(err).To(MatchError(ContainSubstring("f: out holds more than 64 KiB")))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -42,7 +43,7 @@ func TestPrebuiltLayerIsMountedNotUploaded(t *testing.T) {
 	g := NewWithT(t)
 	host := testregistry.Start(t)
 	ctx := context.Background()
-	dir := writeTree(t, map[string]string{
+	dir := testfiles.Tree(t, map[string]string{
 		"bin/web":           string(randomBytes(7, 1<<20)),
 		"chart/Chart.yaml":  "name: web",
 		"static/index.html": "<p>hi</p>",
@@ -85,7 +86,7 @@ func TestPrebuiltLayerIsMountedNotUploaded(t *testing.T) {
 	g.Expect(plain.Digest).To(Equal(res.Digest))
 	g.Expect(plain.Uploaded).To(Equal(3))
 
-	pulled := pull(t, res.Repository+"@"+res.Digest)
+	pulled := testregistry.Pull(t, res.Repository+"@"+res.Digest)
 	layers, err := pulled.Layers()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readLayer(t, layers[0])).To(ContainElement(And(HaveField("Name", "web"), HaveField("Mode", int64(0o755)))))
@@ -97,7 +98,7 @@ func TestPrebuiltLayerIsMountedNotUploaded(t *testing.T) {
 func TestPrebuiltLayerThatDiffersIsBuilt(t *testing.T) {
 	g := NewWithT(t)
 	host := testregistry.Start(t)
-	dir := writeTree(t, map[string]string{"bin/web": "v1"})
+	dir := testfiles.Tree(t, map[string]string{"bin/web": "v1"})
 	mapping := v1alpha1.LayerMapping{From: "bin/web", To: "/web", Mode: "0755"}
 	// Pushed for mode 0700; the image asks 0755.
 	other := mapping
@@ -110,7 +111,7 @@ func TestPrebuiltLayerThatDiffersIsBuilt(t *testing.T) {
 	res, err := b.Build(context.Background(), img, a.Dir, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Uploaded).To(Equal(2), "its own layer and the config")
-	layers, err := pull(t, res.Repository+"@"+res.Digest).Layers()
+	layers, err := testregistry.Pull(t, res.Repository+"@"+res.Digest).Layers()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readLayer(t, layers[0])).To(ContainElement(HaveField("Mode", int64(0o755))))
 
@@ -124,7 +125,7 @@ func TestPrebuiltLayerThatDiffersIsBuilt(t *testing.T) {
 // TestPrebuildLeavesSomeMappingsToTheOperator: only files that the store
 // can put back exactly as pushed are prebuilt.
 func TestPrebuildLeavesSomeMappingsToTheOperator(t *testing.T) {
-	dir := writeTree(t, map[string]string{"bin/web": "w", "bin/tool": "t", "real/x": "x", "logs/a.log": "l", "conf/a": "a"})
+	dir := testfiles.Tree(t, map[string]string{"bin/web": "w", "bin/tool": "t", "real/x": "x", "logs/a.log": "l", "conf/a": "a"})
 	if err := os.Symlink("real", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}

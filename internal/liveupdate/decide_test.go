@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // layerFiles is one layer: path -> content; a mode of 0755 for paths
@@ -76,18 +78,10 @@ func testImage(t *testing.T, env []string, layers ...layerFiles) v1.Image {
 func readTar(t *testing.T, data []byte) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(tr)
-		out[h.Name] = fmt.Sprintf("%03o:%s", h.Mode, body)
+	for _, e := range testfiles.ReadTar(t, bytes.NewReader(data)) {
+		out[e.Name] = fmt.Sprintf("%03o:%s", e.Mode, e.Content)
 	}
+	return out
 }
 
 // TestDecidePerChangedPath: the live update decision for each kind of

@@ -129,7 +129,7 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 		}
 		e.remember(img.Name, ist.TemplateDigest, ist.Digest, tarball)
 		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
-		ist.UpdateReason = message.Truncate(describeFiles(d.Files), 512)
+		ist.UpdateReason = message.Truncate(describeFiles(d.Files), v1alpha1.MaxUpdateReason)
 	}
 	synced, err := e.converge(ctx, req, img, ist)
 	out.Synced = append(out.Synced, synced...)
@@ -203,7 +203,7 @@ func (e *Engine) plan(ctx context.Context, req engine.Request, img *v1alpha1.Ima
 func rollout(ist *v1alpha1.ImageStatus, reason string) {
 	ist.LiveDigest = ""
 	ist.LastUpdate = v1alpha1.UpdateRollout
-	ist.UpdateReason = message.Truncate(reason, 512)
+	ist.UpdateReason = message.Truncate(reason, v1alpha1.MaxUpdateReason)
 }
 
 // describeFiles says what a live update carries: "2 files: /app, /srv/x".

@@ -2,9 +2,7 @@ package operatorimage
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
@@ -63,21 +62,10 @@ func files(t *testing.T, img v1.Image) map[string]file {
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	out := map[string]file{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := io.Copy(&buf, tr); err != nil {
-			t.Fatal(err)
-		}
-		out["/"+strings.TrimSuffix(h.Name, "/")] = file{mode: h.Mode, uid: h.Uid, content: buf.String(), typeflag: h.Typeflag}
+	for _, e := range testfiles.ReadTar(t, rc) {
+		out["/"+strings.TrimSuffix(e.Name, "/")] = file{mode: e.Mode, uid: e.Uid, content: e.Content, typeflag: e.Typeflag}
 	}
+	return out
 }
 
 func TestLayoutIsAMultiPlatformNonRootImage(t *testing.T) {

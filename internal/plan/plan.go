@@ -81,6 +81,7 @@ func Build(spec *v1alpha1.DevEnvironmentSpec) (*Plan, error) {
 	}
 	errs = append(errs, checkImages(spec, root)...)
 	errs = append(errs, checkHelm(spec, root)...)
+	errs = append(errs, checkValuesSize(spec, root)...)
 	if len(errs) > 0 {
 		return nil, &InvalidError{Errs: errs}
 	}

@@ -5,14 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,22 +120,11 @@ func TestServeChecksAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 // manifest HEAD with the environment's own credentials.
 func TestServeChecksOCIAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 	const user, password = "puller", "reg-Pa55word"
-	inner := registry.New()
-	open := httptest.NewServer(inner)
-	defer open.Close()
-	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	defer guarded.Close()
-	digest := pushArtifact(t, hostOf(open), "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
+	open, guarded := privateRegistry(t, user, password)
+	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, hostOf(guarded), auth)), Version: "1"}
-	ref := Ref{Source: "local", Kind: KindOCI, URL: hostOf(guarded) + "/team-a/private", Digest: digest, Insecure: true}
+	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)), Version: "1"}
+	ref := Ref{Source: "local", Kind: KindOCI, URL: guarded + "/team-a/private", Digest: digest, Insecure: true}
 	f := newFetcher(t)
 	ctx := context.Background()
 

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/devloop-dev/devloop/internal/testfiles"
 )
 
 // fetchPacked pushes the pack of dir with mapped to a registry and fetches
@@ -46,8 +48,7 @@ func mappedLayer(t *testing.T, from, to string, entries ...entry) MappedLayer {
 // image-shaped layers fetches as the same tree a plain pack gives, and the
 // store keeps those layers' blobs for the build.
 func TestMappedLayersComeBackAtTheirSourcePaths(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"bin/web": "new binary", "chart/Chart.yaml": "name: web", "conf/a.yaml": "a: 1"})
+	dir := testfiles.Tree(t, map[string]string{"bin/web": "new binary", "chart/Chart.yaml": "name: web", "conf/a.yaml": "a: 1"})
 	web := mappedLayer(t, "bin/web", "usr/local/bin/web",
 		tdir("usr/"), tdir("usr/local/"), tdir("usr/local/bin/"), entry{name: "usr/local/bin/web", typ: '0', body: "new binary", mode: 0o755})
 	conf := mappedLayer(t, "conf", "etc/app",
@@ -108,8 +109,7 @@ func TestMappedLayersComeBackAtTheirSourcePaths(t *testing.T) {
 // used to write elsewhere in the source, or to smuggle in what the image
 // code never writes.
 func TestMappedLayerMayHoldOnlyItsPath(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"chart/Chart.yaml": "name: web"})
+	dir := testfiles.Tree(t, map[string]string{"chart/Chart.yaml": "name: web"})
 	for _, tc := range []struct {
 		name  string
 		layer MappedLayer
@@ -127,8 +127,7 @@ func TestMappedLayerMayHoldOnlyItsPath(t *testing.T) {
 }
 
 func TestPackDirRefusesBadMappedLayers(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"bin/web": "x"})
+	dir := testfiles.Tree(t, map[string]string{"bin/web": "x"})
 	gz := MappedLayer{From: "bin/web", To: "web", Layer: static.NewLayer(gzipped(t, tarOf(t, tfile("web", "x"))), types.OCILayer)}
 	for _, tc := range []struct {
 		name   string

@@ -61,6 +61,42 @@ func pushArtifact(t *testing.T, host, repo string, layers [][]byte, tags ...stri
 
 func hostOf(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, "http://") }
 
+// fetchWithCredentials fetches ref with the credentials src names in the
+// test namespace, read as the operator reads them.
+func fetchWithCredentials(t *testing.T, f *Fetcher, ref Ref, src v1alpha1.Source) *Artifact {
+	t.Helper()
+	ctx := context.Background()
+	creds, err := LoadCredentials(ctx, f.Reader, testNamespace, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Fetch(ctx, ref, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// privateRegistry is one registry behind two doors, both plain HTTP: open
+// takes pushes without credentials, guarded answers only user:password
+// and says "authentication required" in a registry's words otherwise.
+func privateRegistry(t *testing.T, user, password string) (open, guarded string) {
+	t.Helper()
+	inner := registry.New()
+	openSrv := httptest.NewServer(inner)
+	t.Cleanup(openSrv.Close)
+	guardedSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(guardedSrv.Close)
+	return hostOf(openSrv), hostOf(guardedSrv)
+}
+
 func ociSource(repo, tag, digest string, insecure bool) v1alpha1.Source {
 	return v1alpha1.Source{Name: "local", OCI: &v1alpha1.OCISource{Repository: repo, Tag: tag, Digest: digest, Insecure: insecure}}
 }
@@ -226,24 +262,13 @@ func mustRef(t *testing.T, s string) name.Reference {
 
 func TestOCIRegistryAuth(t *testing.T) {
 	const user, password = "puller", "reg-Pa55word"
-	inner := registry.New()
-	open := httptest.NewServer(inner)
-	defer open.Close()
-	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	defer guarded.Close()
-	digest := pushArtifact(t, hostOf(open), "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
-	repo := hostOf(guarded) + "/team-a/private"
+	open, guarded := privateRegistry(t, user, password)
+	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
+	repo := guarded + "/team-a/private"
 
 	dockerConfig := func(pw string) string {
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
-		return fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, hostOf(guarded), auth)
+		return fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)
 	}
 	f := newFetcher(t,
 		secret("regcred", map[string]string{".dockerconfigjson": dockerConfig(password)}),
@@ -267,14 +292,7 @@ func TestOCIRegistryAuth(t *testing.T) {
 		if ref.Digest != digest {
 			t.Errorf("digest %s, want %s", ref.Digest, digest)
 		}
-		creds, err := LoadCredentials(ctx, f.Reader, testNamespace, src("regcred"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := f.Fetch(ctx, ref, creds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := fetchWithCredentials(t, f, ref, src("regcred"))
 		if got := readFile(t, filepath.Join(a.Dir, "secret.txt")); got != "content" {
 			t.Errorf("secret.txt = %q", got)
 		}

@@ -1,10 +1,8 @@
 package source
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,20 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/devloop-dev/devloop/internal/testfiles"
+)
 
 // entryNames lists the tar entries of a one-layer artifact.
 func entryNames(t *testing.T, img v1.Image) []string {
@@ -39,28 +26,15 @@ func entryNames(t *testing.T, img v1.Image) []string {
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("want one layer, got %d (%v)", len(layers), err)
 	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var names []string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return names
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
+	for _, e := range testfiles.LayerEntries(t, layers[0]) {
+		names = append(names, e.Name)
 	}
+	return names
 }
 
 func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"main.go": "package main", "out/bin": "x", "keep/a.txt": "a", "keep/a.log": "log"})
+	dir := testfiles.Tree(t, map[string]string{"main.go": "package main", "out/bin": "x", "keep/a.txt": "a", "keep/a.log": "log"})
 	img, err := PackDir(dir, func(rel string, isDir bool) bool {
 		return (rel == "out" && isDir) || strings.HasSuffix(rel, ".log")
 	}, CompressionNone)
@@ -75,8 +49,7 @@ func TestPackDirLeavesOutExcludedEntries(t *testing.T) {
 }
 
 func TestPackDirDigestIgnoresTimes(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"a/b.txt": "b", "c.txt": "c"})
+	dir := testfiles.Tree(t, map[string]string{"a/b.txt": "b", "c.txt": "c"})
 	first, err := PackDir(dir, nil, CompressionGzip)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +69,7 @@ func TestPackDirDigestIgnoresTimes(t *testing.T) {
 	if d1 != d2 {
 		t.Fatalf("digest changed with mtimes: %s then %s", d1, d2)
 	}
-	writeTree(t, dir, map[string]string{"c.txt": "changed"})
+	testfiles.Write(t, dir, map[string]string{"c.txt": "changed"})
 	third, _ := PackDir(dir, nil, CompressionGzip)
 	if d3, _ := third.Digest(); d3 == d1 {
 		t.Fatal("digest did not change with content")
@@ -107,8 +80,7 @@ func TestRemoteDigestAndPush(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	defer srv.Close()
 	ctx := context.Background()
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"f": "1"})
+	dir := testfiles.Tree(t, map[string]string{"f": "1"})
 	ref := hostOf(srv) + "/team/src:dev"
 
 	if d, err := RemoteDigest(ctx, ref, PushOptions{Insecure: true}); err != nil || d != "" {
@@ -148,7 +120,7 @@ func TestPackDirRefusesLinksLeavingTheDirectory(t *testing.T) {
 	for name, link := range map[string]string{"absolute": "/etc/passwd", "climbing": "../../outside"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, map[string]string{"sub/a.txt": "a"})
+			testfiles.Write(t, dir, map[string]string{"sub/a.txt": "a"})
 			if err := os.Symlink(link, filepath.Join(dir, "sub", "link")); err != nil {
 				t.Fatal(err)
 			}
@@ -158,8 +130,7 @@ func TestPackDirRefusesLinksLeavingTheDirectory(t *testing.T) {
 			}
 		})
 	}
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"sub/a.txt": "a"})
+	dir := testfiles.Tree(t, map[string]string{"sub/a.txt": "a"})
 	if err := os.Symlink("a.txt", filepath.Join(dir, "sub", "link")); err != nil {
 		t.Fatal(err)
 	}

@@ -149,14 +149,7 @@ func TestGitOverSSH(t *testing.T) {
 		if ref.Commit != r.c2 {
 			t.Errorf("commit %s, want %s", ref.Commit, r.c2)
 		}
-		creds, err := LoadCredentials(ctx, f.Reader, testNamespace, src("ssh"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := f.Fetch(ctx, ref, creds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := fetchWithCredentials(t, f, ref, src("ssh"))
 		if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "two" {
 			t.Errorf("a.txt = %q", got)
 		}

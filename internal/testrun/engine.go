@@ -180,6 +180,9 @@ func (p *testPass) enqueueOnChange() {
 		if st.DigestSet == set {
 			continue
 		}
+		if !roomFor(env.Status.Tests, st, nil) {
+			continue // the set is taken up once a run ends and makes room
+		}
 		st.DigestSet = set
 		p.enqueue(suite.Name, "OnChange", nil)
 	}
@@ -203,6 +206,9 @@ func (p *testPass) enqueue(suite, what string, params []v1alpha1.EnvVar) string 
 	}
 	if queued >= maxQueued {
 		return fmt.Sprintf("%s already has %d runs queued with other params; not queued again", suite, queued)
+	}
+	if full := QueueRoom(p.env.Status.Tests, params); full != "" {
+		return fmt.Sprintf("%s not queued: %s", suite, full)
 	}
 	n := int64(1)
 	for _, r := range st.Runs {
@@ -326,18 +332,22 @@ func (p *testPass) componentsWaiting(suite *v1alpha1.TestSuite) []string {
 	return waits
 }
 
-// trimHistory keeps historyLimit runs per suite and marks for deletion
-// every test Job no kept run names (dropped runs, suites gone from the
-// spec) and every Job still active whose run has ended.
+// trimHistory keeps historyLimit runs per suite, and the history within
+// the environment's totals (FitHistory), and marks for deletion every test
+// Job no kept run names (dropped runs, suites gone from the spec) and
+// every Job still active whose run has ended.
 func (p *testPass) trimHistory() {
 	env := p.env
 	limit := env.Spec.HistoryLimitOrDefault()
-	kept := map[string]v1alpha1.TestResult{}
 	for i := range env.Status.Tests {
 		st := &env.Status.Tests[i]
 		st.Runs, _ = Trim(st.Runs, limit)
 		ShrinkTails(st.Runs)
 		ShrinkResults(st.Runs)
+	}
+	FitHistory(env.Status.Tests)
+	kept := map[string]v1alpha1.TestResult{}
+	for _, st := range env.Status.Tests {
 		for _, r := range st.Runs {
 			if r.JobName != "" {
 				kept[r.JobName] = r.Result
@@ -396,6 +406,7 @@ func (p *testPass) needsCommit() bool {
 func (p *testPass) commit(ctx context.Context) error {
 	// The printer column goes with the runs it summarizes.
 	p.env.Status.LastTestResult = p.env.Status.LatestTestResult()
+	p.env.Status.Bound() // free text cut to the schema's bounds, never refused
 	base := p.before.DeepCopy()
 	base.ResourceVersion = p.env.ResourceVersion
 	if err := p.e.Client.Status().Patch(ctx, p.env, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {

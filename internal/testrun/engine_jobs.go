@@ -80,7 +80,7 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 
 // end records a run's result.
 func (p *testPass) end(suite string, run *v1alpha1.TestRun, result v1alpha1.TestResult, msg string) {
-	run.Result, run.Message = result, message.Truncate(msg, 1024)
+	run.Result, run.Message = result, message.Truncate(msg, v1alpha1.MaxRunMessage)
 	if run.CompletionTime == nil {
 		run.CompletionTime = &metav1.Time{Time: p.now}
 	}

@@ -140,6 +140,7 @@ func Job(req JobRequest) (*batchv1.Job, error) {
 					Containers: []corev1.Container{{
 						Name: ContainerTest, Image: req.Image, Command: s.Command,
 						WorkingDir: pods.WorkspaceDir, Env: env,
+						EnvFrom: v1alpha1.ContainerEnvFrom(s.EnvFrom),
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir},
 							{Name: pods.VolumeTmp, MountPath: "/tmp"},

@@ -41,7 +41,8 @@ func validEnv() *v1alpha1.DevEnvironment {
 				}},
 			},
 			Tests: []v1alpha1.TestSuite{
-				{Name: "unit-tests", Image: v1alpha1.TestImage{Ref: "golang:1.25"}, Source: "app", Command: []string{"make", "test"}},
+				{Name: "unit-tests", Image: v1alpha1.TestImage{Ref: "golang:1.25"}, Source: "app", Command: []string{"make", "test"},
+					EnvFrom: []v1alpha1.EnvFromSource{{Kind: "ConfigMap", Name: "unit-settings", Prefix: "UNIT_"}, {Kind: "Secret", Name: "unit-tokens", Optional: true}}},
 				{Name: "e2e", Image: v1alpha1.TestImage{Built: "controller"}, Command: []string{"/manager", "--e2e"}, DependsOn: []string{"operator", "unit-tests"}},
 			},
 		},
@@ -193,6 +194,42 @@ func TestBadSpecsRejected(t *testing.T) {
 			n := int32(50)
 			s.HistoryLimit = &n
 		}, []string{`spec.historyLimit`, `less than or equal to 10`}},
+		{"envFrom naming no valid object", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Tests[0].EnvFrom[0].Name = "Unit_Settings"
+		}, []string{`spec.tests[0].envFrom[0].name`, `envFrom[].name must be a ConfigMap or Secret name`}},
+		{"envFrom of another kind", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Tests[0].EnvFrom[0].Kind = "Pod"
+		}, []string{`spec.tests[0].envFrom[0].kind`, `Unsupported value`, `"ConfigMap"`}},
+		{"envFrom prefix not starting a variable name", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Tests[0].EnvFrom[0].Prefix = "1-"
+		}, []string{`spec.tests[0].envFrom[0].prefix`, `envFrom[].prefix must start an environment variable name`}},
+		{"run envFrom without a name", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Images[0].Run = &v1alpha1.BuildRun{Image: "golang", Command: []string{"make"}, EnvFrom: []v1alpha1.EnvFromSource{{Kind: "Secret"}}}
+		}, []string{`spec.components[1].images[0].run.envFrom[0].name`}},
+		{"too many env entries in the environment", func(s *v1alpha1.DevEnvironmentSpec) {
+			for i := 0; i < 7; i++ {
+				suite := v1alpha1.TestSuite{Name: fmt.Sprintf("env%d", i), Image: v1alpha1.TestImage{Ref: "busybox"}, Command: []string{"true"}}
+				for j := 0; j < 7; j++ {
+					suite.Env = append(suite.Env, v1alpha1.EnvVar{Name: fmt.Sprintf("V%d", j), Value: "x"})
+				}
+				s.Tests = append(s.Tests, suite)
+			}
+		}, []string{`spec`, `at most 48 env entries in one environment`, `envFrom`}},
+		{"too many command arguments in the environment", func(s *v1alpha1.DevEnvironmentSpec) {
+			for i := 0; i < 13; i++ {
+				s.Tests = append(s.Tests, v1alpha1.TestSuite{Name: fmt.Sprintf("cmd%d", i), Image: v1alpha1.TestImage{Ref: "busybox"},
+					Command: []string{"a", "b", "c", "d", "e", "f", "g", "h"}})
+			}
+		}, []string{`spec`, `at most 96 command arguments in one environment`}},
+		{"too many envFrom entries in the environment", func(s *v1alpha1.DevEnvironmentSpec) {
+			for i := 0; i < 4; i++ {
+				suite := v1alpha1.TestSuite{Name: fmt.Sprintf("from%d", i), Image: v1alpha1.TestImage{Ref: "busybox"}, Command: []string{"true"}}
+				for j := 0; j < 4; j++ {
+					suite.EnvFrom = append(suite.EnvFrom, v1alpha1.EnvFromSource{Kind: "ConfigMap", Name: fmt.Sprintf("cm%d", j)})
+				}
+				s.Tests = append(s.Tests, suite)
+			}
+		}, []string{`spec`, `at most 16 envFrom entries in one environment`}},
 		{"image name used twice", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Components[0].Images = []v1alpha1.ImageSpec{{Name: "controller"}}
 		}, []string{`spec.components`, `image names must be unique across components`}},

@@ -6,12 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // versionMarker holds the benchmark server's version in its source and in
@@ -41,7 +41,6 @@ func benchSource(v int) string {
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 )
@@ -66,32 +65,12 @@ func main() {
 
 // benchManifests run the server (scratch: no shell) under the restricted
 // Pod Security level behind the Service "bench".
-const benchManifests = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: bench}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: bench}}
-  template:
-    metadata: {labels: {app: bench}}
-    spec:
-      ` + restrictedPod + `
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: server
-        image: server
-        env: [{name: ITERATION, value: "0"}]
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}
----
-apiVersion: v1
-kind: Service
-metadata: {name: bench}
-spec:
-  selector: {app: bench}
-  ports: [{port: 80, targetPort: http}]
-`
+var benchManifests = Documents(Deployment("bench", "server", "image: server",
+	`env: [{name: ITERATION, value: "0"}]`,
+	"ports: [{name: http, containerPort: 8080}]",
+	"readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}",
+	"securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, readOnlyRootFilesystem: true}"),
+	Service("bench"))
 
 // benchService is the manifests' Service, for the floor's Deployment.
 func benchService(ns string) *corev1.Service {
@@ -107,9 +86,7 @@ func benchService(ns string) *corev1.Service {
 func buildBenchServer(t *testing.T) []byte {
 	t.Helper()
 	g := NewWithT(t)
-	mod := t.TempDir()
-	g.Expect(mkdirWrite(filepath.Join(mod, "go.mod"), "module example.com/bench\n\ngo 1.26\n")).To(Succeed())
-	g.Expect(mkdirWrite(filepath.Join(mod, "main.go"), benchSource(0))).To(Succeed())
+	mod := sourceDir(t, Files{"go.mod": GoModule("example.com/bench"), "main.go": benchSource(0)})
 	bin := filepath.Join(mod, "server")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
 	cmd.Dir = mod
@@ -141,45 +118,20 @@ func writeBenchServer(t *testing.T, path string, server []byte, v int) {
 func serviceURL(t *testing.T, ns, name string) string {
 	t.Helper()
 	svc := &corev1.Service{}
-	NewWithT(t).Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "Service " + ns + "/" + name + " has a cluster IP", Every: 10 * time.Millisecond, Within: time.Minute}, func(g Gomega) {
 		g.Expect(need(t).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, svc)).To(Succeed())
 		g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
-	}, time.Minute).Should(Succeed())
+	})
 	return fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
 }
 
-// prober asks on a new connection each time, so every answer comes from
-// an endpoint the Service has now.
-var prober = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-
-// get is one GET of url: the body, or the error.
-func get(url string) string {
-	resp, err := prober.Get(url)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	return string(b)
-}
-
-// waitAnswer polls url every 20 ms until an answer contains want and
-// returns how long after t0 that was.
-func waitAnswer(t *testing.T, url, want string, t0 time.Time, timeout time.Duration) time.Duration {
+// waitServing polls url every 20 ms until an answer contains want and
+// returns how long after t0 (the change) that was.
+func waitServing(t *testing.T, url, want string, t0 time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
-	var last string
-	for {
-		if last = get(url); strings.Contains(last, want) {
-			return time.Since(t0)
-		}
-		if time.Since(t0) > timeout {
-			t.Fatalf("%s did not answer %q within %s of the change (last answer %q)", url, want, timeout, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	_, took := waitAnswer(t, poll.Wait{What: url + " answers " + strconv.Quote(want), Every: 20 * time.Millisecond, Within: timeout, Since: t0},
+		get(url), contains(want))
+	return took
 }
 
 // kubectlPath is the kubectl make test-binaries builds.

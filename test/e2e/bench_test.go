@@ -18,12 +18,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // benchIterations per path; DEVLOOP_BENCH_ITERATIONS overrides.
@@ -123,13 +126,10 @@ func benchPush(t *testing.T, server []byte, live bool, n int) ([]time.Duration, 
 		name = "push-live"
 	}
 	ns := namespace(t, "e2e-bench-"+name)
-	dir := t.TempDir()
+	dir := sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
 	bin := filepath.Join(dir, "bin", "server")
 	writeBenchServer(t, bin, server, 0)
-	g.Expect(mkdirWrite(filepath.Join(dir, "deploy", "bench.yaml"), benchManifests)).To(Succeed())
-	img := v1alpha1.ImageSpec{Name: "server", Source: "app",
-		Layers:     []v1alpha1.LayerMapping{{From: "bin/server", To: "/server", Mode: "0755"}},
-		Entrypoint: []string{"/server"}}
+	img := Image("server", Program("bin/server", "/server"))
 	env, url := startBenchEnv(t, ns, name, dir, img, live, 5*time.Minute)
 	key := client.ObjectKeyFromObject(env)
 	before := workloadState(t, ns)
@@ -141,7 +141,7 @@ func benchPush(t *testing.T, server []byte, live bool, n int) ([]time.Duration, 
 		offPhase()
 		t0 := time.Now()
 		pushed, requested := pushTimed(t, env, dir)
-		d := waitAnswer(t, url, fmt.Sprintf("version %d ", i), t0, 2*time.Minute)
+		d := waitServing(t, url, fmt.Sprintf("version %d ", i), t0, 2*time.Minute)
 		samples = append(samples, d)
 		env = waitReadyWithNewImage(t, key, "server", old)
 		how := updateKind(imageOf(env, "server"))
@@ -170,20 +170,14 @@ func benchWarm(t *testing.T, live bool, n int) []time.Duration {
 		name = "warm-live"
 	}
 	ns := namespace(t, "e2e-bench-"+name)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":            "module example.com/bench\n\ngo 1.26\n",
+	dir := sourceDir(t, Files{
+		"go.mod":            GoModule("example.com/bench"),
 		"main.go":           benchSource(0),
 		"deploy/bench.yaml": benchManifests,
 	})
-	img := v1alpha1.ImageSpec{Name: "server", Source: "app", Paths: []string{"go.mod", "main.go"},
-		Run: &v1alpha1.BuildRun{Image: goImage,
-			Command: []string{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", "out/server", "."},
-			Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-				{Name: "GOFLAGS", Value: "-buildvcs=false"}},
-			Cache: &v1alpha1.BuildCache{}, KeepWarm: true},
-		Layers:     []v1alpha1.LayerMapping{{From: "out/server", To: "/server", Mode: "0755"}},
-		Entrypoint: []string{"/server"}}
+	build := GoBuild(goImage, []string{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", "out/server", "."})
+	build.Cache, build.KeepWarm = &v1alpha1.BuildCache{}, true
+	img := Image("server", Paths("go.mod", "main.go"), Run(build), Program("out/server", "/server"))
 	env, url := startBenchEnv(t, ns, name, dir, img, live, 8*time.Minute)
 	key := client.ObjectKeyFromObject(env)
 
@@ -196,7 +190,7 @@ func benchWarm(t *testing.T, live bool, n int) []time.Duration {
 		offPhase()
 		t0 := time.Now()
 		pushed, requested := pushTimed(t, env, dir)
-		d := waitAnswer(t, url, fmt.Sprintf("version %d ", i+1), t0, 3*time.Minute)
+		d := waitServing(t, url, fmt.Sprintf("version %d ", i+1), t0, 3*time.Minute)
 		env = waitReadyWithNewImage(t, key, "server", old)
 		how := updateKind(imageOf(env, "server"))
 		if live {
@@ -222,13 +216,12 @@ func startBenchEnv(t *testing.T, ns, name, dir string, img v1alpha1.ImageSpec, l
 	if live {
 		img.LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/server"}}
 	}
-	env := devEnv(ns, name, v1alpha1.Component{Name: "bench", Images: []v1alpha1.ImageSpec{img},
-		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}})
+	env := newEnv(ns, name).PushingImages().Components(Component("bench", Images(img), Manifests("deploy"))).Build()
 	pushOnly(t, env, dir)
 	NewWithT(t).Expect(need(t).Client.Create(context.Background(), env)).To(Succeed())
 	env = waitEnv(t, client.ObjectKeyFromObject(env), within, false, readyNow)
 	url := serviceURL(t, ns, "bench")
-	waitAnswer(t, url, "version 0 ", time.Now(), 2*time.Minute)
+	waitServing(t, url, "version 0 ", time.Now(), 2*time.Minute)
 	return env, url
 }
 
@@ -265,17 +258,18 @@ func benchFloor(t *testing.T, c *devcluster.Cluster, image string, n int) []time
 	g.Expect(c.Client.Create(ctx, d)).To(Succeed())
 	g.Expect(c.Client.Create(ctx, benchService(ns))).To(Succeed())
 	url := serviceURL(t, ns, "bench")
-	waitAnswer(t, url, "iteration 0\n", time.Now(), 2*time.Minute)
+	waitServing(t, url, "iteration 0\n", time.Now(), 2*time.Minute)
 	samples := make([]time.Duration, 0, n)
 	for i := 1; i <= n; i++ {
 		offPhase()
 		t0 := time.Now()
 		out, err := exec.Command(kubectlPath(), append([]string{"--kubeconfig", c.Kubeconfig}, "-n", ns, "set", "env", "deployment/floor", fmt.Sprintf("ITERATION=%d", i))...).CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), string(out))
-		took := waitAnswer(t, url, fmt.Sprintf("iteration %d\n", i), t0, time.Minute)
+		took := waitServing(t, url, fmt.Sprintf("iteration %d\n", i), t0, time.Minute)
 		samples = append(samples, took)
 		t.Logf("floor %2d: %s", i, took.Round(time.Millisecond))
-		g.Eventually(func(g Gomega) { g.Expect(readyPods(g, ns, labels)).To(HaveLen(1)) }, time.Minute).Should(Succeed())
+		waitPods(t, poll.Wait{What: "the floor's one Ready pod", Every: 10 * time.Millisecond, Within: time.Minute}, ns, labels,
+			func(g Gomega, pods []corev1.Pod) { g.Expect(poll.Ready(pods)).To(HaveLen(1)) })
 	}
 	return samples
 }
@@ -287,11 +281,12 @@ func waitReadyWithNewImage(t *testing.T, key client.ObjectKey, image, old string
 	t.Helper()
 	c := need(t)
 	env := &v1alpha1.DevEnvironment{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(c.Client.Get(context.Background(), key, env)).To(Succeed())
-		readyNow(g, env)
-		g.Expect(imageOf(env, image).Digest).NotTo(Equal(old))
-	}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	waitCheck(t, poll.Wait{What: "DevEnvironment " + key.String() + " Ready with a new " + image, Every: 50 * time.Millisecond, Within: time.Minute},
+		func(g Gomega) {
+			g.Expect(c.Client.Get(context.Background(), key, env)).To(Succeed())
+			readyNow(g, env)
+			g.Expect(imageOf(env, image).Digest).NotTo(Equal(old))
+		})
 	return env
 }
 
@@ -345,15 +340,18 @@ func workloadState(t *testing.T, ns string) string {
 	return strings.Join(parts, ", ")
 }
 
+// readyPodNames waits for Ready pods with labels and names them.
 func readyPodNames(t *testing.T, ns string, labels map[string]string) []string {
+	t.Helper()
 	var names []string
-	NewWithT(t).Eventually(func(g Gomega) {
-		names = nil
-		for _, p := range readyPods(g, ns, labels) {
-			names = append(names, p.Name)
-		}
-		g.Expect(names).NotTo(BeEmpty())
-	}, time.Minute).Should(Succeed())
+	waitPods(t, poll.Wait{What: "Ready pods " + klabels.SelectorFromSet(labels).String(), Every: 10 * time.Millisecond, Within: time.Minute},
+		ns, labels, func(g Gomega, pods []corev1.Pod) {
+			names = nil
+			for _, p := range poll.Ready(pods) {
+				names = append(names, p.Name)
+			}
+			g.Expect(names).NotTo(BeEmpty())
+		})
 	return names
 }
 

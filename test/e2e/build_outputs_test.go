@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // widgetsTemplate is what the build step generates the CRD from, as
@@ -68,40 +70,23 @@ func TestGeneratedCRDIsApplied(t *testing.T) {
 		gone.SetName(crdName)
 		_ = c.Client.Delete(context.Background(), gone)
 	})
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := sourceDir(t, Files{
 		"hack/widgets.yaml.in": widgetsTemplate,
 		"hack/generate.sh":     generateCRDs,
 		"NOTES.md":             "first\n",
 	})
-
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outputs"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{
-				{Name: "app", OCI: &v1alpha1.OCISource{Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}},
-				{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}},
-			},
-			Components: []v1alpha1.Component{
-				{
-					Name: "operator",
-					Images: []v1alpha1.ImageSpec{{
-						Name: "operator", Source: "app", Base: registry + "/busybox:1.35",
-						Run: &v1alpha1.BuildRun{Image: goImage,
-							Command: []string{"sh", "hack/generate.sh"},
-							Env:     []v1alpha1.EnvVar{{Name: "CRD_GROUP", Value: group}},
-							Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}}},
-						Layers: []v1alpha1.LayerMapping{{From: "config/crd/bases", To: "/crds"}},
-					}},
-				},
-				// No dependsOn: using the output source orders it after
-				// the build.
-				{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "crds"}},
-			},
-		},
-	}
+	env := newEnv(ns, "outputs").PushingImages().
+		Sources(v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}}).
+		Components(
+			Component("operator", Images(Image("operator", Base(busybox),
+				Run(&v1alpha1.BuildRun{Image: goImage,
+					Command: []string{"sh", "hack/generate.sh"},
+					Env:     []v1alpha1.EnvVar{{Name: "CRD_GROUP", Value: group}},
+					Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}}}),
+				Layer("config/crd/bases", "/crds")))),
+			// No dependsOn: using the output source orders it after the
+			// build.
+			Component("crds", ManifestsOf("crds"))).Build()
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -117,11 +102,11 @@ func TestGeneratedCRDIsApplied(t *testing.T) {
 	g.Expect(first.Status.Sources).To(ContainElement(And(
 		HaveField("Name", "crds"), HaveField("Revision", "operator/crds@"+out.Digest), HaveField("Digest", out.Digest))))
 
-	g.Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "CRD " + crdName + " applied and Established", Every: 10 * time.Millisecond, Within: time.Minute}, func(g Gomega) {
 		g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed(), "the generated CRD is applied")
 		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
 		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Established"), HaveKeyWithValue("status", "True"))))
-	}, time.Minute).Should(Succeed())
+	})
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"})
 	widget.SetNamespace(ns)

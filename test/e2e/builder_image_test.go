@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // versionsMakefile is a Makefile of the kind real projects have: a target
@@ -29,19 +30,10 @@ func TestBuilderImageRunsMakeAndGit(t *testing.T) {
 	ctx := context.Background()
 	c := need(t)
 	ns := namespace(t, "e2e-tools")
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"Makefile": versionsMakefile})
-
-	env := devEnv(ns, "tools", v1alpha1.Component{
-		Name: "tools",
-		Images: []v1alpha1.ImageSpec{{
-			Name: "versions", Source: "app", Base: registry + "/busybox:1.35",
-			Run: &v1alpha1.BuildRun{Image: goImage,
-				Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}},
-			Layers: []v1alpha1.LayerMapping{{From: "out/versions.txt", To: "/versions.txt"}},
-		}},
-	})
-	pushOnly(t, env, dir)
+	env := newEnv(ns, "tools").PushingImages().Components(Component("tools", Images(Image("versions", Base(busybox),
+		Run(&v1alpha1.BuildRun{Image: goImage, Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}}),
+		Layer("out/versions.txt", "/versions.txt"))))).Build()
+	pushOnly(t, env, sourceDir(t, Files{"Makefile": versionsMakefile}))
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	env = waitEnv(t, client.ObjectKeyFromObject(env), 6*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		readyNow(g, env)

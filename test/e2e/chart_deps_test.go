@@ -29,12 +29,13 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // fixtureCharts are the charts of the deploy engine's umbrella test, in
 // the shape of Dynamo's platform chart.
 func fixtureCharts(c *devcluster.Cluster) string {
-	return filepath.Join(c.Root, "internal", "deploy", "testdata", "charts")
+	return filepath.Join(c.Root, "test", "operatortest", "testdata", "charts")
 }
 
 // packageChartDir packages a chart directory as `helm package` does.
@@ -120,28 +121,17 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 	g.Expect(os.Rename(copyDir(t, filepath.Join(charts, "platform")), dir)).To(Succeed())
 	chartYAML, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	writeFiles(t, dir, map[string]string{"Chart.yaml": strings.NewReplacer("${CHART_REPO}", chartRepo, "${OCI_REPO}", ociRepo).Replace(string(chartYAML))})
-	srcRepo := registry + "/" + ns + "/src"
-	_, err = devcluster.PushSource(ctx, root, srcRepo+":dev")
-	g.Expect(err).NotTo(HaveOccurred())
+	writeFiles(t, dir, Files{"Chart.yaml": strings.NewReplacer("${CHART_REPO}", chartRepo, "${OCI_REPO}", ociRepo).Replace(string(chartYAML))})
 	g.Expect(c.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chart-repo"},
 		StringData: map[string]string{"username": "reader", "password": "Ch4rt-Pa55"},
 	})).To(Succeed())
 
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dynamo"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
-			ChartCredentials:   []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}},
-			Components: []v1alpha1.Component{{Name: "platform", Helm: &v1alpha1.HelmSpec{
-				Chart:  v1alpha1.ChartRef{Source: "app", Path: "deploy/cloud/helm/platform"},
-				Values: &apiextensionsv1.JSON{Raw: []byte(`{"grove": {"enabled": false}}`)},
-			}}},
-		},
-	}
+	env := newEnv(ns, "dynamo").PushingImages().ChartCredentials(chartRepo, "chart-repo").Components(
+		Component("platform", Chart("deploy/cloud/helm/platform", func(h *v1alpha1.HelmSpec) {
+			h.Values = &apiextensionsv1.JSON{Raw: []byte(`{"grove": {"enabled": false}}`)}
+		}))).Build()
+	pushDir(t, env, root)
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	started := time.Now()

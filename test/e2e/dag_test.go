@@ -9,11 +9,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // migrateJob is an init Job that exits with code: 1 fails it for good
@@ -27,12 +26,12 @@ spec:
   template:
     spec:
       restartPolicy: Never
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      ` + restrictedPod + `
       containers:
       - name: migrate
-        image: ` + registry + `/busybox:1.35
+        image: ` + busybox + `
         command: ["sh", "-c", "exit ` + code + `"]
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+        ` + restrictedContainer + `
 `
 }
 
@@ -46,29 +45,18 @@ func TestDiamondWithAFailingJob(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-dag")
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := sourceDir(t, Files{
 		"a/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: a}\n",
 		"b/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {b: b}\n",
 		"c/job.yaml":    migrateJob("1"),
 		"d/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\ndata: {d: d}\n",
-	}
-	writeFiles(t, dir, files)
-	srcRepo := registry + "/" + ns + "/src"
-	_, err := devcluster.PushSource(ctx, dir, srcRepo+":dev")
-	g.Expect(err).NotTo(HaveOccurred())
+	})
 	part := func(name string, deps ...string) v1alpha1.Component {
-		return v1alpha1.Component{Name: name, DependsOn: deps, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{name}}}
+		return Component(name, DependsOn(deps...), Manifests(name))
 	}
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "diamond"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
-			// Declared with d and c first: the order must not matter.
-			Components: []v1alpha1.Component{part("d", "b", "c"), part("c", "a"), part("b", "a"), part("a")},
-		},
-	}
+	// Declared with d and c first: the order must not matter.
+	env := newEnv(ns, "diamond").Components(part("d", "b", "c"), part("c", "a"), part("b", "a"), part("a")).Build()
+	pushDir(t, env, dir)
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	started := time.Now()
@@ -87,9 +75,8 @@ func TestDiamondWithAFailingJob(t *testing.T) {
 	t.Logf("failing Job reported in %s: %s", time.Since(started).Round(time.Millisecond),
 		meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled).Message)
 
-	writeFiles(t, dir, map[string]string{"c/job.yaml": migrateJob("0")})
-	_, err = devcluster.PushSource(ctx, dir, srcRepo+":dev")
-	g.Expect(err).NotTo(HaveOccurred())
+	writeFiles(t, dir, Files{"c/job.yaml": migrateJob("0")})
+	pushDir(t, env, dir)
 	_ = requestReconcile(t, env)
 	fixed := time.Now()
 	waitEnv(t, key, 3*time.Minute, true, readyNow)
@@ -104,40 +91,13 @@ func TestWrongPullPrefixIsNamed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-pull")
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"bin/app": "#!/bin/sh\necho app\n",
-		"deploy/app.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app}
-spec:
-  selector: {matchLabels: {app: app}}
-  template:
-    metadata: {labels: {app: app}}
-    spec:
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
-      containers:
-      - name: app
-        image: app
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
-`,
-	})
-	srcRepo := registry + "/" + ns + "/src"
-	_, err := devcluster.PushSource(ctx, dir, srcRepo+":dev")
-	g.Expect(err).NotTo(HaveOccurred())
 	wrong := registry + "/" + ns + "/app" // a repository, not a prefix
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, PullPrefix: wrong, Insecure: true},
-			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "app",
-				Images: []v1alpha1.ImageSpec{{Name: "app", Source: "app", Base: registry + "/busybox:1.35",
-					Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}}, Entrypoint: []string{"/app"}}},
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}},
-		},
-	}
+	env := newEnv(ns, "pull").PullPrefix(wrong).Components(Component("app",
+		Images(Image("app", Base(busybox), Program("bin/app", "/app"))), Manifests("deploy"))).Build()
+	pushDir(t, env, sourceDir(t, Files{
+		"bin/app":         "#!/bin/sh\necho app\n",
+		"deploy/app.yaml": Deployment("app", "app", "image: app"),
+	}))
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	// Built and applied first; from then on the pull fails.

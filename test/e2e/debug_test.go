@@ -22,6 +22,8 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/cli"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // debugServerMain is a Go HTTP server whose handler has a line to break
@@ -53,24 +55,10 @@ func main() {
 // debugServerManifests run the server image: the readiness probe is a TCP
 // one, so a process stopped at a breakpoint stays Ready (the kernel still
 // accepts connections) and no probe request stops at the breakpoint.
-const debugServerManifests = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: server}
-spec:
-  selector: {matchLabels: {app: server}}
-  template:
-    metadata: {labels: {app: server}}
-    spec:
-      ` + restrictedPod + `
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: server
-        image: server
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}
-        livenessProbe: {tcpSocket: {port: http}, periodSeconds: 5}
-        ` + restrictedContainer + `
-`
+var debugServerManifests = Deployment("server", "server", "image: server",
+	"ports: [{name: http, containerPort: 8080}]",
+	"readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}",
+	"livenessProbe: {tcpSocket: {port: http}, periodSeconds: 5}")
 
 // breakpointLine is the line of debugServerMain marked for the breakpoint.
 func breakpointLine(t *testing.T) int {
@@ -86,13 +74,35 @@ func breakpointLine(t *testing.T) int {
 // runPlugin runs `kubectl devloop ARGS` in-process until ctx ends; the
 // returned channel gets its exit code.
 func runPlugin(ctx context.Context, kubeconfig, ns string, out, errOut io.Writer, args ...string) <-chan int {
+	return runPluginWith(ctx, cli.Options{PollInterval: 500 * time.Millisecond, ProgressInterval: 30 * time.Second}, kubeconfig, ns, out, errOut, args...)
+}
+
+// runPluginWith is runPlugin with the plugin's own intervals.
+func runPluginWith(ctx context.Context, opts cli.Options, kubeconfig, ns string, out, errOut io.Writer, args ...string) <-chan int {
 	exited := make(chan int, 1)
 	go func() {
 		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
-		exited <- cli.Run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...), streams,
-			cli.Options{PollInterval: 500 * time.Millisecond, ProgressInterval: 30 * time.Second})
+		exited <- cli.Run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...), streams, opts)
 	}()
 	return exited
+}
+
+// withOutput adds what a running plugin wrote to what probe saw.
+func withOutput(probe poll.Probe, out, errOut *lockedBuffer) poll.Probe {
+	return func(ctx context.Context) (string, bool, error) {
+		seen, ok, err := probe(ctx)
+		return seen + "; plugin output:\n" + out.String() + errOut.String(), ok, err
+	}
+}
+
+// waitOutput waits until a running plugin's output says want; what was
+// seen last is all it wrote.
+func waitOutput(t *testing.T, w poll.Wait, out, errOut *lockedBuffer, want string) {
+	t.Helper()
+	waitFor(t, w, func(context.Context) (string, bool, error) {
+		o := out.String()
+		return "output:\n" + o + errOut.String(), strings.Contains(o, want), nil
+	})
 }
 
 // freeLocalPort is a local port nothing listens on (now).
@@ -121,28 +131,17 @@ func TestDebugAttachesDelve(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-debug")
 	goproxy := delveGoProxy(t)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":             "module example.com/server\n\ngo 1.26\n",
+	httpPort, dlvPort := freeLocalPort(t), freeLocalPort(t)
+	env := newEnv(ns, "dbg").PushingImages().Components(Component("server",
+		Images(Image("server", Base(busybox), Program("out/server", "/server"),
+			Run(GoBuild(goImage, []string{"go", "build", "-o", "out/server", "."},
+				GoPath, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy}, v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"})))),
+		Manifests("deploy"), Forward("http", httpPort, "deploy/server:http"))).Build()
+	pushOnly(t, env, sourceDir(t, Files{
+		"go.mod":             GoModule("example.com/server"),
 		"main.go":            debugServerMain,
 		"deploy/server.yaml": debugServerManifests,
-	})
-	httpPort, dlvPort := freeLocalPort(t), freeLocalPort(t)
-	env := devEnv(ns, "dbg", v1alpha1.Component{
-		Name: "server",
-		Images: []v1alpha1.ImageSpec{{
-			Name: "server", Source: "app", Base: registry + "/busybox:1.35",
-			Run: &v1alpha1.BuildRun{Image: goImage, Command: []string{"go", "build", "-o", "out/server", "."},
-				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-					{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"},
-					{Name: "GOPROXY", Value: goproxy}, {Name: "GOSUMDB", Value: "off"}}},
-			Layers:     []v1alpha1.LayerMapping{{From: "out/server", To: "/server", Mode: "0755"}},
-			Entrypoint: []string{"/server"},
-		}},
-		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-		Ports:     []v1alpha1.PortForward{{Name: "http", Local: int32(httpPort), Target: "deploy/server:http"}},
-	})
-	pushOnly(t, env, dir)
+	}))
 	start := time.Now()
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -159,8 +158,8 @@ func TestDebugAttachesDelve(t *testing.T) {
 	var dbgOut, dbgErr lockedBuffer
 	start = time.Now()
 	debugExited := runPlugin(dbgCtx, c.Kubeconfig, ns, &dbgOut, &dbgErr, "debug", "dbg", "server", "--port", fmt.Sprint(dlvPort), "--timeout", "15m")
-	g.Eventually(func() string { return dbgOut.String() }).WithTimeout(16*time.Minute).WithPolling(time.Second).
-		Should(ContainSubstring(fmt.Sprintf("dlv connect localhost:%d", dlvPort)), "debug output:\n%s%s", &dbgOut, &dbgErr)
+	waitOutput(t, poll.Wait{What: "`debug` says how to connect", Every: time.Second, Within: 16 * time.Minute},
+		&dbgOut, &dbgErr, fmt.Sprintf("dlv connect localhost:%d", dlvPort))
 	t.Logf("debug build running under delve %s after `debug`", time.Since(start).Round(time.Millisecond))
 
 	g.Expect(c.Client.Get(ctx, key, env)).To(Succeed())
@@ -199,8 +198,8 @@ func TestDebugAttachesDelve(t *testing.T) {
 	defer stopPF()
 	var pfOut, pfErr lockedBuffer
 	pfExited := runPlugin(pfCtx, c.Kubeconfig, ns, &pfOut, &pfErr, "port-forward", "dbg")
-	g.Eventually(func() string { return pfOut.String() }).WithTimeout(30*time.Second).
-		Should(ContainSubstring(fmt.Sprintf("http://localhost:%d", httpPort)), "port-forward output:\n%s%s", &pfOut, &pfErr)
+	waitOutput(t, poll.Wait{What: "`port-forward` forwards the HTTP port", Every: 10 * time.Millisecond, Within: 30 * time.Second},
+		&pfOut, &pfErr, fmt.Sprintf("http://localhost:%d", httpPort))
 
 	attachDelve(t, dlvPort, httpPort)
 

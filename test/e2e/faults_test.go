@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // TestBadInputAndFaults is end-to-end case 5: each bad input or fault is
@@ -26,25 +25,12 @@ func TestBadInputAndFaults(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-faults")
 	// A source holding a prebuilt "binary", a manifest and no chart.
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := sourceDir(t, Files{
 		"bin/app":            "#!/bin/sh\necho app\n",
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
 	})
-	srcRepo := registry + "/" + ns + "/src"
-	_, err := devcluster.PushSource(ctx, dir, srcRepo+":dev")
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	base := func(name string) *v1alpha1.DevEnvironment {
-		return &v1alpha1.DevEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.DevEnvironmentSpec{
-				ServiceAccountName: "deployer",
-				Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-				Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-					Repository: srcRepo, Tag: "dev", Insecure: true}}},
-			},
-		}
-	}
+	base := func(name string) *Environment { return newEnv(ns, name).PushingImages() }
+	pushDir(t, base("source").Build(), dir) // the one source every case below reads
 	stalledWith := func(t *testing.T, env *v1alpha1.DevEnvironment, reason string, words ...string) {
 		t.Helper()
 		NewWithT(t).Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
@@ -61,27 +47,20 @@ func TestBadInputAndFaults(t *testing.T) {
 	}
 
 	t.Run("dependency cycle", func(t *testing.T) {
-		env := base("cycle")
-		env.Spec.Components = []v1alpha1.Component{
-			{Name: "a", DependsOn: []string{"b"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}},
-			{Name: "b", DependsOn: []string{"a"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}},
-		}
+		env := base("cycle").Components(
+			Component("a", DependsOn("b"), Manifests("deploy")),
+			Component("b", DependsOn("a"), Manifests("deploy"))).Build()
 		stalledWith(t, env, v1alpha1.ReasonDependencyCycle, "dependency cycle", "a -> b -> a")
 	})
 
 	t.Run("missing chart path", func(t *testing.T) {
-		env := base("nochart")
-		env.Spec.Components = []v1alpha1.Component{{Name: "web", Helm: &v1alpha1.HelmSpec{
-			Chart: v1alpha1.ChartRef{Source: "app", Path: "charts/web"}}}}
+		env := base("nochart").Components(Component("web", Chart("charts/web"))).Build()
 		stalledWith(t, env, v1alpha1.ReasonDeployFailed, "charts/web")
 	})
 
 	t.Run("service account without rights", func(t *testing.T) {
 		NewWithT(t).Expect(createServiceAccount(ctx, ns, "nobody")).To(Succeed())
-		env := base("norights")
-		env.Spec.ServiceAccountName = "nobody"
-		env.Spec.Components = []v1alpha1.Component{{Name: "config",
-			Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}}}
+		env := base("norights").ServiceAccount("nobody").Components(Component("config", Manifests("deploy"))).Build()
 		stalledWith(t, env, v1alpha1.ReasonDeployFailed, "forbidden", "configmaps", "system:serviceaccount:"+ns+":nobody")
 	})
 
@@ -94,11 +73,8 @@ func TestBadInputAndFaults(t *testing.T) {
 		r, err := testregistry.RunAt(regDir, host)
 		g.Expect(err).NotTo(HaveOccurred())
 		r.Stop()
-		env := base("registry-down")
-		env.Spec.Registry.Prefix = host + "/" + ns
-		env.Spec.Components = []v1alpha1.Component{{Name: "app", Images: []v1alpha1.ImageSpec{{
-			Name: "app", Source: "app", Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}},
-			Entrypoint: []string{"/app"}}}}}
+		env := base("registry-down").ImagePrefix(host + "/" + ns).Components(
+			Component("app", Images(Image("app", Program("bin/app", "/app"))))).Build()
 		g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 		key := client.ObjectKeyFromObject(env)
 		waiting := waitEnv(t, key, 2*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -117,14 +93,4 @@ func TestBadInputAndFaults(t *testing.T) {
 		env = waitEnv(t, key, 3*time.Minute, false, readyNow)
 		t.Logf("registry back: Ready %s later, %s pushed, with no change to the environment", time.Since(back).Round(time.Millisecond), imageOf(env, "app").Digest)
 	})
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := mkdirWrite(p, content); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

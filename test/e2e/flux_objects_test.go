@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // Flux objects are read as unstructured: the fluxcd API modules that
@@ -30,11 +32,7 @@ var (
 const fluxRequestedAt = "reconcile.fluxcd.io/requestedAt"
 
 func fluxObject(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
+	return unstructuredObject(gvk, ns, name)
 }
 
 // kustomizationStatus is what the tests read of a Kustomization.
@@ -111,19 +109,20 @@ func requestFluxReconcile(t *testing.T, gvk schema.GroupVersionKind, ns, name st
 	u := fluxObject(gvk, ns, name)
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, fluxRequestedAt, value))
 	g.Expect(c.Client.Patch(ctx, u, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		cur := fluxObject(gvk, ns, name)
-		g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(cur), cur)).To(Succeed())
-		handled, _, _ := unstructured.NestedString(cur.Object, "status", "lastHandledReconcileAt")
-		g.Expect(handled).To(Equal(value))
-		conds, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
-		ready := ""
-		for _, cond := range conds {
-			if m, ok := cond.(map[string]any); ok && m["type"] == "Ready" {
-				ready, _ = m["status"].(string)
+	waitCheck(t, poll.Wait{What: fmt.Sprintf("%s %s/%s handles the reconcile request", gvk.Kind, ns, name), Every: 250 * time.Millisecond, Within: 3 * time.Minute},
+		func(g Gomega) {
+			cur := fluxObject(gvk, ns, name)
+			g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(cur), cur)).To(Succeed())
+			handled, _, _ := unstructured.NestedString(cur.Object, "status", "lastHandledReconcileAt")
+			g.Expect(handled).To(Equal(value))
+			conds, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
+			ready := ""
+			for _, cond := range conds {
+				if m, ok := cond.(map[string]any); ok && m["type"] == "Ready" {
+					ready, _ = m["status"].(string)
+				}
 			}
-		}
-		g.Expect(ready).To(Equal("True"))
-	}, 3*time.Minute, 250*time.Millisecond).Should(Succeed(), "%s %s/%s handles the reconcile request", gvk.Kind, ns, name)
+			g.Expect(ready).To(Equal("True"))
+		})
 	return value
 }

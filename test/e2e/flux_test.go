@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,38 +19,25 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
-// Flux is installed once, by the first test that needs it: the other
-// e2e tests never pay for it.
-var (
-	fluxOnce    sync.Once
-	fluxInstall *devcluster.Flux
-	fluxErr     error
-	fluxTook    time.Duration
-)
+// flux is Flux's source-controller and kustomize-controller on the cluster
+// (devcluster.InstallFlux). DEVLOOP_E2E_FLUX=skip skips the Flux tests:
+// their first run builds both controllers (minutes, docs/flux-e2e.md).
+var flux = &clusterAddon[*devcluster.Flux]{name: "Flux", skipVar: "DEVLOOP_E2E_FLUX",
+	install: func(ctx context.Context, c *devcluster.Cluster) (*devcluster.Flux, error) {
+		return c.InstallFlux(ctx, os.Stderr)
+	}}
 
-// needFlux is need plus Flux's source-controller and kustomize-controller
-// running on the cluster (devcluster.InstallFlux). DEVLOOP_E2E_FLUX=skip
-// skips the Flux tests: their first run builds both controllers (minutes,
-// docs/flux-e2e.md).
+// needFlux is need plus Flux running.
 func needFlux(t *testing.T) *devcluster.Flux {
 	t.Helper()
-	c := need(t)
-	if os.Getenv("DEVLOOP_E2E_FLUX") == "skip" {
-		t.Skip("DEVLOOP_E2E_FLUX=skip")
-	}
-	fluxOnce.Do(func() {
-		start := time.Now()
-		fluxInstall, fluxErr = c.InstallFlux(context.Background(), os.Stderr)
-		fluxTook = time.Since(start)
-	})
-	if fluxErr != nil {
-		t.Fatalf("installing Flux: %v", fluxErr)
-	}
+	fluxInstall, took := flux.need(t)
 	t.Logf("Flux source-controller v%s (%s) and kustomize-controller v%s (%s) running; installed in %s",
 		fluxInstall.SourceController.Version, fluxInstall.SourceController.Image,
-		fluxInstall.KustomizeController.Version, fluxInstall.KustomizeController.Image, fluxTook.Round(time.Millisecond))
+		fluxInstall.KustomizeController.Version, fluxInstall.KustomizeController.Image, took.Round(time.Millisecond))
 	return fluxInstall
 }
 
@@ -167,12 +153,12 @@ func TestFluxAppliesAndHealthChecksAnEnvironment(t *testing.T) {
 		{&corev1.ConfigMap{}, "settings"},
 		{&appsv1.Deployment{}, "web"},
 	}
-	g.Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "the Kustomization and what it applied pruned", Every: 250 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
 		for _, o := range gone {
 			err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, o.obj)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s is still there (err %v)", o.obj, o.name, err)
 		}
-	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	})
 	t.Logf("phase 4: Kustomization, DevEnvironment, ConfigMap and Deployment deleted %s after the Kustomization's deletion",
 		time.Since(start).Round(time.Millisecond))
 }
@@ -197,7 +183,7 @@ func writeFluxRepo(t *testing.T, dir, greeting, trigger string) {
 	}
 	g := NewWithT(t)
 	g.Expect(os.RemoveAll(dir)).To(Succeed())
-	writeFiles(t, dir, map[string]string{
+	writeFiles(t, dir, Files{
 		"env/hello.yaml": `apiVersion: devloop.dev/v1alpha1
 kind: DevEnvironment
 metadata:
@@ -216,7 +202,7 @@ spec:
     manifests: {source: config, paths: [app/web]}
   tests:
   - name: unit-tests
-    image: {ref: ` + registry + `/busybox:1.35}
+    image: {ref: ` + busybox + `}
     command: [sh, -c, "echo unit tests pass"]
     dependsOn: [web]
     timeout: 2m
@@ -224,24 +210,9 @@ spec:
 		"app/settings/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: " + greeting + "}\n",
 		// Ready 5 s after it starts: an environment that is not Ready at
 		// once, so a Kustomization not waiting for it would show.
-		"app/web/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
-      containers:
-      - name: web
-        image: ` + registry + `/busybox:1.35
-        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
-        env: [{name: GREETING, value: ` + greeting + `}]
-        readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 5, periodSeconds: 1}
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
-`,
+		"app/web/deployment.yaml": Deployment("web", "web", "image: "+busybox, idleCommand,
+			"env: [{name: GREETING, value: "+greeting+"}]",
+			`readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 5, periodSeconds: 1}`),
 	})
 }
 
@@ -283,41 +254,42 @@ spec:
 func waitKustomizationReady(t *testing.T, ns, digest string) (*kustomizationStatus, *v1alpha1.DevEnvironment) {
 	t.Helper()
 	c := need(t)
-	ctx := context.Background()
-	deadline := time.Now().Add(4 * time.Minute)
 	last := ""
-	for {
-		ks, err := getKustomization(ctx, ns, "hello")
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		env := &v1alpha1.DevEnvironment{}
-		envErr := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, env)
-		envLine := "no DevEnvironment"
-		if envErr == nil {
-			envLine = devcluster.Summary(env)
-		}
-		ksLine := "no Kustomization"
-		if ks != nil {
-			ksLine = ks.summary()
-		}
-		if line := ksLine + " | " + envLine; line != last {
-			t.Logf("  Kustomization %s | DevEnvironment %s", ksLine, envLine)
-			last = line
-		}
-		if ks != nil && ks.readyFor(digest) {
-			if envErr != nil || env.Status.ObservedGeneration != env.Generation ||
-				!meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady) {
-				t.Fatalf("the Kustomization is Ready (%s) while the DevEnvironment is not: %s", ksLine, envLine)
+	var ks *kustomizationStatus
+	var env *v1alpha1.DevEnvironment
+	waitFor(t, poll.Wait{What: "Kustomization " + ns + "/hello Ready for " + digest, Every: 200 * time.Millisecond, Within: 4 * time.Minute},
+		func(ctx context.Context) (string, bool, error) {
+			var err error
+			ks, err = getKustomization(ctx, ns, "hello")
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err.Error(), false, err
 			}
-			return ks, env
-		}
-		if ks != nil && ks.stalledFor(digest) {
-			t.Fatalf("the Kustomization failed: %s (DevEnvironment %s)", ksLine, envLine)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Kustomization is not Ready for %s after 4m: %s (DevEnvironment %s)", digest, ksLine, envLine)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+			env = &v1alpha1.DevEnvironment{}
+			envErr := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, env)
+			envLine := "no DevEnvironment"
+			if envErr == nil {
+				envLine = devcluster.Summary(env)
+			}
+			ksLine := "no Kustomization"
+			if ks != nil {
+				ksLine = ks.summary()
+			}
+			seen := ksLine + " | " + envLine
+			if seen != last {
+				t.Logf("  Kustomization %s | DevEnvironment %s", ksLine, envLine)
+				last = seen
+			}
+			if ks != nil && ks.readyFor(digest) {
+				if envErr != nil || env.Status.ObservedGeneration != env.Generation ||
+					!meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionReady) {
+					return seen, false, fmt.Errorf("the Kustomization is Ready (%s) while the DevEnvironment is not: %s", ksLine, envLine)
+				}
+				return seen, true, nil
+			}
+			if ks != nil && ks.stalledFor(digest) {
+				return seen, false, fmt.Errorf("the Kustomization failed: %s (DevEnvironment %s)", ksLine, envLine)
+			}
+			return seen, false, nil
+		})
+	return ks, env
 }

@@ -19,12 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/cli"
-	"github.com/devloop-dev/devloop/internal/devcluster"
-	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
-
-const registry = devcluster.Registry
 
 // namespace makes a restricted namespace with the deployer ServiceAccount;
 // it is deleted after the test unless the test failed (to look at).
@@ -53,22 +49,6 @@ func sampleIn(t *testing.T, ns string) *v1alpha1.DevEnvironment {
 	env.Spec.Registry.Prefix = registry + "/" + ns
 	env.Spec.Sources[0].OCI.Repository = registry + "/" + ns + "/src"
 	return env
-}
-
-// devEnv is the environment most cases start from: the deployer
-// ServiceAccount, the registry prefix under ns, and one OCI source "app"
-// at <ns>/src:dev that the case pushes (pushOnly).
-func devEnv(ns, name string, components ...v1alpha1.Component) *v1alpha1.DevEnvironment {
-	return &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Components: components,
-		},
-	}
 }
 
 // copyDir copies a source tree to a fresh temporary directory.
@@ -116,62 +96,25 @@ func setGreeting(t *testing.T, dir, greeting string) {
 	}
 }
 
-// push pushes dir as the environment's source "app" and asks for a
-// reconcile now, as `kubectl devloop push` does; it returns the request.
-func push(t *testing.T, env *v1alpha1.DevEnvironment, dir string) string {
-	t.Helper()
-	pushOnly(t, env, dir)
-	return requestReconcile(t, env)
-}
-
-// pushOnly pushes dir as the environment's source "app".
-func pushOnly(t *testing.T, env *v1alpha1.DevEnvironment, dir string) {
-	t.Helper()
-	src := env.Spec.Sources[0]
-	ref := src.OCI.Repository + ":" + src.OCI.Tag
-	g := NewWithT(t)
-	// Packed as `kubectl devloop push` packs: the layers of images that
-	// copy the pushed files are prebuilt for a local registry.
-	img, err := cli.PackSource(dir, env, src.Name, source.CompressionAuto.For(strings.Split(src.OCI.Repository, "/")[0]))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(source.PushArtifact(context.Background(), img, ref, source.PushOptions{Insecure: src.OCI.Insecure})).To(Succeed())
-}
-
 func requestReconcile(t *testing.T, env *v1alpha1.DevEnvironment) string {
 	t.Helper()
 	c := need(t)
 	value := fmt.Sprint(time.Now().UnixNano())
-	NewWithT(t).Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(env), cur); err != nil {
-			return err
-		}
-		patch := client.MergeFrom(cur.DeepCopy())
-		if cur.Annotations == nil {
-			cur.Annotations = map[string]string{}
-		}
-		cur.Annotations[v1alpha1.ReconcileRequestAnnotation] = value
-		return c.Client.Patch(context.Background(), cur, patch)
-	}, time.Minute).Should(Succeed())
-	return value
-}
-
-// waitEnv polls the environment until check passes; a Stalled environment
-// ends the wait at once unless allowStalled.
-func waitEnv(t *testing.T, key client.ObjectKey, timeout time.Duration, allowStalled bool, check func(g Gomega, env *v1alpha1.DevEnvironment)) *v1alpha1.DevEnvironment {
-	t.Helper()
-	c := need(t)
-	env := &v1alpha1.DevEnvironment{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(c.Client.Get(context.Background(), key, env)).To(Succeed())
-		if !allowStalled && env.Status.ObservedGeneration == env.Generation {
-			if s := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionStalled); s != nil && s.Status == metav1.ConditionTrue {
-				StopTrying("stalled: " + s.Message).Now()
+	key := client.ObjectKeyFromObject(env)
+	waitFor(t, poll.Wait{What: "reconcile request on " + key.String(), Every: 10 * time.Millisecond, Within: time.Minute},
+		poll.Succeeds(func(ctx context.Context) error {
+			cur := &v1alpha1.DevEnvironment{}
+			if err := c.Client.Get(ctx, key, cur); err != nil {
+				return err
 			}
-		}
-		check(g, env)
-	}, timeout, 200*time.Millisecond).Should(Succeed())
-	return env
+			patch := client.MergeFrom(cur.DeepCopy())
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Annotations[v1alpha1.ReconcileRequestAnnotation] = value
+			return c.Client.Patch(ctx, cur, patch)
+		}))
+	return value
 }
 
 func readyNow(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -191,37 +134,8 @@ func componentOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.ComponentS
 	return env.Status.Component(name)
 }
 
-// readyPods lists the Running, Ready pods with the label selector.
-func readyPods(g Gomega, ns string, labels map[string]string) []corev1.Pod {
-	pods := &corev1.PodList{}
-	g.Expect(dc.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
-	var out []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // webLabels select the sample service's pods (release hello).
 var webLabels = map[string]string{"app.kubernetes.io/name": "web", "app.kubernetes.io/instance": "hello"}
-
-func mkdirWrite(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(content), 0o755)
-}
 
 func createServiceAccount(ctx context.Context, ns, name string) error {
 	return dc.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})

@@ -10,9 +10,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // A server that keeps running, so the Deployment has a pod to keep or
@@ -34,22 +37,7 @@ func main() {
 
 // sleeperDeployment names the image as a chart would, org/name, unpinned;
 // devloop pins it to the built digest.
-const sleeperDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sleeper
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: sleeper}}
-  template:
-    metadata: {labels: {app: sleeper}}
-    spec:
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
-      containers:
-      - name: sleeper
-        image: tools/sleeper:latest
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
-`
+var sleeperDeployment = Deployment("sleeper", "sleeper", "image: tools/sleeper:latest")
 
 // TestUnchangedBinaryKeepsItsDigest is issue 18's items 8 and 9 on a real
 // cluster: an image named org/name with a run step builds (its name goes
@@ -61,28 +49,16 @@ func TestUnchangedBinaryKeepsItsDigest(t *testing.T) {
 	ctx := context.Background()
 	c := need(t)
 	ns := namespace(t, "e2e-same")
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod":              "module example.com/sleeper\n\ngo 1.26\n",
+	dir := sourceDir(t, Files{
+		"go.mod":              GoModule("example.com/sleeper"),
 		"main.go":             sleeperMain,
 		"NOTES.md":            "first\n",
 		"deploy/sleeper.yaml": sleeperDeployment,
 	})
-
-	env := devEnv(ns, "same", v1alpha1.Component{
-		Name: "sleeper",
-		Images: []v1alpha1.ImageSpec{{
-			Name: "tools/sleeper", Source: "app", Base: registry + "/busybox:1.35",
-			Run: &v1alpha1.BuildRun{Image: goImage,
-				Command: []string{"go", "build", "-trimpath", "-o", "out/sleeper", "."},
-				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-					{Name: "GOFLAGS", Value: "-buildvcs=false"}, {Name: "GOPATH", Value: "/tmp/go"}},
-				Cache: &v1alpha1.BuildCache{}},
-			Layers:     []v1alpha1.LayerMapping{{From: "out/sleeper", To: "/sleeper", Mode: "0755"}},
-			Entrypoint: []string{"/sleeper"},
-		}},
-		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-	})
+	build := GoBuild(goImage, []string{"go", "build", "-trimpath", "-o", "out/sleeper", "."}, GoPath)
+	build.Cache = &v1alpha1.BuildCache{}
+	env := newEnv(ns, "same").PushingImages().Components(Component("sleeper",
+		Images(Image("tools/sleeper", Base(busybox), Run(build), Program("out/sleeper", "/sleeper"))), Manifests("deploy"))).Build()
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -99,10 +75,14 @@ func TestUnchangedBinaryKeepsItsDigest(t *testing.T) {
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(img.Repository + "@" + img.Digest))
 	generation := dep.Generation
 	var pods []string
-	g.Eventually(func(g Gomega) {
-		pods = readyPodNames(t, ns, map[string]string{"app": "sleeper"})
-		g.Expect(pods).To(HaveLen(1))
-	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	waitPods(t, poll.Wait{What: "one Ready sleeper pod", Every: 500 * time.Millisecond, Within: 2 * time.Minute},
+		ns, map[string]string{"app": "sleeper"}, func(g Gomega, all []corev1.Pod) {
+			pods = nil
+			for _, p := range poll.Ready(all) {
+				pods = append(pods, p.Name)
+			}
+			g.Expect(pods).To(HaveLen(1))
+		})
 
 	// An unrelated change: the source digest moves, the image compiles
 	// again, the binary does not change.

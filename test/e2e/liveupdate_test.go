@@ -18,30 +18,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
-// probe asks the pod's port 8080 through the API server's proxy.
-func probe(ctx context.Context, ns, pod string) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	b, err := dc.Clientset.CoreV1().Pods(ns).ProxyGet("http", pod, "8080", "/", nil).DoRaw(ctx)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	return strings.TrimSpace(string(b))
-}
+// benchLabels select the bench Deployment's pods.
+var benchLabels = map[string]string{"app": "bench"}
 
 // livePods are the bench Deployment's pods not being deleted.
 func livePods(g Gomega, ns string) []corev1.Pod {
 	pods := &corev1.PodList{}
-	g.Expect(dc.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "bench"})).To(Succeed())
-	var out []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out
+	g.Expect(dc.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(benchLabels))).To(Succeed())
+	return poll.Live(pods.Items)
 }
 
 func replicaSets(g Gomega, ns string) []string {
@@ -66,33 +54,25 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-live")
-	dir := t.TempDir()
-	g.Expect(mkdirWrite(filepath.Join(dir, "deploy", "bench.yaml"), benchManifests)).To(Succeed())
+	dir := sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
 	server := buildBenchServer(t)
 	bin := filepath.Join(dir, "bin", "server")
 	writeBenchServer(t, bin, server, 0)
-	env := devEnv(ns, "live", v1alpha1.Component{
-		Name: "live",
-		Images: []v1alpha1.ImageSpec{{
-			Name: "server", Source: "app",
-			Layers:     []v1alpha1.LayerMapping{{From: "bin/server", To: "/server", Mode: "0755"}},
-			Entrypoint: []string{"/server"},
-			LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/server"}},
-		}},
-		Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-	})
+	env := newEnv(ns, "live").PushingImages().Components(Component("live",
+		Images(Image("server", Program("bin/server", "/server"), LiveUpdate("/server"))), Manifests("deploy"))).Build()
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	env = waitEnv(t, key, 5*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) { readyNow(g, env) })
 	var pod string
-	g.Eventually(func(g Gomega) {
-		pods := livePods(g, ns)
-		g.Expect(pods).To(HaveLen(1))
-		g.Expect(podReady(&pods[0])).To(BeTrue())
-		pod = pods[0].Name
-		g.Expect(probe(ctx, ns, pod)).To(Equal("version 0 iteration 0"))
-	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	waitPods(t, poll.Wait{What: "one Ready bench pod serving version 0", Every: 200 * time.Millisecond, Within: 2 * time.Minute},
+		ns, benchLabels, func(g Gomega, pods []corev1.Pod) {
+			pods = poll.Live(pods)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(poll.IsReady(&pods[0])).To(BeTrue())
+			pod = pods[0].Name
+			g.Expect(probe(ns, pod)(ctx)).To(Equal("version 0 iteration 0"))
+		})
 	rsBefore := replicaSets(g, ns)
 	d := &appsv1.Deployment{}
 	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bench"}, d)).To(Succeed())
@@ -105,15 +85,9 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 		start := time.Now()
 		request := push(t, env, dir)
 		want := fmt.Sprintf("version %d iteration 0", v)
-		var last string
-		for last != want {
-			if time.Since(start) > 2*time.Minute {
-				t.Fatalf("version %d not serving 2 minutes after the push (last answer %q)", v, last)
-			}
-			time.Sleep(20 * time.Millisecond)
-			last = probe(ctx, ns, pod)
-		}
-		latencies = append(latencies, time.Since(start))
+		_, took := waitAnswer(t, poll.Wait{What: fmt.Sprintf("pod %s serving version %d after the push", pod, v),
+			Every: 20 * time.Millisecond, Within: 2 * time.Minute, Since: start}, probe(ns, pod), is(want))
+		latencies = append(latencies, took)
 		env = waitEnv(t, key, time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
 			// The status of this push, not the previous one's.
 			g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
@@ -141,17 +115,18 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	g.Expect(c.Client.Delete(ctx, &pods[0])).To(Succeed())
 	var replacement string
 	var first string
-	g.Eventually(func(g Gomega) {
-		pods := livePods(g, ns)
-		g.Expect(pods).To(HaveLen(1))
-		g.Expect(pods[0].Name).NotTo(Equal(pod))
-		replacement = pods[0].Name
-		answer := probe(ctx, ns, replacement)
-		if first == "" && !strings.HasPrefix(answer, "error") {
-			first = answer
-		}
-		g.Expect(answer).To(Equal("version 5 iteration 0"))
-	}, 2*time.Minute, 20*time.Millisecond).Should(Succeed())
+	waitPods(t, poll.Wait{What: "a replacement pod serving version 5", Every: 20 * time.Millisecond, Within: 2 * time.Minute},
+		ns, benchLabels, func(g Gomega, pods []corev1.Pod) {
+			pods = poll.Live(pods)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Name).NotTo(Equal(pod))
+			replacement = pods[0].Name
+			answer := probe(ns, replacement)(ctx)
+			if first == "" && !strings.HasPrefix(answer, "error") {
+				first = answer
+			}
+			g.Expect(answer).To(Equal("version 5 iteration 0"))
+		})
 	t.Logf("replacement pod %s serving version 5 %s after the delete (its first answer: %q)", replacement, time.Since(start).Round(time.Millisecond), first)
 	g.Expect(replicaSets(g, ns)).To(Equal(rsBefore), "still no new ReplicaSet")
 
@@ -174,7 +149,8 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	start = time.Now()
 	request := push(t, env, dir)
 	url := serviceURL(t, ns, "bench")
-	g.Eventually(func() string { return get(url) }, 3*time.Minute, 20*time.Millisecond).Should(Equal("version 6 iteration 0\n"))
+	waitAnswer(t, poll.Wait{What: "the Service answers with the fix", Every: 20 * time.Millisecond, Within: 3 * time.Minute},
+		get(url), is("version 6 iteration 0\n"))
 	served := time.Since(start)
 	env = waitEnv(t, key, 2*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))

@@ -23,10 +23,7 @@ var (
 )
 
 func olmObject(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetName(name)
-	return u
+	return unstructuredObject(gvk, "", name)
 }
 
 // olmStatus is the part of a ClusterCatalog's or ClusterExtension's

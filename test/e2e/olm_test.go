@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,36 +20,24 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
-// OLM v1 is installed once, by the first test that needs it.
-var (
-	olmOnce    sync.Once
-	olmInstall *devcluster.OLM
-	olmErr     error
-	olmTook    time.Duration
-)
+// olm is OLM v1's operator-controller and catalogd on the cluster
+// (devcluster.InstallOLM). DEVLOOP_E2E_OLM=skip skips the OLM test: its
+// first run builds both controllers (minutes, docs/olm-e2e.md).
+var olm = &clusterAddon[*devcluster.OLM]{name: "OLM v1", skipVar: "DEVLOOP_E2E_OLM",
+	install: func(ctx context.Context, c *devcluster.Cluster) (*devcluster.OLM, error) {
+		return c.InstallOLM(ctx, os.Stderr)
+	}}
 
-// needOLM is need plus OLM v1's operator-controller and catalogd running
-// on the cluster (devcluster.InstallOLM). DEVLOOP_E2E_OLM=skip skips the
-// OLM test: its first run builds both controllers (minutes,
-// docs/olm-e2e.md).
+// needOLM is need plus OLM v1 running.
 func needOLM(t *testing.T) *devcluster.OLM {
 	t.Helper()
-	c := need(t)
-	if os.Getenv("DEVLOOP_E2E_OLM") == "skip" {
-		t.Skip("DEVLOOP_E2E_OLM=skip")
-	}
-	olmOnce.Do(func() {
-		start := time.Now()
-		olmInstall, olmErr = c.InstallOLM(context.Background(), os.Stderr)
-		olmTook = time.Since(start)
-	})
-	if olmErr != nil {
-		t.Fatalf("installing OLM v1: %v", olmErr)
-	}
+	olmInstall, took := olm.need(t)
 	t.Logf("OLM v1 operator-controller and catalogd v%s running (%s, %s); installed in %s", olmInstall.Version,
-		olmInstall.OperatorControllerImage, olmInstall.CatalogdImage, olmTook.Round(time.Millisecond))
+		olmInstall.OperatorControllerImage, olmInstall.CatalogdImage, took.Round(time.Millisecond))
 	return olmInstall
 }
 
@@ -210,8 +197,12 @@ func tearDownOLMInstall(t *testing.T) {
 		for _, e := range mine() {
 			_ = c.Client.Delete(ctx, &e)
 		}
-		if !eventually(2*time.Minute, func() bool { return len(mine()) == 0 }) {
-			t.Errorf("the test's DevEnvironments were not finalized within 2m by the OLM-installed operator")
+		finalized := poll.Wait{What: "the test's DevEnvironments finalized by the OLM-installed operator", Every: 300 * time.Millisecond, Within: 2 * time.Minute}
+		if _, err := finalized.Until(ctx, func(context.Context) (string, bool, error) {
+			left := mine()
+			return fmt.Sprintf("%d left", len(left)), len(left) == 0, nil
+		}); err != nil {
+			t.Error(err)
 		}
 		if err := c.HandBackFromOLM(ctx, "devloop", olmInstallNamespace, devcluster.DevEnvironmentCRD); err != nil {
 			t.Errorf("uninstalling the OLM-installed devloop: %v", err)
@@ -229,24 +220,13 @@ func tearDownOLMInstall(t *testing.T) {
 	})
 }
 
-func eventually(timeout time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	return true
-}
-
 // waitCatalogServing waits until catalogd serves the catalog image of
 // digest (repository@digest).
 func waitCatalogServing(t *testing.T, name, ref string) {
 	t.Helper()
 	_, digest, _ := strings.Cut(ref, "@")
 	last := ""
-	NewWithT(t).Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "ClusterCatalog " + name + " serving " + digest, Every: 500 * time.Millisecond, Within: 4 * time.Minute}, func(g Gomega) {
 		st, err := getOLMStatus(context.Background(), clusterCatalogGVK, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		if s := st.summary(); s != last {
@@ -255,7 +235,7 @@ func waitCatalogServing(t *testing.T, name, ref string) {
 		}
 		g.Expect(st.resolvedDigest()).To(Equal(digest))
 		g.Expect(st.isTrue("Serving")).To(BeTrue())
-	}, 4*time.Minute, 500*time.Millisecond).Should(Succeed())
+	})
 }
 
 // waitExtensionInstalled waits until the ClusterExtension reports bundle
@@ -265,7 +245,7 @@ func waitCatalogServing(t *testing.T, name, ref string) {
 func waitExtensionInstalled(t *testing.T, version string) {
 	t.Helper()
 	last := ""
-	NewWithT(t).Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "ClusterExtension devloop installed " + version, Every: 500 * time.Millisecond, Within: 5 * time.Minute}, func(g Gomega) {
 		st, err := getOLMStatus(context.Background(), clusterExtensionGVK, "devloop")
 		g.Expect(err).NotTo(HaveOccurred())
 		if s := st.summary(); s != last {
@@ -277,7 +257,7 @@ func waitExtensionInstalled(t *testing.T, version string) {
 		progressing := meta.FindStatusCondition(st.Conditions, "Progressing")
 		g.Expect(progressing).NotTo(BeNil())
 		g.Expect(progressing.Reason).To(Equal("Succeeded"), "Progressing: %s", progressing.Message)
-	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
+	})
 }
 
 // waitOLMOperator waits until the operator OLM installed has rolled out
@@ -286,7 +266,7 @@ func waitOLMOperator(t *testing.T, image string) string {
 	t.Helper()
 	c := need(t)
 	var pod string
-	NewWithT(t).Eventually(func(g Gomega) {
+	waitCheck(t, poll.Wait{What: "the OLM-installed operator rolled out with " + image, Every: 500 * time.Millisecond, Within: 3 * time.Minute}, func(g Gomega) {
 		d := &appsv1.Deployment{}
 		g.Expect(c.Client.Get(context.Background(), client.ObjectKey{Namespace: olmInstallNamespace, Name: devcluster.OperatorDeployment}, d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
@@ -297,7 +277,7 @@ func waitOLMOperator(t *testing.T, image string) string {
 		g.Expect(pods).To(HaveLen(1))
 		g.Expect(pods[0].Spec.Containers[0].Image).To(Equal(image))
 		pod = pods[0].Name
-	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed())
+	})
 	return pod
 }
 
@@ -307,40 +287,13 @@ func olmSampleEnvironment(t *testing.T, ns string) *v1alpha1.DevEnvironment {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	env := newEnv(ns, "hello").Components(
+		Component("settings", Manifests("settings")),
+		Component("web", DependsOn("settings"), Manifests("web"))).Build()
+	pushDir(t, env, sourceDir(t, Files{
 		"settings/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n",
-		"web/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
-      containers:
-      - name: web
-        image: ` + registry + `/busybox:1.35
-        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
-        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
-`,
-	})
-	repo := registry + "/" + ns + "/src"
-	_, err := devcluster.PushSource(ctx, dir, repo+":dev")
-	g.Expect(err).NotTo(HaveOccurred())
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: repo, Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{
-				{Name: "settings", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"settings"}}},
-				{Name: "web", DependsOn: []string{"settings"}, Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"web"}}},
-			},
-		},
-	}
+		"web/deployment.yaml":     Deployment("web", "web", "image: "+busybox, idleCommand),
+	}))
 	g.Expect(need(t).ApplyEnvironment(ctx, env)).To(Succeed())
 	return env
 }

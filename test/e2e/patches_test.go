@@ -9,11 +9,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // patchedAppScript is the built image's program: "migrate" (the hook)
@@ -24,16 +23,9 @@ case "$1" in migrate) exit 0 ;; esac
 exec sleep 3600
 `
 
-// restricted is the pod and container security context the e2e
-// namespaces' restricted Pod Security level asks for.
-const (
-	restrictedPod       = `securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}`
-	restrictedContainer = `securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}`
-)
-
 // patchedChart is an operator chart whose pre-install hook Job (a
 // migration) runs the operator's own image: Helm 3 post-renders no hook.
-var patchedChart = map[string]string{
+var patchedChart = Files{
 	"chart/Chart.yaml":  "apiVersion: v2\nname: patched\nversion: 0.1.0\n",
 	"chart/values.yaml": "image: app:latest\n",
 	"chart/templates/deployment.yaml": `apiVersion: apps/v1
@@ -81,36 +73,18 @@ func TestPatchesAndAPinnedHookJob(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-patch")
-	dir := t.TempDir()
-	files := map[string]string{"bin/app": patchedAppScript}
-	for k, v := range patchedChart {
-		files[k] = v
-	}
-	writeFiles(t, dir, files)
-	srcRepo := registry + "/" + ns + "/src"
-	_, err := devcluster.PushSource(ctx, dir, srcRepo+":dev")
-	g.Expect(err).NotTo(HaveOccurred())
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "patched"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Registry:           &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true},
-			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
-			Components: []v1alpha1.Component{{Name: "app",
-				Images: []v1alpha1.ImageSpec{{Name: "app", Source: "app", Base: registry + "/busybox:1.35",
-					Layers: []v1alpha1.LayerMapping{{From: "bin/app", To: "/app", Mode: "0755"}}, Entrypoint: []string{"/app"}}},
-				Helm: &v1alpha1.HelmSpec{
-					Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
-					ReleaseName: "site",
-					Patches: []v1alpha1.Patch{
-						{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: site}\n" +
-							"spec: {template: {spec: {containers: [{name: app, args: [serve, --debug, --v=4]}]}}}\n"},
-						{Target: &v1alpha1.PatchTarget{Group: "batch", Kind: "Job", Name: "site-migrate"},
-							Patch: "- {op: add, path: /spec/template/spec/containers/0/args/-, value: --dry-run=false}\n"},
-					},
-				}}},
-		},
-	}
+	env := newEnv(ns, "patched").PushingImages().Components(Component("app",
+		Images(Image("app", Base(busybox), Program("bin/app", "/app"))),
+		Chart("chart", func(h *v1alpha1.HelmSpec) {
+			h.ReleaseName = "site"
+			h.Patches = []v1alpha1.Patch{
+				{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: site}\n" +
+					"spec: {template: {spec: {containers: [{name: app, args: [serve, --debug, --v=4]}]}}}\n"},
+				{Target: &v1alpha1.PatchTarget{Group: "batch", Kind: "Job", Name: "site-migrate"},
+					Patch: "- {op: add, path: /spec/template/spec/containers/0/args/-, value: --dry-run=false}\n"},
+			}
+		}))).Build()
+	pushDir(t, env, sourceDir(t, patchedChart.With(Files{"bin/app": patchedAppScript})))
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	started := time.Now()

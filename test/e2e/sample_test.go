@@ -6,8 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/cli"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
 // TestSample runs the sample of make dev-up through the end-to-end cases
@@ -46,9 +46,7 @@ func TestSample(t *testing.T) {
 	key := client.ObjectKeyFromObject(env)
 
 	start := time.Now()
-	src := env.Spec.Sources[0].OCI
-	_, err := devcluster.PushSource(ctx, dir, src.Repository+":"+src.Tag)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	pushDir(t, env, dir)
 	NewWithT(t).Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
 
 	t.Run("1 ready, pods run the status digests", func(t *testing.T) {
@@ -57,11 +55,12 @@ func TestSample(t *testing.T) {
 		t.Logf("Ready %s after apply (two cold in-cluster compiles)", time.Since(start).Round(time.Second))
 		web := imageOf(env, "web")
 		g.Expect(web).NotTo(BeNil())
-		g.Eventually(func(g Gomega) {
-			pods := readyPods(g, ns, webLabels)
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.ContainerStatuses[0].ImageID).To(HaveSuffix(web.Digest))
-		}, time.Minute).Should(Succeed())
+		waitPods(t, poll.Wait{What: "one Ready web pod running the status digest", Every: 10 * time.Millisecond, Within: time.Minute},
+			ns, webLabels, func(g Gomega, pods []corev1.Pod) {
+				pods = poll.Ready(pods)
+				g.Expect(pods).To(HaveLen(1))
+				g.Expect(pods[0].Status.ContainerStatuses[0].ImageID).To(HaveSuffix(web.Digest))
+			})
 		g.Expect(componentOf(env, "web").Release.Status).To(Equal("deployed"))
 	})
 
@@ -71,11 +70,10 @@ func TestSample(t *testing.T) {
 		g.Expect(validator.Tags).To(HaveLen(2))
 		revTag := validator.Tags[1]
 		g.Expect(revTag).To(HavePrefix("rev-"))
-		pod := &corev1.Pod{}
-		g.Eventually(func(g Gomega) {
-			g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello-validator"}, pod)).To(Succeed())
-			g.Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded))
-		}, 2*time.Minute, time.Second).Should(Succeed())
+		pod := waitPod(t, poll.Wait{What: "the validator pod the service spawned ran to completion", Every: time.Second, Within: 2 * time.Minute},
+			client.ObjectKey{Namespace: ns, Name: "hello-validator"}, func(g Gomega, pod *corev1.Pod) {
+				g.Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded))
+			})
 		// The service named the image by its revision tag, not a digest.
 		g.Expect(pod.Spec.Containers[0].Image).To(Equal(validator.Repository + ":" + revTag))
 		g.Expect(pod.Status.ContainerStatuses[0].ImageID).To(HaveSuffix(validator.Digest),
@@ -98,15 +96,14 @@ func TestSample(t *testing.T) {
 			g.Expect(imageOf(env, "web").Digest).NotTo(Equal(old.Digest))
 		})
 		web := imageOf(env, "web")
-		var pod corev1.Pod
-		g.Eventually(func(g Gomega) {
-			pods := readyPods(g, ns, webLabels)
-			g.Expect(pods).To(HaveLen(1))
-			pod = pods[0]
-			g.Expect(pod.Status.ContainerStatuses[0].ImageID).To(HaveSuffix(web.Digest))
-		}, time.Minute).Should(Succeed())
+		pod := poll.Ready(waitPods(t, poll.Wait{What: "one Ready web pod running the new digest", Every: 10 * time.Millisecond, Within: time.Minute},
+			ns, webLabels, func(g Gomega, pods []corev1.Pod) {
+				pods = poll.Ready(pods)
+				g.Expect(pods).To(HaveLen(1))
+				g.Expect(pods[0].Status.ContainerStatuses[0].ImageID).To(HaveSuffix(web.Digest))
+			}))[0]
 		t.Logf("changed source to new pod Ready: %s (in-cluster compile, warm cache)", time.Since(t0).Round(time.Millisecond))
-		g.Expect(answer(t, pod.Status.PodIP)).To(Equal("hello from e2e\n"))
+		g.Expect(answer(pod.Status.PodIP)).To(Equal("hello from e2e\n"))
 		// The validator names its paths (go.mod, cmd/validator): not
 		// rebuilt, not re-tagged, no builder Job.
 		g.Expect(*imageOf(env, "validator")).To(Equal(oldValidator))
@@ -173,11 +170,7 @@ func TestSample(t *testing.T) {
 		setGreeting(t, dir, "hello from the plugin")
 		code, _ = plugin("push", dir, "--env", "hello", "--source", "app")
 		g.Expect(code).To(BeZero())
-		g.Eventually(func(g Gomega) {
-			pods := readyPods(g, ns, webLabels)
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(answer(t, pods[0].Status.PodIP)).To(Equal("hello from the plugin\n"))
-		}, time.Minute).Should(Succeed())
+		waitAnswersGreeting(t, ns, "hello from the plugin\n")
 		code, out = plugin("logs", "hello", "web")
 		g.Expect(code).To(BeZero())
 		g.Expect(out).To(ContainSubstring("listening on :8080 (hello from the plugin)"))
@@ -210,20 +203,17 @@ func TestSample(t *testing.T) {
 		for _, s := range secrets.Items {
 			g.Expect(s.Labels["status"]).NotTo(HavePrefix("pending"), s.Name)
 		}
-		g.Eventually(func(g Gomega) {
-			pods := readyPods(g, ns, webLabels)
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(answer(t, pods[0].Status.PodIP)).To(Equal("hello after a crash\n"))
-		}, time.Minute).Should(Succeed())
+		waitAnswersGreeting(t, ns, "hello after a crash\n")
 	})
 
 	t.Run("6 deleted: release, Jobs and objects gone", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(c.Client.Delete(ctx, env)).To(Succeed())
-		g.Eventually(func() bool {
-			return apierrors.IsNotFound(c.Client.Get(ctx, key, &v1alpha1.DevEnvironment{}))
-		}, 3*time.Minute, time.Second).Should(BeTrue())
-		g.Eventually(func(g Gomega) {
+		waitCheck(t, poll.Wait{What: "DevEnvironment " + key.String() + " gone", Every: time.Second, Within: 3 * time.Minute}, func(g Gomega) {
+			err := c.Client.Get(ctx, key, &v1alpha1.DevEnvironment{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "get: %v", err)
+		})
+		waitCheck(t, poll.Wait{What: "what the environment deployed gone", Every: time.Second, Within: 2 * time.Minute}, func(g Gomega) {
 			for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &batchv1.JobList{}, &corev1.ServiceList{}, &corev1.PersistentVolumeClaimList{}} {
 				g.Expect(c.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 				g.Expect(metaItems(list)).To(BeEmpty(), "%T", list)
@@ -234,41 +224,54 @@ func TestSample(t *testing.T) {
 			pods := &corev1.PodList{}
 			g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty(), "pods (the validator goes with the web pod that owns it)")
-		}, 2*time.Minute, time.Second).Should(Succeed())
+		})
 	})
 }
 
-// answer is what the sample service at ip answers on / (pod IPs are
-// routed from this host through the CNI bridge).
-func answer(t *testing.T, ip string) string {
+// waitAnswersGreeting waits until the sample's one Ready web pod answers
+// greeting.
+func waitAnswersGreeting(t *testing.T, ns, greeting string) {
 	t.Helper()
-	hc := &http.Client{Timeout: 3 * time.Second}
-	resp, err := hc.Get("http://" + ip + ":8080/")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	waitPods(t, poll.Wait{What: "the web pod answers " + strconv.Quote(greeting), Every: 10 * time.Millisecond, Within: time.Minute},
+		ns, webLabels, func(g Gomega, pods []corev1.Pod) {
+			pods = poll.Ready(pods)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(answer(pods[0].Status.PodIP)).To(Equal(greeting))
+		})
 }
 
 // setTrigger sets the trigger annotation as `kubectl annotate` does.
 func setTrigger(t *testing.T, env *v1alpha1.DevEnvironment, value string) {
 	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := dc.Client.Get(context.Background(), client.ObjectKeyFromObject(env), cur); err != nil {
-			return err
-		}
-		if cur.Annotations == nil {
-			cur.Annotations = map[string]string{}
-		}
-		if _, busy := cur.Annotations[v1alpha1.TriggerAnnotation]; busy {
-			return fmt.Errorf("a trigger is still pending")
-		}
-		cur.Annotations[v1alpha1.TriggerAnnotation] = value
-		return dc.Client.Update(context.Background(), cur)
-	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	waitFor(t, poll.Wait{What: "trigger " + value + " set on " + key.String(), Every: 200 * time.Millisecond, Within: time.Minute},
+		poll.Succeeds(func(ctx context.Context) error {
+			cur := &v1alpha1.DevEnvironment{}
+			if err := dc.Client.Get(ctx, key, cur); err != nil {
+				return err
+			}
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			if v, busy := cur.Annotations[v1alpha1.TriggerAnnotation]; busy {
+				return fmt.Errorf("a trigger is still pending (%s)", v)
+			}
+			cur.Annotations[v1alpha1.TriggerAnnotation] = value
+			return dc.Client.Update(ctx, cur)
+		}))
+}
+
+// waitTestRun waits until run #n of suite has finished, and returns it.
+func waitTestRun(t *testing.T, key client.ObjectKey, suite string, n int64) *v1alpha1.TestRun {
+	t.Helper()
+	var run *v1alpha1.TestRun
+	waitEnv(t, key, 10*time.Minute, true, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		run = latestRun(env, suite)
+		g.Expect(run).NotTo(BeNil(), "no run of %s", suite)
+		g.Expect(run.Number).To(Equal(n), "latest run of %s", suite)
+		g.Expect(run.Result.Finished()).To(BeTrue(), "run #%d: %s %s", n, run.Result, run.Message)
+	})
+	return run
 }
 
 func latestRun(env *v1alpha1.DevEnvironment, suite string) *v1alpha1.TestRun {

@@ -5,26 +5,24 @@ package e2e
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // cachedModule is a small Go module whose tests compile the standard
 // library's heavier packages (net/http, encoding/json, text/template)
 // and a few local packages: what a cold build cache spends its time on.
-var cachedModule = map[string]string{
-	"go.mod": "module example.com/cached\n\ngo 1.26\n",
+var cachedModule = Files{
+	"go.mod": GoModule("example.com/cached"),
 	"api/api.go": `package api
 
 import (
@@ -111,48 +109,17 @@ func TestTestCache(t *testing.T) {
 	ctx := context.Background()
 	c := need(t)
 	ns := namespace(t, "e2e-tcache")
-	srcRepo := registry + "/" + ns + "/cached-src"
-	dir := t.TempDir()
-	for name, content := range cachedModule {
-		g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)).To(Succeed())
-		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
-	}
-	_, err := source.PushDir(ctx, dir, srcRepo+":dev", true)
-	g.Expect(err).NotTo(HaveOccurred())
-
-	size := resource.MustParse("1Gi")
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cached"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: srcRepo, Tag: "dev", Insecure: true}}},
-			Tests: []v1alpha1.TestSuite{{
-				Name: "unit", Source: "app", Image: v1alpha1.TestImage{Ref: goImage},
-				Command: []string{"sh", "-c", `go test -count=1 -run "${TEST_RUN:-.}" ./...`},
-				Params:  []string{"TEST_RUN"},
-				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-					{Name: "GOFLAGS", Value: "-buildvcs=false"}},
-				Cache: &v1alpha1.TestCache{Size: &size},
-			}},
-		},
-	}
+	suite := GoTestSuite("unit", goImage, `go test -count=1 -run "${TEST_RUN:-.}" ./...`)
+	suite.Params = []string{"TEST_RUN"}
+	env := newEnv(ns, "cached").SourceRepository("cached-src").Tests(suite).Build()
+	pushDir(t, env, sourceDir(t, cachedModule))
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	runOnce := func(trigger string, n int64) *v1alpha1.TestRun {
 		setTrigger(t, env, trigger)
-		var run *v1alpha1.TestRun
-		g.Eventually(func(g Gomega) {
-			cur := &v1alpha1.DevEnvironment{}
-			g.Expect(c.Client.Get(ctx, key, cur)).To(Succeed())
-			run = latestRun(cur, "unit")
-			g.Expect(run).NotTo(BeNil())
-			g.Expect(run.Number).To(Equal(n))
-			if run.Result.Finished() && run.Result != v1alpha1.ResultPassed {
-				StopTrying("run failed: " + run.Message + "\n" + run.LogTail).Now()
-			}
-			g.Expect(run.Result).To(Equal(v1alpha1.ResultPassed), run.Message)
-		}, 10*time.Minute, time.Second).Should(Succeed())
+		run := waitTestRun(t, key, "unit", n)
+		g.Expect(run.Result).To(Equal(v1alpha1.ResultPassed), "run failed: "+run.Message+"\n"+run.LogTail)
 		return run
 	}
 	took := func(r *v1alpha1.TestRun) time.Duration { return r.CompletionTime.Sub(r.StartTime.Time) }

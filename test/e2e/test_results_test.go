@@ -11,19 +11,18 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
 // resultsModule has a test that passes, one that fails, one that is
 // skipped and one that fails the first time only: it leaves a marker in
 // the suite's cache volume ($HOME/.cache, kept between runs), so the next
 // run passes it.
-var resultsModule = map[string]string{
-	"go.mod": "module example.com/results\n\ngo 1.26\n",
+var resultsModule = Files{
+	"go.mod": GoModule("example.com/results"),
 	"results_test.go": `package results
 
 import (
@@ -67,40 +66,16 @@ func TestRunResultsOnAKubelet(t *testing.T) {
 	ctx := context.Background()
 	c := need(t)
 	ns := namespace(t, "e2e-results")
-	dir := t.TempDir()
-	writeFiles(t, dir, resultsModule)
-	size := resource.MustParse("1Gi")
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "results"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}},
-			Tests: []v1alpha1.TestSuite{{
-				Name: "unit", Source: "app", Image: v1alpha1.TestImage{Ref: goImage},
-				Command: []string{"sh", "-c", "go test -json -count=1 ./... > report.json"},
-				Env: []v1alpha1.EnvVar{{Name: "CGO_ENABLED", Value: "0"}, {Name: "GOTOOLCHAIN", Value: "local"},
-					{Name: "GOFLAGS", Value: "-buildvcs=false"}},
-				Cache:  &v1alpha1.TestCache{Size: &size},
-				Report: &v1alpha1.TestReport{Path: "report.json", Format: v1alpha1.ReportGoTestJSON},
-			}},
-		},
-	}
-	pushOnly(t, env, dir)
+	suite := GoTestSuite("unit", goImage, "go test -json -count=1 ./... > report.json")
+	suite.Report = &v1alpha1.TestReport{Path: "report.json", Format: v1alpha1.ReportGoTestJSON}
+	env := newEnv(ns, "results").Tests(suite).Build()
+	pushOnly(t, env, sourceDir(t, resultsModule))
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
 	runOnce := func(n int64) *v1alpha1.TestRun {
 		setTrigger(t, env, "unit")
-		var run *v1alpha1.TestRun
-		g.Eventually(func(g Gomega) {
-			cur := &v1alpha1.DevEnvironment{}
-			g.Expect(c.Client.Get(ctx, key, cur)).To(Succeed())
-			run = latestRun(cur, "unit")
-			g.Expect(run).NotTo(BeNil())
-			g.Expect(run.Number).To(Equal(n))
-			g.Expect(run.Result.Finished()).To(BeTrue(), "run #%d: %s %s", n, run.Result, run.Message)
-		}, 10*time.Minute, time.Second).Should(Succeed())
+		run := waitTestRun(t, key, "unit", n)
 		t.Logf("run #%d: %s in %s (job %s), results %+v, message %q", n, run.Result,
 			run.CompletionTime.Sub(run.StartTime.Time).Round(100*time.Millisecond), run.JobName, run.Results, run.Message)
 		return run

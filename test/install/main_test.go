@@ -5,7 +5,6 @@
 package install
 
 import (
-	"os"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,5 +19,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunWithClient(m, func(e *envtest.Environment, c client.Client) { env, k8s = e, c }))
+	testenv.Main(m, func(e *testenv.Env) error {
+		env, k8s = e.Environment, e.Client
+		return nil
+	})
 }

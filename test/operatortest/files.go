@@ -3,8 +3,9 @@ package operatortest
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // DirFiles reads the files under root into source files under prefix,
@@ -30,17 +31,9 @@ func DirFiles(t testing.TB, root, prefix string) map[string]string {
 	return files
 }
 
-// ChartFiles reads one of the charts tests of several packages deploy
-// (this package's testdata/charts: web, upgradehook, installhook) into
-// source files under prefix.
+// ChartFiles reads one of the feature tests' charts
+// (testenv.FeatureCharts) into source files under prefix.
 func ChartFiles(t testing.TB, name, prefix string) map[string]string {
 	t.Helper()
-	return DirFiles(t, filepath.Join(testdata(), "charts", name), prefix)
-}
-
-// testdata is this package's testdata directory, wherever the test
-// reading it runs.
-func testdata() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "testdata")
+	return DirFiles(t, filepath.Join(testenv.FeatureCharts(), name), prefix)
 }

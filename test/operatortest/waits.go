@@ -167,20 +167,14 @@ func ConditionsSummary(env *v1alpha1.DevEnvironment) string {
 }
 
 // RunPod waits for the pod ns/name and writes the status the kubelet
-// would once every container of it runs (envtest runs no pods): how a
-// test starts a warm builder.
+// would once every container of it runs, not Ready (envtest runs no
+// pods): how a test starts a warm builder.
 func RunPod(t testing.TB, ns, name string) *corev1.Pod {
 	t.Helper()
-	g := NewWithT(t)
 	pod := &corev1.Pod{}
-	g.Eventually(func() error {
+	NewWithT(t).Eventually(func() error {
 		return Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod)
 	}, Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(Admin.Status().Update(context.Background(), pod)).To(Succeed())
+	testenv.MarkPodRunning(t, Admin, pod, false)
 	return pod
 }

@@ -11,10 +11,9 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
@@ -37,7 +36,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DEVLOOP_TEST_VERBOSE") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
 	}
-	os.Exit(testenv.RunWithClient(m, func(env *envtest.Environment, c client.Client) {
-		testEnv, k8s = env, c
-	}))
+	testenv.Main(m, func(env *testenv.Env) error {
+		testEnv, k8s = env.Environment, env.Client
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -194,11 +195,11 @@ spec:
 `, name)
 }
 
-// webChart is the operator tests' web chart (a ConfigMap and a
+// webChart is the controllers tests' web chart (a ConfigMap and a
 // Deployment) under chart/.
 func webChart() map[string]string {
 	files := map[string]string{}
-	root := "../operatortest/testdata/charts/web"
+	root := filepath.Join(testenv.FeatureCharts(), "web")
 	for _, f := range []string{"Chart.yaml", "values.yaml", "templates/config.yaml", "templates/deployment.yaml"} {
 		data, err := os.ReadFile(root + "/" + f)
 		if err != nil {

@@ -2,18 +2,17 @@ package main
 
 import (
 	"archive/tar"
-	"io"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/internal/scratchimage"
+	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // TestImageIsLinuxAMD64 checks the config image gives its images (their
@@ -45,35 +44,15 @@ func TestPushBusybox(t *testing.T) {
 	if err := run(host, true, "", "", "/bin/busybox", "busybox:test"); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(host+"/busybox:test", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := testregistry.Pull(t, host+"/busybox:test")
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers: %v %v", len(layers), err)
 	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	links := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeSymlink {
-			links[h.Name] = h.Linkname
+	for _, e := range testfiles.LayerEntries(t, layers[0]) {
+		if e.Typeflag == tar.TypeSymlink {
+			links[e.Name] = e.Linkname
 		}
 	}
 	for _, p := range []string{"bin/sh", "usr/bin/nslookup", "usr/bin/wget", "usr/bin/nc"} {

@@ -20,27 +20,21 @@ import (
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
-// TestHelperFetchThenAssemble runs the two helper steps of a builder pod,
-// with the arguments BuilderJob gives them, against a registry: fetch puts
-// the resolved source in the workspace, a "build" writes its output there,
-// and assemble pushes the image by digest and reports it.
-func TestHelperFetchThenAssemble(t *testing.T) {
-	ctx := context.Background()
+// pushedSource starts an in-memory registry, pushes files there as the
+// source app, as `kubectl devloop push` leaves it (host/team/src:dev), and
+// resolves it as the operator would: the registry's host and the ref a
+// build is given.
+func pushedSource(t *testing.T, files map[string]string) (string, source.Ref) {
+	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-
-	// The source as `kubectl devloop push` leaves it.
-	srcDir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(srcDir, "cmd"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(srcDir, "cmd", "main.go"), []byte("package main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := source.PushDir(ctx, srcDir, host+"/team/src:dev", true); err != nil {
+	ctx := context.Background()
+	if _, err := source.PushDir(ctx, testfiles.Tree(t, files), host+"/team/src:dev", true); err != nil {
 		t.Fatal(err)
 	}
 	spec := v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: host + "/team/src", Tag: "dev", Insecure: true}}
@@ -48,6 +42,15 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return host, ref
+}
+
+// TestHelperFetchThenAssemble runs the two helper steps of a builder pod,
+// with the arguments BuilderJob gives them, against a registry: fetch puts
+// the resolved source in the workspace, a "build" writes its output there,
+// and assemble pushes the image by digest and reports it.
+func TestHelperFetchThenAssemble(t *testing.T) {
+	host, ref := pushedSource(t, map[string]string{"cmd/main.go": "package main\n"})
 
 	job, err := build.BuilderJob(build.JobRequest{
 		Name: "b", Namespace: "default", HelperImage: "helper", Source: ref, Platform: "linux/arm64",
@@ -101,14 +104,8 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("termination message %q: %v", data, err)
 	}
-	d, err := name.NewDigest(host+"/team/api@"+r.Digest, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(d)
-	if err != nil {
-		t.Fatalf("the reported digest is not in the registry: %v", err)
-	}
+	// The reported digest is in the registry.
+	img := testregistry.Pull(t, host+"/team/api@"+r.Digest)
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +116,11 @@ func TestHelperFetchThenAssemble(t *testing.T) {
 	if len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != "/api" {
 		t.Errorf("entrypoint %v", cfg.Config.Entrypoint)
 	}
-	tags, err := remote.List(d.Context())
+	repo, err := name.NewRepository(host+"/team/api", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := remote.List(repo)
 	if err != nil {
 		t.Fatal(err)
 	}

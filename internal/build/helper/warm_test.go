@@ -2,26 +2,20 @@ package helper
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/image"
-	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/internal/testregistry"
 )
 
 // captureStdout runs f with os.Stdout going to a buffer.
@@ -68,34 +62,9 @@ func runSteps(t *testing.T, steps []build.WarmStep, workspace string) (string, e
 // its own exit code; a step of a build whose workspace another build has
 // fetched into since is refused.
 func TestHelperBuildInAWarmWorkspace(t *testing.T) {
-	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-
-	srcDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(srcDir, "main.txt"), []byte("v2"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := source.PushDir(ctx, srcDir, host+"/team/src:dev", true); err != nil {
-		t.Fatal(err)
-	}
-	spec := v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: host + "/team/src", Tag: "dev", Insecure: true}}
-	ref, err := (&source.Fetcher{Root: t.TempDir()}).Resolve(ctx, "default", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	workspace := t.TempDir()
+	host, ref := pushedSource(t, map[string]string{"main.txt": "v2"})
 	// What the previous build left.
-	for _, f := range []string{"stale.txt", "out/app"} {
-		p := filepath.Join(workspace, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	workspace := testfiles.Tree(t, map[string]string{"stale.txt": "old", "out/app": "old"})
 
 	req := build.JobRequest{
 		Source: ref, Platform: "linux/amd64",
@@ -116,13 +85,8 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &report); err != nil {
 		t.Fatalf("stdout %q is not a report: %v", stdout, err)
 	}
-	d, err := name.NewDigest(host+"/team/app@"+report.Digest, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := remote.Image(d); err != nil {
-		t.Fatalf("the reported digest is not in the registry: %v", err)
-	}
+	// The reported digest is in the registry.
+	testregistry.Pull(t, host+"/team/app@"+report.Digest)
 	if got, err := os.ReadFile(filepath.Join(workspace, "out", "app")); err != nil || string(got) != "v2" {
 		t.Errorf("out/app = %q, %v; want the new build's output", got, err)
 	}

@@ -7,13 +7,11 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testregistry/chartrepo"
 )
 
 func TestPrefixMatches(t *testing.T) {
@@ -69,20 +68,15 @@ func dockerConfigFor(host, user, password string) string {
 // request whose URL starts with the prefix (index, archives, either Secret
 // form) and with no other; Secret problems name the spec field.
 func TestChartCredentialsForRepositories(t *testing.T) {
-	r := newChartRepo(t)
-	r.user, r.password = "reader", "s3cret-Pa55"
-	cdn := newChartRepo(t)
-	r.add(t, configMapChart("platform", "1.0.0", "dependencies:\n- name: nats\n  version: 1.x\n  repository: "+r.URL+"\n- name: etcd\n  version: 0.3.0\n  repository: "+r.URL+"\n"))
-	r.add(t, configMapChart("nats", "1.2.3", ""))
+	r := chartrepo.Start(t)
+	r.RequireBasicAuth("reader", "s3cret-Pa55")
+	cdn := chartrepo.Start(t)
+	r.AddFiles(t, configMapChart("platform", "1.0.0", "dependencies:\n- name: nats\n  version: 1.x\n  repository: "+r.URL+"\n- name: etcd\n  version: 0.3.0\n  repository: "+r.URL+"\n"))
+	r.AddFiles(t, configMapChart("nats", "1.2.3", ""))
 	// etcd's archive is on the CDN, which must not receive the credentials.
-	cdn.add(t, configMapChart("etcd", "0.3.0", ""))
-	r.mu.Lock()
-	etcd, err := loader.LoadArchive(strings.NewReader(string(cdn.archives["etcd-0.3.0.tgz"])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.index.MustAdd(etcd.Metadata, cdn.URL+"/etcd-0.3.0.tgz", "", "")
-	r.mu.Unlock()
+	etcd := chartrepo.PackageFiles(t, configMapChart("etcd", "0.3.0", ""))
+	cdn.Add(t, etcd)
+	r.AddLink(t, etcd, cdn.URL+"/etcd-0.3.0.tgz")
 	host := strings.TrimPrefix(r.Server.URL, "http://")
 
 	cl := fake.NewClientBuilder().WithObjects(
@@ -122,16 +116,12 @@ func TestChartCredentialsForRepositories(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r.mu.Lock()
-			r.authSeen = nil
-			r.mu.Unlock()
-			cdn.mu.Lock()
-			cdn.authSeen = nil
-			cdn.mu.Unlock()
+			r.ForgetAuth()
+			cdn.ForgetAuth()
 			err := load(tc.entries...)
 			if len(tc.want) == 0 {
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(r.authSeen).NotTo(ContainElement(""), "every request to the repository carried the credentials")
+				g.Expect(r.AuthSeen()).NotTo(ContainElement(""), "every request to the repository carried the credentials")
 			} else {
 				g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 				for _, w := range tc.want {
@@ -139,7 +129,7 @@ func TestChartCredentialsForRepositories(t *testing.T) {
 				}
 				g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 			}
-			for _, h := range cdn.authSeen {
+			for _, h := range cdn.AuthSeen() {
 				g.Expect(h).To(BeEmpty(), "the CDN got no credentials")
 			}
 		})
@@ -152,7 +142,7 @@ func TestChartCredentialsForRepositories(t *testing.T) {
 		},
 	}).Build()
 	l := &ChartLoader{CacheDir: t.TempDir()}
-	_, err = l.Load(context.Background(), ref, nil, LoadOptions{Credentials: &ChartCredentials{
+	_, err := l.Load(context.Background(), ref, nil, LoadOptions{Credentials: &ChartCredentials{
 		Entries: []v1alpha1.ChartCredentials{entry(r.URL, "basic")}, Namespace: "team", Reader: forbidden}})
 	g.Expect(fault.IsPermanent(err)).To(BeTrue())
 	g.Expect(err).To(MatchError(ContainSubstring(`spec.chartCredentials[0].secretRef: the environment's ServiceAccount may not read Secret "basic"`)))
@@ -174,17 +164,11 @@ func TestChartCredentialsForRegistries(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptBasicAuth("pusher", "s3cret-Pa55"),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	g.Expect(err).NotTo(HaveOccurred())
 	for _, files := range []map[string]string{
 		configMapChart("etcd", "0.3.1", ""),
 		configMapChart("platform", "1.0.0", "dependencies:\n- name: etcd\n  version: 0.3.x\n  repository: oci://"+host+"/team/charts\n"),
 	} {
-		ch, err := loader.LoadArchive(strings.NewReader(string(packageFiles(t, files))))
-		g.Expect(err).NotTo(HaveOccurred())
-		_, err = rc.Push(packageFiles(t, files), host+"/team/charts/"+ch.Name()+":"+ch.Metadata.Version)
-		g.Expect(err).NotTo(HaveOccurred())
+		chartrepo.PushOCI(t, chartrepo.PackageFiles(t, files), host+"/team/charts", registry.ClientOptBasicAuth("pusher", "s3cret-Pa55"))
 	}
 	cl := fake.NewClientBuilder().WithObjects(
 		secretObj("regcred", map[string]string{corev1.DockerConfigJsonKey: dockerConfigFor(host, "pusher", "s3cret-Pa55")}),
@@ -198,7 +182,7 @@ func TestChartCredentialsForRegistries(t *testing.T) {
 		return err
 	}
 	g.Expect(load("oci://" + host + "/team")).To(Succeed())
-	err = load("oci://" + host + "/tea")
+	err := load("oci://" + host + "/tea")
 	g.Expect(err).To(HaveOccurred(), "a prefix ends at a path boundary")
 	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 }

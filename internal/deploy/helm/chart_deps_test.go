@@ -18,7 +18,9 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	"github.com/devloop-dev/devloop/internal/testregistry/chartrepo"
 )
 
 // umbrellaSource lays out a source like Dynamo's platform chart: an
@@ -48,11 +50,11 @@ func umbrellaSource(t testing.TB, repoURL, ociHost string) string {
   condition: grove.enabled
 `
 	for p, c := range configMapChart("platform", "0.1.0", deps) {
-		writeFiles(t, root, map[string]string{"deploy/platform/" + p: c})
+		testfiles.Write(t, root, map[string]string{"deploy/platform/" + p: c})
 	}
-	writeFiles(t, root, map[string]string{"deploy/platform/values.yaml": "nats: {enabled: true}\netcd: {enabled: true}\ngrove: {enabled: true}\n"})
+	testfiles.Write(t, root, map[string]string{"deploy/platform/values.yaml": "nats: {enabled: true}\netcd: {enabled: true}\ngrove: {enabled: true}\n"})
 	for p, c := range configMapChart("grove", "0.1.0", "") {
-		writeFiles(t, root, map[string]string{"deploy/components/grove/" + p: c})
+		testfiles.Write(t, root, map[string]string{"deploy/components/grove/" + p: c})
 	}
 	return root
 }
@@ -60,15 +62,15 @@ func umbrellaSource(t testing.TB, repoURL, ociHost string) string {
 // depsFixture serves nats 1.1.0, 1.2.0, 1.2.3 and 1.3.0 from an HTTP chart
 // repository and pushes etcd 0.3.1 and 0.4.0 to the real distribution
 // registry.
-func depsFixture(t *testing.T) (*chartRepo, string) {
+func depsFixture(t *testing.T) (*chartrepo.Server, string) {
 	t.Helper()
 	host := testregistry.Start(t)
-	r := newChartRepo(t)
+	r := chartrepo.Start(t)
 	for _, v := range []string{"1.1.0", "1.2.0", "1.2.3", "1.3.0"} {
-		r.add(t, configMapChart("nats", v, ""))
+		r.AddFiles(t, configMapChart("nats", v, ""))
 	}
 	for _, v := range []string{"0.3.1", "0.4.0"} {
-		pushOCI(t, host, "charts", configMapChart("etcd", v, ""))
+		chartrepo.PushOCI(t, chartrepo.PackageFiles(t, configMapChart("etcd", v, "")), host+"/charts")
 	}
 	return r, host
 }
@@ -100,11 +102,11 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 	g.Expect(rendered(t, ch, map[string]any{"grove": map[string]any{"enabled": false}})).To(Equal(
 		[]string{"rel-etcd", "rel-nats", "rel-platform", "rel-queue"}), "grove's condition is off; queue is nats under its alias")
 
-	downloads := r.downloads.Load()
+	downloads := r.Downloads()
 	g.Expect(downloads).To(Equal(int32(1)), "one nats archive for both names")
 	ch, err = l.Load(ctx, sourceChart("deploy/platform"), art, plainHTTPTo(host))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.downloads.Load()).To(Equal(downloads), "cached by URL and digest")
+	g.Expect(r.Downloads()).To(Equal(downloads), "cached by URL and digest")
 	g.Expect(rendered(t, ch, map[string]any{"nats": map[string]any{"enabled": false}, "etcd": map[string]any{"enabled": false}})).To(Equal(
 		[]string{"rel-grove", "rel-platform", "rel-queue"}))
 }
@@ -114,21 +116,21 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 func TestVendoredDependencies(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	r := newChartRepo(t)
-	r.add(t, configMapChart("nats", "1.2.3", ""))
+	r := chartrepo.Start(t)
+	r.AddFiles(t, configMapChart("nats", "1.2.3", ""))
 	root := t.TempDir()
 	deps := "dependencies:\n- name: nats\n  version: ~1.2.0\n  repository: " + r.URL + "\n"
-	writeFiles(t, root, map[string]string{"chart/Chart.yaml": configMapChart("app", "0.1.0", deps)["Chart.yaml"]})
+	testfiles.Write(t, root, map[string]string{"chart/Chart.yaml": configMapChart("app", "0.1.0", deps)["Chart.yaml"]})
 
-	writeFiles(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(chartrepo.PackageFiles(t, configMapChart("nats", "1.2.0", "")))})
 	l := &ChartLoader{CacheDir: t.TempDir()}
 	ch, err := l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.0"}))
-	g.Expect(r.downloads.Load()).To(BeZero(), "nothing downloaded for a vendored dependency")
+	g.Expect(r.Downloads()).To(BeZero(), "nothing downloaded for a vendored dependency")
 
 	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.2.0.tgz"))).To(Succeed())
-	writeFiles(t, root, map[string]string{"chart/charts/nats-1.1.0.tgz": string(packageFiles(t, configMapChart("nats", "1.1.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.1.0.tgz": string(chartrepo.PackageFiles(t, configMapChart("nats", "1.1.0", "")))})
 	ch, err = l.Load(ctx, sourceChart("chart"), &source.Artifact{Dir: root}, LoadOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.2.3"}), "the stale 1.1.0 is replaced")
@@ -136,7 +138,7 @@ func TestVendoredDependencies(t *testing.T) {
 	// With a Chart.lock, the locked version is the one: a vendored
 	// archive the range allows but the lock does not is replaced.
 	g.Expect(os.Remove(filepath.Join(root, "chart/charts/nats-1.1.0.tgz"))).To(Succeed())
-	writeFiles(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(packageFiles(t, configMapChart("nats", "1.2.0", "")))})
+	testfiles.Write(t, root, map[string]string{"chart/charts/nats-1.2.0.tgz": string(chartrepo.PackageFiles(t, configMapChart("nats", "1.2.0", "")))})
 	ch, err = loader.Load(filepath.Join(root, "chart"))
 	g.Expect(err).NotTo(HaveOccurred())
 	lock := &chart.Lock{Dependencies: []*chart.Dependency{{Name: "nats", Repository: r.URL, Version: "1.2.3"}}}
@@ -196,7 +198,7 @@ func TestChartLock(t *testing.T) {
 	// Chart.yaml changed after locking.
 	chartYAML, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	writeFiles(t, dir, map[string]string{"Chart.yaml": strings.Replace(string(chartYAML), "0.3.x", "0.4.x", 1)})
+	testfiles.Write(t, dir, map[string]string{"Chart.yaml": strings.Replace(string(chartYAML), "0.3.x", "0.4.x", 1)})
 	_, err = l.Load(ctx, sourceChart("deploy/platform"), art, plainHTTPTo(host))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("chart platform: Chart.lock is out of sync with the dependencies in Chart.yaml"))
@@ -205,10 +207,9 @@ func TestChartLock(t *testing.T) {
 // TestDependencyErrors: what cannot be resolved is a permanent error
 // naming the dependency, its repository and version, and why.
 func TestDependencyErrors(t *testing.T) {
-	r := newChartRepo(t)
-	r.add(t, configMapChart("nats", "1.1.0", ""))
-	outside := t.TempDir()
-	writeFiles(t, outside, configMapChart("secret", "0.1.0", ""))
+	r := chartrepo.Start(t)
+	r.AddFiles(t, configMapChart("nats", "1.1.0", ""))
+	outside := testfiles.Tree(t, configMapChart("secret", "0.1.0", ""))
 
 	cases := []struct {
 		name string
@@ -246,7 +247,7 @@ func TestDependencyErrors(t *testing.T) {
 		{name: "file:// of another version",
 			deps: "- name: grove\n  version: 0.2.x\n  repository: file://../grove",
 			setup: func(t *testing.T, root string) {
-				writeFiles(t, filepath.Join(root, "grove"), configMapChart("grove", "0.1.0", ""))
+				testfiles.Write(t, filepath.Join(root, "grove"), configMapChart("grove", "0.1.0", ""))
 			},
 			want: []string{`the directory holds version 0.1.0, which "0.2.x" does not allow`}},
 		{name: "repository by name",
@@ -266,7 +267,7 @@ func TestDependencyErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			root := t.TempDir()
-			writeFiles(t, filepath.Join(root, "chart"), configMapChart("app", "0.1.0", "dependencies:\n"+tc.deps+"\n"))
+			testfiles.Write(t, filepath.Join(root, "chart"), configMapChart("app", "0.1.0", "dependencies:\n"+tc.deps+"\n"))
 			if tc.setup != nil {
 				tc.setup(t, root)
 			}
@@ -291,8 +292,8 @@ func TestPackagedChartDependencies(t *testing.T) {
 	ctx := context.Background()
 	r, host := depsFixture(t)
 	deps := "dependencies:\n- name: nats\n  version: 1.2.x\n  repository: " + r.URL + "\n- name: etcd\n  version: 0.4.0\n  repository: oci://" + host + "/charts\n"
-	pushOCI(t, host, "apps", configMapChart("platform", "1.0.0", deps))
-	r.add(t, configMapChart("platform", "1.0.0", deps))
+	chartrepo.PushOCI(t, chartrepo.PackageFiles(t, configMapChart("platform", "1.0.0", deps)), host+"/apps")
+	r.AddFiles(t, configMapChart("platform", "1.0.0", deps))
 	l := &ChartLoader{CacheDir: t.TempDir()}
 
 	for _, ref := range []v1alpha1.ChartRef{
@@ -304,7 +305,7 @@ func TestPackagedChartDependencies(t *testing.T) {
 		g.Expect(subchartVersions(ch)).To(Equal([]string{"etcd@0.4.0", "nats@1.2.3"}))
 	}
 
-	pushOCI(t, host, "apps", configMapChart("local", "1.0.0", "dependencies:\n- name: grove\n  version: 0.1.0\n  repository: file://../grove\n"))
+	chartrepo.PushOCI(t, chartrepo.PackageFiles(t, configMapChart("local", "1.0.0", "dependencies:\n- name: grove\n  version: 0.1.0\n  repository: file://../grove\n")), host+"/apps")
 	_, err := l.Load(ctx, v1alpha1.ChartRef{OCI: "oci://" + host + "/apps/local"}, nil, plainHTTPTo(host))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`dependency "grove" (file://../grove, version 0.1.0): a file:// dependency of a packaged chart: the package must ship it in charts/`))

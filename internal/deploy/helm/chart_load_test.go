@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,30 +16,19 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/testregistry/chartrepo"
 )
 
-// packageChart packages deploy's testdata/charts/<name> and returns the archive.
+// packageChart packages the deploy engine's test chart name and returns
+// the archive.
 func packageChart(t *testing.T, name string) []byte {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join(testCharts, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return chartrepo.Package(t, filepath.Join(testenv.DeployCharts(), name))
 }
 
 func TestLoadChartDir(t *testing.T) {
@@ -61,7 +49,7 @@ func TestLoadChartDir(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadChartDir(testCharts, tc.path)
+			_, err := LoadChartDir(testenv.DeployCharts(), tc.path)
 			tc.check(NewWithT(t), err)
 		})
 	}
@@ -72,7 +60,7 @@ func TestLoadRepo(t *testing.T) {
 	tgz := packageChart(t, "demo")
 	sum := sha256.Sum256(tgz)
 	idx := repo.NewIndexFile()
-	meta, err := loader.Load(filepath.Join(testCharts, "demo"))
+	meta, err := loader.Load(filepath.Join(testenv.DeployCharts(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(idx.MustAdd(meta.Metadata, "demo-0.1.0.tgz", "", hex.EncodeToString(sum[:]))).To(Succeed())
 	good, err := yaml.Marshal(idx)
@@ -129,11 +117,7 @@ func TestLoadOCI(t *testing.T) {
 	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = rc.Push(packageChart(t, "demo"), host+"/charts/demo:0.1.0")
-	g.Expect(err).NotTo(HaveOccurred())
+	chartrepo.PushOCI(t, packageChart(t, "demo"), host+"/charts")
 
 	l := &ChartLoader{CacheDir: t.TempDir()}
 	ctx := context.Background()
@@ -142,7 +126,7 @@ func TestLoadOCI(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), version)
 		g.Expect(ch.Name()).To(Equal("demo"))
 	}
-	_, err = l.LoadOCI(ctx, "oci://"+host+"/charts/demo", "9.9.9", true)
+	_, err := l.LoadOCI(ctx, "oci://"+host+"/charts/demo", "9.9.9", true)
 	g.Expect(err).To(HaveOccurred())
 	// HTTPS to a plain-HTTP registry fails: no silent fallback.
 	_, err = l.LoadOCI(ctx, "oci://"+host+"/charts/demo", "0.1.0", false)

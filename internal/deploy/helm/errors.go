@@ -1,12 +1,9 @@
 package helm
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"strings"
-	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -86,19 +83,10 @@ func forbiddenMessage(m []string, err error) string {
 	return fmt.Sprintf("forbidden: %s cannot %s %s %s", who, m[2], res, where)
 }
 
-// isUnavailable reports the API server being unreachable or overloaded,
-// as the deploy engine's apply errors say it (deploy/apply_errors.go).
-func isUnavailable(err error) bool {
-	var netErr net.Error
-	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &netErr)
-}
-
-// helmUnavailable is isUnavailable for Helm's errors, which often lose the
+// helmUnavailable is fault.APIServerUnavailable for Helm's errors, which often lose the
 // chain (formatted with %s), so their text is read too.
 func helmUnavailable(err error) bool {
-	if isUnavailable(err) {
+	if fault.APIServerUnavailable(err) {
 		return true
 	}
 	msg := err.Error()

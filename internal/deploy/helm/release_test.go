@@ -23,20 +23,22 @@ import (
 
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
-func newNamespace(t *testing.T) string {
+// adminRelease is a request to release one of the deploy engine's test
+// charts as name, as an administrator, in a namespace of its own.
+func adminRelease(t *testing.T, name, chart string, values map[string]any) ReleaseRequest {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "helm-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
+	return ReleaseRequest{
+		Configs: NewConfigFactory(cfg, ""), ReleaseName: name, Namespace: testenv.Namespace(t, k8s, "helm-"),
+		Chart: testChart(t, chart), Values: values,
 	}
-	return ns.Name
 }
 
 func testChart(t *testing.T, name string) *chart.Chart {
 	t.Helper()
-	ch, err := LoadChartDir(testCharts, name)
+	ch, err := LoadChartDir(testenv.DeployCharts(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +61,10 @@ func labelAll(objs []*unstructured.Unstructured) error {
 func TestReleaseLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
 	vals := map[string]any{"validator": map[string]any{"version": "abc123"}}
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "demo", Namespace: ns,
-		Chart: testChart(t, "demo"), Values: vals, Mutate: labelAll,
-	}
+	req := adminRelease(t, "demo", "demo", vals)
+	req.Mutate = labelAll
+	ns := req.Namespace
 
 	out, err := ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -117,11 +117,8 @@ func TestReleaseLifecycle(t *testing.T) {
 func TestFailedInstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "hooks", Namespace: ns,
-		Chart: testChart(t, "hookfail"), Values: map[string]any{},
-	}
+	req := adminRelease(t, "hooks", "hookfail", map[string]any{})
+	ns := req.Namespace
 
 	// The hook fails: install, then uninstall to leave a clean slate; no
 	// second install in the same call.
@@ -151,11 +148,8 @@ func TestFailedInstall(t *testing.T) {
 func TestPendingInstallRecovered(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "stuck", Namespace: ns,
-		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false},
-	}
+	req := adminRelease(t, "stuck", "hookfail", map[string]any{"failHook": false})
+	ns := req.Namespace
 	// An operator that died mid-install leaves this behind.
 	cfg, err := req.Configs(ns)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -178,11 +172,9 @@ func TestPendingInstallRecovered(t *testing.T) {
 func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	req := ReleaseRequest{
-		Configs: NewConfigFactory(cfg, ""), ReleaseName: "busy", Namespace: ns,
-		Chart: testChart(t, "hookfail"), Values: map[string]any{"failHook": false}, Timeout: 2 * time.Minute,
-	}
+	req := adminRelease(t, "busy", "hookfail", map[string]any{"failHook": false})
+	req.Timeout = 2 * time.Minute
+	ns := req.Namespace
 	out, err := ReconcileRelease(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Release.Revision).To(Equal(1))
@@ -219,7 +211,7 @@ func TestPendingReleaseOfSomeoneElseWaitsOutTheTimeout(t *testing.T) {
 func TestImpersonationDenied(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	// The ServiceAccount may keep release records but create nothing else.
 	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}})).To(Succeed())
 	g.Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "releases"},
@@ -271,7 +263,7 @@ func (d *failingDriver) Update(key string, rls *release.Release) error {
 func TestFailingStorage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testenv.Namespace(t, k8s, "helm-")
 	fd := &failingDriver{}
 	real := NewConfigFactory(cfg, "")
 	req := ReleaseRequest{
