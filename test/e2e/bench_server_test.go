@@ -41,6 +41,7 @@ func benchSource(v int) string {
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 )
