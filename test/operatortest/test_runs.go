@@ -1,4 +1,4 @@
-package controllers_test
+package operatortest
 
 import (
 	"context"
@@ -16,42 +16,41 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testrun"
-	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-// testsEnv is an environment of test suites only, run as the ServiceAccount
+// TestsEnv is an environment of test suites only, run as the ServiceAccount
 // "runner", which may do anything in ns.
-func testsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {
+func TestsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {
 	t.Helper()
-	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), operatortest.Admin, ns, "runner")).To(Succeed())
-	return operatortest.Env(ns, "tests").ServiceAccount("runner").Tests(suites...).Obj()
+	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), Admin, ns, "runner")).To(Succeed())
+	return Env(ns, "tests").ServiceAccount("runner").Tests(suites...).Obj()
 }
 
-// annotate sets a trigger as `kubectl annotate` without --overwrite does:
+// Annotate sets a trigger as `kubectl annotate` without --overwrite does:
 // refused while the key is there (the operator has not taken the last
 // request yet), written with the version read (optimistic concurrency).
-func annotate(t testing.TB, env *v1alpha1.DevEnvironment, annotation, value string) {
+func Annotate(t testing.TB, env *v1alpha1.DevEnvironment, annotation, value string) {
 	t.Helper()
-	NewWithT(t).Expect(tryAnnotate(client.ObjectKeyFromObject(env), annotation, value, operatortest.Timeout)).To(Succeed())
+	NewWithT(t).Expect(TryAnnotate(client.ObjectKeyFromObject(env), annotation, value, Timeout)).To(Succeed())
 }
 
 // errBusy: the annotation is still there.
 var errBusy = errors.New("the annotation is still there")
 
-// tryAnnotate is one `kubectl annotate` call, retried within the given
+// TryAnnotate is one `kubectl annotate` call, retried within the given
 // time while refused (key present) or conflicting.
-func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Duration) error {
+func TryAnnotate(key client.ObjectKey, annotation, value string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		cur := &v1alpha1.DevEnvironment{}
-		err := operatortest.Admin.Get(context.Background(), key, cur)
+		err := Admin.Get(context.Background(), key, cur)
 		if err == nil {
 			if _, busy := cur.Annotations[annotation]; !busy {
 				if cur.Annotations == nil {
 					cur.Annotations = map[string]string{}
 				}
 				cur.Annotations[annotation] = value
-				err = operatortest.Admin.Update(context.Background(), cur)
+				err = Admin.Update(context.Background(), cur)
 				if err == nil {
 					return nil
 				}
@@ -59,7 +58,7 @@ func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 				err = errBusy
 			}
 		}
-		// operatortest.Admin reads from the manager's cache: an object created a moment
+		// Admin reads from the manager's cache: an object created a moment
 		// ago may not be in it yet.
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !errors.Is(err, errBusy) {
 			return err
@@ -71,18 +70,15 @@ func tryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 	}
 }
 
-func testStatusOf(env *v1alpha1.DevEnvironment, name string) *v1alpha1.TestStatus {
-	return env.Status.Test(name)
-}
-
-// runOf is run number n of a suite, or nil.
-func runOf(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
+// RunOf is run number n of a suite, or nil.
+func RunOf(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
 	return env.Status.Test(suite).Run(n)
 }
 
-func numbersOf(env *v1alpha1.DevEnvironment, suite string) []int64 {
+// RunNumbers are the numbers of a suite's runs in status, newest first.
+func RunNumbers(env *v1alpha1.DevEnvironment, suite string) []int64 {
 	var out []int64
-	if st := testStatusOf(env, suite); st != nil {
+	if st := env.Status.Test(suite); st != nil {
 		for _, r := range st.Runs {
 			out = append(out, r.Number)
 		}
@@ -90,13 +86,13 @@ func numbersOf(env *v1alpha1.DevEnvironment, suite string) []int64 {
 	return out
 }
 
-// expectRun waits until run n of suite has the result.
-func expectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64, result v1alpha1.TestResult) (*v1alpha1.DevEnvironment, *v1alpha1.TestRun) {
+// ExpectRun waits until run n of suite has the result.
+func ExpectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64, result v1alpha1.TestResult) (*v1alpha1.DevEnvironment, *v1alpha1.TestRun) {
 	t.Helper()
 	var run *v1alpha1.TestRun
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		run = runOf(env, suite, n)
-		g.Expect(run).NotTo(BeNil(), "run %s #%d; runs: %v", suite, n, numbersOf(env, suite))
+	env = WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		run = RunOf(env, suite, n)
+		g.Expect(run).NotTo(BeNil(), "run %s #%d; runs: %v", suite, n, RunNumbers(env, suite))
 		g.Expect(run.Result).To(Equal(result), "run %s #%d: %s", suite, n, run.Message)
 		if result == v1alpha1.ResultRunning {
 			g.Expect(run.StartTime).NotTo(BeNil(), "a running run's Job was created")
@@ -105,10 +101,10 @@ func expectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64
 	return env, run
 }
 
-// endTestJob plays the Job controller and kubelet for a test Job: a pod
+// EndTestJob plays the Job controller and kubelet for a test Job: a pod
 // whose test container exited with code (with log), then the terminal
 // condition (Complete for 0, Failed with reason otherwise).
-func endTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) {
+func EndTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -116,18 +112,18 @@ func endTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) 
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p1", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
 		Spec:       job.Spec.Template.Spec,
 	}
-	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
+	g.Expect(Admin.Create(ctx, pod)).To(Succeed())
 	pod.Status.Phase = corev1.PodSucceeded
 	if code != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{operatortest.Terminated(testrun.ContainerTest, code, "")}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
-	operatortest.PodLogs.Set(job.Namespace, pod.Name, testrun.ContainerTest, log)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{Terminated(testrun.ContainerTest, code, "")}
+	g.Expect(Admin.Status().Update(ctx, pod)).To(Succeed())
+	PodLogs.Set(job.Namespace, pod.Name, testrun.ContainerTest, log)
 
 	g.Eventually(func() error {
 		cur := &batchv1.Job{}
-		if err := operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+		if err := Admin.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
 			return err
 		}
 		now := metav1.Now()
@@ -147,14 +143,14 @@ func endTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) 
 				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now},
 			}
 		}
-		return operatortest.Admin.Status().Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+		return Admin.Status().Update(ctx, cur)
+	}, Timeout).Should(Succeed())
 }
 
-// jobNames lists the environment's test Jobs that are not being deleted.
-func jobNames(g Gomega, ns string) []string {
+// TestJobNames lists the test Jobs in ns that are not being deleted.
+func TestJobNames(g Gomega, ns string) []string {
 	list := &batchv1.JobList{}
-	g.Expect(operatortest.Admin.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleTest})).To(Succeed())
+	g.Expect(Admin.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelRole: v1alpha1.RoleTest})).To(Succeed())
 	var out []string
 	for _, j := range list.Items {
 		if j.DeletionTimestamp == nil {

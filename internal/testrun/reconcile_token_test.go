@@ -1,4 +1,4 @@
-package controllers_test
+package testrun_test
 
 import (
 	"context"
@@ -22,11 +22,11 @@ func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
 		ns := operatortest.Namespace(t)
 		unit := operatortest.BusyboxSuite("unit")
 		unit.ServiceAccountToken = asks
-		env := testsEnv(t, ns, unit)
+		env := operatortest.TestsEnv(t, ns, unit)
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
-		annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
-		expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+		operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+		operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 
 		pod := operatortest.WaitForJob(t, ns, "tests-unit-1").Spec.Template.Spec
 		g.Expect(pod.ServiceAccountName).To(Equal("runner"))

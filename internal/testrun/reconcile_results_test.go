@@ -1,4 +1,4 @@
-package controllers_test
+package testrun_test
 
 import (
 	"context"
@@ -40,8 +40,8 @@ func TestRunResultsAndFlakyTests(t *testing.T) {
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	// Run 1 fails two specs; the Job carries the report step.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	job := operatortest.WaitForJob(t, ns, "web-e2e-1")
 	var report *corev1.Container
 	for i, c := range job.Spec.Template.Spec.InitContainers {
@@ -53,29 +53,29 @@ func TestRunResultsAndFlakyTests(t *testing.T) {
 	g.Expect(report.Args).To(ContainElements("test-report", "/workspace/report.xml", "JUnit"))
 	endTestJobWithReport(t, job, 1, testrun.Summary{Passed: 3, Failed: 2, Skipped: 1,
 		Failures: []string{"Suite.[It] Job: gang", "Suite.[It] Queue: reclaim"}}.Encode())
-	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultFailed)
+	env, run := operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultFailed)
 	g.Expect(run.Results).To(Equal(&v1alpha1.TestResults{Passed: 3, Failed: 2, Skipped: 1,
 		Failures: []string{"Suite.[It] Job: gang", "Suite.[It] Queue: reclaim"}}))
 	g.Expect(run.Message).To(BeEmpty())
 
 	// Run 2, same digests: the gang spec passes now, so it is flaky.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	_, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
-	g.Expect(run.Images).To(Equal(runOf(env, "e2e", 1).Images))
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	_, run = operatortest.ExpectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
+	g.Expect(run.Images).To(Equal(operatortest.RunOf(env, "e2e", 1).Images))
 	g.Expect(run.Images).NotTo(BeEmpty())
 	endTestJobWithReport(t, operatortest.WaitForJob(t, ns, "web-e2e-2"), 1, testrun.Summary{Passed: 4, Failed: 1, Skipped: 1,
 		Failures: []string{"Suite.[It] Queue: reclaim"}}.Encode())
-	env, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultFailed)
+	env, run = operatortest.ExpectRun(t, env, "e2e", 2, v1alpha1.ResultFailed)
 	g.Expect(run.Results.Failures).To(Equal([]string{"Suite.[It] Queue: reclaim"}))
 	g.Expect(run.Results.Flaky).To(Equal([]string{"Suite.[It] Job: gang"}))
 
 	// Run 3 writes no report: no results, the message says why, the
 	// result follows the exit code.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	expectRun(t, env, "e2e", 3, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	operatortest.ExpectRun(t, env, "e2e", 3, v1alpha1.ResultRunning)
 	endTestJobWithReport(t, operatortest.WaitForJob(t, ns, "web-e2e-3"), 0,
 		testrun.Summary{Error: "the suite wrote no report at /workspace/report.xml"}.Encode())
-	_, run = expectRun(t, env, "e2e", 3, v1alpha1.ResultPassed)
+	_, run = operatortest.ExpectRun(t, env, "e2e", 3, v1alpha1.ResultPassed)
 	g.Expect(run.Results).To(BeNil())
 	g.Expect(run.Message).To(Equal("no test results: the suite wrote no report at /workspace/report.xml"))
 }
