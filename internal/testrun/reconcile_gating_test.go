@@ -11,7 +11,6 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/pods"
-	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -20,16 +19,10 @@ import (
 // (a tooling install) has passed; then it starts by itself.
 func TestDependsOnGatesARun(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	ns := operatortest.RunnerNamespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "api", v1alpha1.PhaseDeploying, nil)
-	env := operatortest.Env(ns, "deps").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
-	env.Spec.ServiceAccountName = "runner"
-	e2e := operatortest.BusyboxSuite("e2e")
-	e2e.DependsOn = []string{"api", "tools"}
-	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.BusyboxSuite("tools"), e2e}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "deps").AsRunner().SharedSource().Components(operatortest.ScriptedComponent("api")).
+		Suites(operatortest.Suite("tools"), operatortest.Suite("e2e").After("api", "tools")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
@@ -76,15 +69,9 @@ func TestDependsOnGatesARun(t *testing.T) {
 func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	ns := operatortest.RunnerNamespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "runner"
-	env.Spec.Tests = []v1alpha1.TestSuite{{
-		Name: "smoke", Trigger: v1alpha1.TriggerOnChange, DependsOn: []string{"web"}, Source: "app",
-		Image: v1alpha1.TestImage{Built: "web"}, Command: []string{"/web", "--self-test"},
-	}}
+	env := operatortest.WebTestsEnv(ns, operatortest.BuiltSuite("smoke", "web", "/web", "--self-test").After("web").OnChange())
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -131,7 +118,7 @@ func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.CreateServiceAccount(t, ns, "nobody")
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("unit"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
 	env.Spec.ServiceAccountName = "nobody"
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,9 +45,7 @@ func TestTriggerParams(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	e2e := operatortest.BusyboxSuite("e2e")
-	e2e.Params = []string{"E2E_FOCUS", "E2E_SKIP"}
-	e2e.Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "default-focus"}, {Name: "E2E_SKIP", Value: "Slow"}}
+	e2e := operatortest.Suite("e2e").Params("E2E_FOCUS", "E2E_SKIP").Env("E2E_FOCUS", "default-focus").Env("E2E_SKIP", "Slow")
 	env := operatortest.TestsEnv(t, ns, e2e)
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -77,11 +74,7 @@ func TestTriggerParams(t *testing.T) {
 	// A param the suite does not list.
 	before := env.Status.Tests
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(GOFLAGS=-v)")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestParam))
+	env = operatortest.WaitForTriggerRefused(t, key, v1alpha1.ReasonUnknownTestParam, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 	})
 	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
@@ -105,10 +98,7 @@ func TestTestCacheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	unit := operatortest.BusyboxSuite("unit")
-	size := resource.MustParse("2Gi")
-	unit.Cache = &v1alpha1.TestCache{Size: &size}
-	env := operatortest.TestsEnv(t, ns, unit, operatortest.BusyboxSuite("plain"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Cache("2Gi"), operatortest.Suite("plain"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	claimName := testrun.CacheClaimName(env.Name, "unit")

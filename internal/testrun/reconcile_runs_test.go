@@ -28,9 +28,8 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("unit"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Env("E2E_FOCUS", "queue"))
 	env.Spec.HistoryLimit = ptr.To[int32](3)
-	env.Spec.Tests[0].Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "queue"}}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -52,7 +51,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g.Expect(metav1.IsControlledBy(job, env)).To(BeTrue())
 	g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelSuite, "unit"))
 	pod := job.Spec.Template.Spec
-	g.Expect(pod.ServiceAccountName).To(Equal("runner"))
+	g.Expect(pod.ServiceAccountName).To(Equal(operatortest.Runner))
 	g.Expect(pod.Containers[0].Image).To(Equal("busybox:1.36"))
 	g.Expect(pod.Containers[0].Env).To(ContainElements(corev1.EnvVar{Name: "E2E_FOCUS", Value: "queue"}, corev1.EnvVar{Name: "DEVLOOP_RUN", Value: "1"}))
 	g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(1800)), "the CRD's default timeout")
@@ -141,7 +140,7 @@ func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, other := operatortest.Namespace(t), operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("unit"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 	// As the runs of its past would have left them.

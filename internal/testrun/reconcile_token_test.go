@@ -20,16 +20,14 @@ func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
 	for _, asks := range []bool{false, true} {
 		g := NewWithT(t)
 		ns := operatortest.Namespace(t)
-		unit := operatortest.BusyboxSuite("unit")
-		unit.ServiceAccountToken = asks
-		env := operatortest.TestsEnv(t, ns, unit)
+		env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Token(asks))
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 		operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 		operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 
 		pod := operatortest.WaitForJob(t, ns, "tests-unit-1").Spec.Template.Spec
-		g.Expect(pod.ServiceAccountName).To(Equal("runner"))
+		g.Expect(pod.ServiceAccountName).To(Equal(operatortest.Runner))
 		g.Expect(pod.AutomountServiceAccountToken).NotTo(BeNil(), "said explicitly, never left to the ServiceAccount's default")
 		g.Expect(*pod.AutomountServiceAccountToken).To(Equal(asks), "serviceAccountToken: %v", asks)
 		for _, v := range pod.Volumes {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -27,7 +26,7 @@ func TestTriggerForms(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("a", "x"), operatortest.BusyboxSuite("b", "x"), operatortest.BusyboxSuite("c"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("a", "x"), operatortest.Suite("b", "x"), operatortest.Suite("c"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -58,11 +57,7 @@ func TestTriggerForms(t *testing.T) {
 	// (correct) request can be made.
 	before := env.Status.Tests
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "a,nope")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestSuite))
+	env = operatortest.WaitForTriggerRefused(t, key, v1alpha1.ReasonUnknownTestSuite, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 	})
@@ -84,14 +79,8 @@ func TestTriggerForms(t *testing.T) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
 	})
 	g.Expect(operatortest.RunOf(env, "c", 2).Requests).To(Equal(int32(1)), "a token is handled once")
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
-		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v2" // the token form is always there
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	// The token form is always there: a new token overwrites the old.
+	operatortest.AnnotateOverwrite(t, key, v1alpha1.TriggerAnnotation, "c@v2")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(operatortest.RunOf(env, "c", 2).Requests).To(Equal(int32(2)))
 	})
@@ -119,7 +108,7 @@ func TestTriggerForms(t *testing.T) {
 func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("unit"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
@@ -168,7 +157,7 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("unit"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
@@ -179,17 +168,7 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	setPending := func(id string) {
 		raw, err := json.Marshal(testrun.Pending{ID: id, Key: v1alpha1.TriggerAnnotation, Value: "unit"})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Eventually(func() error {
-			cur := &v1alpha1.DevEnvironment{}
-			if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-				return err
-			}
-			if cur.Annotations == nil {
-				cur.Annotations = map[string]string{}
-			}
-			cur.Annotations[v1alpha1.TriggerPendingAnnotation] = string(raw)
-			return operatortest.Admin.Update(ctx, cur)
-		}, operatortest.Timeout).Should(Succeed())
+		operatortest.AnnotateOverwrite(t, key, v1alpha1.TriggerPendingAnnotation, string(raw))
 	}
 
 	// Stopped after recording, before removing: removed, nothing added.
@@ -221,18 +200,15 @@ func TestOversizedTokenTrigger(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.BusyboxSuite("c"))
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("c"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	huge := "c@" + strings.Repeat("x", 1200)
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, huge)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env = operatortest.WaitForTriggerRefused(t, key, v1alpha1.ReasonInvalidTrigger, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidTrigger))
 		g.Expect(c.Message).To(Equal("annotation trigger holds 1202 bytes; a trigger may have at most 1024: it is ignored"))
 		g.Expect(env.Status.HandledTriggerTokens).To(HaveLen(1))
 		g.Expect(env.Status.HandledTriggerTokens[0]).To(HavePrefix("trigger=sha256:"))
@@ -244,13 +220,6 @@ func TestOversizedTokenTrigger(t *testing.T) {
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request), "status writes go on")
 	})
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
-		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v1"
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	operatortest.AnnotateOverwrite(t, key, v1alpha1.TriggerAnnotation, "c@v1")
 	operatortest.ExpectRun(t, env, "c", 1, v1alpha1.ResultRunning)
 }

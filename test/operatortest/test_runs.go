@@ -8,23 +8,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/testenv"
-	"github.com/devloop-dev/devloop/internal/testrun"
 )
-
-// TestsEnv is an environment of test suites only, run as the ServiceAccount
-// "runner", which may do anything in ns.
-func TestsEnv(t testing.TB, ns string, suites ...v1alpha1.TestSuite) *v1alpha1.DevEnvironment {
-	t.Helper()
-	NewWithT(t).Expect(testenv.CreateDeployer(context.Background(), Admin, ns, "runner")).To(Succeed())
-	return Env(ns, "tests").ServiceAccount("runner").Tests(suites...).Obj()
-}
 
 // Annotate sets a trigger as `kubectl annotate` without --overwrite does:
 // refused while the key is there (the operator has not taken the last
@@ -70,6 +59,37 @@ func TryAnnotate(key client.ObjectKey, annotation, value string, within time.Dur
 	}
 }
 
+// AnnotateOverwrite sets an annotation as `kubectl annotate --overwrite`
+// does, whether or not it is there: how a token trigger is renewed, or a
+// crash between the trigger protocol's writes is played.
+func AnnotateOverwrite(t testing.TB, key client.ObjectKey, annotation, value string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := Admin.Get(context.Background(), key, cur); err != nil {
+			return err
+		}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[annotation] = value
+		return Admin.Update(context.Background(), cur)
+	}, Timeout).Should(Succeed())
+}
+
+// WaitForTriggerRefused waits until TriggerHandled is False for reason
+// and check passes, and returns the environment.
+func WaitForTriggerRefused(t testing.TB, key client.ObjectKey, reason string, check func(g Gomega, env *v1alpha1.DevEnvironment)) *v1alpha1.DevEnvironment {
+	t.Helper()
+	return WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := EnvCondition(env, v1alpha1.ConditionTriggerHandled)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(reason))
+		check(g, env)
+	})
+}
+
 // RunOf is run number n of a suite, or nil.
 func RunOf(env *v1alpha1.DevEnvironment, suite string, n int64) *v1alpha1.TestRun {
 	return env.Status.Test(suite).Run(n)
@@ -99,52 +119,6 @@ func ExpectRun(t testing.TB, env *v1alpha1.DevEnvironment, suite string, n int64
 		}
 	})
 	return env, run
-}
-
-// EndTestJob plays the Job controller and kubelet for a test Job: a pod
-// whose test container exited with code (with log), then the terminal
-// condition (Complete for 0, Failed with reason otherwise).
-func EndTestJob(t testing.TB, job *batchv1.Job, code int32, reason, log string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p1", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
-		Spec:       job.Spec.Template.Spec,
-	}
-	g.Expect(Admin.Create(ctx, pod)).To(Succeed())
-	pod.Status.Phase = corev1.PodSucceeded
-	if code != 0 {
-		pod.Status.Phase = corev1.PodFailed
-	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{Terminated(testrun.ContainerTest, code, "")}
-	g.Expect(Admin.Status().Update(ctx, pod)).To(Succeed())
-	PodLogs.Set(job.Namespace, pod.Name, testrun.ContainerTest, log)
-
-	g.Eventually(func() error {
-		cur := &batchv1.Job{}
-		if err := Admin.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
-			return err
-		}
-		now := metav1.Now()
-		start := metav1.NewTime(now.Add(-3 * time.Second))
-		cur.Status.StartTime = &start
-		if reason == "" {
-			cur.Status.Succeeded = 1
-			cur.Status.CompletionTime = &now
-			cur.Status.Conditions = []batchv1.JobCondition{
-				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			}
-		} else {
-			cur.Status.Failed = 1
-			cur.Status.Conditions = []batchv1.JobCondition{
-				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now},
-				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now},
-			}
-		}
-		return Admin.Status().Update(ctx, cur)
-	}, Timeout).Should(Succeed())
 }
 
 // TestJobNames lists the test Jobs in ns that are not being deleted.
