@@ -59,8 +59,7 @@ func TestDependsOnGatesARun(t *testing.T) {
 	g.Expect(run.Message).To(BeEmpty())
 	g.Expect(env.Status.Test("e2e").Message).To(BeEmpty())
 	operatortest.WaitForJob(t, ns, "deps-e2e-1")
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestOnChangeRunsOncePerDigestSet: an OnChange suite testing a built
@@ -106,8 +105,7 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	g.Expect(run.Images["web"]).NotTo(Equal(img.Digest))
 	g.Expect(run.Images["web"]).To(Equal(env.Status.Component("web").Image("web").Digest))
 	g.Expect(env.Status.Test("smoke").DigestSet).NotTo(Equal(set))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestTestJobDeniedNamesTheServiceAccount: test Jobs are created as the
@@ -115,12 +113,9 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 // that says who may not do what, and the environment stays Ready.
 func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.CreateServiceAccount(t, ns, "nobody")
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
-	env.Spec.ServiceAccountName = "nobody"
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit")).ServiceAccount("nobody").Create(t)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	env, run := operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultError)
@@ -128,6 +123,5 @@ func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	g.Expect(run.Message).To(ContainSubstring("forbidden"))
 	g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty())
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestFailed, "unit #1 Error: cannot create job")
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }

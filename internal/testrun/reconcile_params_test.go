@@ -43,11 +43,9 @@ func lastValue(env []corev1.EnvVar, name string) string {
 // accepted ones, and changes nothing.
 func TestTriggerParams(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	e2e := operatortest.Suite("e2e").Params("E2E_FOCUS", "E2E_SKIP").Env("E2E_FOCUS", "default-focus").Env("E2E_SKIP", "Slow")
-	env := operatortest.TestsEnv(t, ns, e2e)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, e2e).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_FOCUS=Job%7CPod)")
@@ -98,8 +96,7 @@ func TestTestCacheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Cache("2Gi"), operatortest.Suite("plain"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Cache("2Gi"), operatortest.Suite("plain")).Create(t)
 
 	claimName := testrun.CacheClaimName(env.Name, "unit")
 	g.Expect(claimName).To(HaveSuffix("-tcache"))

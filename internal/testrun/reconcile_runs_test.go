@@ -12,7 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -28,9 +27,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Env("E2E_FOCUS", "queue"))
-	env.Spec.HistoryLimit = ptr.To[int32](3)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Env("E2E_FOCUS", "queue")).HistoryLimit(3).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
@@ -129,8 +126,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 		g.Expect(counted(result)).To(Equal(n), "runs counted as %s", result)
 	}
 	g.Expect(testutil.CollectAndCount(testrun.RunDuration, "devloop_test_run_duration_seconds")).To(BeNumerically(">=", 1))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestDeletedEnvironmentsMetricsGo: deleting an environment removes its
@@ -139,10 +135,8 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns, other := operatortest.Namespace(t), operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
+	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	ns, other := env.Namespace, operatortest.Namespace(t)
 	// As the runs of its past would have left them.
 	for _, n := range []string{ns, other} {
 		testrun.RunsTotal.WithLabelValues(n, env.Name, "unit", string(v1alpha1.ResultPassed)).Inc()

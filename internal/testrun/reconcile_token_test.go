@@ -1,11 +1,9 @@
 package testrun_test
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/test/operatortest"
@@ -16,13 +14,10 @@ import (
 // environments in two namespaces: one suite asks, the other does not,
 // and the API server sees exactly that in each Job's pod template.
 func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
-	ctx := context.Background()
 	for _, asks := range []bool{false, true} {
 		g := NewWithT(t)
-		ns := operatortest.Namespace(t)
-		env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Token(asks))
-		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
+		env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit").Token(asks))
+		ns := env.Namespace
 		operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 		operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 

@@ -1,7 +1,6 @@
 package testrun_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,10 +22,8 @@ import (
 // join it.
 func TestTriggerForms(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("a", "x"), operatortest.Suite("b", "x"), operatortest.Suite("c"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("a", "x"), operatortest.Suite("b", "x"), operatortest.Suite("c")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	// A comma list under the prefixed key.
@@ -65,8 +61,7 @@ func TestTriggerForms(t *testing.T) {
 		`trigger "a,nope": no test suite named "nope"; nothing was started or cancelled. Suites: a, b, c`))
 	g.Expect(env.Status.Tests).To(Equal(before), "an unknown name changes nothing else")
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonUnknownTestSuite, `no test suite named "nope"`)
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 
 	// A token trigger is handled once and left in place: reconciles after
 	// it (here: a reconcile request) do not repeat it; a new token does.
@@ -96,8 +91,7 @@ func TestTriggerForms(t *testing.T) {
 		g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty())
 	})
 	g.Expect(operatortest.RunOf(env, "a", 2).Message).To(Equal("cancelled by devloop.dev/trigger=cancel:all before it started"))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestConcurrentTriggersAreEachRecordedOnce has many clients annotate at
@@ -107,11 +101,8 @@ func TestTriggerForms(t *testing.T) {
 // number of successful calls.
 func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	g := NewWithT(t)
-	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	const clients, calls = 6, 4
 	var succeeded atomic.Int32
@@ -146,8 +137,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	// One run started; every later request joined the one queued run.
 	g.Expect(operatortest.RunNumbers(env, "unit")).To(Equal([]int64{2, 1}))
 	g.Expect(operatortest.TestJobNames(NewWithT(t), ns)).To(ConsistOf("tests-unit-1"))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestPendingTriggerSurvivesACrash plays the operator stopping between
@@ -155,10 +145,8 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 // already holds is only removed; one it does not hold is recorded once.
 func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	env, _ = operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
@@ -187,8 +175,7 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	})
 	g.Expect(operatortest.RunNumbers(env, "unit")).To(Equal([]int64{2, 1}))
 	g.Expect(operatortest.RunOf(env, "unit", 2).Requests).To(Equal(int32(1)))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestOversizedTokenTrigger: a token trigger longer than a trigger may be
@@ -198,12 +185,8 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 // and the next token trigger runs.
 func TestOversizedTokenTrigger(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("c"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("c"))
+	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	huge := "c@" + strings.Repeat("x", 1200)
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, huge)

@@ -3,7 +3,12 @@ package operatortest
 import (
 	"testing"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
@@ -20,12 +25,35 @@ func RunnerNamespace(t testing.TB) string {
 	return ns
 }
 
-// TestsEnv makes the ServiceAccount Runner in ns and returns an
+// TestsEnv makes the ServiceAccount Runner in ns and starts an
 // environment of the suites only, "tests", run as Runner.
-func TestsEnv(t testing.TB, ns string, suites ...*SuiteSpec) *v1alpha1.DevEnvironment {
+func TestsEnv(t testing.TB, ns string, suites ...*SuiteSpec) *EnvSpec {
 	t.Helper()
 	CreateDeployer(t, ns, Runner)
-	return Env(ns, "tests").AsRunner().Suites(suites...).Obj()
+	return Env(ns, "tests").AsRunner().Suites(suites...)
+}
+
+// ReadyTestsEnv creates TestsEnv with the suites in a Namespace of its
+// own and returns it once it is Ready.
+func ReadyTestsEnv(t testing.TB, suites ...*SuiteSpec) *v1alpha1.DevEnvironment {
+	t.Helper()
+	env := TestsEnv(t, Namespace(t), suites...).Create(t)
+	return WaitForEnv(t, client.ObjectKeyFromObject(env), ExpectReadyAndCurrent)
+}
+
+// HistoryLimit is how many runs of each suite status keeps.
+func (b *EnvSpec) HistoryLimit(n int32) *EnvSpec {
+	b.env.Spec.HistoryLimit = &n
+	return b
+}
+
+// ExpectReadyCurrent: the environment is Ready for its current generation
+// (ExpectReadyAndCurrent) and kstatus reads it as Current, how a test of
+// runs that leave the environment alone ends.
+func ExpectReadyCurrent(t testing.TB, env *v1alpha1.DevEnvironment) {
+	t.Helper()
+	ExpectReadyAndCurrent(NewWithT(t), env)
+	ExpectKstatus(t, env, status.CurrentStatus)
 }
 
 // AsRunner acts as the ServiceAccount Runner.
