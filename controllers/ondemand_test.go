@@ -170,9 +170,7 @@ func TestTriggeredSuiteBringsUpOnDemandComponent(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{OnDemand: true})
-	e2e := operatortest.BusyboxSuite("e2e")
-	e2e.DependsOn = []string{"app"}
-	env.Spec.Tests = []v1alpha1.TestSuite{e2e}
+	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.Suite("e2e").After("app").Obj()}
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
