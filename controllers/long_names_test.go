@@ -34,8 +34,8 @@ func TestLongEnvironmentNameDeploysAndTests(t *testing.T) {
 	g.Expect(validation.IsValidLabelValue(label)).To(BeEmpty())
 	g.Expect(label).To(Equal(v1alpha1.LabelValue(env.Name)))
 
-	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
-	_, run := expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	_, run := operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 	job := operatortest.WaitForJob(t, ns, run.JobName)
 	g.Expect(len(job.Name)).To(BeNumerically("<=", 63))
 	g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, label))

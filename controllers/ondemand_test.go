@@ -170,9 +170,7 @@ func TestTriggeredSuiteBringsUpOnDemandComponent(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{OnDemand: true})
-	e2e := operatortest.BusyboxSuite("e2e")
-	e2e.DependsOn = []string{"app"}
-	env.Spec.Tests = []v1alpha1.TestSuite{e2e}
+	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.Suite("e2e").After("app").Obj()}
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -181,16 +179,16 @@ func TestTriggeredSuiteBringsUpOnDemandComponent(t *testing.T) {
 	})
 	g.Expect(configMapExists(ns, "kwok")).To(BeFalse())
 
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	env, _ = expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	env, _ = operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(env.Annotations[v1alpha1.UpAnnotation]).To(Equal("kwok"))
 	g.Expect(env.Status.Component("kwok").Phase).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(env.Status.Component("app").Phase).To(Equal(v1alpha1.PhaseReady))
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonBroughtUp, "bringing up on-demand kwok for the queued run of e2e; they stay up until `kubectl devloop down`")
 	job := operatortest.WaitForJob(t, ns, "toggles-e2e-1")
-	endTestJob(t, job, 0, "", "ok\n")
-	env, _ = expectRun(t, env, "e2e", 1, v1alpha1.ResultPassed)
+	operatortest.EndTestJob(t, job, 0, "", "ok\n")
+	env, _ = operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultPassed)
 	g.Expect(env.Annotations[v1alpha1.UpAnnotation]).To(Equal("kwok"), "stays up until down")
 	g.Expect(configMapExists(ns, "kwok")).To(BeTrue())
 }

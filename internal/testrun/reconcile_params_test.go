@@ -1,4 +1,4 @@
-package controllers_test
+package testrun_test
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,17 +43,13 @@ func lastValue(env []corev1.EnvVar, name string) string {
 // accepted ones, and changes nothing.
 func TestTriggerParams(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	e2e := operatortest.BusyboxSuite("e2e")
-	e2e.Params = []string{"E2E_FOCUS", "E2E_SKIP"}
-	e2e.Env = []v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "default-focus"}, {Name: "E2E_SKIP", Value: "Slow"}}
-	env := testsEnv(t, ns, e2e)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	e2e := operatortest.Suite("e2e").Params("E2E_FOCUS", "E2E_SKIP").Env("E2E_FOCUS", "default-focus").Env("E2E_SKIP", "Slow")
+	env := operatortest.TestsEnv(t, ns, e2e).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_FOCUS=Job%7CPod)")
-	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_FOCUS=Job%7CPod)")
+	env, run := operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(run.Params).To(Equal([]v1alpha1.EnvVar{{Name: "E2E_FOCUS", Value: "Job|Pod"}}))
 	job1 := operatortest.WaitForJob(t, ns, run.JobName)
 	g.Expect(lastValue(testEnvOf(job1), "E2E_FOCUS")).To(Equal("Job|Pod"), "the param wins over the suite's env")
@@ -62,26 +57,22 @@ func TestTriggerParams(t *testing.T) {
 
 	// Other params: a run of their own; the same params again join it; no
 	// params: a third.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_SKIP=Flaky)")
-	expectRun(t, env, "e2e", 2, v1alpha1.ResultPending)
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e( E2E_SKIP=Flaky )")
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_SKIP=Flaky)")
+	operatortest.ExpectRun(t, env, "e2e", 2, v1alpha1.ResultPending)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e( E2E_SKIP=Flaky )")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(runOf(env, "e2e", 2)).NotTo(BeNil())
-		g.Expect(runOf(env, "e2e", 2).Requests).To(Equal(int32(2)))
+		g.Expect(operatortest.RunOf(env, "e2e", 2)).NotTo(BeNil())
+		g.Expect(operatortest.RunOf(env, "e2e", 2).Requests).To(Equal(int32(2)))
 	})
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	env, run = expectRun(t, env, "e2e", 3, v1alpha1.ResultPending)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	env, run = operatortest.ExpectRun(t, env, "e2e", 3, v1alpha1.ResultPending)
 	g.Expect(run.Params).To(BeEmpty())
-	g.Expect(runOf(env, "e2e", 2).Params).To(Equal([]v1alpha1.EnvVar{{Name: "E2E_SKIP", Value: "Flaky"}}))
+	g.Expect(operatortest.RunOf(env, "e2e", 2).Params).To(Equal([]v1alpha1.EnvVar{{Name: "E2E_SKIP", Value: "Flaky"}}))
 
 	// A param the suite does not list.
 	before := env.Status.Tests
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(GOFLAGS=-v)")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestParam))
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(GOFLAGS=-v)")
+	env = operatortest.WaitForTriggerRefused(t, key, v1alpha1.ReasonUnknownTestParam, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 	})
 	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(Equal(
@@ -90,12 +81,12 @@ func TestTriggerParams(t *testing.T) {
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonUnknownTestParam, "Accepted params: E2E_FOCUS, E2E_SKIP")
 
 	// The oldest queued run starts next, with its own params.
-	endTestJob(t, job1, 0, "", "ok\n")
-	env, run = expectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
+	operatortest.EndTestJob(t, job1, 0, "", "ok\n")
+	env, run = operatortest.ExpectRun(t, env, "e2e", 2, v1alpha1.ResultRunning)
 	job2 := operatortest.WaitForJob(t, ns, run.JobName)
 	g.Expect(lastValue(testEnvOf(job2), "E2E_SKIP")).To(Equal("Flaky"))
 	g.Expect(lastValue(testEnvOf(job2), "E2E_FOCUS")).To(Equal("default-focus"))
-	g.Expect(runOf(env, "e2e", 3).Result).To(Equal(v1alpha1.ResultPending))
+	g.Expect(operatortest.RunOf(env, "e2e", 3).Result).To(Equal(v1alpha1.ResultPending))
 }
 
 // TestTestCacheClaim gives a suite a cache: its claim is created as the
@@ -105,11 +96,7 @@ func TestTestCacheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	unit := operatortest.BusyboxSuite("unit")
-	size := resource.MustParse("2Gi")
-	unit.Cache = &v1alpha1.TestCache{Size: &size}
-	env := testsEnv(t, ns, unit, operatortest.BusyboxSuite("plain"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Cache("2Gi"), operatortest.Suite("plain")).Create(t)
 
 	claimName := testrun.CacheClaimName(env.Name, "unit")
 	g.Expect(claimName).To(HaveSuffix("-tcache"))
@@ -127,8 +114,8 @@ func TestTestCacheClaim(t *testing.T) {
 		return claims, mounts
 	}
 
-	annotate(t, env, v1alpha1.TriggerAnnotation, "unit,plain")
-	env, run := expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit,plain")
+	env, run := operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 	job1 := operatortest.WaitForJob(t, ns, run.JobName)
 	claims, mounts := mountsOf(job1)
 	g.Expect(claims).To(Equal([]string{claimName}))
@@ -142,15 +129,15 @@ func TestTestCacheClaim(t *testing.T) {
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
 
 	// A suite without a cache mounts no claim.
-	_, plain := expectRun(t, env, "plain", 1, v1alpha1.ResultRunning)
+	_, plain := operatortest.ExpectRun(t, env, "plain", 1, v1alpha1.ResultRunning)
 	claims, _ = mountsOf(operatortest.WaitForJob(t, ns, plain.JobName))
 	g.Expect(claims).To(BeEmpty())
 
 	// The next run mounts the same claim.
-	endTestJob(t, job1, 0, "", "ok\n")
-	expectRun(t, env, "unit", 1, v1alpha1.ResultPassed)
-	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
-	_, run = expectRun(t, env, "unit", 2, v1alpha1.ResultRunning)
+	operatortest.EndTestJob(t, job1, 0, "", "ok\n")
+	operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultPassed)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	_, run = operatortest.ExpectRun(t, env, "unit", 2, v1alpha1.ResultRunning)
 	claims, _ = mountsOf(operatortest.WaitForJob(t, ns, run.JobName))
 	g.Expect(claims).To(Equal([]string{claimName}))
 	list := &corev1.PersistentVolumeClaimList{}

@@ -1,11 +1,9 @@
-package controllers_test
+package testrun_test
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/test/operatortest"
@@ -16,20 +14,15 @@ import (
 // environments in two namespaces: one suite asks, the other does not,
 // and the API server sees exactly that in each Job's pod template.
 func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
-	ctx := context.Background()
 	for _, asks := range []bool{false, true} {
 		g := NewWithT(t)
-		ns := operatortest.Namespace(t)
-		unit := operatortest.BusyboxSuite("unit")
-		unit.ServiceAccountToken = asks
-		env := testsEnv(t, ns, unit)
-		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
-		annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
-		expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+		env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit").Token(asks))
+		ns := env.Namespace
+		operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+		operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 
 		pod := operatortest.WaitForJob(t, ns, "tests-unit-1").Spec.Template.Spec
-		g.Expect(pod.ServiceAccountName).To(Equal("runner"))
+		g.Expect(pod.ServiceAccountName).To(Equal(operatortest.Runner))
 		g.Expect(pod.AutomountServiceAccountToken).NotTo(BeNil(), "said explicitly, never left to the ServiceAccount's default")
 		g.Expect(*pod.AutomountServiceAccountToken).To(Equal(asks), "serviceAccountToken: %v", asks)
 		for _, v := range pod.Volumes {

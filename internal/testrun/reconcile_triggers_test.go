@@ -1,7 +1,6 @@
-package controllers_test
+package testrun_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -9,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -25,44 +22,38 @@ import (
 // join it.
 func TestTriggerForms(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := testsEnv(t, ns, operatortest.BusyboxSuite("a", "x"), operatortest.BusyboxSuite("b", "x"), operatortest.BusyboxSuite("c"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("a", "x"), operatortest.Suite("b", "x"), operatortest.Suite("c")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
 	// A comma list under the prefixed key.
-	annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "a,b")
-	expectRun(t, env, "a", 1, v1alpha1.ResultRunning)
-	env, _ = expectRun(t, env, "b", 1, v1alpha1.ResultRunning)
-	g.Expect(numbersOf(env, "c")).To(BeEmpty())
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "a,b")
+	operatortest.ExpectRun(t, env, "a", 1, v1alpha1.ResultRunning)
+	env, _ = operatortest.ExpectRun(t, env, "b", 1, v1alpha1.ResultRunning)
+	g.Expect(operatortest.RunNumbers(env, "c")).To(BeEmpty())
 	g.Expect(env.Status.LastHandledTrigger).To(Equal("a,b"))
 
 	// A label: both labelled suites queue behind their running runs.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "label:x")
-	env, run := expectRun(t, env, "a", 2, v1alpha1.ResultPending)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "label:x")
+	env, run := operatortest.ExpectRun(t, env, "a", 2, v1alpha1.ResultPending)
 	g.Expect(run.Message).To(Equal("queued behind run #1"))
-	g.Expect(testStatusOf(env, "a").Message).To(Equal("run #2 is queued behind run #1"))
-	expectRun(t, env, "b", 2, v1alpha1.ResultPending)
+	g.Expect(env.Status.Test("a").Message).To(Equal("run #2 is queued behind run #1"))
+	operatortest.ExpectRun(t, env, "b", 2, v1alpha1.ResultPending)
 
 	// all: a and b have a queued run, which now answers two requests; c
 	// starts.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "all")
-	env, _ = expectRun(t, env, "c", 1, v1alpha1.ResultRunning)
-	g.Expect(runOf(env, "a", 2).Requests).To(Equal(int32(2)))
-	g.Expect(runOf(env, "b", 2).Requests).To(Equal(int32(2)))
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "all")
+	env, _ = operatortest.ExpectRun(t, env, "c", 1, v1alpha1.ResultRunning)
+	g.Expect(operatortest.RunOf(env, "a", 2).Requests).To(Equal(int32(2)))
+	g.Expect(operatortest.RunOf(env, "b", 2).Requests).To(Equal(int32(2)))
 	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled).Message).To(ContainSubstring("c #1 queued"))
 
 	// An unknown name: nothing changes but a False TriggerHandled listing
 	// the suites, a Warning event, and the annotation is taken so the next
 	// (correct) request can be made.
 	before := env.Status.Tests
-	annotate(t, env, v1alpha1.TriggerAnnotation, "a,nope")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUnknownTestSuite))
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "a,nope")
+	env = operatortest.WaitForTriggerRefused(t, key, v1alpha1.ReasonUnknownTestSuite, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 	})
@@ -70,45 +61,37 @@ func TestTriggerForms(t *testing.T) {
 		`trigger "a,nope": no test suite named "nope"; nothing was started or cancelled. Suites: a, b, c`))
 	g.Expect(env.Status.Tests).To(Equal(before), "an unknown name changes nothing else")
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonUnknownTestSuite, `no test suite named "nope"`)
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 
 	// A token trigger is handled once and left in place: reconciles after
 	// it (here: a reconcile request) do not repeat it; a new token does.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "c@v1")
-	env, _ = expectRun(t, env, "c", 2, v1alpha1.ResultPending)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "c@v1")
+	env, _ = operatortest.ExpectRun(t, env, "c", 2, v1alpha1.ResultPending)
 	g.Expect(env.Annotations).To(HaveKeyWithValue(v1alpha1.TriggerAnnotation, "c@v1"))
 	g.Expect(env.Status.HandledTriggerTokens).To(Equal([]string{"trigger=c@v1"}))
 	request := operatortest.RequestReconcile(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
 	})
-	g.Expect(runOf(env, "c", 2).Requests).To(Equal(int32(1)), "a token is handled once")
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
-		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v2" // the token form is always there
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	g.Expect(operatortest.RunOf(env, "c", 2).Requests).To(Equal(int32(1)), "a token is handled once")
+	// The token form is always there: a new token overwrites the old.
+	operatortest.AnnotateOverwrite(t, key, v1alpha1.TriggerAnnotation, "c@v2")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(runOf(env, "c", 2).Requests).To(Equal(int32(2)))
+		g.Expect(operatortest.RunOf(env, "c", 2).Requests).To(Equal(int32(2)))
 	})
 
 	// cancel:all ends everything running or queued.
-	annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "cancel:all")
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotationPrefixed, "cancel:all")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		for _, s := range []string{"a", "b", "c"} {
-			for _, r := range testStatusOf(env, s).Runs {
+			for _, r := range env.Status.Test(s).Runs {
 				g.Expect(r.Result).To(Equal(v1alpha1.ResultCancelled), "%s #%d", s, r.Number)
 			}
 		}
-		g.Expect(jobNames(g, ns)).To(BeEmpty())
+		g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty())
 	})
-	g.Expect(runOf(env, "a", 2).Message).To(Equal("cancelled by devloop.dev/trigger=cancel:all before it started"))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.RunOf(env, "a", 2).Message).To(Equal("cancelled by devloop.dev/trigger=cancel:all before it started"))
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestConcurrentTriggersAreEachRecordedOnce has many clients annotate at
@@ -118,11 +101,8 @@ func TestTriggerForms(t *testing.T) {
 // number of successful calls.
 func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	g := NewWithT(t)
-	ns := operatortest.Namespace(t)
-	env := testsEnv(t, ns, operatortest.BusyboxSuite("unit"))
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	const clients, calls = 6, 4
 	var succeeded atomic.Int32
@@ -133,7 +113,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < calls; i++ {
-				if err := tryAnnotate(key, v1alpha1.TriggerAnnotation, "unit", 2*operatortest.Timeout); err == nil {
+				if err := operatortest.TryAnnotate(key, v1alpha1.TriggerAnnotation, "unit", 2*operatortest.Timeout); err == nil {
 					succeeded.Add(1)
 				} else {
 					t.Log("annotate:", err)
@@ -149,16 +129,15 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation))
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 		var requests int32
-		for _, r := range testStatusOf(env, "unit").Runs {
+		for _, r := range env.Status.Test("unit").Runs {
 			requests += r.Requests
 		}
 		g.Expect(requests).To(Equal(succeeded.Load()), "requests recorded")
 	})
 	// One run started; every later request joined the one queued run.
-	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{2, 1}))
-	g.Expect(jobNames(NewWithT(t), ns)).To(ConsistOf("tests-unit-1"))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.RunNumbers(env, "unit")).To(Equal([]int64{2, 1}))
+	g.Expect(operatortest.TestJobNames(NewWithT(t), ns)).To(ConsistOf("tests-unit-1"))
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestPendingTriggerSurvivesACrash plays the operator stopping between
@@ -166,30 +145,18 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 // already holds is only removed; one it does not hold is recorded once.
 func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := testsEnv(t, ns, operatortest.BusyboxSuite("unit"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit")).Create(t)
 	key := client.ObjectKeyFromObject(env)
-	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
-	env, _ = expectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	env, _ = operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
 	recorded := env.Status.LastHandledTriggerID
 	g.Expect(recorded).NotTo(BeEmpty())
 
 	setPending := func(id string) {
 		raw, err := json.Marshal(testrun.Pending{ID: id, Key: v1alpha1.TriggerAnnotation, Value: "unit"})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Eventually(func() error {
-			cur := &v1alpha1.DevEnvironment{}
-			if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-				return err
-			}
-			if cur.Annotations == nil {
-				cur.Annotations = map[string]string{}
-			}
-			cur.Annotations[v1alpha1.TriggerPendingAnnotation] = string(raw)
-			return operatortest.Admin.Update(ctx, cur)
-		}, operatortest.Timeout).Should(Succeed())
+		operatortest.AnnotateOverwrite(t, key, v1alpha1.TriggerPendingAnnotation, string(raw))
 	}
 
 	// Stopped after recording, before removing: removed, nothing added.
@@ -197,8 +164,8 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 	})
-	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{1}))
-	g.Expect(runOf(env, "unit", 1).Requests).To(Equal(int32(1)))
+	g.Expect(operatortest.RunNumbers(env, "unit")).To(Equal([]int64{1}))
+	g.Expect(operatortest.RunOf(env, "unit", 1).Requests).To(Equal(int32(1)))
 
 	// Stopped after taking, before recording: recorded once.
 	setPending("999999999")
@@ -206,10 +173,9 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation))
 		g.Expect(env.Status.LastHandledTriggerID).To(Equal("999999999"))
 	})
-	g.Expect(numbersOf(env, "unit")).To(Equal([]int64{2, 1}))
-	g.Expect(runOf(env, "unit", 2).Requests).To(Equal(int32(1)))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	g.Expect(operatortest.RunNumbers(env, "unit")).To(Equal([]int64{2, 1}))
+	g.Expect(operatortest.RunOf(env, "unit", 2).Requests).To(Equal(int32(1)))
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestOversizedTokenTrigger: a token trigger longer than a trigger may be
@@ -219,20 +185,13 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 // and the next token trigger runs.
 func TestOversizedTokenTrigger(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	env := testsEnv(t, ns, operatortest.BusyboxSuite("c"))
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("c"))
+	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	huge := "c@" + strings.Repeat("x", 1200)
-	annotate(t, env, v1alpha1.TriggerAnnotation, huge)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, huge)
+	env = operatortest.WaitForTriggerRefused(t, key, v1alpha1.ReasonInvalidTrigger, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		c := operatortest.EnvCondition(env, v1alpha1.ConditionTriggerHandled)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidTrigger))
 		g.Expect(c.Message).To(Equal("annotation trigger holds 1202 bytes; a trigger may have at most 1024: it is ignored"))
 		g.Expect(env.Status.HandledTriggerTokens).To(HaveLen(1))
 		g.Expect(env.Status.HandledTriggerTokens[0]).To(HavePrefix("trigger=sha256:"))
@@ -244,13 +203,6 @@ func TestOversizedTokenTrigger(t *testing.T) {
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request), "status writes go on")
 	})
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
-		cur.Annotations[v1alpha1.TriggerAnnotation] = "c@v1"
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
-	expectRun(t, env, "c", 1, v1alpha1.ResultRunning)
+	operatortest.AnnotateOverwrite(t, key, v1alpha1.TriggerAnnotation, "c@v1")
+	operatortest.ExpectRun(t, env, "c", 1, v1alpha1.ResultRunning)
 }

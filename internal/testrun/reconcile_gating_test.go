@@ -1,4 +1,4 @@
-package controllers_test
+package testrun_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/pods"
-	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -20,26 +19,20 @@ import (
 // (a tooling install) has passed; then it starts by itself.
 func TestDependsOnGatesARun(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	ns := operatortest.RunnerNamespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "api", v1alpha1.PhaseDeploying, nil)
-	env := operatortest.Env(ns, "deps").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
-	env.Spec.ServiceAccountName = "runner"
-	e2e := operatortest.BusyboxSuite("e2e")
-	e2e.DependsOn = []string{"api", "tools"}
-	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.BusyboxSuite("tools"), e2e}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.Env(ns, "deps").AsRunner().SharedSource().Components(operatortest.ScriptedComponent("api")).
+		Suites(operatortest.Suite("tools"), operatortest.Suite("e2e").After("api", "tools")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 
-	annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
-	expectRun(t, env, "e2e", 1, v1alpha1.ResultPending)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
+	operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultPending)
 	// The first reconciles may see api before the engine reports it.
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for component api to be Ready (it is Deploying), suite tools to pass (it has not run; trigger it)"))
-		g.Expect(testStatusOf(env, "e2e").Message).To(HavePrefix("run #1 is waiting for component api"))
+		g.Expect(operatortest.RunOf(env, "e2e", 1).Message).To(Equal("waiting for component api to be Ready (it is Deploying), suite tools to pass (it has not run; trigger it)"))
+		g.Expect(env.Status.Test("e2e").Message).To(HavePrefix("run #1 is waiting for component api"))
 	})
-	g.Expect(jobNames(g, ns)).To(BeEmpty())
+	g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty())
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus) // api is still rolling out
 
 	// api becomes Ready: e2e still waits for tools.
@@ -47,27 +40,26 @@ func TestDependsOnGatesARun(t *testing.T) {
 	operatortest.RequestReconcile(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for suite tools to pass (it has not run; trigger it)"))
+		g.Expect(operatortest.RunOf(env, "e2e", 1).Message).To(Equal("waiting for suite tools to pass (it has not run; trigger it)"))
 	})
 
 	// tools runs and fails: e2e keeps waiting and says so.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
-	expectRun(t, env, "tools", 1, v1alpha1.ResultRunning)
-	endTestJob(t, operatortest.WaitForJob(t, ns, "deps-tools-1"), 1, "BackoffLimitExceeded", "install failed\n")
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
+	operatortest.ExpectRun(t, env, "tools", 1, v1alpha1.ResultRunning)
+	operatortest.EndTestJob(t, operatortest.WaitForJob(t, ns, "deps-tools-1"), 1, "BackoffLimitExceeded", "install failed\n")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(runOf(env, "e2e", 1).Message).To(Equal("waiting for suite tools to pass (run #1 is Failed)"))
+		g.Expect(operatortest.RunOf(env, "e2e", 1).Message).To(Equal("waiting for suite tools to pass (run #1 is Failed)"))
 	})
 
 	// tools passes on its second run: e2e starts without being asked again.
-	annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
-	expectRun(t, env, "tools", 2, v1alpha1.ResultRunning)
-	endTestJob(t, operatortest.WaitForJob(t, ns, "deps-tools-2"), 0, "", "installed\n")
-	env, run := expectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "tools")
+	operatortest.ExpectRun(t, env, "tools", 2, v1alpha1.ResultRunning)
+	operatortest.EndTestJob(t, operatortest.WaitForJob(t, ns, "deps-tools-2"), 0, "", "installed\n")
+	env, run := operatortest.ExpectRun(t, env, "e2e", 1, v1alpha1.ResultRunning)
 	g.Expect(run.Message).To(BeEmpty())
-	g.Expect(testStatusOf(env, "e2e").Message).To(BeEmpty())
+	g.Expect(env.Status.Test("e2e").Message).To(BeEmpty())
 	operatortest.WaitForJob(t, ns, "deps-e2e-1")
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestOnChangeRunsOncePerDigestSet: an OnChange suite testing a built
@@ -76,19 +68,13 @@ func TestDependsOnGatesARun(t *testing.T) {
 func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	g.Expect(testenv.CreateDeployer(ctx, operatortest.Admin, ns, "runner")).To(Succeed())
+	ns := operatortest.RunnerNamespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "runner"
-	env.Spec.Tests = []v1alpha1.TestSuite{{
-		Name: "smoke", Trigger: v1alpha1.TriggerOnChange, DependsOn: []string{"web"}, Source: "app",
-		Image: v1alpha1.TestImage{Built: "web"}, Command: []string{"/web", "--self-test"},
-	}}
+	env := operatortest.WebTestsEnv(ns, operatortest.BuiltSuite("smoke", "web", "/web", "--self-test").After("web").OnChange())
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env, run := expectRun(t, env, "smoke", 1, v1alpha1.ResultRunning)
+	env, run := operatortest.ExpectRun(t, env, "smoke", 1, v1alpha1.ResultRunning)
 	img := env.Status.Component("web").Image("web")
 	g.Expect(run.Trigger).To(Equal("OnChange"))
 	g.Expect(run.Images).To(Equal(map[string]string{"web": img.Digest}))
@@ -99,9 +85,9 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	g.Expect(pod.InitContainers[0].Name).To(Equal(pods.ContainerFetch))
 	g.Expect(pod.InitContainers[0].Image).To(Equal(operatortest.HelperImage))
 	g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring(srcDigest.String()), "the resolved source")
-	endTestJob(t, job, 0, "", "self-test ok\n")
-	env, _ = expectRun(t, env, "smoke", 1, v1alpha1.ResultPassed)
-	set := testStatusOf(env, "smoke").DigestSet
+	operatortest.EndTestJob(t, job, 0, "", "self-test ok\n")
+	env, _ = operatortest.ExpectRun(t, env, "smoke", 1, v1alpha1.ResultPassed)
+	set := env.Status.Test("smoke").DigestSet
 	g.Expect(set).NotTo(BeEmpty())
 
 	// Same digests: nothing new.
@@ -110,17 +96,16 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
 		operatortest.ExpectReadyAndCurrent(g, env)
 	})
-	g.Expect(numbersOf(env, "smoke")).To(Equal([]int64{1}))
+	g.Expect(operatortest.RunNumbers(env, "smoke")).To(Equal([]int64{1}))
 
 	// A new build: a new run, testing the new digest.
 	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v2"))
 	operatortest.RequestReconcile(t, env)
-	env, run = expectRun(t, env, "smoke", 2, v1alpha1.ResultRunning)
+	env, run = operatortest.ExpectRun(t, env, "smoke", 2, v1alpha1.ResultRunning)
 	g.Expect(run.Images["web"]).NotTo(Equal(img.Digest))
 	g.Expect(run.Images["web"]).To(Equal(env.Status.Component("web").Image("web").Digest))
-	g.Expect(testStatusOf(env, "smoke").DigestSet).NotTo(Equal(set))
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	g.Expect(env.Status.Test("smoke").DigestSet).NotTo(Equal(set))
+	operatortest.ExpectReadyCurrent(t, env)
 }
 
 // TestTestJobDeniedNamesTheServiceAccount: test Jobs are created as the
@@ -128,19 +113,15 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 // that says who may not do what, and the environment stays Ready.
 func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.CreateServiceAccount(t, ns, "nobody")
-	env := testsEnv(t, ns, operatortest.BusyboxSuite("unit"))
-	env.Spec.ServiceAccountName = "nobody"
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit")).ServiceAccount("nobody").Create(t)
 
-	annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
-	env, run := expectRun(t, env, "unit", 1, v1alpha1.ResultError)
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	env, run := operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultError)
 	g.Expect(run.Message).To(ContainSubstring("cannot create job tests-unit-1 as system:serviceaccount:" + ns + ":nobody"))
 	g.Expect(run.Message).To(ContainSubstring("forbidden"))
-	g.Expect(jobNames(g, ns)).To(BeEmpty())
+	g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty())
 	operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTestFailed, "unit #1 Error: cannot create job")
-	operatortest.ExpectReadyAndCurrent(g, env)
-	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
+	operatortest.ExpectReadyCurrent(t, env)
 }
