@@ -2,7 +2,6 @@ package source
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,11 +17,12 @@ import (
 
 const testNamespace = "team-a"
 
-func TestMain(m *testing.M) {
-	// Test repositories live on local disk; the operator never allows that.
-	allowFileURLs = true
-	os.Exit(m.Run())
-}
+// Test repositories live on local disk; the operator never allows that.
+// An init, not TestMain: the package's TestMain is operatortest's
+// (main_test.go), which cannot be imported from inside the package. The
+// operator that TestMain runs shares the setting; its tests use no file
+// URLs, and the CRD refuses them anyway.
+func init() { allowFileURLs = true }
 
 // newFetcher is a Fetcher with its own store, reading the given objects.
 func newFetcher(t *testing.T, objs ...client.Object) *Fetcher {

@@ -1,4 +1,4 @@
-package controllers_test
+package liveupdate_test
 
 import (
 	"context"
