@@ -62,9 +62,7 @@ func TestLiveUpdateOfACrashingProgram(t *testing.T) {
 	// container, so it is rolled out.
 	pushLive(t, env, "binary v3", "<h1>1</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		ist := env.Status.Component("web").Image("web")
-		g.Expect(ist.Digest).NotTo(Equal(v2.Digest))
-		expectRolledOut(g, env)
+		ist := expectRolledOut(g, env, v2.Digest)
 		g.Expect(ist.UpdateReason).To(Equal("sync failed on pod " + ns + "/web-a: container web is not running (CrashLoopBackOff): no sync can reach it"))
 	})
 	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", env.Status.Component("web").Image("web").Digest)).To(BeEmpty(), "no sync was tried")

@@ -84,12 +84,15 @@ func pushLive(t *testing.T, env *v1alpha1.DevEnvironment, binary, page string) {
 	operatortest.RequestReconcile(t, env)
 }
 
-// expectRolledOut: the web image was rolled out, the web Deployment's
-// template naming its digest.
-func expectRolledOut(g Gomega, env *v1alpha1.DevEnvironment) {
+// expectRolledOut: the web image, built anew since digest from, was
+// rolled out, the web Deployment's template naming its digest. It
+// returns the image's status.
+func expectRolledOut(g Gomega, env *v1alpha1.DevEnvironment, from string) *v1alpha1.ImageStatus {
 	ist := env.Status.Component("web").Image("web")
+	g.Expect(ist.Digest).NotTo(Equal(from))
 	g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateRollout))
 	g.Expect(webDeploymentNow(g, env.Namespace).Spec.Template.Spec.Containers[0].Image).To(HaveSuffix("@" + ist.Digest))
+	return ist
 }
 
 // podLiveDigest is the digest the pod was last synced to.
@@ -170,9 +173,7 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	operatortest.LiveSyncs.FailFor(ns, "web-b", "sync: no supervisor answers at /.devloop/live/.supervisor.sock")
 	pushLive(t, env, "binary v3", "<h1>1</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		ist := env.Status.Component("web").Image("web")
-		g.Expect(ist.Digest).NotTo(Equal(v2.Digest))
-		expectRolledOut(g, env)
+		ist := expectRolledOut(g, env, v2.Digest)
 		g.Expect(ist.UpdateReason).To(ContainSubstring("sync failed on pod " + ns + "/web-b"))
 		g.Expect(ist.UpdateReason).To(ContainSubstring("no supervisor answers"))
 		g.Expect(ist.LiveDigest).To(BeEmpty())
