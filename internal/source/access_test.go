@@ -15,33 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // otherGitRepo is a repository with one commit of its own, as file URL.
 func otherGitRepo(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "other")
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("tenant c"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Add("b.txt"); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "c", Email: "c@example.com", When: time.Unix(1700000000, 0)}
-	if _, err := wt.Commit("c", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
-		t.Fatal(err)
-	}
+	commitFiles(t, dir, map[string]string{"b.txt": "tenant c"})
 	return "file://" + dir
 }
 
@@ -51,8 +31,7 @@ func otherGitRepo(t *testing.T) string {
 func TestServeChecksAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 	r := newGitRepo(t)
 	const user, password = "dev", "s3cret-Pa55"
-	srv, requests := gitHTTPServer(t, r, user, password)
-	url := srv.URL + "/repo"
+	url, requests := gitHTTPServer(t, r.dir, user, password)
 	ctx := context.Background()
 	f := newFetcher(t)
 	good := &Credentials{Username: user, Password: password, Version: "1"}

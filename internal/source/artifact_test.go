@@ -120,16 +120,7 @@ func TestFluxResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ref, err := f.Resolve(context.Background(), "team-a", tt.src)
-			if tt.errors != nil {
-				expectError(t, err, tt.class, tt.errors)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ref != tt.want {
-				t.Errorf("got %+v\nwant %+v", ref, tt.want)
-			}
+			expectResolved(t, ref, err, tt.class, tt.errors, tt.want)
 		})
 	}
 

@@ -32,12 +32,12 @@ func TestEgressPolicyRefusesDeniedSources(t *testing.T) {
 
 	t.Run("git over HTTP", func(t *testing.T) {
 		r := newGitRepo(t)
-		srv, requests := gitHTTPServer(t, r, "", "")
+		url, requests := gitHTTPServer(t, r.dir, "", "")
 		f := newFetcher(t)
 		f.Egress = denyLoopback(t)
-		_, err := f.Resolve(ctx, testNamespace, gitSource(srv.URL+"/repo", &v1alpha1.GitRef{Branch: "main"}))
-		expectError(t, err, permanent, []string{`source "app"`, "egress policy refuses 127.0.0.1 (--egress-deny-cidr 127.0.0.0/8)", srv.URL})
-		_, err = f.Fetch(ctx, Ref{Source: "app", Kind: KindGit, URL: srv.URL + "/repo", Commit: r.c1}, nil)
+		_, err := f.Resolve(ctx, testNamespace, gitSource(url, &v1alpha1.GitRef{Branch: "main"}))
+		expectError(t, err, permanent, []string{`source "app"`, "egress policy refuses 127.0.0.1 (--egress-deny-cidr 127.0.0.0/8)", url})
+		_, err = f.Fetch(ctx, Ref{Source: "app", Kind: KindGit, URL: url, Commit: r.c1}, nil)
 		expectError(t, err, permanent, []string{"egress policy refuses 127.0.0.1"})
 		if n := requests.n.Load(); n != 0 {
 			t.Errorf("the git server received %d requests", n)

@@ -222,15 +222,7 @@ func TestTreeDigest(t *testing.T) {
 	write := func(t *testing.T, files map[string]string, exec ...string) string {
 		t.Helper()
 		dir := t.TempDir()
-		for name, body := range files {
-			p := filepath.Join(dir, name)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeFiles(t, dir, files)
 		for _, name := range exec {
 			if err := os.Chmod(filepath.Join(dir, name), 0o750); err != nil {
 				t.Fatal(err)

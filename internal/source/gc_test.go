@@ -68,16 +68,24 @@ func oneEntrySize(t *testing.T, size int) int64 {
 	return diskSize(t, f)
 }
 
+// boundedStore is a Fetcher over n artifacts of sizedArtifacts, whose
+// store holds storeEntries of their entries and an environment's share
+// envEntries.
+func boundedStore(t *testing.T, n int, storeEntries, envEntries float64) (*Fetcher, []Ref, []*counting) {
+	t.Helper()
+	const size = 40_000
+	one := float64(oneEntrySize(t, size))
+	refs, counts := sizedArtifacts(t, n, size)
+	return &Fetcher{Root: t.TempDir(), MaxStoreBytes: int64(storeEntries * one), MaxEnvBytes: int64(envEntries * one)}, refs, counts
+}
+
 func sameInts(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
 // The store stays within its bound: filling it past the bound evicts the
 // least recently used entries no environment uses now, and keeps those in
 // use (an environment's current source, however old).
 func TestStoreGCEvictsOldestUnusedEntries(t *testing.T) {
-	const size = 40_000
-	one := oneEntrySize(t, size)
-	refs, counts := sizedArtifacts(t, 6, size)
-	f := &Fetcher{Root: t.TempDir(), MaxStoreBytes: 3*one + one/2, MaxEnvBytes: 10 * one}
+	f, refs, counts := boundedStore(t, 6, 3.5, 10)
 	ctx := context.Background()
 	serve := func(env types.UID, i int) {
 		t.Helper()
@@ -122,10 +130,7 @@ func TestStoreGCEvictsOldestUnusedEntries(t *testing.T) {
 // own oldest unused entries go first, others' stay, and sources in use
 // that alone exceed the share are refused, naming the source.
 func TestStoreEnvironmentShare(t *testing.T) {
-	const size = 40_000
-	one := oneEntrySize(t, size)
-	refs, _ := sizedArtifacts(t, 16, size)
-	f := &Fetcher{Root: t.TempDir(), MaxStoreBytes: 100 * one, MaxEnvBytes: 2*one + one/2}
+	f, refs, _ := boundedStore(t, 16, 100, 2.5)
 	ctx := context.Background()
 
 	f.Using("b", refs[0])
@@ -192,10 +197,7 @@ func TestHardLinksCountAgainstTheSizeLimit(t *testing.T) {
 // An entry being read (a Fetch or Serve holds it) is not evicted, even by
 // an environment that no longer names it.
 func TestStoreGCKeepsEntriesBeingRead(t *testing.T) {
-	const size = 40_000
-	one := oneEntrySize(t, size)
-	refs, _ := sizedArtifacts(t, 4, size)
-	f := &Fetcher{Root: t.TempDir(), MaxStoreBytes: 2*one + one/2, MaxEnvBytes: 10 * one}
+	f, refs, _ := boundedStore(t, 4, 2.5, 10)
 	ctx := context.Background()
 	if _, err := f.Serve(ctx, "a", refs[0], nil); err != nil {
 		t.Fatal(err)

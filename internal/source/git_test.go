@@ -130,19 +130,9 @@ func TestGitResolve(t *testing.T) {
 			if url == "" {
 				url = r.url
 			}
-			f := newFetcher(t)
-			ref, err := f.Resolve(context.Background(), testNamespace, gitSource(url, tt.ref))
-			if tt.errorParts != nil {
-				expectError(t, err, tt.class, tt.errorParts)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			ref, err := newFetcher(t).Resolve(context.Background(), testNamespace, gitSource(url, tt.ref))
 			want := Ref{Source: "app", Kind: KindGit, URL: url, Revision: tt.revision, ID: tt.commit, Commit: tt.commit}
-			if ref != want {
-				t.Errorf("got %+v\nwant %+v", ref, want)
-			}
+			expectResolved(t, ref, err, tt.class, tt.errorParts, want)
 		})
 	}
 }
@@ -159,15 +149,23 @@ func TestGitFetch(t *testing.T) {
 		}
 		return a
 	}
+	// fetchBy fetches commit, which fetchCommit must get by strategy, and
+	// checks a.txt holds body.
+	fetchBy := func(t *testing.T, commit, strategy, body string) *Artifact {
+		t.Helper()
+		got := recordStrategy(t)
+		a := fetch(t, commit)
+		if *got != strategy {
+			t.Errorf("fetched %s with strategy %q, want %q", commit, *got, strategy)
+		}
+		if b := readFile(t, filepath.Join(a.Dir, "a.txt")); b != body {
+			t.Errorf("a.txt = %q", b)
+		}
+		return a
+	}
 
-	strategy := recordStrategy(t)
-	head := fetch(t, r.c3)
-	if *strategy != "tip" {
-		t.Errorf("fetched a branch tip with strategy %q, want a shallow fetch of the tip", *strategy)
-	}
-	if got := readFile(t, filepath.Join(head.Dir, "a.txt")); got != "one" {
-		t.Errorf("a.txt = %q", got)
-	}
+	// A branch tip: a shallow fetch of the tip.
+	head := fetchBy(t, r.c3, "tip", "one")
 	if fi, err := os.Stat(filepath.Join(head.Dir, "bin/run.sh")); err != nil || fi.Mode().Perm()&0o100 == 0 {
 		t.Errorf("bin/run.sh lost its executable bit: %v %v", fi, err)
 	}
@@ -199,14 +197,7 @@ func TestGitFetch(t *testing.T) {
 		}
 	})
 	t.Run("commit no ref points at", func(t *testing.T) {
-		strategy := recordStrategy(t)
-		a := fetch(t, r.c0)
-		if *strategy != "full" {
-			t.Errorf("strategy %q, want full", *strategy)
-		}
-		if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "zero" {
-			t.Errorf("a.txt = %q", got)
-		}
+		fetchBy(t, r.c0, "full", "zero")
 	})
 	t.Run("short commit is refused: Resolve expands it", func(t *testing.T) {
 		_, err := f.Fetch(ctx, Ref{Source: "app", Kind: KindGit, URL: r.url, Commit: r.c0[:10]}, nil)
@@ -306,15 +297,16 @@ func TestGitConcurrentFetchOfOneCommit(t *testing.T) {
 	}
 }
 
-// gitHTTPServer serves the repository with git http-backend behind basic
-// auth, as a git forge would.
-func gitHTTPServer(t *testing.T, r *gitRepo, user, password string) (*httptest.Server, *counting) {
+// gitHTTPServer serves the repository in dir with git http-backend behind
+// basic auth, as a git forge would, and returns its URL and the count of
+// requests it served.
+func gitHTTPServer(t *testing.T, dir, user, password string) (string, *counting) {
 	t.Helper()
 	gitBin := needGit(t)
 	backend := &cgi.Handler{
 		Path: gitBin,
 		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Dir(r.dir), "GIT_HTTP_EXPORT_ALL=1"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Dir(dir), "GIT_HTTP_EXPORT_ALL=1"},
 	}
 	auth := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		u, p, ok := req.BasicAuth()
@@ -328,40 +320,58 @@ func gitHTTPServer(t *testing.T, r *gitRepo, user, password string) (*httptest.S
 	c := &counting{h: auth}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return srv, c
+	return srv.URL + "/" + filepath.Base(dir), c
+}
+
+// commitFiles makes dir a repository with one commit of files, and
+// returns the commit.
+func commitFiles(t testing.TB, dir string, files map[string]string) string {
+	t.Helper()
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, files)
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "dev", Email: "dev@example.com", When: time.Unix(1700000000, 0)}
+	h, err := wt.Commit("files", &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
 }
 
 func TestGitOverHTTPWithBasicAuth(t *testing.T) {
 	r := newGitRepo(t)
 	const user, password = "dev", "s3cret-Pa55"
-	srv, requests := gitHTTPServer(t, r, user, password)
-	url := srv.URL + "/repo"
+	url, requests := gitHTTPServer(t, r.dir, user, password)
 	ctx := context.Background()
-
-	withSecret := func(name string) v1alpha1.Source {
-		src := gitSource(url, &v1alpha1.GitRef{Branch: "dev"})
-		src.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: name}
-		return src
-	}
+	branch := gitSource(url, &v1alpha1.GitRef{Branch: "dev"})
 	f := newFetcher(t,
 		secret("good", map[string]string{"username": user, "password": password}),
 		secret("bad", map[string]string{"username": user, "password": "wrong-Pa55"}),
 	)
 
 	t.Run("no credentials", func(t *testing.T) {
-		_, err := f.Resolve(ctx, testNamespace, gitSource(url, &v1alpha1.GitRef{Branch: "dev"}))
+		_, err := f.Resolve(ctx, testNamespace, branch)
 		expectError(t, err, permanent, []string{`source "app": git ` + url, "authentication required"})
 	})
 	t.Run("wrong password", func(t *testing.T) {
-		_, err := f.Resolve(ctx, testNamespace, withSecret("bad"))
+		_, err := f.Resolve(ctx, testNamespace, withSecret(branch, "bad"))
 		expectError(t, err, permanent, []string{`source "app": git ` + url, "authentication failed"}, "wrong-Pa55", password)
 	})
 	t.Run("missing secret", func(t *testing.T) {
-		_, err := f.Resolve(ctx, testNamespace, withSecret("absent"))
+		_, err := f.Resolve(ctx, testNamespace, withSecret(branch, "absent"))
 		expectError(t, err, permanent, []string{`secret "absent" not found`})
 	})
 	t.Run("resolve and fetch", func(t *testing.T) {
-		src := withSecret("good")
+		src := withSecret(branch, "good")
 		ref, err := f.Resolve(ctx, testNamespace, src)
 		if err != nil {
 			t.Fatal(err)
@@ -369,22 +379,12 @@ func TestGitOverHTTPWithBasicAuth(t *testing.T) {
 		if ref.Revision != "dev@sha1:"+r.c2 {
 			t.Errorf("revision %q", ref.Revision)
 		}
-		creds, err := LoadCredentials(ctx, f.Reader, testNamespace, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := f.Fetch(ctx, ref, creds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := fetchWithCredentials(t, f, ref, src)
 		if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "two" {
 			t.Errorf("a.txt = %q", got)
 		}
 		before := requests.n.Load()
-		again, err := f.Fetch(ctx, ref, creds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		again := fetchWithCredentials(t, f, ref, src)
 		if n := requests.n.Load() - before; n != 0 {
 			t.Errorf("fetching an unchanged commit made %d requests", n)
 		}

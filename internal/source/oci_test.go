@@ -157,15 +157,8 @@ func TestOCIResolve(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := reg.requests.n.Load()
 			ref, err := newFetcher(t).Resolve(context.Background(), testNamespace, tt.src)
-			if tt.errors != nil {
-				expectError(t, err, tt.class, tt.errors)
+			if !expectResolved(t, ref, err, tt.class, tt.errors, tt.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ref != tt.want {
-				t.Errorf("got %+v\nwant %+v", ref, tt.want)
 			}
 			if n := reg.requests.n.Load() - before; tt.noHTTP && n != 0 {
 				t.Errorf("made %d requests", n)
@@ -276,11 +269,7 @@ func TestOCIRegistryAuth(t *testing.T) {
 		secret("empty", map[string]string{"username": "x"}),
 	)
 	src := func(secretName string) v1alpha1.Source {
-		s := ociSource(repo, "dev", "", true)
-		if secretName != "" {
-			s.OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: secretName}
-		}
-		return s
+		return withSecret(ociSource(repo, "dev", "", true), secretName)
 	}
 	ctx := context.Background()
 

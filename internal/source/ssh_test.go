@@ -133,11 +133,7 @@ func TestGitOverSSH(t *testing.T) {
 		secret("no-known-hosts", map[string]string{"identity": string(clientPEM)}),
 	)
 	src := func(secretName string) v1alpha1.Source {
-		s := gitSource(url, &v1alpha1.GitRef{Branch: "dev"})
-		if secretName != "" {
-			s.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: secretName}
-		}
-		return s
+		return withSecret(gitSource(url, &v1alpha1.GitRef{Branch: "dev"}), secretName)
 	}
 	ctx := context.Background()
 

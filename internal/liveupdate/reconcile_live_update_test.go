@@ -1,4 +1,4 @@
-package controllers_test
+package liveupdate_test
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/supervisor"
+	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
-// liveEnv is webEnv deploying a Deployment of the web image, with /web
+// liveEnv is WebEnv deploying a Deployment of the web image, with /web
 // live-updatable.
 func liveEnv(ns string) *v1alpha1.DevEnvironment {
 	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.ServiceAccountName = operatortest.Deployer
 	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
 	env.Spec.Components[0].Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/web"}}
 	return env
@@ -35,17 +36,13 @@ func liveSource(binary, page string) map[string]string {
 // waits for its Deployment, which it marks available.
 func deployLiveEnv(t *testing.T) (string, *v1alpha1.DevEnvironment) {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, liveSource("binary v1", "<h1>1</h1>"))
 	env := liveEnv(ns)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		cur := &v1alpha1.DevEnvironment{}
-		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(env), cur)).To(Succeed())
-		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed(), "status: %+v", cur.Status)
-	}, operatortest.Timeout).Should(Succeed())
+	NewWithT(t).Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
+	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, cur *v1alpha1.DevEnvironment) {
+		g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed(), "status: %+v", cur.Status)
+	})
 	operatortest.MarkDeploymentAvailable(t, ns, "web")
 	return ns, env
 }
@@ -61,7 +58,7 @@ func webDeploymentNow(g Gomega, ns string) *appsv1.Deployment {
 // as its ReplicaSet and a kubelet would (envtest runs neither).
 func runningPod(t *testing.T, ns, name, image string) {
 	t.Helper()
-	markRunning(t, startPod(t, ns, name, image))
+	testenv.MarkPodRunning(t, operatortest.Admin, startPod(t, ns, name, image), false)
 }
 
 // startPod makes a pod of the web Deployment's template (its labels: the
@@ -72,22 +69,33 @@ func startPod(t *testing.T, ns, name, image string) *corev1.Pod {
 	g := NewWithT(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: webDeploymentNow(g, ns).Spec.Template.Labels},
-		Spec: corev1.PodSpec{ServiceAccountName: "deployer", AutomountServiceAccountToken: ptr.To(false),
+		Spec: corev1.PodSpec{ServiceAccountName: operatortest.Deployer, AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{{Name: "web", Image: image}}},
 	}
 	g.Expect(operatortest.Admin.Create(context.Background(), pod)).To(Succeed())
 	return pod
 }
 
-// markRunning says, as the kubelet would, that the pod's container runs.
-func markRunning(t *testing.T, pod *corev1.Pod) {
+// pushLive pushes the web source with binary and page and asks for a
+// reconcile, as `kubectl devloop push` does.
+func pushLive(t *testing.T, env *v1alpha1.DevEnvironment, binary, page string) {
 	t.Helper()
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: pod.Spec.Containers[0].Image,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
-	NewWithT(t).Expect(operatortest.Admin.Status().Update(context.Background(), pod)).To(Succeed())
+	operatortest.AppFiles(t, env.Namespace, liveSource(binary, page))
+	operatortest.RequestReconcile(t, env)
 }
 
+// expectRolledOut: the web image, built anew since digest from, was
+// rolled out, the web Deployment's template naming its digest. It
+// returns the image's status.
+func expectRolledOut(g Gomega, env *v1alpha1.DevEnvironment, from string) *v1alpha1.ImageStatus {
+	ist := env.Status.Component("web").Image("web")
+	g.Expect(ist.Digest).NotTo(Equal(from))
+	g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateRollout))
+	g.Expect(webDeploymentNow(g, env.Namespace).Spec.Template.Spec.Containers[0].Image).To(HaveSuffix("@" + ist.Digest))
+	return ist
+}
+
+// podLiveDigest is the digest the pod was last synced to.
 func podLiveDigest(g Gomega, ns, name string) string {
 	pod := &corev1.Pod{}
 	g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
@@ -123,8 +131,7 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	runningPod(t, ns, "web-b", image)
 
 	// Only the binary changes: synced in place into both pods.
-	operatortest.AppFiles(t, ns, liveSource("binary v2", "<h1>1</h1>"))
-	operatortest.RequestReconcile(t, env)
+	pushLive(t, env, "binary v2", "<h1>1</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		ist := env.Status.Component("web").Image("web")
@@ -155,7 +162,7 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	// request: nothing else reconciles this environment within the
 	// timeout (sources every minute, drift every 5), the pod's start
 	// does.
-	markRunning(t, startPod(t, ns, "web-c", image))
+	runningPod(t, ns, "web-c", image)
 	g.Eventually(func(g Gomega) {
 		g.Expect(podLiveDigest(g, ns, "web-c")).To(Equal(v2.Digest))
 	}, operatortest.Timeout).Should(Succeed())
@@ -164,16 +171,12 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 
 	// A sync failing on one pod: the component is rolled out instead.
 	operatortest.LiveSyncs.FailFor(ns, "web-b", "sync: no supervisor answers at /.devloop/live/.supervisor.sock")
-	operatortest.AppFiles(t, ns, liveSource("binary v3", "<h1>1</h1>"))
-	operatortest.RequestReconcile(t, env)
+	pushLive(t, env, "binary v3", "<h1>1</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		ist := env.Status.Component("web").Image("web")
-		g.Expect(ist.Digest).NotTo(Equal(v2.Digest))
-		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateRollout))
+		ist := expectRolledOut(g, env, v2.Digest)
 		g.Expect(ist.UpdateReason).To(ContainSubstring("sync failed on pod " + ns + "/web-b"))
 		g.Expect(ist.UpdateReason).To(ContainSubstring("no supervisor answers"))
 		g.Expect(ist.LiveDigest).To(BeEmpty())
-		g.Expect(webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image).To(HaveSuffix("@" + ist.Digest))
 	})
 	operatortest.MarkDeploymentAvailable(t, ns, "web")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -185,8 +188,7 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 
 	// A file outside liveUpdate.paths: a rollout naming it.
 	rolled := webDeploymentNow(g, ns)
-	operatortest.AppFiles(t, ns, liveSource("binary v3", "<h1>2</h1>"))
-	operatortest.RequestReconcile(t, env)
+	pushLive(t, env, "binary v3", "<h1>2</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		ist := env.Status.Component("web").Image("web")
 		g.Expect(ist.UpdateReason).To(Equal("/srv/static/index.html changed, outside liveUpdate.paths"))

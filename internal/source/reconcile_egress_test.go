@@ -1,4 +1,4 @@
-package controllers_test
+package source_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package controllers_test
+package source_test
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,10 +40,9 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 	env := operatortest.Env(ns, "acks").Deployer().AppSource().Components(hooked, operatortest.Manifests("config", "deploy")).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	hook := client.ObjectKey{Namespace: ns, Name: "hooked-setup"}
-	g.Eventually(func() error { return operatortest.Admin.Get(ctx, hook, &batchv1.Job{}) }, operatortest.Timeout, 50*time.Millisecond).Should(Succeed(), "Helm runs the pre-install hook")
+	operatortest.WaitForJob(t, hook.Namespace, hook.Name) // Helm runs the pre-install hook
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Component("config")).NotTo(BeNil())
-		g.Expect(env.Status.Component("config").Phase).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(operatortest.PhaseOf(env, "config")).To(Equal(v1alpha1.PhaseReady))
 		hooked := env.Status.Component("hooked")
 		g.Expect(hooked).NotTo(BeNil())
 		g.Expect(hooked.Phase).To(Equal(v1alpha1.PhaseDeploying))
