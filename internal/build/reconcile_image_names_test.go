@@ -21,15 +21,11 @@ import (
 func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	ns, _ := apiNamespace(t)
+	env := amd64APIEnv(ns)
 	const image = "volcanosh/vc-scheduler"
 	env.Spec.Components[0].Images[0].Name = image
-	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	key := operatortest.CreateEnv(t, env)
 
 	g.Eventually(func(g Gomega) {
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -45,9 +41,6 @@ func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
 		}
 	}, operatortest.Timeout).Should(Succeed())
-	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
-		g.Expect(env.Status.Components).To(HaveLen(1))
-		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
-	})
+	env = operatortest.WaitForPhase(t, key, v1alpha1.PhaseBuilding)
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 }

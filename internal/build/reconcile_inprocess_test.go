@@ -190,11 +190,7 @@ func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("spec.registry.credentialsRef: Secret opaque is of type \"Opaque\""))
-	})
+	env = operatortest.WaitForStalled(t, key, "", "spec.registry.credentialsRef: Secret opaque is of type \"Opaque\"")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	g.Eventually(func() error {
@@ -223,13 +219,7 @@ func TestUnknownSourceTagStallsNamingTheSource(t *testing.T) {
 	env.Spec.Sources[0].OCI.Tag = "missing"
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))
-		g.Expect(stalled.Message).To(ContainSubstring(`source "app"`))
-		g.Expect(stalled.Message).To(ContainSubstring("missing"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonSourceFailed, `source "app"`, "missing")
 	g.Expect(env.Status.Sources).To(ConsistOf(HaveField("Name", "app")))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
@@ -326,11 +316,7 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 	delete(files, "validator/bin")
 	operatortest.AppFiles(t, ns, files)
 	_ = operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring(`image validator: paths[0]: path "validator" is not in the source`))
-	})
+	env = operatortest.WaitForStalled(t, key, "", `image validator: paths[0]: path "validator" is not in the source`)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 

@@ -118,12 +118,7 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.chart: dependency "nats" (` + chartRepo + `, version ~1.2.0)`))
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.chartCredentials[0].secretRef: Secret "chart-repo" not found`))
-	})
+	env = operatortest.WaitForStalled(t, key, "", `spec.components[0].helm.chart: dependency "nats" (`+chartRepo+`, version ~1.2.0)`, `spec.chartCredentials[0].secretRef: Secret "chart-repo" not found`)
 	g.Expect(env.Status.Component("platform").Phase).To(Equal(v1alpha1.PhaseFailed))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 

@@ -138,12 +138,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 	// Helm's error.
 	setValues(t, ns, "dev-values", "replicas: 2\nbroken: true\n")
 	_ = operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
-	})
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonDeployFailed, "Not_A_Valid_Name")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	rel := env.Status.Component("web").Release
 	g.Expect(rel.Revision).To(BeNumerically(">", 2), "failed upgrades and their rollbacks are revisions")
@@ -181,13 +176,7 @@ func TestFailingHookStallsThenInstalls(t *testing.T) {
 	operatortest.AppFiles(t, ns, files)
 	env := operatortest.Env(ns, "hooks").Deployer().AppSource().Components(operatortest.Chart("init", "chart", "")).Create(t)
 	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("pre-install"))
-		g.Expect(stalled.Message).To(ContainSubstring("Invalid_Hook_Name"))
-	})
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonDeployFailed, "pre-install", "Invalid_Hook_Name")
 	g.Expect(env.Status.Component("init").Phase).To(Equal(v1alpha1.PhaseFailed))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	// The release's own objects were never left behind by a failed install.

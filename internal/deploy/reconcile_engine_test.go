@@ -187,12 +187,7 @@ func TestDeployWithoutServiceAccountStalls(t *testing.T) {
 	operatortest.UseDeployEngine(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
 	env := operatortest.Env(ns, "anonymous").AppSource().Components(operatortest.Manifests("config", "deploy")).Create(t)
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonNoServiceAccount))
-		g.Expect(stalled.Message).To(ContainSubstring("spec.serviceAccountName: no ServiceAccount to deploy as"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonNoServiceAccount, "spec.serviceAccountName: no ServiceAccount to deploy as")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	// Nothing was deployed, so nothing wedges the deletion.
@@ -236,13 +231,7 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, operatortest.ChartFiles(t, "web", "chart"))
 	env := operatortest.Env(ns, "broken").Deployer().AppSource().Components(operatortest.Chart("site", "chart", `{"broken": true}`)).Create(t)
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("failed 3 times in a row"))
-		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonDeployFailed, "failed 3 times in a row", "Not_A_Valid_Name")
 	g.Expect(env.Status.Component("site").Phase).To(Equal(v1alpha1.PhaseFailed))
 	// The count lives in status, so a restarted operator (the engine keeps
 	// no state of its own) stalls it again rather than retrying from zero.

@@ -129,11 +129,7 @@ func TestManifestsPatchThatMatchesNothingStallsNamingIt(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].manifests.patches[1]: matches no rendered object"))
-	})
+	env = operatortest.WaitForStalled(t, key, "", "spec.components[0].manifests.patches[1]: matches no rendered object")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	err := operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing applied (got %v)", err)

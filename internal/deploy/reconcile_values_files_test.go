@@ -61,11 +61,7 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 	delete(files, "hack/values-dev.yaml")
 	operatortest.AppFiles(t, ns, files)
 	_ = operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.valuesFiles[1]: "hack/values-dev.yaml" does not exist`))
-	})
+	env = operatortest.WaitForStalled(t, key, "", `spec.components[0].helm.valuesFiles[1]: "hack/values-dev.yaml" does not exist`)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
