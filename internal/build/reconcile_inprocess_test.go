@@ -193,14 +193,9 @@ func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	env = operatortest.WaitForStalled(t, key, "", "spec.registry.credentialsRef: Secret opaque is of type \"Opaque\"")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Registry.CredentialsRef.Name = "regcred"
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 	})

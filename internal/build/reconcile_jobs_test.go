@@ -142,14 +142,9 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 
 	// A build command that fails: new Jobs replace the old ones, and the
 	// failure's exit code and log tail reach status.
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Images[0].Run.Command = []string{"go", "build", "-o", "out/api", "./cmd/broken"}
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	g.Eventually(func(g Gomega) {
 		next := operatortest.BuilderJobs(g, ns)
 		g.Expect(next).To(HaveLen(2))

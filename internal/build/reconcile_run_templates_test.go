@@ -208,7 +208,6 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 // field; one that closes a cycle names the cycle's path.
 func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"main.go": "package main\n"})
 	image := func(name, env string) v1alpha1.ImageSpec {
@@ -222,17 +221,12 @@ func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	operatortest.WaitForStalled(t, key, v1alpha1.ReasonInvalidSpec, `spec.components[0].images[0].run.env[0].value`, `image "operator" is not built by a component before this one`)
 
 	// The operator reads the bundle, which reads the operator.
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components = []v1alpha1.Component{
 			{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "bundle").Digest }}`)}},
 			{Name: "bundle", Images: []v1alpha1.ImageSpec{image("bundle", `{{ (image "operator").Reference }}`)}},
 		}
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	operatortest.WaitForStalled(t, key, v1alpha1.ReasonDependencyCycle, "spec.components[0].images[0].run.env[0].value: dependency cycle: operator -> bundle -> operator")
 	g.Expect(buildJobsByImage(g, ns, "operator", "bundle")).To(BeEmpty(), "nothing is built from a spec that does not plan")
 }

@@ -50,3 +50,17 @@ func WaitForPhase(t testing.TB, key client.ObjectKey, phase v1alpha1.ComponentPh
 		g.Expect(env.Status.Components[0].Phase).To(Equal(phase))
 	})
 }
+
+// EditSpec applies edit to the environment as it is now and updates it,
+// again on a conflict with the operator's own writes.
+func EditSpec(t testing.TB, key client.ObjectKey, edit func(*v1alpha1.DevEnvironment)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		cur := &v1alpha1.DevEnvironment{}
+		if err := Admin.Get(context.Background(), key, cur); err != nil {
+			return err
+		}
+		edit(cur)
+		return Admin.Update(context.Background(), cur)
+	}, Timeout).Should(Succeed())
+}
