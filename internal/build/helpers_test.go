@@ -72,3 +72,12 @@ func finishBuildJob(t *testing.T, job batchv1.Job, digest v1.Hash, uploaded int)
 		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
 		[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
 }
+
+// webNamespace is the prologue of the in-process build tests: a
+// namespace with WebEnv's source.
+func webNamespace(t *testing.T) string {
+	t.Helper()
+	ns := operatortest.Namespace(t)
+	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	return ns
+}

@@ -25,8 +25,7 @@ func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
@@ -79,8 +78,7 @@ func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {
 
 func TestRegistryDownWaitsThenHeals(t *testing.T) {
 	g := NewWithT(t)
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	// Writes to this namespace's repositories fail as an overloaded
 	// registry does; reads (the source) still work.
 	down := func(r *http.Request) int {
@@ -92,8 +90,7 @@ func TestRegistryDownWaitsThenHeals(t *testing.T) {
 	operatortest.Registry.SetFault(down)
 	defer operatortest.Registry.SetFault(nil)
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		ready := operatortest.EnvCondition(env, v1alpha1.ConditionReady)
@@ -118,8 +115,7 @@ func TestRegistryDownWaitsThenHeals(t *testing.T) {
 
 func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 	g := NewWithT(t)
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	operatortest.Registry.SetFault(func(r *http.Request) int {
 		if strings.HasPrefix(r.URL.Path, "/v2/"+ns+"/web/") && (r.Method == http.MethodPost || r.Method == http.MethodPut) {
 			return http.StatusForbidden
@@ -128,8 +124,7 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 	})
 	defer operatortest.Registry.SetFault(nil)
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
@@ -143,14 +138,9 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 
 	// Fixing the cause and touching the spec heals it.
 	operatortest.Registry.SetFault(nil)
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Images[0].Env = []v1alpha1.EnvVar{{Name: "RETRY", Value: "1"}}
-		return operatortest.Admin.Update(context.Background(), cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
@@ -158,8 +148,7 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	const user, password = "dev", "s3cret-token"
 	// The registry asks for basic auth everywhere while this test runs: the
 	// source and the push both need the Secret's credentials.
@@ -188,8 +177,7 @@ func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	env := operatortest.WebEnv(ns)
 	env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "opaque"}
 	env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForStalled(t, key, "", "spec.registry.credentialsRef: Secret opaque is of type \"Opaque\"")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
@@ -221,12 +209,9 @@ func TestUnknownSourceTagStallsNamingTheSource(t *testing.T) {
 
 func TestWipedRegistryIsPushedAgain(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
@@ -235,12 +220,7 @@ func TestWipedRegistryIsPushedAgain(t *testing.T) {
 
 	// The registry loses the image (a registry restarted without storage,
 	// a garbage collection): its manifest is gone.
-	req, err := http.NewRequest(http.MethodDelete, operatortest.Registry.URL+"/v2/"+ns+"/web/manifests/"+img.Digest, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	resp, err := http.DefaultClient.Do(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
+	wipeManifest(g, ns+"/web", img.Digest)
 
 	request := operatortest.RequestReconcile(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -276,8 +256,7 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 		Layers: []v1alpha1.LayerMapping{{From: "validator/bin", To: "/validator", Mode: "0755"}},
 		Tags:   []string{"{{ .ContentHash }}", "rev-{{ .ShortRevision }}"},
 	})
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("web").Image("validator")).NotTo(BeNil())

@@ -115,8 +115,7 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 	env := operatortest.Env(ns, "dynamo").Deployer().Registry().AppSource().
 		Components(operatortest.Chart("platform", "deploy/platform", `{"grove": {"enabled": false}}`)).Obj()
 	env.Spec.ChartCredentials = []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForStalled(t, key, "", `spec.components[0].helm.chart: dependency "nats" (`+chartRepo+`, version ~1.2.0)`, `spec.chartCredentials[0].secretRef: Secret "chart-repo" not found`)
 	g.Expect(env.Status.Component("platform").Phase).To(Equal(v1alpha1.PhaseFailed))

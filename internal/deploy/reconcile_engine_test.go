@@ -178,8 +178,7 @@ func TestDroppedComponentIsPruned(t *testing.T) {
 	})
 	env := operatortest.Env(ns, "pair").Deployer().AppSource().
 		Components(operatortest.Manifests("a", "a"), operatortest.After(operatortest.Manifests("b", "b"), "a")).Obj()
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))

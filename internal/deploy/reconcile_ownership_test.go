@@ -52,8 +52,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, crd)).To(Succeed())
 	t.Cleanup(func() { _ = operatortest.Admin.Delete(context.Background(), crd) })
 
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	operatortest.WaitForStalled(t, key, "", "gadgets.ownership.devloop.dev already exists and belongs to no DevEnvironment", "adopt: true")
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(crd.GroupVersionKind())
@@ -176,13 +175,11 @@ func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
 // the release's storage is untouched.
 func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	env := operatortest.DeployDirEnv(t, ns, operatortest.ChartFiles(t, "upgradehook", "chart"))
 	env.Spec.Components[0].Manifests = nil
 	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "busy"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	// Someone's helm upgrade, started 30s ago, is running: it wrote

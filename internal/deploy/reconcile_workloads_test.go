@@ -44,8 +44,7 @@ func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	files := map[string]string{"deploy/job.yaml": initJob("v1")}
 	env := operatortest.DeployDirEnv(t, ns, files)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(operatortest.PhaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
