@@ -142,12 +142,7 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 	seen := expectAuthorContainersSeeNoSecret(g, pod.Spec, "golang:1.25")
 	g.Expect(seen[build.ContainerWarmAgent]).To(ContainElement("regcred"), "the fetching and pushing container has the credentials")
 
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, warmAPIPod)
 	warmEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(warmEnv), operatortest.ExpectReadyAndCurrent)
 	// fakeExec refuses a step exec'd into another container than
 	// WarmBuildSteps names; the credentials' paths are only given to the

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -230,13 +228,7 @@ func TestWipedRegistryIsPushedAgain(t *testing.T) {
 	// The same inputs make the same image: pushed again under the same
 	// digest, and every tag names it.
 	g.Expect(env.Status.Component("web").Image("web").Digest).To(Equal(img.Digest))
-	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+ns+"/web@"+img.Digest, name.Insecure)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = remote.Head(byDigest)
-	g.Expect(err).NotTo(HaveOccurred(), "the manifest is back in the registry")
-	for _, tag := range img.Tags {
-		g.Expect(operatortest.Registry.TagDigest(t, ns+"/web", tag)).To(Equal(img.Digest), "tag %s", tag)
-	}
+	expectPushed(t, g, ns+"/web", &img)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 

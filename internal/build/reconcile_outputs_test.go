@@ -305,14 +305,7 @@ func TestWarmBuildOutputIsDeployed(t *testing.T) {
 	t.Cleanup(func() { operatortest.WarmExec.Answer(func([]string, io.Writer, io.Writer) error { return nil }) })
 	key := operatortest.CreateEnv(t, env)
 
-	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("operator", "operator", "linux/amd64")}
-	pod := &corev1.Pod{}
-	g.Eventually(func() error { return operatortest.Admin.Get(ctx, podKey, pod) }, operatortest.Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
-		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, build.WarmPodName("operator", "operator", "linux/amd64"))
 
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	g.Expect(pushArgs).NotTo(BeNil(), "the push step ran")

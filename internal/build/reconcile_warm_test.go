@@ -72,11 +72,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(operatortest.WarmExec.CallsWith(ns)).To(BeZero(), "no exec before the builder runs")
 
 	// The kubelet starts it: the build is exec'd, once.
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
-		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, warmAPIPod)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	st := env.Status.Component("api").Image("api")
 	g.Expect(st.Digest).To(Equal(pushed))

@@ -28,15 +28,15 @@ func wipeManifest(g Gomega, repo, digest string) {
 	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
 }
 
-// expectPushed checks that the registry holds the recorded image and that
-// every tag names it.
-func expectPushed(t *testing.T, g Gomega, ns string, img *v1alpha1.ImageStatus) {
-	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+ns+"/api@"+img.Digest, name.Insecure)
+// expectPushed checks that the registry's repo ("ns/image") holds the
+// recorded image and that every tag names it.
+func expectPushed(t *testing.T, g Gomega, repo string, img *v1alpha1.ImageStatus) {
+	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+repo+"@"+img.Digest, name.Insecure)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = remote.Head(byDigest)
 	g.Expect(err).NotTo(HaveOccurred(), "the manifest is in the registry")
 	for _, tag := range img.Tags {
-		g.Expect(operatortest.Registry.TagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
+		g.Expect(operatortest.Registry.TagDigest(t, repo, tag)).To(Equal(img.Digest), "tag %s", tag)
 	}
 }
 
@@ -56,7 +56,7 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 	finish(first)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	built := *env.Status.Component("api").Image("api")
-	expectPushed(t, g, ns, &built)
+	expectPushed(t, g, ns+"/api", &built)
 
 	// The registry loses the image.
 	wipeManifest(g, ns+"/api", built.Digest)
@@ -79,7 +79,7 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("api").Image("api").Digest).NotTo(Equal(built.Digest))
 	})
-	expectPushed(t, g, ns, env.Status.Component("api").Image("api"))
+	expectPushed(t, g, ns+"/api", env.Status.Component("api").Image("api"))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
@@ -111,6 +111,6 @@ func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 		g.Expect(env.Status.Component("api").Image("api").Digest).NotTo(Equal(built.Digest))
 	})
 	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(2), "the build of the same inputs ran again")
-	expectPushed(t, g, ns, env.Status.Component("api").Image("api"))
+	expectPushed(t, g, ns+"/api", env.Status.Component("api").Image("api"))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

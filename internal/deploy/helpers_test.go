@@ -61,11 +61,17 @@ func waitForWebDeploying(t *testing.T, key client.ObjectKey, check func(g Gomega
 }
 
 // rolledOut plays the Deployment controller for the Deployment name and
-// waits until the environment is Ready for its generation.
-func rolledOut(t *testing.T, key client.ObjectKey, name string) *v1alpha1.DevEnvironment {
+// waits until the environment is Ready for its generation and checks
+// pass.
+func rolledOut(t *testing.T, key client.ObjectKey, name string, checks ...func(g Gomega, env *v1alpha1.DevEnvironment)) *v1alpha1.DevEnvironment {
 	t.Helper()
 	operatortest.MarkDeploymentAvailable(t, key.Namespace, name)
-	return operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	return operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		for _, check := range checks {
+			check(g, env)
+		}
+	})
 }
 
 // expectInstalled is waitForWebDeploying's check for a chart: the release

@@ -44,9 +44,7 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	))
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
@@ -59,9 +57,8 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(1))
 	})
-	operatortest.MarkDeploymentAvailable(t, ns, "web") // the new source may have built a new digest
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	// The new source may have built a new digest: rolled out again.
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(1))
 	})
 
@@ -251,9 +248,7 @@ func TestHandEditsAreShownAndCorrected(t *testing.T) {
 		g.Expect(env.Status.Component("web")).NotTo(BeNil())
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(2))
 	})
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").AppliedDigest).NotTo(BeEmpty())
 	})
 	// A reconcile with nothing edited finds no drift.

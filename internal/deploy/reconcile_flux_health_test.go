@@ -45,9 +45,7 @@ func TestFluxHealthCheckFollowsThePhases(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	// Ready: the Deployment's pods are up.
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
