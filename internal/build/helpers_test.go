@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
@@ -80,4 +81,14 @@ func webNamespace(t *testing.T) string {
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
 	return ns
+}
+
+// waitForWebBuilt waits until WebEnv's environment at key is Ready for its
+// generation with image web recorded, and returns it.
+func waitForWebBuilt(t *testing.T, key client.ObjectKey) *v1alpha1.DevEnvironment {
+	t.Helper()
+	return operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
+	})
 }

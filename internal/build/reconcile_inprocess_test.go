@@ -25,10 +25,7 @@ func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {
 	env := operatortest.WebEnv(ns)
 	key := operatortest.CreateEnv(t, env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
-	})
+	env = waitForWebBuilt(t, key)
 	img := *env.Status.Component("web").Image("web")
 	g.Expect(env.Status.Sources).To(HaveLen(1))
 	g.Expect(env.Status.Sources[0].Digest).To(Equal(srcDigest.String()))
@@ -210,10 +207,7 @@ func TestWipedRegistryIsPushedAgain(t *testing.T) {
 	ns := webNamespace(t)
 	env := operatortest.WebEnv(ns)
 	key := operatortest.CreateEnv(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
-	})
+	env = waitForWebBuilt(t, key)
 	img := *env.Status.Component("web").Image("web")
 
 	// The registry loses the image (a registry restarted without storage,
