@@ -24,8 +24,7 @@ func TestBuilderJobOutOfTheCacheIsNotWaitedOn(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	env := operatortest.AsDeployer(operatortest.APIEnv(ns))
 	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
@@ -33,11 +32,7 @@ func TestBuilderJobOutOfTheCacheIsNotWaitedOn(t *testing.T) {
 	delete(job.Labels, v1alpha1.LabelRole)
 	g.Expect(operatortest.Admin.Update(ctx, &job)).To(Succeed())
 	operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("builder Job " + job.Name + " exists and belongs to another owner"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), "", "builder Job "+job.Name+" exists and belongs to another owner")
 	kept := &batchv1.Job{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
 	g.Expect(kept.UID).To(Equal(job.UID))

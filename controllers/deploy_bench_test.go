@@ -52,8 +52,7 @@ spec:
 	operatortest.AppFiles(b, ns, benchAppSource(b, 0))
 
 	hour := &metav1.Duration{Duration: time.Hour}
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	env := operatortest.AsDeployer(operatortest.WebEnv(ns))
 	env.Spec.Sources[0].Interval = hour
 	cfgSource := operatortest.OCISource("cfg", operatortest.Registry.Host+"/"+ns+"/cfg", "dev")
 	cfgSource.Interval = hour

@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,55 +113,36 @@ func expectAuthorContainersSeeNoSecret(g Gomega, spec corev1.PodSpec, authorImag
 func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	ns, _ := apiNamespace(t)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "regcred"},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":"ZGV2OnM="}}}`, operatortest.Registry.Host))},
 	}
 	g.Expect(operatortest.Admin.Create(ctx, secret)).To(Succeed())
-	operatortest.CreateDeployer(t, ns, "deployer")
 	withCredentials := func(env *v1alpha1.DevEnvironment) *v1alpha1.DevEnvironment {
-		env.Spec.ServiceAccountName = "deployer"
 		env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
 		env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
-		env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
 		return env
 	}
 
 	// A warm builder.
-	warmEnv := withCredentials(operatortest.APIEnv(ns))
-	warmEnv.Spec.Components[0].Images[0].Run.KeepWarm = true
+	warmEnv := withCredentials(warmAPIEnv(ns))
 	operatortest.WarmExec.Answer(func(command []string, stdout, _ io.Writer) error {
 		if !operatortest.IsStep(command, build.WarmStepPush) {
 			return nil
 		}
-		image, err := random.Image(128, 1)
-		if err != nil {
-			return err
-		}
-		d, _ := image.Digest()
-		ref, _ := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
-		if err := remote.Write(ref, image); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "{\"digest\":%q}\n", d)
+		_, err := fmt.Fprintf(stdout, "{\"digest\":%q}\n", pushRandom(g, ns+"/api"))
 		return err
 	})
 	g.Expect(operatortest.Admin.Create(ctx, warmEnv)).To(Succeed())
 	pod := &corev1.Pod{}
-	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}
+	podKey := client.ObjectKey{Namespace: ns, Name: warmAPIPod}
 	g.Eventually(func() error { return operatortest.Admin.Get(ctx, podKey, pod) }, operatortest.Timeout).Should(Succeed())
 	seen := expectAuthorContainersSeeNoSecret(g, pod.Spec, "golang:1.25")
 	g.Expect(seen[build.ContainerWarmAgent]).To(ContainElement("regcred"), "the fetching and pushing container has the credentials")
 
-	pod.Status.Phase = corev1.PodRunning
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-	}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, warmAPIPod)
 	warmEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(warmEnv), operatortest.ExpectReadyAndCurrent)
 	// fakeExec refuses a step exec'd into another container than
 	// WarmBuildSteps names; the credentials' paths are only given to the
@@ -186,7 +164,7 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 
 	// A builder Job: fetch and assemble have the credentials, the build
 	// step none.
-	jobEnv := withCredentials(operatortest.APIEnv(ns))
+	jobEnv := withCredentials(amd64APIEnv(ns))
 	jobEnv.Name = "api-jobs"
 	g.Expect(operatortest.Admin.Create(ctx, jobEnv)).To(Succeed())
 	var jobSpec corev1.PodSpec
@@ -201,9 +179,6 @@ func TestBuildCommandsSeeNoCredentials(t *testing.T) {
 	g.Expect(seen[pods.ContainerFetch]).To(ContainElement("regcred"))
 	g.Expect(seen[build.ContainerAssemble]).To(ContainElement("regcred"))
 	g.Expect(seen[build.ContainerBuild]).To(BeEmpty())
-	jobEnv = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(jobEnv), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components).To(HaveLen(1))
-		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
-	})
+	jobEnv = operatortest.WaitForPhase(t, client.ObjectKeyFromObject(jobEnv), v1alpha1.PhaseBuilding)
 	operatortest.ExpectKstatus(t, jobEnv, status.InProgressStatus)
 }

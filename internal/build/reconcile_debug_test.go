@@ -30,9 +30,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
 		"deploy/api.yaml": debugDeployment})
 	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
+	env := amd64APIEnv(ns)
 	env.Spec.Components[0].Images[0].Cmd = []string{"--port=8080"}
 	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
 	env.Spec.Components[0].Images[0].Run.Env = append(env.Spec.Components[0].Images[0].Run.Env, v1alpha1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor"})

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,13 +23,9 @@ func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
-	})
+	env = waitForWebBuilt(t, key)
 	img := *env.Status.Component("web").Image("web")
 	g.Expect(env.Status.Sources).To(HaveLen(1))
 	g.Expect(env.Status.Sources[0].Digest).To(Equal(srcDigest.String()))
@@ -79,8 +73,7 @@ func TestInProcessBuildPushesOnlyWhatChanged(t *testing.T) {
 
 func TestRegistryDownWaitsThenHeals(t *testing.T) {
 	g := NewWithT(t)
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	// Writes to this namespace's repositories fail as an overloaded
 	// registry does; reads (the source) still work.
 	down := func(r *http.Request) int {
@@ -92,8 +85,7 @@ func TestRegistryDownWaitsThenHeals(t *testing.T) {
 	operatortest.Registry.SetFault(down)
 	defer operatortest.Registry.SetFault(nil)
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		ready := operatortest.EnvCondition(env, v1alpha1.ConditionReady)
@@ -118,8 +110,7 @@ func TestRegistryDownWaitsThenHeals(t *testing.T) {
 
 func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 	g := NewWithT(t)
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	operatortest.Registry.SetFault(func(r *http.Request) int {
 		if strings.HasPrefix(r.URL.Path, "/v2/"+ns+"/web/") && (r.Method == http.MethodPost || r.Method == http.MethodPut) {
 			return http.StatusForbidden
@@ -128,8 +119,7 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 	})
 	defer operatortest.Registry.SetFault(nil)
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
@@ -143,14 +133,9 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 
 	// Fixing the cause and touching the spec heals it.
 	operatortest.Registry.SetFault(nil)
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Images[0].Env = []v1alpha1.EnvVar{{Name: "RETRY", Value: "1"}}
-		return operatortest.Admin.Update(context.Background(), cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
@@ -158,8 +143,7 @@ func TestDeniedPushStallsNamingTheRepository(t *testing.T) {
 func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	const user, password = "dev", "s3cret-token"
 	// The registry asks for basic auth everywhere while this test runs: the
 	// source and the push both need the Secret's credentials.
@@ -188,23 +172,13 @@ func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	env := operatortest.WebEnv(ns)
 	env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "opaque"}
 	env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "regcred"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("spec.registry.credentialsRef: Secret opaque is of type \"Opaque\""))
-	})
+	key := operatortest.CreateEnv(t, env)
+	env = operatortest.WaitForStalled(t, key, "", "spec.registry.credentialsRef: Secret opaque is of type \"Opaque\"")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Registry.CredentialsRef.Name = "regcred"
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 	})
@@ -223,39 +197,22 @@ func TestUnknownSourceTagStallsNamingTheSource(t *testing.T) {
 	env.Spec.Sources[0].OCI.Tag = "missing"
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonSourceFailed))
-		g.Expect(stalled.Message).To(ContainSubstring(`source "app"`))
-		g.Expect(stalled.Message).To(ContainSubstring("missing"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonSourceFailed, `source "app"`, "missing")
 	g.Expect(env.Status.Sources).To(ConsistOf(HaveField("Name", "app")))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
 func TestWipedRegistryIsPushedAgain(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	ns := webNamespace(t)
 	env := operatortest.WebEnv(ns)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
-	})
+	key := operatortest.CreateEnv(t, env)
+	env = waitForWebBuilt(t, key)
 	img := *env.Status.Component("web").Image("web")
 
 	// The registry loses the image (a registry restarted without storage,
 	// a garbage collection): its manifest is gone.
-	req, err := http.NewRequest(http.MethodDelete, operatortest.Registry.URL+"/v2/"+ns+"/web/manifests/"+img.Digest, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	resp, err := http.DefaultClient.Do(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
+	wipeManifest(g, ns+"/web", img.Digest)
 
 	request := operatortest.RequestReconcile(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -265,13 +222,7 @@ func TestWipedRegistryIsPushedAgain(t *testing.T) {
 	// The same inputs make the same image: pushed again under the same
 	// digest, and every tag names it.
 	g.Expect(env.Status.Component("web").Image("web").Digest).To(Equal(img.Digest))
-	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+ns+"/web@"+img.Digest, name.Insecure)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = remote.Head(byDigest)
-	g.Expect(err).NotTo(HaveOccurred(), "the manifest is back in the registry")
-	for _, tag := range img.Tags {
-		g.Expect(operatortest.Registry.TagDigest(t, ns+"/web", tag)).To(Equal(img.Digest), "tag %s", tag)
-	}
+	expectPushed(t, g, ns+"/web", &img)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
@@ -291,8 +242,7 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 		Layers: []v1alpha1.LayerMapping{{From: "validator/bin", To: "/validator", Mode: "0755"}},
 		Tags:   []string{"{{ .ContentHash }}", "rev-{{ .ShortRevision }}"},
 	})
-	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("web").Image("validator")).NotTo(BeNil())
@@ -326,11 +276,7 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 	delete(files, "validator/bin")
 	operatortest.AppFiles(t, ns, files)
 	_ = operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring(`image validator: paths[0]: path "validator" is not in the source`))
-	})
+	env = operatortest.WaitForStalled(t, key, "", `image validator: paths[0]: path "validator" is not in the source`)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 

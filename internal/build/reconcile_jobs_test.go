@@ -2,7 +2,6 @@ package build_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -68,13 +66,9 @@ func finishJob(t *testing.T, job *batchv1.Job, initStatuses, statuses []corev1.C
 func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	srcDigest := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	ns, srcDigest := apiNamespace(t)
+	env := operatortest.AsDeployer(operatortest.APIEnv(ns))
+	key := operatortest.CreateEnv(t, env)
 
 	// One Job per platform, while the component says it is building.
 	var jobs map[string]batchv1.Job
@@ -120,18 +114,8 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 
 	// Each Job's assemble container pushed its platform image by digest.
-	for platform, job := range jobs {
-		img, err := random.Image(512, 1)
-		g.Expect(err).NotTo(HaveOccurred())
-		d, err := img.Digest()
-		g.Expect(err).NotTo(HaveOccurred())
-		ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(remote.Write(ref, img)).To(Succeed(), platform)
-		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2})
-		finishJob(t, &job,
-			[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
-			[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
+	for _, job := range jobs {
+		finishBuildJob(t, job, pushRandom(g, ns+"/api"), 2)
 	}
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -158,14 +142,9 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 
 	// A build command that fails: new Jobs replace the old ones, and the
 	// failure's exit code and log tail reach status.
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Images[0].Run.Command = []string{"go", "build", "-o", "out/api", "./cmd/broken"}
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	g.Eventually(func(g Gomega) {
 		next := operatortest.BuilderJobs(g, ns)
 		g.Expect(next).To(HaveLen(2))
@@ -178,13 +157,8 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 2, "")},
 		nil, false)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("container build ended with exit code 2: cmd/broken/main.go:3:2: undefined: handler"))
-		g.Expect(stalled.Message).To(ContainSubstring("kubectl logs job/" + failed.Name + " -c build"))
-	})
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonBuildFailed,
+		"container build ended with exit code 2: cmd/broken/main.go:3:2: undefined: handler", "kubectl logs job/"+failed.Name+" -c build")
 	b := env.Status.Component("api").Image("api").Build
 	g.Expect(b.Result).To(Equal(v1alpha1.BuildFailed))
 	g.Expect(b.Job).To(Equal(failed.Name))

@@ -123,14 +123,9 @@ func pushAsTheHelper(t *testing.T, args []string, files map[string]string) (stri
 func rebuildOperator(t *testing.T, key client.ObjectKey, previous string, command ...string) batchv1.Job {
 	t.Helper()
 	g := NewWithT(t)
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Images[0].Run.Command = command
-		return operatortest.Admin.Update(context.Background(), cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	var job batchv1.Job
 	g.Eventually(func(g Gomega) {
 		jobs := operatortest.BuilderJobs(g, key.Namespace)
@@ -170,8 +165,7 @@ func TestBuildOutputIsDeployedByALaterComponent(t *testing.T) {
 	})
 	operatortest.AppFiles(t, ns, map[string]string{"Makefile": "manifests:\n\tcontroller-gen crd paths=./... output:crd:dir=config/crd/bases\n"})
 	env := operatorWithGeneratedCRDs(ns)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	// The consumer waits for the image that produces its source.
 	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
@@ -309,17 +303,9 @@ func TestWarmBuildOutputIsDeployed(t *testing.T) {
 		return err
 	})
 	t.Cleanup(func() { operatortest.WarmExec.Answer(func([]string, io.Writer, io.Writer) error { return nil }) })
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
-	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("operator", "operator", "linux/amd64")}
-	pod := &corev1.Pod{}
-	g.Eventually(func() error { return operatortest.Admin.Get(ctx, podKey, pod) }, operatortest.Timeout).Should(Succeed())
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
-		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, build.WarmPodName("operator", "operator", "linux/amd64"))
 
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	g.Expect(pushArgs).NotTo(BeNil(), "the push step ran")

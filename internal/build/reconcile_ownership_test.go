@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -26,23 +27,15 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 	t.Run("cache claim", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ns := operatortest.Namespace(t)
-		operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
-		operatortest.CreateDeployer(t, ns, "deployer")
+		ns, _ := apiNamespace(t)
 		squatter := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.CacheClaimName("api", "api")},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		}
 		g.Expect(operatortest.Admin.Create(ctx, squatter)).To(Succeed())
-		env := operatortest.APIEnv(ns)
-		env.Spec.ServiceAccountName = "deployer"
-		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-		env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Message).To(ContainSubstring("build cache claim " + squatter.Name + " exists and belongs to another owner"))
-		})
+		key := operatortest.CreateEnv(t, operatortest.AsDeployer(operatortest.APIEnv(ns)))
+		env := operatortest.WaitForStalled(t, key, "", "build cache claim "+squatter.Name+" exists and belongs to another owner")
 		g.Expect(operatortest.BuilderJobs(g, ns)).To(BeEmpty(), "no build mounts another owner's claim")
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(squatter), pvc)).To(Succeed())
@@ -53,23 +46,15 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 	t.Run("builder job", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		ns := operatortest.Namespace(t)
-		operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
-		operatortest.CreateDeployer(t, ns, "deployer")
-		env := operatortest.APIEnv(ns)
-		env.Spec.ServiceAccountName = "deployer"
-		env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+		ns, _ := apiNamespace(t)
+		env := amd64APIEnv(ns)
+		key := operatortest.CreateEnv(t, env)
 		job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 		// Someone takes the Job over: it is no longer the environment's.
 		job.OwnerReferences = nil
 		g.Expect(operatortest.Admin.Update(ctx, &job)).To(Succeed())
 		operatortest.RequestReconcile(t, env)
-		env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Message).To(ContainSubstring("builder Job " + job.Name + " exists and belongs to another owner"))
-		})
+		env = operatortest.WaitForStalled(t, key, "", "builder Job "+job.Name+" exists and belongs to another owner")
 		kept := &batchv1.Job{}
 		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(&job), kept)).To(Succeed())
 		g.Expect(kept.UID).To(Equal(job.UID))
@@ -85,18 +70,12 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 func TestBuilderNamesDoNotCollide(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
+	ns, _ := apiNamespace(t)
 	newEnv := func(envName, image string) *v1alpha1.DevEnvironment {
-		env := operatortest.APIEnv(ns)
+		env := warmAPIEnv(ns)
 		env.Name = envName
-		env.Spec.ServiceAccountName = "deployer"
-		img := &env.Spec.Components[0].Images[0]
-		img.Name = image
-		img.Platforms = []string{"linux/amd64"}
-		img.Run.KeepWarm = true
-		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+		env.Spec.Components[0].Images[0].Name = image
+		operatortest.CreateEnv(t, env)
 		return env
 	}
 	first, second := newEnv("a", "b-c"), newEnv("a-b", "c")
@@ -119,4 +98,35 @@ func TestBuilderNamesDoNotCollide(t *testing.T) {
 		operatortest.ExpectKstatus(t, cur, status.InProgressStatus)
 	}
 	g.Expect(build.WarmPodName("a", "b-c", "linux/amd64")).NotTo(Equal(build.WarmPodName("a-b", "c", "linux/amd64")))
+}
+
+// TestImageNamedLikeAChartsImageBuilds: charts name images "org/name"
+// (volcanosh/vc-scheduler); such an image with a run step and a build
+// cache gets its builder Job and cache claim, every label valid, and is
+// not Stalled.
+func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	env := amd64APIEnv(ns)
+	const image = "volcanosh/vc-scheduler"
+	env.Spec.Components[0].Images[0].Name = image
+	key := operatortest.CreateEnv(t, env)
+
+	g.Eventually(func(g Gomega) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
+		for k, v := range pvc.Labels {
+			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
+		}
+		g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelImage, v1alpha1.LabelValue(image)))
+		jobs := operatortest.BuilderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		job := jobs["linux-amd64"]
+		for k, v := range job.Labels {
+			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
+		}
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForPhase(t, key, v1alpha1.PhaseBuilding)
+	g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 }

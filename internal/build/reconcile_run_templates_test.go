@@ -2,13 +2,8 @@ package build_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +11,6 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
-	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -62,18 +56,8 @@ func buildContainer(job batchv1.Job) corev1.Container {
 // platform image of its own, report its digest) and ends the Job.
 func finishBuild(t *testing.T, ns, image string, job batchv1.Job) string {
 	t.Helper()
-	g := NewWithT(t)
-	img, err := random.Image(256, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	d, err := img.Digest()
-	g.Expect(err).NotTo(HaveOccurred())
-	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/%s@%s", operatortest.Registry.Host, ns, image, d), name.Insecure)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(remote.Write(ref, img)).To(Succeed())
-	report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 1})
-	finishJob(t, &job,
-		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
-		[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
+	d := pushRandom(NewWithT(t), ns+"/"+image)
+	finishBuildJob(t, job, d, 1)
 	return d.String()
 }
 
@@ -224,7 +208,6 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 // field; one that closes a cycle names the cycle's path.
 func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.AppFiles(t, ns, map[string]string{"main.go": "package main\n"})
 	image := func(name, env string) v1alpha1.ImageSpec {
@@ -235,31 +218,15 @@ func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 		v1alpha1.Component{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "operator").Digest }}`)}},
 	).Create(t)
 	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].images[0].run.env[0].value`))
-		g.Expect(stalled.Message).To(ContainSubstring(`image "operator" is not built by a component before this one`))
-	})
+	operatortest.WaitForStalled(t, key, v1alpha1.ReasonInvalidSpec, `spec.components[0].images[0].run.env[0].value`, `image "operator" is not built by a component before this one`)
 
 	// The operator reads the bundle, which reads the operator.
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components = []v1alpha1.Component{
 			{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "bundle").Digest }}`)}},
 			{Name: "bundle", Images: []v1alpha1.ImageSpec{image("bundle", `{{ (image "operator").Reference }}`)}},
 		}
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
-	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDependencyCycle))
-		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].images[0].run.env[0].value: dependency cycle: operator -> bundle -> operator"))
 	})
+	operatortest.WaitForStalled(t, key, v1alpha1.ReasonDependencyCycle, "spec.components[0].images[0].run.env[0].value: dependency cycle: operator -> bundle -> operator")
 	g.Expect(buildJobsByImage(g, ns, "operator", "bundle")).To(BeEmpty(), "nothing is built from a spec that does not plan")
 }

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,40 +30,24 @@ import (
 func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	// Content of its own: callsWith counts execs naming its digest.
-	first := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	img := &env.Spec.Components[0].Images[0]
-	img.Platforms = []string{"linux/amd64"}
-	img.Run.KeepWarm = true
+	ns, first := apiNamespace(t)
+	env := warmAPIEnv(ns)
 	var pushed string
 	operatortest.WarmExec.Answer(func(command []string, stdout, stderr io.Writer) error {
 		if !operatortest.IsStep(command, build.WarmStepPush) {
 			return nil
 		}
 		// What `helper build --step push` does: push, then report.
-		image, err := random.Image(256, 1)
-		if err != nil {
-			return err
-		}
-		d, _ := image.Digest()
-		ref, _ := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
-		if err := remote.Write(ref, image); err != nil {
-			return err
-		}
+		d := pushRandom(g, ns+"/api")
 		pushed = d.String()
 		fmt.Fprintln(stderr, "go build ./cmd/api")
 		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 2})
-		_, err = fmt.Fprintf(stdout, "%s\n", report)
+		_, err := fmt.Fprintf(stdout, "%s\n", report)
 		return err
 	})
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
-	podKey := client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}
+	podKey := client.ObjectKey{Namespace: ns, Name: warmAPIPod}
 	pod := &corev1.Pod{}
 	g.Eventually(func() error { return operatortest.Admin.Get(ctx, podKey, pod) }, operatortest.Timeout).Should(Succeed())
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -91,11 +72,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(operatortest.WarmExec.CallsWith(ns)).To(BeZero(), "no exec before the builder runs")
 
 	// The kubelet starts it: the build is exec'd, once.
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
-		{Name: build.ContainerWarm, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-		{Name: build.ContainerWarmAgent, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	operatortest.RunPod(t, ns, warmAPIPod)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	st := env.Status.Component("api").Image("api")
 	g.Expect(st.Digest).To(Equal(pushed))
@@ -116,13 +93,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	})
 	second := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {\n"})
 	operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("exit code 2"))
-		g.Expect(stalled.Message).To(ContainSubstring("syntax error"))
-	})
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonBuildFailed, "exit code 2", "syntax error")
 	st = env.Status.Component("api").Image("api")
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildFailed))
 	g.Expect(*st.Build.ExitCode).To(BeEquivalentTo(2))
@@ -149,27 +120,15 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
+	ns, _ := apiNamespace(t)
 	squatter := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: warmAPIPod},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
 	g.Expect(operatortest.Admin.Create(ctx, squatter)).To(Succeed())
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	img := &env.Spec.Components[0].Images[0]
-	img.Platforms = []string{"linux/amd64"}
-	img.Run.KeepWarm = true
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	key := operatortest.CreateEnv(t, warmAPIEnv(ns))
 
-	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("warm builder pod " + squatter.Name + " exists and belongs to another owner"))
-	})
+	operatortest.WaitForStalled(t, key, v1alpha1.ReasonBuildFailed, "warm builder pod "+squatter.Name+" exists and belongs to another owner")
 	pod := &corev1.Pod{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(squatter), pod)).To(Succeed())
 	g.Expect(pod.UID).To(Equal(squatter.UID), "not replaced")
@@ -181,27 +140,17 @@ func TestWarmBuilderOfAnotherOwnerIsLeftAlone(t *testing.T) {
 // the connection upgrade, told by its Status, not by a word in a message):
 // the environment stalls with reason Forbidden, naming the right it needs.
 func TestRefusedExecStallsForbidden(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	operatortest.WarmExec.ExecForReal(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
 	operatortest.CreateServiceAccount(t, ns, "builder")
 	operatortest.Allow(t, ns, "builder",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "create", "delete"}})
-	env := operatortest.APIEnv(ns)
+	env := warmAPIEnv(ns)
 	env.Spec.ServiceAccountName = "builder"
-	img := &env.Spec.Components[0].Images[0]
-	img.Platforms = []string{"linux/amd64"}
-	img.Run.KeepWarm = true
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	operatortest.RunPod(t, ns, build.WarmPodName("api", "api", "linux/amd64"))
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonForbidden))
-		g.Expect(stalled.Message).To(ContainSubstring("pods/exec"))
-	})
+	key := operatortest.CreateEnv(t, env)
+	operatortest.RunPod(t, ns, warmAPIPod)
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonForbidden, "pods/exec")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
@@ -212,18 +161,12 @@ func TestRefusedExecStallsForbidden(t *testing.T) {
 func TestStaleWarmBuilderIsRemoved(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	img := &env.Spec.Components[0].Images[0]
-	img.Platforms = []string{"linux/amd64"}
-	img.Run.KeepWarm = true
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	ns, _ := apiNamespace(t)
+	env := warmAPIEnv(ns)
+	key := operatortest.CreateEnv(t, env)
 	current := &corev1.Pod{}
 	g.Eventually(func() error {
-		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName("api", "api", "linux/amd64")}, current)
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: warmAPIPod}, current)
 	}, operatortest.Timeout).Should(Succeed())
 	stale := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-api-amd64-warm", Labels: current.Labels,
@@ -238,10 +181,7 @@ func TestStaleWarmBuilderIsRemoved(t *testing.T) {
 	kept := &corev1.Pod{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(current), kept)).To(Succeed())
 	g.Expect(kept.UID).To(Equal(current.UID))
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components).To(HaveLen(1))
-		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
-	})
+	env = operatortest.WaitForPhase(t, key, v1alpha1.PhaseBuilding)
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }
 
@@ -250,27 +190,38 @@ func TestStaleWarmBuilderIsRemoved(t *testing.T) {
 // environment stalls as for a builder Job past its deadline.
 func TestWarmBuildHonoursRunTimeout(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
+	ns, _ := apiNamespace(t)
 	operatortest.WarmExec.HangIn(ns)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	img := &env.Spec.Components[0].Images[0]
-	img.Platforms = []string{"linux/amd64"}
-	img.Run.KeepWarm = true
-	img.Run.Timeout = &metav1.Duration{Duration: 2 * time.Second}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	operatortest.RunPod(t, ns, build.WarmPodName("api", "api", "linux/amd64"))
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonBuildFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("took longer than run.timeout (2s)"))
-	})
+	env := warmAPIEnv(ns)
+	env.Spec.Components[0].Images[0].Run.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+	key := operatortest.CreateEnv(t, env)
+	operatortest.RunPod(t, ns, warmAPIPod)
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonBuildFailed, "took longer than run.timeout (2s)")
 	st := env.Status.Component("api").Image("api")
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildFailed))
 	g.Expect(st.Build.LogTail).To(ContainSubstring("compiling forever"))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
+}
+
+// TestRunningWarmBuildShowsItsLogTail is issue 18 item 11 in status: a
+// warm build still compiling has the end of its output in
+// status.components[].images[].build.logTail, brought up to date while it
+// runs, not only once it failed.
+func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
+	ns, _ := apiNamespace(t)
+	operatortest.WarmExec.HangIn(ns)
+	// The fetch step succeeds; the run step compiles until it is stopped.
+	operatortest.WarmExec.Answer(func(_ []string, _, _ io.Writer) error { return nil })
+	env := warmAPIEnv(ns)
+	env.Spec.Components[0].Images[0].Run.Timeout = &metav1.Duration{Duration: time.Minute}
+	key := operatortest.CreateEnv(t, env)
+	operatortest.RunPod(t, ns, warmAPIPod)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		st := env.Status.Component("api").Image("api")
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Build).NotTo(BeNil())
+		g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildRunning))
+		g.Expect(st.Build.LogTail).To(ContainSubstring("compiling forever"))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }

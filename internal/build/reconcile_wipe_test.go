@@ -1,8 +1,6 @@
 package build_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,32 +8,14 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
-	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
-
-// pushRandom pushes a random platform image to ns/api, as a builder's
-// push would, and returns its digest.
-func pushRandom(g Gomega, ns string) v1.Hash {
-	img, err := random.Image(256, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	d, err := img.Digest()
-	g.Expect(err).NotTo(HaveOccurred())
-	ref, err := name.NewDigest(fmt.Sprintf("%s/%s/api@%s", operatortest.Registry.Host, ns, d), name.Insecure)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(remote.Write(ref, img)).To(Succeed())
-	return d
-}
 
 // wipeManifest deletes a manifest from the test registry, as a registry
 // restarted without storage or garbage-collected would have lost it.
@@ -48,15 +28,15 @@ func wipeManifest(g Gomega, repo, digest string) {
 	g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted))
 }
 
-// expectPushed checks that the registry holds the recorded image and that
-// every tag names it.
-func expectPushed(t *testing.T, g Gomega, ns string, img *v1alpha1.ImageStatus) {
-	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+ns+"/api@"+img.Digest, name.Insecure)
+// expectPushed checks that the registry's repo ("ns/image") holds the
+// recorded image and that every tag names it.
+func expectPushed(t *testing.T, g Gomega, repo string, img *v1alpha1.ImageStatus) {
+	byDigest, err := name.NewDigest(operatortest.Registry.Host+"/"+repo+"@"+img.Digest, name.Insecure)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = remote.Head(byDigest)
 	g.Expect(err).NotTo(HaveOccurred(), "the manifest is in the registry")
 	for _, tag := range img.Tags {
-		g.Expect(operatortest.Registry.TagDigest(t, ns+"/api", tag)).To(Equal(img.Digest), "tag %s", tag)
+		g.Expect(operatortest.Registry.TagDigest(t, repo, tag)).To(Equal(img.Digest), "tag %s", tag)
 	}
 }
 
@@ -67,33 +47,16 @@ func expectPushed(t *testing.T, g Gomega, ns string, img *v1alpha1.ImageStatus) 
 // image never came back.
 func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	env.Spec.Components[0].Images[0].Platforms = []string{"linux/amd64"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	ns, _ := apiNamespace(t)
+	env := amd64APIEnv(ns)
+	key := operatortest.CreateEnv(t, env)
 
-	finish := func(job batchv1.Job) {
-		d := pushRandom(g, ns)
-		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 1})
-		finishJob(t, &job,
-			[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
-			[]corev1.ContainerStatus{operatortest.Terminated(build.ContainerAssemble, 0, string(report))}, true)
-	}
-	var first batchv1.Job
-	g.Eventually(func(g Gomega) {
-		jobs := operatortest.BuilderJobs(g, ns)
-		g.Expect(jobs).To(HaveKey("linux-amd64"))
-		first = jobs["linux-amd64"]
-	}, operatortest.Timeout).Should(Succeed())
+	finish := func(job batchv1.Job) { finishBuildJob(t, job, pushRandom(g, ns+"/api"), 1) }
+	first := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 	finish(first)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	built := *env.Status.Component("api").Image("api")
-	expectPushed(t, g, ns, &built)
+	expectPushed(t, g, ns+"/api", &built)
 
 	// The registry loses the image.
 	wipeManifest(g, ns+"/api", built.Digest)
@@ -108,9 +71,7 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 		g.Expect(second.UID).NotTo(Equal(first.UID))
 	}, operatortest.Timeout).Should(Succeed())
 	g.Expect(second.Name).To(Equal(first.Name))
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components[0].Phase).To(Equal(v1alpha1.PhaseBuilding))
-	})
+	env = operatortest.WaitForPhase(t, key, v1alpha1.PhaseBuilding)
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	finish(second)
@@ -118,7 +79,7 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("api").Image("api").Digest).NotTo(Equal(built.Digest))
 	})
-	expectPushed(t, g, ns, env.Status.Component("api").Image("api"))
+	expectPushed(t, g, ns+"/api", env.Status.Component("api").Image("api"))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
@@ -127,26 +88,17 @@ func TestWipedRegistryRebuildsRunSteps(t *testing.T) {
 // exec'd again.
 func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	// Content of its own: callsWith counts execs naming its digest.
-	first := operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := operatortest.APIEnv(ns)
+	ns, first := apiNamespace(t)
+	env := warmAPIEnv(ns)
 	env.Name = "wipe"
-	env.Spec.ServiceAccountName = "deployer"
-	img := &env.Spec.Components[0].Images[0]
-	img.Platforms = []string{"linux/amd64"}
-	img.Run.KeepWarm = true
 	operatortest.WarmExec.Answer(func(command []string, stdout, _ io.Writer) error {
 		if !operatortest.IsStep(command, build.WarmStepPush) {
 			return nil
 		}
-		_, err := fmt.Fprintf(stdout, "{\"digest\":%q}\n", pushRandom(g, ns))
+		_, err := fmt.Fprintf(stdout, "{\"digest\":%q}\n", pushRandom(g, ns+"/api"))
 		return err
 	})
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	operatortest.RunPod(t, ns, build.WarmPodName("wipe", "api", "linux/amd64"))
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	built := *env.Status.Component("api").Image("api")
@@ -159,6 +111,6 @@ func TestWipedRegistryRebuildsInWarmBuilders(t *testing.T) {
 		g.Expect(env.Status.Component("api").Image("api").Digest).NotTo(Equal(built.Digest))
 	})
 	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(2), "the build of the same inputs ran again")
-	expectPushed(t, g, ns, env.Status.Component("api").Image("api"))
+	expectPushed(t, g, ns+"/api", env.Status.Component("api").Image("api"))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

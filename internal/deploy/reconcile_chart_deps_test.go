@@ -115,15 +115,9 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 	env := operatortest.Env(ns, "dynamo").Deployer().Registry().AppSource().
 		Components(operatortest.Chart("platform", "deploy/platform", `{"grove": {"enabled": false}}`)).Obj()
 	env.Spec.ChartCredentials = []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.chart: dependency "nats" (` + chartRepo + `, version ~1.2.0)`))
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.chartCredentials[0].secretRef: Secret "chart-repo" not found`))
-	})
+	env = operatortest.WaitForStalled(t, key, "", `spec.components[0].helm.chart: dependency "nats" (`+chartRepo+`, version ~1.2.0)`, `spec.chartCredentials[0].secretRef: Secret "chart-repo" not found`)
 	g.Expect(env.Status.Component("platform").Phase).To(Equal(v1alpha1.PhaseFailed))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
@@ -141,14 +135,9 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 		"platform": "0.1.0", "nats": "1.2.3", "etcd": "0.3.1"}), "grove's condition is off")
 
 	// Dynamo's toggles: nats off, grove on.
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Helm.Values = &apiextensionsv1.JSON{Raw: []byte(`{"nats": {"enabled": false}}`)}
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("platform").Release.Revision).To(Equal(2))

@@ -69,7 +69,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AllowCRDs(t, ns, "deployer")
-	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary"))
+	_, srcDigest := pushWebSource(t, ns)
 	chartRepo := pushChart(t, "demo", ns+"/charts")
 	setValues(t, ns, "dev-values", "replicas: 2\nvalidator: {version: from-configmap}\n")
 	g.Expect(operatortest.Admin.Create(ctx, &corev1.Secret{
@@ -77,11 +77,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 		StringData: map[string]string{"values.yaml": "validator: {version: from-secret}\n"},
 	})).To(Succeed())
 
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	c := &env.Spec.Components[0]
-	c.Manifests = nil
-	c.Helm = &v1alpha1.HelmSpec{
+	key := operatortest.CreateEnv(t, webHelmEnv(ns, &v1alpha1.HelmSpec{
 		Chart:       v1alpha1.ChartRef{OCI: chartRepo, Version: "0.1.x"},
 		ReleaseName: "gpu",
 		Values:      &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 3, "image": "web:dev"}`)},
@@ -90,17 +86,9 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 			{Kind: "Secret", Name: "dev-secret"},
 		},
 		ImageValues: []v1alpha1.ImageValue{{Image: "web", Path: "validator.version", From: "Revision"}},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	}))
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := env.Status.Component("web")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
-		g.Expect(c.Release).NotTo(BeNil())
-		g.Expect(c.Release.Revision).To(BeNumerically(">", 0), "installed, not only about to be")
-	})
+	env := waitForWebDeploying(t, key, expectInstalled)
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	// The CRD is installed and established before the custom resource.
@@ -125,10 +113,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(operatortest.Registry.Host + "/" + ns + "/web@" + img.Digest))
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 
-	operatortest.MarkDeploymentAvailable(t, ns, "gpu-app")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "gpu-app")
 	g.Expect(env.Status.Component("web").Release.Revision).To(Equal(1))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
@@ -138,12 +123,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 	// Helm's error.
 	setValues(t, ns, "dev-values", "replicas: 2\nbroken: true\n")
 	_ = operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
-	})
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonDeployFailed, "Not_A_Valid_Name")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	rel := env.Status.Component("web").Release
 	g.Expect(rel.Revision).To(BeNumerically(">", 2), "failed upgrades and their rollbacks are revisions")
@@ -158,10 +138,7 @@ func TestOCIChartWithCRDAndCustomResource(t *testing.T) {
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(BeNil())
 		g.Expect(env.Status.Component("web").Release.Revision).To(BeNumerically(">", rel.Revision))
 	})
-	operatortest.MarkDeploymentAvailable(t, ns, "gpu-app")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "gpu-app")
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-app"}, d)).To(Succeed())
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
@@ -181,26 +158,15 @@ func TestFailingHookStallsThenInstalls(t *testing.T) {
 	operatortest.AppFiles(t, ns, files)
 	env := operatortest.Env(ns, "hooks").Deployer().AppSource().Components(operatortest.Chart("init", "chart", "")).Create(t)
 	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("pre-install"))
-		g.Expect(stalled.Message).To(ContainSubstring("Invalid_Hook_Name"))
-	})
+	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonDeployFailed, "pre-install", "Invalid_Hook_Name")
 	g.Expect(env.Status.Component("init").Phase).To(Equal(v1alpha1.PhaseFailed))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	// The release's own objects were never left behind by a failed install.
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "init-config"}, &corev1.ConfigMap{})).NotTo(Succeed())
 
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Helm.Values = &apiextensionsv1.JSON{Raw: []byte(`{"failHook": false}`)}
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("init").Release).NotTo(BeNil())
@@ -217,18 +183,11 @@ func TestKustomizeComponent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	for k, v := range operatortest.DirFiles(t, filepath.Join("testdata", "manifests", "kustomize"), "config") {
-		files[k] = v
-	}
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	pushWebSource(t, ns, operatortest.DirFiles(t, filepath.Join("testdata", "manifests", "kustomize"), "config"))
+	env := webManifestsEnv(ns, "config/overlay")
 	env.Spec.Registry.PullPrefix = "localhost:5001/team"
 	env.Spec.Components[0].Images[0].Name = "api"
-	env.Spec.Components[0].Manifests.Paths = []string{"config/overlay"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web")).NotTo(BeNil())
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(1))
@@ -241,10 +200,7 @@ func TestKustomizeComponent(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("localhost:5001/team/api@"+img.Digest),
 		"the overlay names the image by its pull repository; it is pinned to the built digest")
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
-	operatortest.MarkDeploymentAvailable(t, ns, "api")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "api")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 

@@ -22,21 +22,13 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	files["deploy/deployment.yaml"] = operatortest.WebDeployment
-	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n"
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	files, _ := pushWebSource(t, ns, webDeployment, map[string]string{
+		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n"})
+	env := webManifestsEnv(ns, "deploy")
 	env.Spec.Registry.PullPrefix = "localhost:5001/" + ns
-	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := env.Status.Component("web")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
+	env = waitForWebDeploying(t, key, func(g Gomega, env *v1alpha1.DevEnvironment, c *v1alpha1.ComponentStatus) {
 		g.Expect(c.Message).To(ContainSubstring("deployments.apps/web"))
 		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)).NotTo(BeNil())
 	})
@@ -52,9 +44,7 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	))
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
@@ -67,9 +57,8 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(1))
 	})
-	operatortest.MarkDeploymentAvailable(t, ns, "web") // the new source may have built a new digest
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	// The new source may have built a new digest: rolled out again.
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(1))
 	})
 
@@ -85,30 +74,14 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	for k, v := range operatortest.ChartFiles(t, "web", "chart") {
-		files[k] = v
-	}
-	srcDigest := operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	c := &env.Spec.Components[0]
-	c.Manifests = nil
-	c.Helm = &v1alpha1.HelmSpec{
+	_, srcDigest := pushWebSource(t, ns, operatortest.ChartFiles(t, "web", "chart"))
+	key := operatortest.CreateEnv(t, webHelmEnv(ns, &v1alpha1.HelmSpec{
 		Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
 		ReleaseName: "site",
 		ImageValues: []v1alpha1.ImageValue{{Image: "web", Path: "version", From: "Revision"}},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	}))
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := env.Status.Component("web")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
-		g.Expect(c.Release).NotTo(BeNil())
-		g.Expect(c.Release.Revision).To(BeNumerically(">", 0), "installed, not only about to be")
-	})
+	env := waitForWebDeploying(t, key, expectInstalled)
 	g.Expect(*env.Status.Component("web").Release).To(Equal(v1alpha1.ReleaseStatus{Name: "site", Namespace: ns, Revision: 1, Status: "deployed",
 		Workloads: []v1alpha1.ObjectRef{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "site"}}}), "the release's workloads, for kubectl devloop logs")
 	img := env.Status.Component("web").Image("web")
@@ -120,10 +93,7 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(operatortest.Registry.Host + "/" + ns + "/web@" + img.Digest))
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
-	operatortest.MarkDeploymentAvailable(t, ns, "site")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "site")
 	// Nothing changed: the release is not upgraded again.
 	g.Expect(env.Status.Component("web").Release.Revision).To(Equal(1))
 	g.Expect(env.Status.Component("web").Drift).To(BeEmpty())
@@ -187,12 +157,7 @@ func TestDeployWithoutServiceAccountStalls(t *testing.T) {
 	operatortest.UseDeployEngine(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
 	env := operatortest.Env(ns, "anonymous").AppSource().Components(operatortest.Manifests("config", "deploy")).Create(t)
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonNoServiceAccount))
-		g.Expect(stalled.Message).To(ContainSubstring("spec.serviceAccountName: no ServiceAccount to deploy as"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonNoServiceAccount, "spec.serviceAccountName: no ServiceAccount to deploy as")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	// Nothing was deployed, so nothing wedges the deletion.
@@ -210,8 +175,7 @@ func TestDroppedComponentIsPruned(t *testing.T) {
 	})
 	env := operatortest.Env(ns, "pair").Deployer().AppSource().
 		Components(operatortest.Manifests("a", "a"), operatortest.After(operatortest.Manifests("b", "b"), "a")).Obj()
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.ComponentsReady).To(Equal("2/2"))
@@ -236,13 +200,7 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, operatortest.ChartFiles(t, "web", "chart"))
 	env := operatortest.Env(ns, "broken").Deployer().AppSource().Components(operatortest.Chart("site", "chart", `{"broken": true}`)).Create(t)
-	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("failed 3 times in a row"))
-		g.Expect(stalled.Message).To(ContainSubstring("Not_A_Valid_Name"))
-	})
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonDeployFailed, "failed 3 times in a row", "Not_A_Valid_Name")
 	g.Expect(env.Status.Component("site").Phase).To(Equal(v1alpha1.PhaseFailed))
 	// The count lives in status, so a restarted operator (the engine keeps
 	// no state of its own) stalls it again rather than retrying from zero.
@@ -282,22 +240,15 @@ func TestHandEditsAreShownAndCorrected(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	files["deploy/deployment.yaml"] = operatortest.WebDeployment
-	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: declared}\n"
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	pushWebSource(t, ns, webDeployment, map[string]string{
+		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: declared}\n"})
+	env := webManifestsEnv(ns, "deploy")
+	key := operatortest.CreateEnv(t, env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web")).NotTo(BeNil())
 		g.Expect(env.Status.Component("web").Inventory).To(HaveLen(2))
 	})
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").AppliedDigest).NotTo(BeEmpty())
 	})
 	// A reconcile with nothing edited finds no drift.

@@ -34,38 +34,25 @@ import (
 // and that the verdicts come in exactly the order a Flux user would see.
 func TestFluxHealthCheckFollowsThePhases(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	files["deploy/deployment.yaml"] = operatortest.WebDeployment
-	operatortest.AppFiles(t, ns, files)
+	pushWebSource(t, ns, webDeployment)
 
 	rec := watchEnvironments(t, ns)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, webManifestsEnv(ns, "deploy"))
 
 	// Deploying: the Deployment is applied but not available.
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		c := env.Status.Component("web")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseDeploying), "message: %s", c.Message)
-	})
+	env := waitForWebDeploying(t, key, nil)
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	// Ready: the Deployment's pods are up.
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
+	env = rolledOut(t, key, "web", func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Phase).To(Equal(v1alpha1.PhaseReady))
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// Broken by an edit: a layer naming a file the source lacks stalls the
 	// build.
-	editSpec(t, key, func(env *v1alpha1.DevEnvironment) {
+	operatortest.EditSpec(t, key, func(env *v1alpha1.DevEnvironment) {
 		env.Spec.Components[0].Images[0].Layers[0].From = "bin/missing"
 	})
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -78,7 +65,7 @@ func TestFluxHealthCheckFollowsThePhases(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	// Fixed: Ready again.
-	editSpec(t, key, func(env *v1alpha1.DevEnvironment) {
+	operatortest.EditSpec(t, key, func(env *v1alpha1.DevEnvironment) {
 		env.Spec.Components[0].Images[0].Layers[0].From = "bin/web"
 	})
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -135,20 +122,6 @@ func phases(env *v1alpha1.DevEnvironment) string {
 		out = append(out, c.Name+"="+string(c.Phase))
 	}
 	return strings.Join(out, ",")
-}
-
-// editSpec changes the spec of the environment at key, retrying on
-// conflicts with the reconciler's status writes.
-func editSpec(t *testing.T, key client.ObjectKey, edit func(*v1alpha1.DevEnvironment)) {
-	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(context.Background(), key, cur); err != nil {
-			return err
-		}
-		edit(cur)
-		return operatortest.Admin.Update(context.Background(), cur)
-	}, operatortest.Timeout).Should(Succeed())
 }
 
 // envRecorder keeps every version of the environments of a namespace the

@@ -52,14 +52,8 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, crd)).To(Succeed())
 	t.Cleanup(func() { _ = operatortest.Admin.Delete(context.Background(), crd) })
 
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("gadgets.ownership.devloop.dev already exists and belongs to no DevEnvironment"))
-		g.Expect(stalled.Message).To(ContainSubstring("adopt: true"))
-	})
+	key := operatortest.CreateEnv(t, env)
+	operatortest.WaitForStalled(t, key, "", "gadgets.ownership.devloop.dev already exists and belongs to no DevEnvironment", "adopt: true")
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(crd.GroupVersionKind())
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
@@ -99,11 +93,7 @@ func TestSameNamedEnvironmentsKeepTheirOwnObjects(t *testing.T) {
 			operatortest.WaitForEnv(t, keys[0], operatortest.ExpectReadyAndCurrent)
 		}
 	}
-	operatortest.WaitForEnv(t, keys[1], func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("belongs to DevEnvironment " + keys[0].Namespace + "/" + keys[0].Name))
-	})
+	operatortest.WaitForStalled(t, keys[1], "", "belongs to DevEnvironment "+keys[0].Namespace+"/"+keys[0].Name)
 
 	g.Expect(operatortest.Admin.Delete(ctx, &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: keys[1].Namespace, Name: keys[1].Name}})).To(Succeed())
 	operatortest.ExpectEnvGone(t, keys[1].Namespace, keys[1].Name)
@@ -139,12 +129,7 @@ func TestTwoEnvironmentsClaimingOneRelease(t *testing.T) {
 	second := operatortest.DeployDirSpec(ns, "second")
 	helmComponent(second)
 	g.Expect(operatortest.Admin.Create(ctx, second)).To(Succeed())
-	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(second), func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonDeployFailed))
-		g.Expect(stalled.Message).To(ContainSubstring("helm release " + ns + "/shared is owned by another DevEnvironment (uid " + string(first.UID) + ")"))
-	})
+	operatortest.WaitForStalled(t, client.ObjectKeyFromObject(second), v1alpha1.ReasonDeployFailed, "helm release "+ns+"/shared is owned by another DevEnvironment (uid "+string(first.UID)+")")
 	g.Expect(operatortest.ReleaseSecrets(t, ns, "shared")).To(Equal(1), "no revision written by the second")
 
 	g.Expect(operatortest.Admin.Delete(ctx, second)).To(Succeed())
@@ -190,13 +175,11 @@ func TestEachEnvironmentItsOwnFieldManager(t *testing.T) {
 // the release's storage is untouched.
 func TestPendingReleaseOfSomeoneElseIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := operatortest.Namespace(t)
 	env := operatortest.DeployDirEnv(t, ns, operatortest.ChartFiles(t, "upgradehook", "chart"))
 	env.Spec.Components[0].Manifests = nil
 	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"}, ReleaseName: "busy"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 
 	// Someone's helm upgrade, started 30s ago, is running: it wrote

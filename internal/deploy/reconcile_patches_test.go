@@ -46,26 +46,16 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AllowCRDs(t, ns, "deployer")
-	files := operatortest.WebFiles("binary")
-	for k, v := range operatortest.DirFiles(t, "testdata/patches/chart", "chart") {
-		files[k] = v
-	}
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	c := &env.Spec.Components[0]
-	c.Manifests = nil
-	c.Helm = &v1alpha1.HelmSpec{
+	pushWebSource(t, ns, operatortest.DirFiles(t, "testdata/patches/chart", "chart"))
+	key := operatortest.CreateEnv(t, webHelmEnv(ns, &v1alpha1.HelmSpec{
 		Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
 		ReleaseName: "site",
 		SkipCRDs:    true,
 		Patches:     debugPatches,
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	}))
 
 	// Helm waits for the hook; the build is in status before it runs.
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+	env := operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
 		g.Expect(env.Status.Component("web").Image("web").Digest).NotTo(BeEmpty())
 	})
@@ -88,10 +78,7 @@ func TestHelmPatchesReachTheHookJobAndItRunsTheBuiltImage(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(2), "the sidecar is merged by name, not replaced")
 	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal("busybox:1.36"))
 
-	operatortest.MarkDeploymentAvailable(t, ns, "site")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "site")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
@@ -114,38 +101,23 @@ func TestManifestsPatchThatMatchesNothingStallsNamingIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	files["deploy/deployment.yaml"] = operatortest.WebDeployment
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
-	m := env.Spec.Components[0].Manifests
-	m.Paths = []string{"deploy"}
-	m.Patches = []v1alpha1.Patch{
+	pushWebSource(t, ns, webDeployment)
+	env := webManifestsEnv(ns, "deploy")
+	env.Spec.Components[0].Manifests.Patches = []v1alpha1.Patch{
 		{Target: &v1alpha1.PatchTarget{Kind: "Deployment", Name: "web"},
 			Patch: "- {op: add, path: /spec/template/spec/containers/0/args, value: [--v=4]}\n"},
 		{Patch: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\nspec: {replicas: 2}\n"},
 	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring("spec.components[0].manifests.patches[1]: matches no rendered object"))
-	})
+	env = operatortest.WaitForStalled(t, key, "", "spec.components[0].manifests.patches[1]: matches no rendered object")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 	err := operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing applied (got %v)", err)
 
-	g.Eventually(func() error {
-		cur := &v1alpha1.DevEnvironment{}
-		if err := operatortest.Admin.Get(ctx, key, cur); err != nil {
-			return err
-		}
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
 		cur.Spec.Components[0].Manifests.Patches = cur.Spec.Components[0].Manifests.Patches[:1]
-		return operatortest.Admin.Update(ctx, cur)
-	}, operatortest.Timeout).Should(Succeed())
+	})
 	d := &appsv1.Deployment{}
 	g.Eventually(func() error { return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d) }, operatortest.Timeout).Should(Succeed())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"--v=4"}))
@@ -153,9 +125,6 @@ func TestManifestsPatchThatMatchesNothingStallsNamingIt(t *testing.T) {
 		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
 	})
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(operatortest.Registry.Host + "/" + ns + "/web@" + env.Status.Component("web").Image("web").Digest))
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "web")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

@@ -61,11 +61,7 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 	delete(files, "hack/values-dev.yaml")
 	operatortest.AppFiles(t, ns, files)
 	_ = operatortest.RequestReconcile(t, env)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Message).To(ContainSubstring(`spec.components[0].helm.valuesFiles[1]: "hack/values-dev.yaml" does not exist`))
-	})
+	env = operatortest.WaitForStalled(t, key, "", `spec.components[0].helm.valuesFiles[1]: "hack/values-dev.yaml" does not exist`)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
@@ -78,29 +74,20 @@ func TestImageValuesRegistryNameAndTag(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	for k, v := range treeFiles(t, "testdata/valuesfiles/gpu-operator") {
-		files[k] = v
-	}
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Name = "gpu-operator"
-	env.Spec.ServiceAccountName = "deployer"
-	env.Spec.Registry.PullPrefix = "localhost:5001/" + ns
-	c := &env.Spec.Components[0]
-	c.Name = "operator"
-	c.Images[0].Name = "nvidia/gpu-operator"
-	c.Manifests = nil
-	c.Helm = &v1alpha1.HelmSpec{
+	pushWebSource(t, ns, treeFiles(t, "testdata/valuesfiles/gpu-operator"))
+	env := webHelmEnv(ns, &v1alpha1.HelmSpec{
 		Chart: v1alpha1.ChartRef{Source: "app", Path: "deployments/gpu-operator"},
 		ImageValues: []v1alpha1.ImageValue{
 			{Image: "nvidia/gpu-operator", Path: "operator.repository", From: "Registry"},
 			{Image: "nvidia/gpu-operator", Path: "operator.image", From: "Name"},
 			{Image: "nvidia/gpu-operator", Path: "operator.version", From: "Tag"},
 		},
-	}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	})
+	env.Name = "gpu-operator"
+	env.Spec.Registry.PullPrefix = "localhost:5001/" + ns
+	env.Spec.Components[0].Name = "operator"
+	env.Spec.Components[0].Images[0].Name = "nvidia/gpu-operator"
+	key := operatortest.CreateEnv(t, env)
 
 	d := &appsv1.Deployment{}
 	g.Eventually(func() error {
@@ -114,9 +101,6 @@ func TestImageValuesRegistryNameAndTag(t *testing.T) {
 	g.Expect(container.Env).To(ContainElement(corev1.EnvVar{Name: "OPERATOR_IMAGE",
 		Value: "localhost:5001/" + ns + "/nvidia/gpu-operator:" + img.ContentHash}), "what the chart rendered")
 	g.Expect(container.Image).To(Equal("localhost:5001/"+ns+"/nvidia/gpu-operator@"+img.Digest), "pinned")
-	operatortest.MarkDeploymentAvailable(t, ns, "gpu-operator")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-	})
+	env = rolledOut(t, key, "gpu-operator")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }

@@ -44,8 +44,7 @@ func TestFailedJobFailsItsComponentAndAChangedJobIsReplaced(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	files := map[string]string{"deploy/job.yaml": initJob("v1")}
 	env := operatortest.DeployDirEnv(t, ns, files)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(operatortest.PhaseOf(env, "init")).To(Equal(v1alpha1.PhaseDeploying))
@@ -89,15 +88,10 @@ func TestStuckPodIsNamedWithTheRegistryField(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
-	files := operatortest.WebFiles("binary")
-	files["deploy/deployment.yaml"] = operatortest.WebDeployment
-	operatortest.AppFiles(t, ns, files)
-	env := operatortest.WebEnv(ns)
-	env.Spec.ServiceAccountName = "deployer"
+	pushWebSource(t, ns, webDeployment)
+	env := webManifestsEnv(ns, "deploy")
 	env.Spec.Registry.PullPrefix = "wrong.example:5000/" + ns + "/web"
-	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(operatortest.PhaseOf(env, "web")).To(Equal(v1alpha1.PhaseDeploying))
 	})

@@ -102,14 +102,7 @@ func BenchmarkImageBuild(b *testing.B) {
 	})
 
 	b.Run("warm-unchanged", func(b *testing.B) {
-		bl := f.builder(b)
-		img := f.oneFile
-		run := benchRun.Add(1)
-		img.Name = fmt.Sprintf("warm-%d", run)
-		if _, err := bl.Build(ctx, img, f.dir, staticTags("latest")); err != nil {
-			b.Fatal(err)
-		}
-		repo := fmt.Sprintf("crane-warm-%d", run)
+		bl, img, repo := f.builtOnce(b, f.oneFile, "warm")
 		if f.crane != "" {
 			f.craneAppend(b, repo, f.appTar)
 		}
@@ -128,21 +121,14 @@ func BenchmarkImageBuild(b *testing.B) {
 	})
 
 	b.Run("one-layer-changed", func(b *testing.B) {
-		bl := f.builder(b)
-		img := f.twoFile
-		run := benchRun.Add(1)
-		img.Name = fmt.Sprintf("changed-%d", run)
-		if _, err := bl.Build(ctx, img, f.dir, staticTags("latest")); err != nil {
-			b.Fatal(err)
-		}
-		repo := fmt.Sprintf("crane-changed-%d", run)
+		bl, img, repo := f.builtOnce(b, f.twoFile, "changed")
 		confTar := filepath.Join(b.TempDir(), "conf.tar")
 		if f.crane != "" {
 			f.craneAppend(b, repo, f.appTar, f.writeConfTar(b, confTar, "generation: 0\n"))
 		}
 		uploaded := 0
 		f.interleave(b, func(i int) {
-			generation := fmt.Sprintf("generation: %d-%d\n", run, i)
+			generation := fmt.Sprintf("generation: %s-%d\n", img.Name, i) // new content each time
 			testfiles.WriteFile(b, f.dir, "conf/settings.yaml", generation)
 			f.writeConfTar(b, confTar, generation)
 		}, func(int) {
@@ -257,6 +243,19 @@ func newBenchFixture(b *testing.B) *benchFixture {
 		f.crane = ""
 	}
 	return f
+}
+
+// builtOnce is where the warm benchmarks start: a Builder that has built
+// img once, named prefix and a run number of its own, and the repository,
+// of the same name, crane pushes to.
+func (f *benchFixture) builtOnce(b *testing.B, img Spec, prefix string) (*Builder, Spec, string) {
+	bl := f.builder(b)
+	run := benchRun.Add(1)
+	img.Name = fmt.Sprintf("%s-%d", prefix, run)
+	if _, err := bl.Build(context.Background(), img, f.dir, staticTags("latest")); err != nil {
+		b.Fatal(err)
+	}
+	return bl, img, fmt.Sprintf("crane-%s-%d", prefix, run)
 }
 
 func (f *benchFixture) builder(b *testing.B) *Builder {
