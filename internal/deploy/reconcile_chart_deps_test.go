@@ -19,9 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -131,7 +129,7 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 		g.Expect(env.Status.Component("platform").Release).NotTo(BeNil())
 	})
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
-	g.Expect(deployedCharts(t, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
+	g.Expect(testenv.DeployedChartVersions(t, operatortest.Admin, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
 		"platform": "0.1.0", "nats": "1.2.3", "etcd": "0.3.1"}), "grove's condition is off")
 
 	// Dynamo's toggles: nats off, grove on.
@@ -142,25 +140,7 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 		g.Expect(env.Status.Component("platform").Release.Revision).To(Equal(2))
 	})
-	g.Expect(deployedCharts(t, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
+	g.Expect(testenv.DeployedChartVersions(t, operatortest.Admin, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
 		"platform": "0.1.0", "etcd": "0.3.1", "grove": "0.1.0"}))
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
-}
-
-// deployedCharts reads the ConfigMap <release>-<chart> each fixture chart
-// renders and returns, for those that exist, chart -> version.
-func deployedCharts(t *testing.T, ns, release string, charts ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, c := range charts {
-		cm := &corev1.ConfigMap{}
-		err := operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + "-" + c}, cm)
-		switch {
-		case err == nil:
-			out[c] = cm.Data["version"]
-		case !apierrors.IsNotFound(err):
-			t.Fatal(err)
-		}
-	}
-	return out
 }

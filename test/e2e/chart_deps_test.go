@@ -22,13 +22,13 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	"github.com/devloop-dev/devloop/internal/testenv"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -137,7 +137,7 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 	started := time.Now()
 	waitEnv(t, key, 3*time.Minute, false, readyNow)
 	t.Logf("umbrella chart with three dependencies Ready in %s", time.Since(started).Round(time.Millisecond))
-	g.Expect(chartsDeployed(t, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
+	g.Expect(testenv.DeployedChartVersions(t, dc.Client, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
 		"platform": "0.1.0", "nats": "1.2.3", "etcd": "0.3.1"}), "grove's condition is off")
 
 	env.Spec.Components[0].Helm.Values = &apiextensionsv1.JSON{Raw: []byte(`{"nats": {"enabled": false}}`)}
@@ -146,24 +146,6 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 		readyNow(g, env)
 		g.Expect(componentOf(env, "platform").Release.Revision).To(Equal(2))
 	})
-	g.Expect(chartsDeployed(t, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
+	g.Expect(testenv.DeployedChartVersions(t, dc.Client, ns, "platform", "platform", "nats", "etcd", "grove")).To(Equal(map[string]string{
 		"platform": "0.1.0", "etcd": "0.3.1", "grove": "0.1.0"}), "nats off, grove on")
-}
-
-// chartsDeployed reads the ConfigMap <release>-<chart> each fixture chart
-// renders: chart -> version, for those in the cluster.
-func chartsDeployed(t *testing.T, ns, release string, charts ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, c := range charts {
-		cm := &corev1.ConfigMap{}
-		err := dc.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + "-" + c}, cm)
-		switch {
-		case err == nil:
-			out[c] = cm.Data["version"]
-		case !apierrors.IsNotFound(err):
-			t.Fatal(err)
-		}
-	}
-	return out
 }
