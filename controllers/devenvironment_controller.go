@@ -90,6 +90,11 @@ type DevEnvironmentReconciler struct {
 // the operator has no right to read Secrets at all.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// The metrics endpoint and the bundled registry's token service ask the API
+// server who a caller is (TokenReview) and what it may do
+// (SubjectAccessReview); neither grants the operator anything more.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
 // reconcile; spec changes and annotation changes (trigger, reconcile

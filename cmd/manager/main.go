@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/controllers"
 	"github.com/devloop-dev/devloop/internal/build"
@@ -92,7 +91,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		// One namespace only (--watch-namespace): the operator sees, and
 		// reconciles, nothing outside it.
 		Cache:                   operator.CacheOptions(operator.WatchScope{Namespace: opts.watchNamespace, Environments: opts.shard.selector}),
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        opts.shard.leaderElectionID,
@@ -160,6 +159,7 @@ type options struct {
 	maxHelmTimeout        time.Duration
 	maxBuildTimeout       time.Duration
 	metricsAddr           string
+	metricsSecure         bool
 	probeAddr             string
 	leaderElect           bool
 	concurrent            int
@@ -200,7 +200,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL); false: plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "how many DevEnvironments are reconciled at once")

@@ -128,6 +128,8 @@ func unstructuredRules(obj map[string]any) ([]rbacv1.PolicyRule, bool, error) {
 		rules = append(rules, rbacv1.PolicyRule{
 			APIGroups: stringList(m["apiGroups"]), Resources: stringList(m["resources"]),
 			Verbs: stringList(m["verbs"]), ResourceNames: stringList(m["resourceNames"]),
+			// The metrics-reader role's rule is on a URL, not a resource.
+			NonResourceURLs: stringList(m["nonResourceURLs"]),
 		})
 	}
 	return rules, true, nil

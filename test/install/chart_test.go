@@ -135,7 +135,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 func TestChartManagerArgs(t *testing.T) {
 	d := deploymentOf(t, renderChart(t, everything()), "devloop-manager")
 	got := d.Spec.Template.Spec.Containers[0].Args
-	want := []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+	want := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
 		"--work-dir=/var/cache/devloop", "--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--default-service-account=deployer",
 		"--no-cross-namespace-refs", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",

@@ -60,6 +60,9 @@ spec:
         {{- end }}
         {{- if $root.Values.metrics.enabled }}
         - --metrics-bind-address=:{{ $root.Values.metrics.port }}
+        {{- if not $root.Values.metrics.secure }}
+        - --metrics-secure=false
+        {{- end }}
         {{- else }}
         - --metrics-bind-address=0
         {{- end }}
