@@ -49,10 +49,22 @@ http:
 // test is skipped.
 func Start(t testing.TB) string {
 	t.Helper()
+	return StartWithConfig(t, "")
+}
+
+// StartWithConfig is Start with more top-level configuration appended to
+// the minimal one (e.g. an `auth:` section): such a registry may answer
+// /v2/ with 401, which counts as ready.
+func StartWithConfig(t testing.TB, extra string) string {
+	t.Helper()
 	if _, err := exec.LookPath(Binary); err != nil {
 		t.Skipf("%s not found (%v): install it with `%s`", Binary, err, InstallHint)
 	}
-	p, err := Run(t.TempDir())
+	host, err := freeLoopbackAddr()
+	if err != nil {
+		t.Fatalf("testregistry: %v", err)
+	}
+	p, err := runAt(t.TempDir(), host, extra)
 	if err != nil {
 		t.Fatalf("testregistry: %v", err)
 	}
@@ -88,13 +100,17 @@ func Run(dir string) (*Process, error) {
 // RunAt is Run listening on host (address:port), e.g. an address pods can
 // reach; restarting it on the same dir keeps what was pushed.
 func RunAt(dir, host string) (*Process, error) {
+	return runAt(dir, host, "")
+}
+
+func runAt(dir, host, extra string) (*Process, error) {
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
 		return nil, fmt.Errorf("%s not found (%v): install it with `%s`", Binary, err, InstallHint)
 	}
 	cfg := filepath.Join(dir, "config.yml")
 	storage := filepath.Join(dir, "storage")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, storage, host)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, storage, host)+extra), 0o600); err != nil {
 		return nil, err
 	}
 	p := &Process{Host: host, out: &syncBuffer{}, exited: make(chan struct{})}
@@ -154,7 +170,7 @@ func waitReady(host string, exited <-chan struct{}) error {
 		resp, err := client.Get("http://" + host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
 				return nil
 			}
 		}
