@@ -34,6 +34,8 @@ func main() {
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "helper" {
 		err = runHelper(os.Args[2:])
+	} else if len(os.Args) > 1 && os.Args[1] == "registry-front" {
+		err = runRegistryFront(os.Args[2:])
 	} else {
 		err = run(os.Args[1:])
 	}
@@ -134,6 +136,9 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return nil, fmt.Errorf("setting up controller: %w", err)
 	}
+	if err := addRegistryTokenService(mgr, cfg, opts.registryToken); err != nil {
+		return nil, err
+	}
 	if err := mgr.Add(metrics.WorkDirSampler{Root: opts.workDir}); err != nil {
 		return nil, err
 	}
@@ -184,6 +189,7 @@ type options struct {
 	// it elects its leader on.
 	shard                   shard
 	leaderElectionNamespace string
+	registryToken           registryTokenOptions
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }
@@ -222,6 +228,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.maxBuildTimeout, "max-build-timeout", build.DefaultMaxBuildTimeout, "cap on spec.components[].images[].run.timeout, for builder Jobs and warm builds")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; empty: the namespace the operator runs in")
+	registerRegistryTokenFlags(fs, &o.registryToken)
 	egressFlags := registerEgressFlags(fs)
 	shardFlags := registerShardFlags(fs)
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")

@@ -136,7 +136,10 @@ func TestChartManagerArgs(t *testing.T) {
 	d := deploymentOf(t, renderChart(t, everything()), "devloop-manager")
 	got := d.Spec.Template.Spec.Containers[0].Args
 	want := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
-		"--work-dir=/var/cache/devloop", "--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--default-service-account=deployer",
+		"--work-dir=/var/cache/devloop",
+		"--registry-token-bind-address=:5002", "--registry-token-key=/etc/devloop-registry-token/tls.key",
+		"--registry-token-cert=/etc/devloop-registry-token/tls.crt", "--registry-token-ttl=5m",
+		"--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--default-service-account=deployer",
 		"--no-cross-namespace-refs", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",
 		"--layer-compression=gzip", "--log-level=debug", "--log-format=console",
@@ -179,7 +182,9 @@ func readClusterRole(t *testing.T, path string) rbacv1.ClusterRole {
 func TestChartRegistry(t *testing.T) {
 	objs := renderChart(t, everything())
 	d := deploymentOf(t, objs, "devloop-registry")
-	if port := d.Spec.Template.Spec.Containers[0].Ports[0]; port.ContainerPort != 5000 || port.HostPort != 0 {
+	// With registry.auth (the default) clients reach the front, which
+	// stands before the registry on the pod's loopback.
+	if port := containerNamed(t, d, "front").Ports[0]; port.ContainerPort != 5000 || port.HostPort != 0 {
 		t.Errorf("registry port %+v, want container port 5000 and no host port", port)
 	}
 	// A hostPort is opt-in: Pod Security's baseline and restricted profiles
@@ -187,7 +192,7 @@ func TestChartRegistry(t *testing.T) {
 	vals := everything()
 	vals["registry"].(map[string]any)["hostPort"] = 5000
 	hp := deploymentOf(t, renderChart(t, vals), "devloop-registry")
-	if port := hp.Spec.Template.Spec.Containers[0].Ports[0]; port.HostPort != 5000 {
+	if port := containerNamed(t, hp, "front").Ports[0]; port.HostPort != 5000 {
 		t.Errorf("registry port %+v, want host port 5000", port)
 	}
 	svc := find(t, objs, "Service", "devloop-registry")

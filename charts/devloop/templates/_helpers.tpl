@@ -79,9 +79,24 @@ storage:
   delete:
     enabled: {{ .Values.registry.deleteEnabled }}
 http:
+  {{- if .Values.registry.auth.enabled }}
+  # Behind the front (registry-front), on the pod's loopback only.
+  addr: 127.0.0.1:5001
+  {{- else }}
   addr: :5000
+  {{- end }}
   headers:
     X-Content-Type-Options: [nosniff]
+{{- if .Values.registry.auth.enabled }}
+auth:
+  token:
+    # Clients never see this realm: the front rewrites it to /token on
+    # the address the client called.
+    realm: http://registry.invalid/token
+    service: devloop-registry
+    issuer: devloop
+    rootcertbundle: /etc/devloop-registry-token/tls.crt
+{{- end }}
 health:
   storagedriver:
     enabled: true

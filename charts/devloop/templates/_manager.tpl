@@ -68,6 +68,14 @@ spec:
         {{- end }}
         - --health-probe-bind-address=:8081
         - --work-dir=/var/cache/devloop
+        {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
+        # The bundled registry's token service (TokenReview and
+        # SubjectAccessReview; the signing key is the chart's Secret).
+        - --registry-token-bind-address=:{{ $root.Values.registry.auth.port }}
+        - --registry-token-key=/etc/devloop-registry-token/tls.key
+        - --registry-token-cert=/etc/devloop-registry-token/tls.crt
+        - --registry-token-ttl={{ $root.Values.registry.auth.ttl }}
+        {{- end }}
         {{- if $shard }}
         - --watch-label-selector=sharding.devloop.dev/key={{ $shard }}
         {{- else if $root.Values.shards }}
@@ -148,6 +156,10 @@ spec:
         {{- end }}
         - name: probes
           containerPort: 8081
+        {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
+        - name: registry-token
+          containerPort: {{ $root.Values.registry.auth.port }}
+        {{- end }}
         livenessProbe:
           httpGet:
             path: /healthz
@@ -172,7 +184,17 @@ spec:
         # scratch directory get this one.
         - name: tmp
           mountPath: /tmp
+        {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
+        - name: registry-token
+          mountPath: /etc/devloop-registry-token
+          readOnly: true
+        {{- end }}
       volumes:
+      {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
+      - name: registry-token
+        secret:
+          secretName: {{ include "devloop.fullname" $root }}-registry-token
+      {{- end }}
       - name: work
         emptyDir:
           sizeLimit: {{ $root.Values.workDir.sizeLimit }}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/devloop-dev/devloop/internal/registryauth"
+)
+
+// registryTokenOptions configure the bundled registry's token service
+// (chart registry.auth); an empty listen address turns it off.
+type registryTokenOptions struct {
+	listen, keyFile, certFile string
+	service, issuer, audience string
+	ttl                       time.Duration
+}
+
+func registerRegistryTokenFlags(fs *flag.FlagSet, o *registryTokenOptions) {
+	fs.StringVar(&o.listen, "registry-token-bind-address", "", "address the bundled registry's token service binds to (/token); empty: off")
+	fs.StringVar(&o.keyFile, "registry-token-key", "", "PEM private key (ECDSA P-256 or RSA) the registry tokens are signed with")
+	fs.StringVar(&o.certFile, "registry-token-cert", "", "PEM certificate of that key: the registry's auth.token.rootcertbundle")
+	fs.StringVar(&o.service, "registry-token-service", registryauth.DefaultService, "the registry's auth.token.service")
+	fs.StringVar(&o.issuer, "registry-token-issuer", registryauth.DefaultIssuer, "the registry's auth.token.issuer")
+	fs.StringVar(&o.audience, "registry-token-audience", registryauth.DefaultAudience, "a Kubernetes token audience accepted besides the API server's own (`kubectl create token SA --audience=...`)")
+	fs.DurationVar(&o.ttl, "registry-token-ttl", registryauth.DefaultTTL, "lifetime of the registry tokens issued")
+}
+
+// addRegistryTokenService serves the token endpoint on every replica.
+func addRegistryTokenService(mgr ctrl.Manager, cfg *rest.Config, o registryTokenOptions) error {
+	if o.listen == "" {
+		return nil
+	}
+	if o.keyFile == "" || o.certFile == "" {
+		return errors.New("--registry-token-bind-address needs --registry-token-key and --registry-token-cert")
+	}
+	signer, err := registryauth.LoadSigner(o.keyFile, o.certFile)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(registryauth.Listener{Addr: o.listen, Handler: &registryauth.Server{
+		Reviewer: registryauth.KubeReviewer{Client: cs}, Signer: signer,
+		Service: o.service, Issuer: o.issuer, Audience: o.audience, TTL: o.ttl,
+		Log: ctrl.Log.WithName("registry-token"),
+	}})
+}
+
+// runRegistryFront is `manager registry-front`: the bundled registry pod's
+// front (registryauth.Front), which holds no secret and talks to no API.
+func runRegistryFront(args []string) error {
+	fs := flag.NewFlagSet("registry-front", flag.ContinueOnError)
+	listen := fs.String("listen", ":5000", "address clients reach the registry at")
+	backend := fs.String("registry", "http://127.0.0.1:5001", "the registry, on the pod's loopback")
+	token := fs.String("token-url", "", "the operator's token service, e.g. http://devloop-registry-token.devloop-system.svc:5002/token")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	reg, err := url.Parse(*backend)
+	if err != nil || reg.Host == "" {
+		return fmt.Errorf("--registry %q: want http://host:port", *backend)
+	}
+	tok, err := url.Parse(*token)
+	if err != nil || tok.Host == "" {
+		return fmt.Errorf("--token-url %q: want http://host:port/token", *token)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(os.Stderr, "registry front on %s: registry %s, tokens %s\n", *listen, reg, tok)
+	// Blob uploads and downloads are long: no overall read or write
+	// deadline, only on headers.
+	srv := &http.Server{Addr: *listen, Handler: registryauth.NewFront(reg, tok), ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
