@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/devloop-dev/devloop/internal/testenv"
+)
+
+// The manager started as the chart starts it serves the registry's token
+// endpoint, reviewing tokens with the chart's ClusterRole: a
+// ServiceAccount's token is answered, no token is not.
+// (internal/registryauth proves the decisions against the registry.)
+func TestManagerServesRegistryTokens(t *testing.T) {
+	admin, operator := apiServer(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "devloop-registry-token"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	keyFile, certFile := filepath.Join(dir, "tls.key"), filepath.Join(dir, "tls.crt")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, admin, "registry-token-")
+	if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "builder"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(apiEnv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "builder", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	addr := freeAddr(t)
+	startManager(t, operator, "--registry-token-bind-address="+addr, "--registry-token-key="+keyFile, "--registry-token-cert="+certFile)
+	ask := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/token?service=devloop-registry&scope=repository:"+ns+"/app:pull", nil)
+		if token != "" {
+			req.SetBasicAuth("builder", token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	code := ask(tr.Status.Token)
+	for deadline := time.Now().Add(30 * time.Second); code == 0 && time.Now().Before(deadline); code = ask(tr.Status.Token) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code != http.StatusOK {
+		t.Fatalf("a ServiceAccount's token: %d, want 200", code)
+	}
+	if code := ask(""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code := ask("forged"); code != http.StatusUnauthorized {
+		t.Errorf("a forged token: %d, want 401", code)
+	}
+}
