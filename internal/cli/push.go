@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -188,7 +187,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	}
 	packed := time.Since(start)
 
-	opts := source.PushOptions{Insecure: t.insecure, Keychain: authn.DefaultKeychain}
+	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName}}
 	remote, err := source.RemoteDigest(ctx, t.ref, opts)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", t.ref, err)
