@@ -30,6 +30,14 @@ const (
 // out. The CRD is applied server-side first: Helm installs a chart's crds/
 // only once and never upgrades them.
 func (c *Cluster) InstallOperator(ctx context.Context, image string, extraArgs ...string) error {
+	return c.InstallOperatorWith(ctx, image, nil, extraArgs...)
+}
+
+// InstallOperatorWith is InstallOperator with more chart values (merged
+// over the ones it sets, a key at a time at the top level): the bundled
+// registry's e2e case turns registry.enabled on, then installs again
+// without it.
+func (c *Cluster) InstallOperatorWith(ctx context.Context, image string, more map[string]any, extraArgs ...string) error {
 	if err := c.applyCRDs(ctx); err != nil {
 		return err
 	}
@@ -55,6 +63,9 @@ func (c *Cluster) InstallOperator(ctx context.Context, image string, extraArgs .
 			"logFormat": "console",
 			"extraArgs": args,
 		},
+	}
+	for k, v := range more {
+		values[k] = v
 	}
 	_, err = helm.ReconcileRelease(ctx, helm.ReleaseRequest{
 		Configs:         helm.NewConfigFactory(c.Config, ""),
