@@ -187,7 +187,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	}
 	packed := time.Since(start)
 
-	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName}}
+	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName, insecure: t.insecure}}
 	remote, err := source.RemoteDigest(ctx, t.ref, opts)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", t.ref, err)

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,7 @@ const registryTokenLifetime = 10 * time.Minute
 type pushKeychain struct {
 	clientset     kubernetes.Interface
 	namespace, sa string
+	insecure      bool
 	once          sync.Once
 	token         string
 	err           error
@@ -48,10 +51,30 @@ func (k *pushKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) 
 	if err != nil || a != authn.Anonymous {
 		return a, err
 	}
-	if k.sa == "" || !source.LocalRegistry(res.RegistryStr()) {
+	if k.sa == "" || !source.LocalRegistry(res.RegistryStr()) || !k.asksForDevloopTokens(res.RegistryStr()) {
 		return authn.Anonymous, nil
 	}
 	return k, nil
+}
+
+// asksForDevloopTokens says whether the registry at host challenges for a
+// bundled-registry token (Bearer, service="devloop-registry"): only then
+// is a token requested, not for a registry that wants none or another
+// kind.
+func (k *pushKeychain) asksForDevloopTokens(host string) bool {
+	scheme := "https"
+	if k.insecure {
+		scheme = "http"
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(scheme + "://" + host + "/v2/")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	ch := resp.Header.Get("Www-Authenticate")
+	return resp.StatusCode == http.StatusUnauthorized && strings.HasPrefix(strings.ToLower(ch), "bearer ") &&
+		strings.Contains(ch, `service="`+registryAudience+`"`)
 }
 
 // Authorization requests the token once, when the registry first asks.
