@@ -1,10 +1,12 @@
 package registryauth
 
 import (
+	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"time"
 )
 
 // Front stands before the bundled registry, in its pod, on the port
@@ -20,7 +22,13 @@ import (
 //     the node cannot resolve a Service name.
 type Front struct {
 	registry, token *httputil.ReverseProxy
+	backend         *url.URL
 }
+
+// HealthPath answers 200 when the registry behind the front answers /v2/
+// at all (401 included): the registry listens on the pod's loopback, where
+// the kubelet's probes cannot reach it.
+const HealthPath = "/devloop-front/healthz"
 
 // NewFront proxies to the registry at registryURL (http://127.0.0.1:5001)
 // and the token service at tokenURL (http://operator-service:8082/token).
@@ -50,7 +58,7 @@ func NewFront(registryURL, tokenURL *url.URL) *Front {
 		pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.URL.Path = tokenURL.Scheme, tokenURL.Host, tokenURL.Path
 		pr.Out.Host = tokenURL.Host
 	}}
-	return &Front{registry: reg, token: tok}
+	return &Front{registry: reg, token: tok, backend: registryURL}
 }
 
 const (
@@ -71,8 +79,29 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.token.ServeHTTP(w, r)
 		return
 	}
+	if r.URL.Path == HealthPath {
+		f.health(w, r)
+		return
+	}
 	// Whatever a client sent in these headers is not the front's word.
 	r.Header.Del(clientHostHeader)
 	r.Header.Del(clientSchemeHeader)
 	f.registry.ServeHTTP(w, r)
+}
+
+func (f *Front) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.backend.String()+"/v2/", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, "registry: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized {
+		http.Error(w, "registry: "+resp.Status, http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }

@@ -124,6 +124,26 @@ func TestFrontRewritesTheRealm(t *testing.T) {
 		t.Errorf("challenge %q, want %q", got, want)
 	}
 
+	// The kubelet's readiness probe: the registry answers (401 is an
+	// answer); then it is gone.
+	resp, err = http.Get(front.URL + HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("health with the registry up: %d", resp.StatusCode)
+	}
+	backend.Close()
+	resp, err = http.Get(front.URL + HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("health with the registry down: %d, want 503", resp.StatusCode)
+	}
+
 	resp, err = http.Get(front.URL + "/token?service=devloop-registry")
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	})
 	waitCheck(t, poll.Wait{What: "the bundled registry's pod is ready", Every: 500 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
 		pods := readyPods(g, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"})
-		g.Expect(pods).NotTo(BeEmpty())
+		g.Expect(pods).NotTo(BeEmpty(), registryPods(c))
 	})
 
 	nsA, nsB := namespace(t, "e2e-reg-a"), namespace(t, "e2e-reg-b")
@@ -158,4 +158,33 @@ func pushAttempt(t *testing.T, ns, repo string) string {
 	logs, err := c.Clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{LimitBytes: ptr.To(int64(4096))}).DoRaw(ctx)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return strings.TrimSpace(string(logs))
+}
+
+// registryPods describes the bundled registry's pods, for a wait's
+// failure: phase, and each container's readiness and waiting or
+// termination reason.
+func registryPods(c *devcluster.Cluster) string {
+	pods := &corev1.PodList{}
+	if err := c.Client.List(context.Background(), pods, client.InNamespace(devcluster.OperatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/component": "registry"}); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		b.WriteString(p.Name + " " + string(p.Status.Phase) + ":")
+		for _, s := range p.Status.ContainerStatuses {
+			b.WriteString(" " + s.Name)
+			if s.Ready {
+				b.WriteString(" ready")
+			}
+			if w := s.State.Waiting; w != nil {
+				b.WriteString(" waiting " + w.Reason + " " + w.Message)
+			}
+			if term := s.LastTerminationState.Terminated; term != nil {
+				b.WriteString(" last exit " + term.Reason + " " + term.Message)
+			}
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
 }
