@@ -109,8 +109,10 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	g.Expect(code).To(Equal(0), "kubectl devloop push: %s %s", out.String(), errOut.String())
 	t.Logf("kubectl devloop push: %s", strings.TrimSpace(out.String()))
 
-	// Built, pushed by the operator, pulled by the kubelet, Ready.
-	got := waitEnv(t, client.ObjectKeyFromObject(env), 4*time.Minute, false, readyNow)
+	// Built, pushed by the operator, pulled by the kubelet, Ready. Before
+	// the push the tag was missing (Stalled); the push's reconcile request
+	// moves it on.
+	got := waitEnv(t, client.ObjectKeyFromObject(env), 4*time.Minute, true, readyNow)
 	t.Logf("team-a Ready: %s pulled from %s", imageOf(got, "app").Digest, bundledLocal)
 
 	// A pod of each team asks the token service for push on team-a's
