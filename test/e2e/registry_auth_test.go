@@ -92,6 +92,8 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	env := New(bundledNode, nsA, "app").PullPrefix(bundledLocal+"/"+nsA).Components(Component("app",
 		Images(Image("app", Base(busybox), Program("bin/app", "/app"))), Manifests("deploy"))).Build()
 	env.Spec.Registry.Prefix = bundledService + "/" + nsA
+	// busybox is on the host's plain-HTTP registry, not the bundled one.
+	env.Spec.Components[0].Images[0].BaseInsecure = true
 	env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: "registry-token"}
 	env.Spec.Sources[0].OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "registry-token"}
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
