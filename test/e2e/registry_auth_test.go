@@ -60,7 +60,7 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	})
 	waitCheck(t, poll.Wait{What: "the bundled registry's pod is ready", Every: 500 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
 		pods := readyPods(g, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"})
-		g.Expect(pods).NotTo(BeEmpty(), registryPods(c))
+		g.Expect(pods).NotTo(BeEmpty(), podStates(c, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"}))
 	})
 
 	nsA, nsB := namespace(t, "e2e-reg-a"), namespace(t, "e2e-reg-b")
@@ -114,6 +114,12 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	// Built, pushed by the operator, pulled by the kubelet, Ready. Before
 	// the push the tag was missing (Stalled); the push's reconcile request
 	// moves it on.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("pods of %s: %s", nsA, podStates(c, nsA, nil))
+			t.Logf("registry pods: %s", podStates(c, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"}))
+		}
+	})
 	got := waitEnv(t, client.ObjectKeyFromObject(env), 4*time.Minute, true, readyNow)
 	t.Logf("team-a Ready: %s pulled from %s", imageOf(got, "app").Digest, bundledLocal)
 
@@ -164,13 +170,11 @@ func pushAttempt(t *testing.T, ns, repo string) string {
 	return strings.TrimSpace(string(logs))
 }
 
-// registryPods describes the bundled registry's pods, for a wait's
-// failure: phase, and each container's readiness and waiting or
-// termination reason.
-func registryPods(c *devcluster.Cluster) string {
+// podStates describes the pods of ns with labels, for a failure: phase,
+// and each container's readiness and waiting or termination reason.
+func podStates(c *devcluster.Cluster, ns string, labels map[string]string) string {
 	pods := &corev1.PodList{}
-	if err := c.Client.List(context.Background(), pods, client.InNamespace(devcluster.OperatorNamespace),
-		client.MatchingLabels{"app.kubernetes.io/component": "registry"}); err != nil {
+	if err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 		return err.Error()
 	}
 	var b strings.Builder
