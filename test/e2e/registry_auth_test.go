@@ -32,7 +32,10 @@ const (
 	bundledService  = "devloop-registry." + devcluster.OperatorNamespace + ".svc:5000"
 	bundledNodePort = "30500"
 	bundledNode     = "10.250.0.1:" + bundledNodePort
-	bundledLocal    = "localhost:" + bundledNodePort
+	// This cluster's kube-proxy does not serve NodePorts on localhost: the
+	// kubelet pulls through the chart's hostPort (registry.hostPort).
+	bundledHostPort = "30600"
+	bundledLocal    = "localhost:" + bundledHostPort
 )
 
 // TestBundledRegistryAuthorizesByNamespace: with the chart's registry
@@ -48,9 +51,10 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	repo, _, _ := strings.Cut(regImage, "@")
 	g.Expect(c.InstallOperatorWith(ctx, operatorImage, map[string]any{"registry": map[string]any{
-		"enabled": true,
-		"image":   map[string]any{"repository": repo, "tag": "2", "pullPolicy": "Always"},
-		"service": map[string]any{"type": "NodePort", "port": 5000, "nodePort": 30500},
+		"enabled":  true,
+		"image":    map[string]any{"repository": repo, "tag": "2", "pullPolicy": "Always"},
+		"service":  map[string]any{"type": "NodePort", "port": 5000, "nodePort": 30500},
+		"hostPort": 30600,
 	}})).To(Succeed())
 	t.Cleanup(func() {
 		// The other cases run with the chart's defaults.
@@ -89,7 +93,7 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	// team-a's environment: its source on the node's address, its images
 	// pushed by the operator to the Service name and pulled by the kubelet
 	// from localhost.
-	env := New(bundledNode, nsA, "app").PullPrefix(bundledLocal+"/"+nsA).Components(Component("app",
+	env := New(bundledNode, nsA, "app").PullPrefix(bundledLocal + "/" + nsA).Components(Component("app",
 		Images(Image("app", Base(busybox), Program("bin/app", "/app"))), Manifests("deploy"))).Build()
 	env.Spec.Registry.Prefix = bundledService + "/" + nsA
 	// busybox is on the host's plain-HTTP registry, not the bundled one.
