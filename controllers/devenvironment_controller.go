@@ -26,6 +26,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
+	"github.com/devloop-dev/devloop/internal/fairqueue"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
@@ -70,6 +71,11 @@ type DevEnvironmentReconciler struct {
 
 	// APIReader reads namespaces straight from the API server.
 	APIReader client.Reader
+
+	// NamespaceShare is how many workers the environments of one
+	// namespace may hold at once, so one tenant's slow reconciles never
+	// hold them all (internal/fairqueue); fairqueue.DefaultShare when zero.
+	NamespaceShare int
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
@@ -119,7 +125,10 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 			return liveupdate.PodRequests(ctx, r.Client, pod)
 		}))
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).Complete(r)
+	return b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: concurrent,
+		NewQueue:                fairqueue.New(concurrent, r.NamespaceShare),
+	}).Complete(r)
 }
 
 // Reconcile runs the steps for one environment and writes its status.

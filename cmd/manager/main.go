@@ -71,7 +71,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
+	setupLog.Info("starting manager", "concurrent", opts.concurrent, "concurrentPerNamespace", opts.namespaceShare, "leaderElection", opts.leaderElect,
 		"defaultServiceAccount", opts.defaultServiceAccount, "allowOperatorIdentity", opts.allowOperatorIdentity, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
 		"helperImage", opts.helperImage, "workDir", opts.workDir,
 		"watchLabelSelector", opts.shard.selectorString(), "leaderElectionID", opts.shard.leaderElectionID)
@@ -131,6 +131,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		Policy:           plan.Policy{NoCrossNamespaceRefs: opts.noCrossNamespaceRefs},
 		DriftInterval:    opts.driftInterval,
 		ReconcileTimeout: opts.reconcileTimeout,
+		NamespaceShare:   opts.namespaceShare,
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return nil, fmt.Errorf("setting up controller: %w", err)
@@ -163,6 +164,7 @@ type options struct {
 	probeAddr             string
 	leaderElect           bool
 	concurrent            int
+	namespaceShare        int
 	defaultServiceAccount string
 	noCrossNamespaceRefs  bool
 	allowOperatorIdentity bool
@@ -204,9 +206,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "how many DevEnvironments are reconciled at once")
+	fs.IntVar(&o.namespaceShare, "concurrent-per-namespace", 0, "how many of the --concurrent workers the DevEnvironments of one namespace may hold at once, so one tenant's slow reconciles never hold them all; 0 is half of --concurrent, rounded up")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount impersonated for environments that set no spec.serviceAccountName")
 	fs.BoolVar(&o.allowOperatorIdentity, "allow-operator-identity", false, "deploy environments that name no ServiceAccount, when --default-service-account is empty, with the operator's own identity (gives every DevEnvironment author the operator's rights; off by default)")
-	fs.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
+	fs.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", true, "refuse references to objects in other namespaces, such as Flux sources (on by default, as Flux's multi-tenancy lockdown; =false allows them)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config, $KUBECONFIG or ~/.kube/config when empty")
@@ -232,6 +235,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)
+	}
+	if o.namespaceShare < 0 || o.namespaceShare > o.concurrent {
+		return o, fmt.Errorf("--concurrent-per-namespace must be between 0 and --concurrent (%d), got %d", o.concurrent, o.namespaceShare)
 	}
 	var err error
 	if o.egress, err = egressFlags.policy(); err != nil {

@@ -32,7 +32,7 @@ func everything() map[string]any {
 		"shards":         []any{"team-a", "team-b"},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"manager": map[string]any{
-			"concurrent": 8, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": true,
+			"concurrent": 8, "concurrentPerNamespace": 3, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": false,
 			"driftInterval": "10m", "reconcileTimeout": "15m", "maxHelmTimeout": "12m",
 			"maxSourceSize": 2147483648, "logLevel": "debug", "logFormat": "console",
 			"layerCompression": "gzip",
@@ -136,8 +136,8 @@ func TestChartManagerArgs(t *testing.T) {
 	d := deploymentOf(t, renderChart(t, everything()), "devloop-manager")
 	got := d.Spec.Template.Spec.Containers[0].Args
 	want := []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
-		"--work-dir=/var/cache/devloop", "--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--default-service-account=deployer",
-		"--no-cross-namespace-refs", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
+		"--work-dir=/var/cache/devloop", "--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--concurrent-per-namespace=3", "--default-service-account=deployer",
+		"--no-cross-namespace-refs=false", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",
 		"--layer-compression=gzip", "--log-level=debug", "--log-format=console",
 		"--egress-deny-cidr=10.96.0.0/12", "--egress-allow-host=mirror.example:5000",

@@ -74,15 +74,18 @@ spec:
         {{- with $root.Values.manager.concurrent }}
         - --concurrent={{ . }}
         {{- end }}
+        {{- with $root.Values.manager.concurrentPerNamespace }}
+        - --concurrent-per-namespace={{ . }}
+        {{- end }}
         {{- with $root.Values.manager.defaultServiceAccount }}
         - --default-service-account={{ . }}
         {{- end }}
         {{- if $root.Values.manager.allowOperatorIdentity }}
         - --allow-operator-identity
         {{- end }}
-        {{- if $root.Values.manager.noCrossNamespaceRefs }}
-        - --no-cross-namespace-refs
-        {{- end }}
+        # Cross-namespace references are refused unless the values say
+        # false explicitly (the flag's default is to refuse them too).
+        - --no-cross-namespace-refs={{ if eq $root.Values.manager.noCrossNamespaceRefs false }}false{{ else }}true{{ end }}
         {{- with $root.Values.manager.driftInterval }}
         - --drift-interval={{ . }}
         {{- end }}
