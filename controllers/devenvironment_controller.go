@@ -96,6 +96,9 @@ type DevEnvironmentReconciler struct {
 // the operator has no right to read Secrets at all.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// The egress policy refuses the cluster's own ranges, read at start.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
 // reconcile; spec changes and annotation changes (trigger, reconcile

@@ -106,6 +106,9 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	if opts.egressCluster {
+		denyCluster(mgr.GetAPIReader(), opts.egress, ctrl.Log.WithName("setup"))
+	}
 	// The identity, the sources step and each engine are made once and
 	// shared by every reconcile.
 	op := operator.New(mgr, operator.Options{
@@ -175,6 +178,7 @@ type options struct {
 	workDir               string
 	maxSourceSize         int64
 	egress                *egress.Policy
+	egressCluster         bool
 	// sourceStoreMaxBytes and sourceStoreEnvMaxBytes bound the source
 	// store and one environment's share of it.
 	sourceStoreMaxBytes    int64
@@ -243,6 +247,7 @@ func parseFlags(args []string) (options, error) {
 	if o.egress, err = egressFlags.policy(); err != nil {
 		return o, err
 	}
+	o.egressCluster = egressFlags.cluster
 	if o.shard, err = shardFlags.shard(); err != nil {
 		return o, err
 	}

@@ -113,6 +113,9 @@ spec:
         {{- with $root.Values.manager.logFormat }}
         - --log-format={{ . }}
         {{- end }}
+        {{- if eq $root.Values.egress.denyCluster false }}
+        - --egress-deny-cluster=false
+        {{- end }}
         {{- range $root.Values.egress.denyCIDRs }}
         - --egress-deny-cidr={{ . }}
         {{- end }}
@@ -134,6 +137,11 @@ spec:
         - {{ . | quote }}
         {{- end }}
         env:
+        # The egress policy refuses the operator's own pod address.
+        - name: POD_IP
+          valueFrom:
+            fieldRef:
+              fieldPath: status.podIP
         # Builder pods run the operator's own image to fetch sources and
         # push images: by default exactly the image of this container.
         - name: DEVLOOP_HELPER_IMAGE
