@@ -244,6 +244,15 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 	if s.env.Spec.Registry.CredentialsRef != nil {
 		req.RegistrySecret = s.env.Spec.Registry.CredentialsRef.Name
 	}
+	// Mounted only if the ServiceAccount may read them itself.
+	for field, secret := range map[string]string{"the secretRef of source " + img.Source: req.SourceSecret, "spec.registry.credentialsRef": req.RegistrySecret} {
+		var unreadable *pods.UnreadableSecretError
+		if err := pods.CheckSecretsReadable(ctx, tenant, s.env.Namespace, secret); errors.As(err, &unreadable) {
+			return req, fault.Stalledf(v1alpha1.ReasonBuildFailed, "image %s: %s: %v", img.Name, field, err)
+		} else if err != nil {
+			return req, err
+		}
+	}
 	if img.Run.Cache != nil {
 		claim, err := s.ensureCacheClaim(ctx, tenant, img)
 		if err != nil {
