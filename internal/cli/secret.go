@@ -27,10 +27,10 @@ type secretFlags struct {
 	// needed: without --registry, the registries the environment reads
 	// the Secret for (nil: not looked up); skipped: those of them the
 	// docker config has no credentials for.
-	needed, skipped []string
-	dockerServer, dockerUser  string
-	passwordStdin             bool
-	dryRun                    bool
+	needed, skipped          []string
+	dockerServer, dockerUser string
+	passwordStdin            bool
+	dryRun                   bool
 }
 
 // defaultDockerConfig is --docker-config given without a path: docker's
