@@ -83,9 +83,11 @@ spec:
         {{- if $root.Values.manager.allowOperatorIdentity }}
         - --allow-operator-identity
         {{- end }}
-        # Cross-namespace references are refused unless the values say
-        # false explicitly (the flag's default is to refuse them too).
-        - --no-cross-namespace-refs={{ if eq $root.Values.manager.noCrossNamespaceRefs false }}false{{ else }}true{{ end }}
+        {{- if eq $root.Values.manager.noCrossNamespaceRefs false }}
+        # Refused by default (the flag's default); allowed only when the
+        # values say false.
+        - --no-cross-namespace-refs=false
+        {{- end }}
         {{- with $root.Values.manager.driftInterval }}
         - --drift-interval={{ . }}
         {{- end }}
