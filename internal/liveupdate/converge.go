@@ -104,7 +104,7 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *
 	if err != nil {
 		return nil, err
 	}
-	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist))
+	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist), Owner(req.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -155,17 +155,32 @@ func Namespaces(env *v1alpha1.DevEnvironment) []string {
 	return out
 }
 
+// Owner is the devloop.dev/owner value of what env deploys.
+func Owner(env *v1alpha1.DevEnvironment) string { return env.Namespace + "/" + env.Name }
+
 // FindTargets lists, as the tenant, the containers (not init containers)
-// in namespaces whose image is ref, in pods not being deleted.
-func FindTargets(ctx context.Context, cl client.Reader, namespaces []string, ref string) ([]Target, error) {
+// in namespaces whose image is ref, in pods not being deleted that are
+// owner's (owned.go): no other pod is synced, whatever it runs.
+func FindTargets(ctx context.Context, cl client.Reader, namespaces []string, ref, owner string) ([]Target, error) {
 	var out []Target
+	owners := newOwnership(cl, owner)
 	for _, ns := range namespaces {
 		pods := &corev1.PodList{}
 		if err := cl.List(ctx, pods, client.InNamespace(ns), client.Limit(maxPodsListed)); err != nil {
 			return nil, identity.Refused(err, "list pods in namespace "+ns+" to live update them")
 		}
 		for i := range pods.Items {
-			out = append(out, PodTargets(&pods.Items[i], ref)...)
+			targets := PodTargets(&pods.Items[i], ref)
+			if len(targets) == 0 {
+				continue
+			}
+			ok, err := owners.owns(ctx, &pods.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, targets...)
+			}
 		}
 	}
 	return out, nil
