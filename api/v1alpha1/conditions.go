@@ -66,6 +66,10 @@ const (
 	ReasonTriggerAccepted  = "TriggerAccepted"
 	ReasonUnknownTestSuite = "UnknownTestSuite"
 	ReasonInvalidTrigger   = "InvalidTrigger"
+	// ReasonTokenAlreadyHandled (a Normal event): a token trigger value
+	// handled before was applied again (a GitOps revert); it is not run
+	// again.
+	ReasonTokenAlreadyHandled = "TokenAlreadyHandled"
 	ReasonTestStarted      = "TestStarted"
 	ReasonTestPassed       = "TestPassed"
 	ReasonTestFailed       = "TestFailed"
