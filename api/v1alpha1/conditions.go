@@ -70,10 +70,10 @@ const (
 	// handled before was applied again (a GitOps revert); it is not run
 	// again.
 	ReasonTokenAlreadyHandled = "TokenAlreadyHandled"
-	ReasonTestStarted      = "TestStarted"
-	ReasonTestPassed       = "TestPassed"
-	ReasonTestFailed       = "TestFailed"
-	ReasonTestCancelled    = "TestCancelled"
+	ReasonTestStarted         = "TestStarted"
+	ReasonTestPassed          = "TestPassed"
+	ReasonTestFailed          = "TestFailed"
+	ReasonTestCancelled       = "TestCancelled"
 )
 
 // Finalizer keeps a DevEnvironment until what it deployed is removed.

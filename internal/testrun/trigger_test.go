@@ -103,7 +103,7 @@ func TestTokenHistoryIsBounded(t *testing.T) {
 	g.Expect(tokens).To(HaveLen(3))
 	g.Expect(tokens[0]).To(Equal(fmt.Sprintf("trigger=unit@t%d", MaxTokens)))
 	g.Expect(tokens[1]).To(MatchRegexp(`^trigger#[0-9a-f]{16}(,[0-9a-f]{16}){14}$`), "15 earlier tokens")
-	g.Expect(tokens[1]).To(HavePrefix("trigger#" + tokenHash(fmt.Sprintf("unit@t%d", MaxTokens-1))), "newest first")
+	g.Expect(tokens[1]).To(HavePrefix("trigger#"+tokenHash(fmt.Sprintf("unit@t%d", MaxTokens-1))), "newest first")
 	g.Expect(tokens[2]).To(Equal(v1alpha1.TriggerAnnotationPrefixed + "=all@x"))
 	for i := 1; i <= MaxTokens; i++ {
 		g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotation, fmt.Sprintf("unit@t%d", i))).To(BeTrue(), "t%d", i)
