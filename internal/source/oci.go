@@ -89,7 +89,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src v1alpha1
 	}
 	ref := Ref{Source: src.Name, Kind: KindOCI, URL: o.Repository, Insecure: o.Insecure}
 	if o.Digest != "" {
-		if !validKey.MatchString(o.Digest) || !strings.HasPrefix(o.Digest, "sha256:") {
+		if !validDigest.MatchString(o.Digest) || !strings.HasPrefix(o.Digest, "sha256:") {
 			return Ref{}, s.permanent("invalid digest %q", o.Digest)
 		}
 		// A digest names itself: nothing to ask the registry.

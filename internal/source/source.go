@@ -106,16 +106,40 @@ func (r Ref) Key() string {
 }
 
 // storeKey is the store entry of a Ref: what was verified when it was
-// filled. A commit is served only to those who may read the repository it
-// was fetched from, so a git entry is also keyed by that URL: an access
-// check of one repository proves nothing about a commit fetched from
-// another.
+// filled, which is the content and where it came from. Content is served
+// only to those who may read the origin it was fetched from, and an
+// access check of one origin proves nothing about content fetched from
+// another (issue 31: a registry that answers every HEAD with someone
+// else's digest), so every entry is keyed by its origin as well: a git
+// commit by the repository URL, an OCI digest by the registry and
+// repository (and scheme), a Flux artifact's digest by its URL.
 func (r Ref) storeKey() string {
-	if r.Kind == KindGit {
-		sum := sha256.Sum256([]byte(r.URL))
-		return "git-" + r.Commit + "-" + hex.EncodeToString(sum[:8])
+	sum := sha256.Sum256([]byte(r.origin()))
+	origin := hex.EncodeToString(sum[:8])
+	switch r.Kind {
+	case KindGit:
+		return "git-" + r.Commit + "-" + origin
+	case KindOCI:
+		return "oci-" + r.Digest + "-" + origin
 	}
-	return r.Digest
+	return "artifact-" + r.Digest + "-" + origin
+}
+
+// origin is where a Ref's content comes from, in a canonical form for
+// OCI (index.docker.io/library/x and x are one repository).
+func (r Ref) origin() string {
+	if r.Kind != KindOCI {
+		return r.URL
+	}
+	repo, err := parseRepository(r.URL, r.Insecure)
+	if err != nil {
+		return r.URL
+	}
+	scheme := "https"
+	if r.Insecure {
+		scheme = "http"
+	}
+	return scheme + "://" + repo.Name()
 }
 
 // Artifact is fetched content on local disk.

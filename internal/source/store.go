@@ -48,7 +48,14 @@ type entryMeta struct {
 // path ("../x"): keys become directory names.
 // A git key is the full commit and a hash of the URL (Ref.storeKey); a
 // short SHA is never a key.
-var validKey = regexp.MustCompile(`^(git-[0-9a-f]{40}-[0-9a-f]{16}|sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`)
+// An OCI or Flux entry is the digest and a hash of its origin. A bare
+// digest is still a valid key of content (validDigest).
+var validKey = regexp.MustCompile(`^(git-[0-9a-f]{40}-[0-9a-f]{16}|(oci|artifact)-` + digestPattern + `-[0-9a-f]{16}|` + digestPattern + `)$`)
+
+// validDigest is a content digest as a spec or a registry gives it.
+var validDigest = regexp.MustCompile(`^` + digestPattern + `$`)
+
+const digestPattern = `(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})`
 
 // entryName maps a content key to a directory name; colons are kept out of
 // paths because tools splitting PATH-like lists trip over them.
