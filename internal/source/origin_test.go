@@ -106,4 +106,3 @@ func TestArtifactDigestNamedAtAnotherURLIsNotServedFromTheStore(t *testing.T) {
 		t.Error("B's URL was never asked: the content came from somewhere else")
 	}
 }
-

@@ -17,10 +17,14 @@
 //     it was fetched from; a short SHA in the spec is expanded to the full
 //     commit when resolving (from the server's advertised refs, else by a
 //     full fetch into a private staging directory) and is never a key. An
-//     OCI or Flux entry is keyed by its full digest.
+//     OCI entry is keyed by its full digest and the registry and
+//     repository it came from, a Flux entry by its digest and URL: naming
+//     a known digest at another origin (a registry that answers any HEAD
+//     with it) fetches from that origin, which must deliver the content.
 //   - Serve hands an entry to one environment only after that environment's
-//     own credentials were accepted by the origin: git ls-remote of the URL,
-//     an OCI manifest HEAD of the digest in the repository. A Flux artifact's
+//     own credentials were accepted by the origin that filled it (the
+//     origin is part of the key): git ls-remote of the URL, an OCI
+//     manifest HEAD of the digest in the repository. A Flux artifact's
 //     Ref exists only once the environment's impersonated reader could read
 //     the Flux object, which is its check. A positive check is remembered
 //     per environment, entry and credentials Secret resourceVersion for
