@@ -215,7 +215,7 @@ func (f *Fetcher) ReadingWith(r client.Reader) *Fetcher {
 // tag names, or reads a Flux object's status.artifact. Nothing is
 // downloaded. Secrets are read from namespace.
 func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.Source) (Ref, error) {
-	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	ctx, cancel := context.WithTimeoutCause(f.withEgress(ctx), f.timeout(), errFetchDeadline)
 	defer cancel()
 	switch {
 	case src.Git != nil:
@@ -236,7 +236,7 @@ func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.So
 // for a store private to one environment (a helper pod's). The operator's
 // shared store is read through Serve.
 func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Artifact, error) {
-	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	ctx, cancel := context.WithTimeoutCause(f.withEgress(ctx), f.timeout(), errFetchDeadline)
 	defer cancel()
 	ref, s, fill, err := f.prepare(ref, creds)
 	if err != nil {
@@ -253,7 +253,7 @@ func (f *Fetcher) Serve(ctx context.Context, env types.UID, ref Ref, creds *Cred
 	if env == "" {
 		return nil, errors.New("source: Serve needs the requesting environment")
 	}
-	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	ctx, cancel := context.WithTimeoutCause(f.withEgress(ctx), f.timeout(), errFetchDeadline)
 	defer cancel()
 	ref, s, fill, err := f.prepare(ref, creds)
 	if err != nil {
@@ -310,6 +310,12 @@ func LoadCredentials(ctx context.Context, r client.Reader, namespace string, src
 func CredentialsFromDir(dir string) (*Credentials, error) {
 	return credentialsFromDir(dir)
 }
+
+// errFetchDeadline is the cause of a resolve or fetch cut by its own
+// deadline (Fetcher.Timeout), not by the reconcile's: a source that
+// trickles its content (a tarpit) holds a reconcile worker that long at
+// most, and, remembered, once per backoff (refusals.go).
+var errFetchDeadline = errors.New("source deadline exceeded")
 
 // Defaults for a zero Fetcher field.
 const (
