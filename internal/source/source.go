@@ -37,11 +37,14 @@
 // of a live environment's source that was served it: what its latest
 // resolution named (Fetcher.Using) or what it was last served. Everything else may go, least
 // recently used first, entries no environment uses before the others. Each
-// environment is charged for the entries it was served, up to
-// Fetcher.MaxEnvBytes: to admit one more, its own least recently used
-// entries that it no longer uses go first, and if its sources in use alone
-// exceed the share, the fetch fails with a fault.Permanent error naming
-// the source. Forget (an environment was deleted) drops its charges and
+// environment is charged for the entries it was served, and the
+// environments of one namespace together up to Fetcher.MaxEnvBytes: to
+// admit one more, the namespace's own least recently used entries that no
+// environment uses go first, and if its sources in use alone exceed the
+// share, the fetch fails with a fault.Permanent error naming the source.
+// Fetches in progress count against the store's bound as they write, a
+// refused fetch is remembered (refusals.go) and each fetch has a deadline
+// (Fetcher.Timeout). Forget (an environment was deleted) drops its charges and
 // removes the entries nobody else uses; entries no environment was charged
 // for (after an operator restart) go after an hour unused.
 package source
@@ -193,8 +196,10 @@ type Fetcher struct {
 	// MaxStoreBytes bounds the store; zero is unbounded (a helper pod's
 	// private store).
 	MaxStoreBytes int64
-	// MaxEnvBytes bounds what one environment is charged for in the store;
-	// zero is half of MaxStoreBytes.
+	// MaxEnvBytes bounds what the environments of one namespace (one
+	// environment, when its namespace is not known: Serve rather than
+	// ServeIn) are charged for in the store; zero is half of
+	// MaxStoreBytes.
 	MaxEnvBytes int64
 	// AccessTTL is how long a positive access check is trusted; zero is
 	// DefaultAccessTTL.
@@ -250,6 +255,20 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Arti
 // grants it the content (see the package doc), then serves the entry,
 // charging it to env.
 func (f *Fetcher) Serve(ctx context.Context, env types.UID, ref Ref, creds *Credentials) (*Artifact, error) {
+	return f.ServeIn(ctx, "", env, ref, creds)
+}
+
+// ServeIn is Serve for an environment of namespace: what it is served
+// counts against the namespace's share of the store (Fetcher.MaxEnvBytes),
+// which all of the namespace's environments share, so several of them
+// cannot fill the store for everyone else.
+func (f *Fetcher) ServeIn(ctx context.Context, namespace string, env types.UID, ref Ref, creds *Credentials) (*Artifact, error) {
+	if f.Root != "" && namespace != "" {
+		st := f.state()
+		st.mu.Lock()
+		st.setNamespace(env, namespace)
+		st.mu.Unlock()
+	}
 	if env == "" {
 		return nil, errors.New("source: Serve needs the requesting environment")
 	}
