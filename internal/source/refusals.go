@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"errors"
+	"net"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -73,7 +75,7 @@ func (f *Fetcher) refused(name string, env types.UID) error {
 // cut by its deadline are remembered; anything else is the reconciler's
 // to retry.
 func (f *Fetcher) remember(ctx context.Context, s subject, name string, env types.UID, err error, size int64) error {
-	deadline := context.Cause(ctx) == errFetchDeadline && !fault.IsPermanent(err)
+	deadline := cutByDeadline(ctx, err) && !fault.IsPermanent(err)
 	if !fault.IsPermanent(err) && !deadline {
 		return err
 	}
@@ -152,4 +154,16 @@ func (f *Fetcher) wouldFit(st *storeState, name string, size int64, group string
 		}
 	}
 	return true
+}
+
+// cutByDeadline says whether err is a fetch that ran out of its time: its
+// own deadline fired, or its client's timeout (the same length) did just
+// before.
+func cutByDeadline(ctx context.Context, err error) bool {
+	if context.Cause(ctx) == errFetchDeadline {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	var ne net.Error
+	return ok && time.Until(d) < time.Second && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout())
 }
