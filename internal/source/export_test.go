@@ -1,8 +1,14 @@
 package source
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 )
 
 // PrivateGitServer serves a repository with one commit of files over
@@ -39,4 +45,29 @@ func PrivateRegistry(t *testing.T, user, password string, files map[string]strin
 func LyingRegistry(t *testing.T, digest string) (host string, gets func() int64) {
 	l := newLyingRegistry(t, digest)
 	return l.host, l.gets.Load
+}
+
+// CountingRegistry is a registry over plain HTTP that counts the blob
+// downloads it serves; push writes files (a path starting with / is an
+// unsafe entry) as a one-layer artifact to repo:tag and returns its
+// digest.
+func CountingRegistry(t *testing.T) (host string, blobGets func() int64, push func(repo, tag string, files map[string]string) string) {
+	t.Helper()
+	var gets atomic.Int64
+	inner := registry.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			gets.Add(1)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host = hostOf(srv)
+	return host, gets.Load, func(repo, tag string, files map[string]string) string {
+		var entries []entry
+		for name, body := range files {
+			entries = append(entries, tfile(name, body))
+		}
+		return pushArtifact(t, host, repo, [][]byte{tarOf(t, entries...)}, tag)
+	}
 }
