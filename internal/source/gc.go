@@ -79,10 +79,10 @@ var stores sync.Map // root -> *storeState
 
 func (f *Fetcher) state() *storeState {
 	v, _ := stores.LoadOrStore(filepath.Clean(f.Root), &storeState{
-		entries:    map[string]*entryState{},
-		envs:       map[types.UID]*envState{},
-		namespaces: map[types.UID]string{},
-		refusals:   map[string]*refusal{},
+		entries:       map[string]*entryState{},
+		envs:          map[types.UID]*envState{},
+		namespaces:    map[types.UID]string{},
+		refusals:      map[string]*refusal{},
 		inflightFills: map[string]inflightFill{},
 	})
 	return v.(*storeState)
