@@ -106,3 +106,28 @@ func TestArtifactDigestNamedAtAnotherURLIsNotServedFromTheStore(t *testing.T) {
 		t.Error("B's URL was never asked: the content came from somewhere else")
 	}
 }
+
+// A source's manifest is read whole, from a registry the tenant chooses:
+// one larger than maxManifestSize is refused while it is read.
+func TestOCIManifestIsBounded(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "/manifests/") {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		chunk := []byte(strings.Repeat(" ", 64<<10))
+		for range (64 << 20) / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			served.Add(int64(len(chunk)))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	_, err := newFetcher(t).Fetch(context.Background(), Ref{Source: "big", Kind: KindOCI, URL: hostOf(srv) + "/x", Digest: digest, Insecure: true}, nil)
+	expectError(t, err, permanent, []string{`source "big"`, "manifest larger than 4194304 bytes"})
+	t.Logf("the registry wrote %d bytes before the operator stopped reading", served.Load())
+}
