@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,10 @@ import (
 // refusal is what is remembered of a refused fetch of one entry.
 type refusal struct {
 	err error
+	// subject is whom err names; another environment naming the same
+	// content under another source name gets the same refusal in its
+	// own words (answer).
+	subject subject
 	// size is the entry's size when it was refused for room (-1
 	// otherwise): it is admitted again, without a download, once it fits.
 	size int64
@@ -46,9 +51,9 @@ const (
 	maxRefusals = 4096
 )
 
-// refused returns the remembered refusal of entry name for env, nil when
-// it may be fetched.
-func (f *Fetcher) refused(name string, env types.UID) error {
+// refused returns the remembered refusal of entry name for env, in s's
+// words, nil when it may be fetched.
+func (f *Fetcher) refused(s subject, name string, env types.UID) error {
 	st := f.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -62,12 +67,25 @@ func (f *Fetcher) refused(name string, env types.UID) error {
 		if f.wouldFit(st, name, r.size, st.group(env)) {
 			return nil
 		}
-		return r.err
+		return r.answer(s)
 	}
 	if time.Now().Before(r.retry) {
-		return r.err
+		return r.answer(s)
 	}
 	return nil
+}
+
+// answer is the refusal as s says it: the error itself for the subject
+// that was refused, the same message and class under s's name otherwise.
+func (r *refusal) answer(s subject) error {
+	if s == r.subject {
+		return r.err
+	}
+	msg := strings.TrimPrefix(r.err.Error(), r.subject.String()+": ")
+	if fault.IsPermanent(r.err) {
+		return s.permanent("%s", msg)
+	}
+	return s.unavailable("%s", msg)
 }
 
 // remember records the failed fetch of entry name and returns err: a
@@ -97,7 +115,7 @@ func (f *Fetcher) remember(ctx context.Context, s subject, name string, env type
 	if size >= 0 && fault.IsPermanent(err) {
 		r.size = size
 	}
-	r.err = err
+	r.err, r.subject = err, s
 	r.retry = time.Now().Add(wait)
 	if len(st.refusals) >= maxRefusals && prev == nil {
 		st.dropOldestRefusal()

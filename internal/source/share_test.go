@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -192,4 +193,24 @@ func hexOf(b byte) string {
 		out[i] = digits[int(b)%16]
 	}
 	return string(out)
+}
+
+// A refusal remembered for one source is told to another environment
+// naming the same content in its own source's name.
+func TestRememberedRefusalNamesTheAskingSource(t *testing.T) {
+	ctx := context.Background()
+	ref, requests := artifactServer(t, gzipped(t, tarOf(t, tfile("/etc/cron.d/x", "evil"))))
+	f := newFetcher(t)
+	_, err := f.Serve(ctx, "a", ref, nil)
+	expectError(t, err, permanent, []string{`source "flux"`, "unsafe content"})
+	other := ref
+	other.Source = "mine"
+	_, err = f.Serve(ctx, "b", other, nil)
+	expectError(t, err, permanent, []string{`source "mine"`, "unsafe content"})
+	if strings.Contains(err.Error(), `"flux"`) {
+		t.Errorf("the refusal names another environment's source: %v", err)
+	}
+	if n := requests.n.Load(); n != 1 {
+		t.Errorf("downloaded %d times, want 1", n)
+	}
 }

@@ -103,7 +103,7 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 	if a, ok := f.load(s, entry, ref); ok {
 		return hit(a)
 	}
-	if err := f.refused(name, env); err != nil {
+	if err := f.refused(s, name, env); err != nil {
 		return nil, err
 	}
 	unlock, err := lockKey(ctx, entry)
@@ -115,7 +115,7 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		return hit(a)
 	}
 	// A concurrent fetch of the same entry may have been refused.
-	if err := f.refused(name, env); err != nil {
+	if err := f.refused(s, name, env); err != nil {
 		return nil, err
 	}
 	// An entry that exists but cannot be read was damaged from outside the
