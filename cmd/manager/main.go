@@ -180,7 +180,7 @@ type options struct {
 	egress                *egress.Policy
 	egressCluster         bool
 	// sourceStoreMaxBytes and sourceStoreEnvMaxBytes bound the source
-	// store and one environment's share of it.
+	// store and one namespace's share of it.
 	sourceStoreMaxBytes    int64
 	sourceStoreEnvMaxBytes int64
 	driftInterval          time.Duration
@@ -221,7 +221,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
 	fs.Int64Var(&o.sourceStoreMaxBytes, "source-store-max-bytes", 2<<30, "bound of the fetched source store, in bytes: least recently used entries no environment uses now are removed to stay within it (keep it below the work directory's size limit, with room for fetches in progress)")
-	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what one environment's sources may take of the source store, in bytes; 0 is half of --source-store-max-bytes")
+	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what the sources of one namespace's environments may take of the source store together, in bytes; 0 is half of --source-store-max-bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
 	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", controllers.DefaultReconcileTimeout, "longest one reconcile of an environment may take; what is cut short goes on at the next one")
 	fs.DurationVar(&o.maxHelmTimeout, "max-helm-timeout", deploy.DefaultMaxHelmTimeout, "cap on spec.components[].helm.timeout (keep it below --reconcile-timeout)")
