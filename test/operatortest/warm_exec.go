@@ -2,10 +2,12 @@ package operatortest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/identity"
@@ -40,17 +42,21 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	step := ""
-	for i := range command[:len(command)-1] {
-		if command[i] == "--step" {
-			step = command[i+1]
-		}
-	}
-	// Each step runs where WarmBuildSteps says: credentials only in the
-	// agent, the build command only in the build container.
-	want := map[string]string{build.WarmStepFetch: build.ContainerWarmAgent, build.WarmStepRun: build.ContainerWarm, build.WarmStepPush: build.ContainerWarmAgent}[step]
+	step, token := flagValue(command, "--step"), flagValue(command, "--token")
+	// Each step runs where WarmClaimStep and WarmBuildSteps say:
+	// credentials only in the agent, the build command only in the build
+	// container.
+	want := map[string]string{build.WarmStepClaim: build.ContainerWarm, build.WarmStepFetch: build.ContainerWarmAgent,
+		build.WarmStepRun: build.ContainerWarm, build.WarmStepPush: build.ContainerWarmAgent}[step]
 	if want == "" || container != want {
 		return fmt.Errorf("step %q exec'd into container %q", step, container)
+	}
+	if step == build.WarmStepClaim {
+		// A new build, as the helper claims one in a builder nothing
+		// else runs in.
+		claim, _ := json.Marshal(build.WarmClaim{Token: token, Started: time.Now()})
+		_, err := fmt.Fprintf(stdout, "%s\n", claim)
+		return err
 	}
 	// Until a test scripts an answer (Answer), every step succeeds
 	// saying nothing: a warm build still running when the tests end, or
@@ -60,6 +66,16 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 		return nil
 	}
 	return run(command, stdout, stderr)
+}
+
+// flagValue is the value after name in command.
+func flagValue(command []string, name string) string {
+	for i := range command[:len(command)-1] {
+		if command[i] == name {
+			return command[i+1]
+		}
+	}
+	return ""
 }
 
 // IsStep reports whether command is the warm build's step.
