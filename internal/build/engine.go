@@ -105,6 +105,8 @@ type Engine struct {
 	recent   memo.Map[memoEntry]
 	warmOnce sync.Once
 	warm     *warmBuilds
+	// jobRetries counts builder Jobs that failed for a registry down.
+	jobRetries jobRetries
 }
 
 // Wake reports environments whose warm build ended, so the controller

@@ -105,6 +105,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 					continue
 				}
 			}
+			s.e.jobRetries.forget(jobName)
 			digests[p] = h
 			if len(outcome.Report.Outputs) > 0 {
 				outputs = outcome.Report.Outputs
@@ -257,6 +258,9 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 // builderJobFailed records a failed build in status and stalls the
 // environment until the inputs change: the same inputs would fail again.
 func (s *imageBuilds) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, job *batchv1.Job, o JobOutcome) error {
+	if registryDownInJob(o) {
+		return s.retryBuilderJob(ctx, img, ist, job, o)
+	}
 	// The tail read while it ran may miss its last lines: read once more.
 	justEnded := ist.Build.Result == v1alpha1.BuildRunning
 	ist.Build.Result = v1alpha1.BuildFailed

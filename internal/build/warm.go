@@ -195,6 +195,12 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	}, nil
 }
 
+// ExitUnavailable is a devloop helper step's exit code (in a builder Job's
+// fetch or assemble container, or a warm build's fetch or push) when what
+// it needed was unavailable (a registry down): the operator waits and
+// tries again rather than failing the build (as sysexits' EX_TEMPFAIL).
+const ExitUnavailable = 75
+
 // WarmExitTimedOut is the run step's exit code when the helper stopped
 // the build command at its timeout (as timeout(1) exits).
 const WarmExitTimedOut = 124
