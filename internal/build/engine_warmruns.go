@@ -151,6 +151,8 @@ type warmOutcome struct {
 	timeout  time.Duration
 	// ended is when the outcome was known.
 	ended time.Time
+	// step is the step that failed.
+	step string
 }
 
 // startedAt is the build's start, zero until its claim answered.
@@ -297,6 +299,7 @@ func (w *warmBuilds) runPlan(ctx context.Context, run *warmRun, plan warmPlan,
 				out.logTail = stderr.String()
 				return out
 			}
+			out.step = step.Name
 			return fail(fmt.Errorf("step %s: %w", step.Name, err))
 		}
 	}

@@ -2,11 +2,15 @@ package build_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	utilexec "k8s.io/client-go/util/exec"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
@@ -126,4 +131,49 @@ func TestRegistryOutageDuringABuilderJobHeals(t *testing.T) {
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
 	g.Expect(st.Repository).To(Equal(reg.Host + "/" + ns + "/api"))
 	testregistry.Pull(t, st.Repository+"@"+st.Digest)
+}
+
+// TestRegistryOutageDuringAWarmBuildHeals (issue 32 item 1, warm path):
+// the warm builder's push step finds the registry down and says so by its
+// exit code (ExitUnavailable, as the helper does); the environment waits,
+// not Stalled, and once the registry answers again the build goes on by
+// itself: Ready.
+func TestRegistryOutageDuringAWarmBuildHeals(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := apiNamespace(t)
+	var mu sync.Mutex
+	down := true
+	t.Cleanup(func() { operatortest.WarmExec.Answer(nil) })
+	operatortest.WarmExec.Answer(func(command []string, stdout, stderr io.Writer) error {
+		if !operatortest.IsStep(command, build.WarmStepPush) || !strings.Contains(strings.Join(command, " "), ns) {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			fmt.Fprintln(stderr, "devloop: registry unavailable for "+ns+"/api: connection refused")
+			return utilexec.CodeExitError{Err: errors.New("command terminated with exit code 75"), Code: build.ExitUnavailable}
+		}
+		d := pushRandom(g, ns+"/api")
+		report, _ := json.Marshal(build.AssembleReport{Digest: d.String(), Uploaded: 1})
+		_, err := fmt.Fprintf(stdout, "%s\n", report)
+		return err
+	})
+	key := operatortest.CreateEnv(t, warmAPIEnv(ns))
+	operatortest.RunPod(t, ns, warmAPIPod)
+	env := operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		reconciling := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling)
+		g.Expect(reconciling).NotTo(BeNil())
+		g.Expect(reconciling.Reason).To(Equal(v1alpha1.ReasonWaiting))
+		g.Expect(reconciling.Message).To(ContainSubstring("registry was unavailable to the push step"))
+		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled)).To(BeFalse())
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	returned := time.Now()
+	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	fmt.Printf("warm build Ready %s after the registry's return\n", time.Since(returned).Round(100*time.Millisecond))
 }
