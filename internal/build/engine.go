@@ -107,6 +107,9 @@ type Engine struct {
 	warm     *warmBuilds
 	// jobRetries counts builder Jobs that failed for a registry down.
 	jobRetries jobRetries
+	// noSuchHosts counts builds that found a registry host that does not
+	// resolve.
+	noSuchHosts noSuchHosts
 }
 
 // Wake reports environments whose warm build ended, so the controller
