@@ -30,7 +30,7 @@ const (
 // noSuchHosts counts, per environment and host, the tries in a row that
 // found the host does not resolve; in memory only.
 type noSuchHosts struct {
-	mu   sync.Mutex
+	mu sync.Mutex
 	// seen is by environment UID and component.
 	seen map[string]hostTries
 }
