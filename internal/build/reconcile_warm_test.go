@@ -251,3 +251,34 @@ func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 	})
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }
+
+// TestWarmBuildAdoptedKeepsItsStart (issue 36 items 1 and 2): an operator
+// that restarts while a warm build runs execs the build again; the
+// helper's claim adopts the running build (the helper tests prove it runs
+// once) and answers its token and original start. Status keeps that
+// start, not the restart's, and the later steps go on with the adopted
+// token.
+func TestWarmBuildAdoptedKeepsItsStart(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := apiNamespace(t)
+	original := time.Now().Add(-40 * time.Minute).Truncate(time.Second)
+	operatortest.WarmExec.ClaimAdopts(ns, build.WarmClaim{Token: "started-before-the-restart", Started: original})
+	operatortest.WarmExec.HangIn(ns)
+	env := warmAPIEnv(ns)
+	env.Spec.Components[0].Images[0].Run.Timeout = &metav1.Duration{Duration: time.Hour}
+	key := operatortest.CreateEnv(t, env)
+	operatortest.RunPod(t, ns, warmAPIPod)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		st := env.Status.Component("api").Image("api")
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Build).NotTo(BeNil())
+		g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildRunning))
+		g.Expect(st.Build.StartTime).NotTo(BeNil())
+		g.Expect(st.Build.StartTime.Time.Equal(original)).To(BeTrue(), "start %s, want the adopted build's %s", st.Build.StartTime, original)
+	})
+	g.Eventually(func() int {
+		return operatortest.WarmExec.CallsWith("--step " + build.WarmStepRun + " --token started-before-the-restart")
+	}, operatortest.Timeout).Should(Equal(1), "the run step goes on with the adopted build's token")
+	g.Expect(operatortest.WarmExec.CallsWith("--step " + build.WarmStepFetch + " --token started-before-the-restart")).To(Equal(1))
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+}

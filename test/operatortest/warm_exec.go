@@ -27,12 +27,15 @@ type FakeExec struct {
 	// hang lists namespaces whose build command runs until its context
 	// ends.
 	hang map[string]bool
+	// adopted are the builds namespaces' claims adopt (ClaimAdopts).
+	adopted map[string]build.WarmClaim
 }
 
 func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, command)
 	run, real, hang := f.run, f.real[namespace], f.hang[namespace]
+	adopted, adopt := f.adopted[namespace]
 	f.mu.Unlock()
 	if real {
 		return t.Exec(ctx, namespace, pod, container, command, stdout, stderr)
@@ -53,8 +56,12 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 	}
 	if step == build.WarmStepClaim {
 		// A new build, as the helper claims one in a builder nothing
-		// else runs in.
-		claim, _ := json.Marshal(build.WarmClaim{Token: token, Started: time.Now()})
+		// else runs in; or the build ClaimAdopts gave.
+		answer := build.WarmClaim{Token: token, Started: time.Now()}
+		if adopt {
+			answer = adopted
+		}
+		claim, _ := json.Marshal(answer)
 		_, err := fmt.Fprintf(stdout, "%s\n", claim)
 		return err
 	}
@@ -91,6 +98,17 @@ func (f *FakeExec) HangIn(ns string) {
 		f.hang = map[string]bool{}
 	}
 	f.hang[ns] = true
+}
+
+// ClaimAdopts makes ns's claims answer claim, as the helper does when a
+// build of the same inputs an earlier operator process started still runs.
+func (f *FakeExec) ClaimAdopts(ns string, claim build.WarmClaim) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.adopted == nil {
+		f.adopted = map[string]build.WarmClaim{}
+	}
+	f.adopted[ns] = claim
 }
 
 // ExecForReal sends ns's execs to the API server.
