@@ -43,7 +43,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 	}
 	digests := map[string]v1.Hash{}
 	var outputs []image.OutputReport
-	var running []string
+	var running, waiting []string
 	for _, p := range img.BuildPlatforms() {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
 		job := &batchv1.Job{}
@@ -85,6 +85,12 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		case !outcome.Finished:
 			running = append(running, jobName)
 			s.refreshJobTail(ctx, img, ist, ours)
+		case !outcome.Succeeded && outcome.Reason == batchv1.JobReasonDeadlineExceeded:
+			msg, err := s.retryTimedOutJob(ctx, img, ist, job, outcome)
+			if err != nil {
+				return nil, "", err
+			}
+			waiting = append(waiting, msg)
 		case !outcome.Succeeded:
 			return nil, "", s.builderJobFailed(ctx, img, ist, job, outcome)
 		default:
@@ -113,7 +119,10 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		}
 	}
 	if len(running) > 0 {
-		return nil, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")), nil
+		waiting = append(waiting, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")))
+	}
+	if len(waiting) > 0 {
+		return nil, strings.Join(waiting, "; "), nil
 	}
 	res, err := s.publishBuilt(ctx, img, ist, digests, outputs, tags)
 	return res, "", err

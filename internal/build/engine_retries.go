@@ -72,6 +72,15 @@ func (r *jobRetries) delay(job *batchv1.Job) time.Duration {
 	return min(d, jobRetryMaxDelay)
 }
 
+// attempt counts job (once) among the Jobs of its name that failed in a
+// row and returns how many did.
+func (r *jobRetries) attempt(job *batchv1.Job) int {
+	r.delay(job)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jobs[job.Name].count
+}
+
 // forget drops the count of a Job name that built.
 func (r *jobRetries) forget(name string) {
 	r.mu.Lock()
@@ -132,4 +141,45 @@ func jobFailedAt(job *batchv1.Job) time.Time {
 		return job.Status.CompletionTime.Time
 	}
 	return time.Now()
+}
+
+// retryTimedOutJob records a builder Job stopped at its deadline
+// (run.timeout) and tries the build again after a delay, as for a warm
+// build: it was stalled until the spec changed, though the cache the
+// attempt filled makes the next one shorter. It returns the status
+// message: how long the Job ran and when it is tried again.
+func (s *imageBuilds) retryTimedOutJob(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, job *batchv1.Job, o JobOutcome) (string, error) {
+	justEnded := ist.Build.Result == v1alpha1.BuildRunning
+	ist.Build.Result, ist.Build.ExitCode = v1alpha1.BuildFailed, nil
+	failedAt := jobFailedAt(job)
+	ist.Build.CompletionTime = &metav1.Time{Time: failedAt}
+	if (justEnded || ist.Build.LogTail == "") && o.Pod != "" {
+		ist.Build.LogTail = s.logTail(ctx, o.Pod, ContainerBuild)
+	}
+	ran := time.Duration(0)
+	if job.Status.StartTime != nil {
+		ran = failedAt.Sub(job.Status.StartTime.Time).Round(time.Second)
+	}
+	timeout := s.e.buildTimeout(img.Run)
+	attempt := s.e.jobRetries.attempt(job)
+	delay := retryDelay(timeout, attempt)
+	// Constant from one reconcile to the next: status is written only
+	// when something changed.
+	msg := fmt.Sprintf("image %s: builder job %s ran %s, past run.timeout (%s): trying again %s after it stopped (attempt %d)",
+		img.Name, job.Name, ran, timeout, delay, attempt+1)
+	if wait := time.Until(failedAt.Add(delay)); wait > 0 {
+		s.next.RequeueWithin(wait)
+		return msg, nil
+	}
+	tenant, err := s.tenant.Client()
+	if err != nil {
+		return "", err
+	}
+	log.FromContext(ctx).Info("builder job timed out; trying again", "job", job.Name, "ran", ran, "timeout", timeout, "attempt", attempt+1)
+	if err := tenant.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil &&
+		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return "", identity.Refused(err, "delete builder job "+job.Name)
+	}
+	s.next.Poll = true
+	return msg, nil
 }

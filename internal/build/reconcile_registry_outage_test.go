@@ -19,6 +19,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilexec "k8s.io/client-go/util/exec"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -176,4 +177,49 @@ func TestRegistryOutageDuringAWarmBuildHeals(t *testing.T) {
 	returned := time.Now()
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	fmt.Printf("warm build Ready %s after the registry's return\n", time.Since(returned).Round(100*time.Millisecond))
+}
+
+// TestBuilderJobPastItsTimeoutIsTriedAgain (issue 36 item 3, Job path): a
+// builder Job stopped at its deadline (run.timeout) does not stall the
+// environment until the spec changes: status says how long it ran and
+// when it is tried again, and the Job is replaced after that delay.
+func TestBuilderJobPastItsTimeoutIsTriedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	env := amd64APIEnv(ns)
+	env.Spec.Components[0].Images[0].Run.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+	key := operatortest.CreateEnv(t, env)
+	var first batchv1.Job
+	g.Eventually(func(g Gomega) {
+		jobs := operatortest.BuilderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		first = jobs["linux-amd64"]
+	}, operatortest.Timeout).Should(Succeed())
+
+	// The Job controller stops it at its deadline.
+	now := metav1.Now()
+	start := metav1.NewTime(now.Add(-3 * time.Second))
+	first.Status.StartTime = &start
+	first.Status.Failed = 1
+	first.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, LastTransitionTime: now},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, LastTransitionTime: now},
+	}
+	g.Expect(operatortest.Admin.Status().Update(ctx, &first)).To(Succeed())
+
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		c := env.Status.Component("api")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("ran 3s, past run.timeout (2s): trying again 2s after it stopped (attempt 2)"))
+		g.Expect(c.Image("api").Build.Result).To(Equal(v1alpha1.BuildFailed))
+		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled)).To(BeFalse())
+	})
+	fmt.Println("after the deadline:", env.Status.Component("api").Message)
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	g.Eventually(func(g Gomega) {
+		jobs := operatortest.BuilderJobs(g, ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		g.Expect(jobs["linux-amd64"].UID).NotTo(Equal(first.UID), "the timed-out Job is replaced")
+	}, operatortest.Timeout).Should(Succeed())
 }
