@@ -31,7 +31,7 @@ func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Resu
 	s := e.sessionFor(req)
 	s.progress = req.Progress
 	built, msg, err := s.buildImages(ctx, req.Component, req.Status)
-	err = e.noSuchHosts.check(req.Env.UID, req.Component.Name, err)
+	err = e.noSuchHosts.check(req.Env.UID, req.Component.Name, err, err == nil && !built)
 	res := s.next
 	if err != nil || built {
 		return res, err

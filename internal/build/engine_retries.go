@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
@@ -92,8 +94,24 @@ func (r *jobRetries) forget(name string) {
 // registry down: devloop's own fetch or assemble step said so by its exit
 // code (the build command's codes are the author's, not looked at).
 func registryDownInJob(o JobOutcome) bool {
-	return o.ExitCode != nil && *o.ExitCode == ExitUnavailable &&
+	return o.ExitCode != nil && (*o.ExitCode == ExitUnavailable || *o.ExitCode == ExitNoSuchHost) &&
 		(o.FailedContainer == pods.ContainerFetch || o.FailedContainer == ContainerAssemble)
+}
+
+// unavailableIn is the error of a helper step that found the registry
+// down (code ExitUnavailable) or its host not resolving (ExitNoSuchHost,
+// counted by noSuchHosts): the assemble or push step's registry is the
+// environment's, or the image's base.
+func (s *imageBuilds) unavailableIn(img *v1alpha1.ImageSpec, code *int32, msg string) error {
+	err := errors.New(msg)
+	if code == nil || *code != ExitNoSuchHost {
+		return fault.Unavailable(err)
+	}
+	host := s.env.Spec.Registry.Prefix
+	if i := strings.IndexByte(host, '/'); i >= 0 {
+		host = host[:i]
+	}
+	return image.NewNoSuchHostError(host, "spec.registry.prefix (or the image's base)", err)
 }
 
 // retryBuilderJob records a builder Job stopped by a registry down and
@@ -116,7 +134,7 @@ func (s *imageBuilds) retryBuilderJob(ctx context.Context, img *v1alpha1.ImageSp
 	}
 	msg += fmt.Sprintf("; the build starts again %s after it stopped", delay)
 	if time.Since(failedAt) < delay {
-		return fault.Unavailable(errors.New(msg))
+		return s.unavailableIn(img, o.ExitCode, msg)
 	}
 	tenant, err := s.tenant.Client()
 	if err != nil {
@@ -127,7 +145,7 @@ func (s *imageBuilds) retryBuilderJob(ctx context.Context, img *v1alpha1.ImageSp
 		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return identity.Refused(err, "delete builder job "+job.Name)
 	}
-	return fault.Unavailable(errors.New(msg))
+	return s.unavailableIn(img, o.ExitCode, msg)
 }
 
 // jobFailedAt is when job failed (a failed Job has no completion time).

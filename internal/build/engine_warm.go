@@ -144,7 +144,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 					"image %s: exec into warm builder %s: %w (run.keepWarm needs get and create on pods/exec, on the warm builder's name, for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
 			}
 			return nil, "", fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
-		case out.exitCode != nil && *out.exitCode == ExitUnavailable && (out.step == WarmStepFetch || out.step == WarmStepPush):
+		case out.exitCode != nil && (*out.exitCode == ExitUnavailable || *out.exitCode == ExitNoSuchHost) && (out.step == WarmStepFetch || out.step == WarmStepPush):
 			// The registry is down (devloop's own step said so, not the
 			// build command): waited for, and the build goes on where it
 			// stopped (the claim adopts it, the command is not run again).
@@ -156,7 +156,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 			if time.Since(out.ended) >= jobRetryDelay {
 				warm.forget(key)
 			}
-			return nil, "", fault.Unavailable(errors.New(msg))
+			return nil, "", s.unavailableIn(img, out.exitCode, msg)
 		case out.err != nil:
 			return nil, "", warmBuildFailed(img, ist, pod.Name, out)
 		default:

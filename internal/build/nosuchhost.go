@@ -44,12 +44,15 @@ type hostTries struct {
 
 // check counts err when a registry host in it does not resolve, and turns
 // it Stalled once the tries are spent; any other outcome of env's builds
-// clears the count.
-func (n *noSuchHosts) check(env types.UID, component string, err error) error {
+// but one still in flight (a builder Job started again) clears the count.
+func (n *noSuchHosts) check(env types.UID, component string, err error, inFlight bool) error {
 	key := string(env) + "/" + component
 	var nsh *image.NoSuchHostError
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if inFlight {
+		return err
+	}
 	if !errors.As(err, &nsh) {
 		delete(n.seen, key)
 		return err

@@ -8,9 +8,13 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -47,5 +51,41 @@ func TestRegistryHostThatDoesNotResolveStalls(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("spec.registry.prefix"))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	fmt.Printf("Stalled %s after creation: %s\n", time.Since(created).Round(time.Second), operatortest.EnvCondition(env, v1alpha1.ConditionStalled).Message)
+	operatortest.ExpectKstatus(t, env, status.FailedStatus)
+}
+
+// TestRegistryHostThatDoesNotResolveStallsABuilderJob: the same in a
+// builder Job: its assemble step, the real helper, finds the registry
+// host does not resolve and says so by its exit code (ExitNoSuchHost);
+// the environment waits, then stalls naming spec.registry.prefix.
+func TestRegistryHostThatDoesNotResolveStallsABuilderJob(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := apiNamespace(t)
+	env := amd64APIEnv(ns)
+	host := "registry.devloop-nxdomain.invalid"
+	env.Spec.Registry.Prefix = host + "/" + ns
+	key := operatortest.CreateEnv(t, env)
+	// Plays the Job controller and kubelet: every builder Job the
+	// operator starts runs its real assemble step and fails as it does.
+	finished := map[types.UID]bool{}
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		jobs := operatortest.BuilderJobs(g, ns)
+		if job, ok := jobs["linux-amd64"]; ok && !finished[job.UID] {
+			finished[job.UID] = true
+			assemble := runAssemble(t, job)
+			g.Expect(assemble.State.Terminated.ExitCode).To(BeEquivalentTo(build.ExitNoSuchHost), assemble.State.Terminated.Message)
+			finishJob(t, &job,
+				[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
+				[]corev1.ContainerStatus{assemble}, false)
+		}
+		g.Expect(operatortest.Admin.Get(context.Background(), key, env)).To(Succeed())
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring(host))
+		g.Expect(stalled.Message).To(ContainSubstring("spec.registry.prefix"))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	failed := start
+	fmt.Printf("Stalled %s after the first Job started (%d Jobs): %s\n", time.Since(failed).Round(time.Second), len(finished), operatortest.EnvCondition(env, v1alpha1.ConditionStalled).Message)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }

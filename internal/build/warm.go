@@ -201,6 +201,11 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 // tries again rather than failing the build (as sysexits' EX_TEMPFAIL).
 const ExitUnavailable = 75
 
+// ExitNoSuchHost is ExitUnavailable for a registry host that does not
+// resolve (image.NoSuchHostError): waited for at first, then a mistake in
+// the spec.
+const ExitNoSuchHost = 76
+
 // WarmExitTimedOut is the run step's exit code when the helper stopped
 // the build command at its timeout (as timeout(1) exits).
 const WarmExitTimedOut = 124

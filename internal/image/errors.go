@@ -114,6 +114,12 @@ type NoSuchHostError struct {
 	err   error
 }
 
+// NewNoSuchHostError is err, of a registry host that does not resolve,
+// named by field; Unavailable, as the image package's own.
+func NewNoSuchHostError(host, field string, err error) error {
+	return fault.Unavailable(&NoSuchHostError{Host: host, Field: field, err: err})
+}
+
 // Error is the message for the user.
 func (e *NoSuchHostError) Error() string { return e.err.Error() }
 

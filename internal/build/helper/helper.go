@@ -52,8 +52,12 @@ func Run(ctx context.Context, args []string) error {
 // failing the build; an ExitError keeps its code.
 func ExitCodeFor(err error) error {
 	var code ExitError
-	if err == nil || errors.As(err, &code) || !fault.IsUnavailable(err) {
+	var nsh *image.NoSuchHostError
+	switch {
+	case err == nil || errors.As(err, &code) || !fault.IsUnavailable(err):
 		return err
+	case errors.As(err, &nsh):
+		return ExitError{Code: build.ExitNoSuchHost, err: err}
 	}
 	return ExitError{Code: build.ExitUnavailable, err: err}
 }
