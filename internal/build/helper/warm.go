@@ -192,7 +192,9 @@ const buildTokenFile = ".devloop-build"
 
 // checkBuildToken refuses a workspace another build has fetched into.
 func checkBuildToken(dir, token string) error {
-	got, err := os.ReadFile(filepath.Join(dir, buildTokenFile))
+	// The build command can replace the file: no symlink followed, and
+	// no more read than a token.
+	got, err := readSmall(filepath.Join(dir, buildTokenFile), 256)
 	if err != nil || string(got) != token {
 		return errors.New("the workspace no longer holds this build's source (another build fetched into it since)")
 	}
@@ -245,4 +247,14 @@ func clearWorkspace(dir string) error {
 // plainWord is a token or key that can be part of a file name.
 func plainWord(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsAny(s, "/\\\n\x00") && s != "." && s != ".."
+}
+
+// readSmall reads at most max bytes of path, not through a symlink.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }

@@ -338,3 +338,53 @@ func fetchedAs(t *testing.T, workspace, token string) {
 		t.Fatal(err)
 	}
 }
+
+// TestWarmStateRefusesWhatTheBuildCommandPlanted: the build command (the
+// author's code) can write into the workspace, the builds' state
+// included. The agent's steps, which hold the credentials, neither follow
+// a symlink planted there (to a mounted Secret) nor read an unbounded
+// file.
+func TestWarmStateRefusesWhatTheBuildCommandPlanted(t *testing.T) {
+	workspace := t.TempDir()
+	fetchedAs(t, workspace, "t1")
+	secret := filepath.Join(t.TempDir(), ".dockerconfigjson")
+	if err := os.WriteFile(secret, []byte(`{"report":"the secret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A push result that is a symlink to the Secret.
+	if err := os.Symlink(secret, statePath(workspace, resultName("t1", build.WarmStepPush))); err != nil {
+		t.Fatal(err)
+	}
+	var r stepResult
+	if ok, err := readState(workspace, resultName("t1", build.WarmStepPush), &r); err == nil || ok || r.Report != "" {
+		t.Errorf("read through a planted symlink: ok %v, err %v, report %q", ok, err, r.Report)
+	}
+	// A temporary file planted as a symlink is replaced, not written
+	// through.
+	if err := os.Symlink(secret, statePath(workspace, resultName("t1", build.WarmStepRun)+".tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeState(workspace, resultName("t1", build.WarmStepRun), stepResult{ExitCode: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(secret); string(got) != `{"report":"the secret"}` {
+		t.Errorf("the Secret was written through a planted symlink: %q", got)
+	}
+	// A huge claim file is refused, not read whole.
+	if err := os.WriteFile(statePath(workspace, claimFile), bytes.Repeat([]byte(" "), maxStateBytes+10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claimedBy(workspace, "t1"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized claim: err %v, want refused", err)
+	}
+	// The state directory itself replaced by a symlink.
+	if err := os.RemoveAll(filepath.Join(workspace, stateDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(secret), filepath.Join(workspace, stateDir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readState(workspace, ".dockerconfigjson", &r); err == nil {
+		t.Error("read through a state directory that is a symlink")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,25 +61,61 @@ func statePath(dir, name string) string { return filepath.Join(dir, stateDir, na
 
 func resultName(token, step string) string { return "result-" + token + "-" + step + ".json" }
 
+// maxStateBytes bounds a state file read: the build command, the
+// author's code, can write into the workspace, the state included.
+const maxStateBytes = 64 << 10
+
+// stateDirChecked refuses a state directory that is not one (a symlink
+// the build command left there would send the agent's reads and writes,
+// which hold the credentials, elsewhere).
+func stateDirChecked(dir string) error {
+	fi, err := os.Lstat(filepath.Join(dir, stateDir))
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", stateDir)
+	}
+	return nil
+}
+
 // readState reads a state file into v; a missing file is (false, nil).
+// Symlinks are not followed and the read is bounded.
 func readState(dir, name string, v any) (bool, error) {
-	data, err := os.ReadFile(statePath(dir, name))
+	if err := stateDirChecked(dir); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	f, err := os.OpenFile(statePath(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	if err != nil {
+		return false, err
+	}
+	if len(data) > maxStateBytes {
+		return false, fmt.Errorf("%s: larger than %d bytes", name, maxStateBytes)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("%s: %w", name, err)
+		return false, fmt.Errorf("%s: not a state file", name)
 	}
 	return true, nil
 }
 
 // writeState writes v to a state file at once (rename): a reader never
-// sees half of it.
+// sees half of it. The temporary file is created anew, never opened
+// through a symlink.
 func writeState(dir, name string, v any) error {
-	if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, stateDir), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := stateDirChecked(dir); err != nil {
 		return err
 	}
 	data, err := json.Marshal(v)
@@ -86,7 +123,18 @@ func writeState(dir, name string, v any) error {
 		return err
 	}
 	tmp := statePath(dir, name+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, statePath(dir, name))
