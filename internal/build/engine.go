@@ -105,6 +105,11 @@ type Engine struct {
 	recent   memo.Map[memoEntry]
 	warmOnce sync.Once
 	warm     *warmBuilds
+	// jobRetries counts builder Jobs that failed for a registry down.
+	jobRetries jobRetries
+	// noSuchHosts counts builds that found a registry host that does not
+	// resolve.
+	noSuchHosts noSuchHosts
 }
 
 // Wake reports environments whose warm build ended, so the controller

@@ -311,3 +311,27 @@ func TestKustomizeObjectsAcceptedByAPIServer(t *testing.T) {
 	dryRunApply(t, ctx, objs)
 	dryRunPod(t, ctx, deploymentOf(t, objs, "devloop-manager"))
 }
+
+// TestChartManagerSurvivesALoadedNode (issue 36 item 2): the manager's
+// liveness probe tolerates a starved CPU (the kubelet's default 1 s
+// timeout and 3 misses killed it in the middle of builds at load 20 on two
+// cores), and the Go runtime knows the memory limit (GOMEMLIMIT), so it
+// collects before the OOM killer acts.
+func TestChartManagerSurvivesALoadedNode(t *testing.T) {
+	d := deploymentOf(t, renderChart(t, nil), "devloop-manager")
+	c := d.Spec.Template.Spec.Containers[0]
+	live := c.LivenessProbe
+	if live == nil || live.TimeoutSeconds < 5 || live.FailureThreshold*live.PeriodSeconds < 120 {
+		t.Errorf("liveness probe %+v: want a timeout of at least 5 s and at least 2 minutes of misses before a restart", live)
+	}
+	var memLimit *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "GOMEMLIMIT" {
+			memLimit = &c.Env[i]
+		}
+	}
+	if memLimit == nil || memLimit.ValueFrom == nil || memLimit.ValueFrom.ResourceFieldRef == nil ||
+		memLimit.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+		t.Errorf("GOMEMLIMIT = %+v, want it from the container's limits.memory", memLimit)
+	}
+}

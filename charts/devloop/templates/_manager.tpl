@@ -148,6 +148,16 @@ spec:
         # push images: by default exactly the image of this container.
         - name: DEVLOOP_HELPER_IMAGE
           value: {{ default $image $root.Values.helperImage | quote }}
+        # The Go runtime collects harder as the heap nears the container's
+        # memory limit instead of growing past it into the OOM killer.
+        {{- if (($root.Values.resources).limits).memory }}
+        - name: GOMEMLIMIT
+          valueFrom:
+            resourceFieldRef:
+              containerName: manager
+              resource: limits.memory
+              divisor: "1"
+        {{- end }}
         {{- with $root.Values.manager.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -158,17 +168,25 @@ spec:
         {{- end }}
         - name: probes
           containerPort: 8081
+        # /healthz answers from the process itself (healthz.Ping): a slow
+        # answer means a starved CPU, not a wedged manager. The kubelet's
+        # default 1 s timeout killed the manager in the middle of builds on
+        # a loaded node (load 20 on two cores): allow 10 s, and 5 misses in
+        # a row (about 2.5 minutes) before a restart.
         livenessProbe:
           httpGet:
             path: /healthz
             port: probes
           initialDelaySeconds: 10
-          periodSeconds: 20
+          periodSeconds: 30
+          timeoutSeconds: 10
+          failureThreshold: 5
         readinessProbe:
           httpGet:
             path: /readyz
             port: probes
           periodSeconds: 10
+          timeoutSeconds: 5
         resources:
           {{- toYaml $root.Values.resources | nindent 10 }}
         securityContext:
