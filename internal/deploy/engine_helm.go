@@ -58,6 +58,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err := helmRendering(&req, env, c, images, opts); err != nil {
 		return Result{}, err
 	}
+	req.CheckHooks = hookOwnerCheck(cl, e.Mapper, req.Namespace, opts)
 	if progress != nil {
 		req.BeforeAction = func(act helm.Action) {
 			if st.Release == nil {
