@@ -203,7 +203,7 @@ func TestDebugAttachesDelve(t *testing.T) {
 
 	// Issue 31.2: no other pod reaches delve on the pod IP; the
 	// port-forward does (attachDelve).
-	expectDelveUnreachableFromPeers(t, debugPod, 8080)
+	expectDelveUnreachableOnPodIP(t, debugPod, 8080)
 	attachDelve(t, dlvPort, httpPort)
 
 	stopPF()
