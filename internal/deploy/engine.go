@@ -123,7 +123,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 	}
 	log.FromContext(ctx).Info("uninstalling a release the component no longer deploys", "component", c.Name,
 		"release", st.Release.Name, "namespace", st.Release.Namespace)
-	if err := e.uninstallRelease(ctx, t, string(env.UID), st.Release.Name, st.Release.Namespace, "DevEnvironment "+env.Name+": component "+c.Name+" moved"); err != nil {
+	if err := e.uninstallRelease(ctx, env, c, t, st.Release.Name, st.Release.Namespace, "DevEnvironment "+env.Name+": component "+c.Name+" moved"); err != nil {
 		return err
 	}
 	st.Release = nil
@@ -168,7 +168,7 @@ func (e *Engine) finalizeComponent(ctx context.Context, env *v1alpha1.DevEnviron
 		}
 		for _, p := range places {
 			log.FromContext(ctx).Info("uninstalling helm release", "component", c.Name, "release", p[0], "namespace", p[1])
-			if err := e.uninstallRelease(ctx, t, string(env.UID), p[0], p[1], "DevEnvironment "+env.Name+" deleted"); err != nil {
+			if err := e.uninstallRelease(ctx, env, c, t, p[0], p[1], "DevEnvironment "+env.Name+" deleted"); err != nil {
 				return err
 			}
 		}

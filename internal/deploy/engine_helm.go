@@ -278,11 +278,13 @@ func (e *Engine) timeoutNote(c *v1alpha1.Component, req helm.ReleaseRequest) str
 	return fmt.Sprintf(" (timeout %s, the operator's maximum, not the %s the spec asks)", req.Timeout, c.Helm.Timeout.Duration)
 }
 
-// uninstallRelease removes a release as the tenant, if owner (the
-// environment's UID) installed it. A release that is not there (never
-// installed, or its namespace deleted by hand with its storage) is done;
-// one someone else installed is left.
-func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner, name, namespace, why string) error {
+// uninstallRelease removes a release of component c as the tenant, if
+// the environment installed it, with the hook objects it left (Helm's
+// uninstall keeps them) that the environment owns. A release that is not
+// there (never installed, or its namespace deleted by hand with its
+// storage) is done; one someone else installed is left.
+func (e *Engine) uninstallRelease(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant, name, namespace, why string) error {
+	owner := string(env.UID)
 	if err := helm.StopInFlight(helm.ReleaseKey(owner, namespace, name)); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
 	}
@@ -290,8 +292,13 @@ func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner
 	if err != nil {
 		return err
 	}
+	cl, err := t.Client()
+	if err != nil {
+		return err
+	}
 	return helm.UninstallOwned(ctx, helm.NewConfigFactory(t.BaseConfig(), user), owner,
-		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why})
+		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why},
+		hookRemover(cl, e.Mapper, namespace, ownerOptions(env, c)))
 }
 
 // Wake reports environments whose Helm action ended outside a reconcile,

@@ -5,6 +5,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +22,7 @@ import (
 // ServiceAccount may delete) to create the hook in its place. Hooks this
 // environment ran before carry its owner annotation (the post-render
 // labels them like the manifest) and pass.
-func hookOwnerCheck(cl client.Client, mapper meta.RESTMapper, namespace string, opts ApplyOptions) helm.HookCheck {
+func hookOwnerCheck(cl client.Client, mapper meta.RESTMapper, namespace string, opts ApplyOptions) helm.HookFunc {
 	return func(ctx context.Context, hooks []*unstructured.Unstructured) error {
 		for _, h := range hooks {
 			o := h.DeepCopy()
@@ -70,4 +71,38 @@ func hookPlaced(o *unstructured.Unstructured, namespace string, mapper meta.REST
 		o.SetNamespace(namespace)
 	}
 	return true
+}
+
+// hookRemover deletes, as the tenant (cl), the hook objects of a release
+// being uninstalled that this environment owns and that are still there:
+// a completed hook Job kept by before-hook-creation, or one left running
+// by an action that was stopped. Its pods go with it (background
+// propagation). An object someone else owns (the hook check refused to
+// replace it) is left.
+func hookRemover(cl client.Client, mapper meta.RESTMapper, namespace string, opts ApplyOptions) helm.HookFunc {
+	return func(ctx context.Context, hooks []*unstructured.Unstructured) error {
+		for _, h := range hooks {
+			o := h.DeepCopy()
+			if !hookPlaced(o, namespace, mapper) {
+				continue
+			}
+			existing := &unstructured.Unstructured{}
+			existing.SetGroupVersionKind(o.GroupVersionKind())
+			err := cl.Get(ctx, client.ObjectKeyFromObject(o), existing)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return classify(cl, err, "get", RefOf(o))
+			case !ownedBy(existing, opts) || existing.GetDeletionTimestamp() != nil:
+				continue
+			}
+			err = cl.Delete(ctx, existing, client.PropagationPolicy(metav1.DeletePropagationBackground),
+				client.Preconditions{UID: ptr(existing.GetUID())})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return classify(cl, err, "delete", RefOf(o))
+			}
+		}
+		return nil
+	}
 }

@@ -64,7 +64,7 @@ type ReleaseRequest struct {
 	// object named like a hook before creating the hook
 	// (before-hook-creation, its default), so this is where a hook named
 	// like someone else's object must be refused (see hookRenderDriver).
-	CheckHooks HookCheck
+	CheckHooks HookFunc
 	// SkipCRDs installs without the chart's crds/.
 	SkipCRDs bool
 	// RenderKey is anything else that changes the rendered release, such

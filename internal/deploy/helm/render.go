@@ -48,7 +48,7 @@ func (noPatches) Unmatched([]bool) error                           { return nil 
 type releaseRender struct {
 	patches Patcher
 	mutate  Mutator
-	check   HookCheck
+	check   HookFunc
 	// matched marks the patches that matched the manifest of the action
 	// in progress; the pending write of its revision consumes it.
 	matched []bool
@@ -136,9 +136,10 @@ func (r *releaseRender) checkHooks(ctx context.Context, objs []*unstructured.Uns
 	return r.check(ctx, objs)
 }
 
-// HookCheck decides whether a release's hooks (their objects, as they
-// will be created) may run; see ReleaseRequest.CheckHooks.
-type HookCheck func(ctx context.Context, hooks []*unstructured.Unstructured) error
+// HookFunc is told the objects of a release's hooks: to decide whether
+// they may run (ReleaseRequest.CheckHooks), or to remove what they left
+// (UninstallOwned).
+type HookFunc func(ctx context.Context, hooks []*unstructured.Unstructured) error
 
 // hookRenderDriver is a storage driver decorator that edits the hooks of
 // each revision an install or upgrade stores as pending, and checks them
