@@ -274,7 +274,7 @@ func setOwnerLabels(o *unstructured.Unstructured, opts ApplyOptions) {
 // ownedBy reports whether this environment created o: its owner
 // annotation names it, or (objects applied before the annotation existed)
 // there is none and the label names it.
-func ownedBy(o *unstructured.Unstructured, opts ApplyOptions) bool {
+func ownedBy(o metav1.Object, opts ApplyOptions) bool {
 	if owner, ok := o.GetAnnotations()[AnnotationOwner]; ok && opts.Owner != "" {
 		return owner == opts.Owner
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -56,6 +57,11 @@ type Engine struct {
 	// hooks hold a worker longer (keep it below the reconcile deadline).
 	// DefaultMaxHelmTimeout when zero.
 	MaxHelmTimeout time.Duration
+	// LogsFor, when set, gives the reader of an environment's pod logs
+	// (as its tenant): a failed hook's output is shown in status. Logs is
+	// used when it is nil (tests without a kubelet).
+	LogsFor func(t *identity.Tenant) (pods.LogReader, error)
+	Logs    pods.LogReader
 }
 
 // DefaultMaxHelmTimeout is the cap of a Helm action's timeout when

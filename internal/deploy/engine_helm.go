@@ -107,6 +107,10 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
 			return Result{}, err
 		}
+		if out.Failure == helm.FailureHook {
+			// Read now: the next attempt replaces the failed Job.
+			err = fmt.Errorf("%w%s", err, e.hookFailureOutput(ctx, cl, t, req.Namespace, opts))
+		}
 		n := countFailure(st.Release, out.Digest)
 		if n >= e.maxReleaseFailures() {
 			return Result{}, fault.Stalled(v1alpha1.ReasonDeployFailed,
