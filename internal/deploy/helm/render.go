@@ -107,7 +107,9 @@ func (r *releaseRender) renderHooks(ctx context.Context, rls *release.Release) e
 			return fmt.Errorf("hook %s: %w", h.Path, err)
 		}
 		h.Manifest = out.String()
-		all = append(all, objs...)
+		if runByActions(h) {
+			all = append(all, objs...)
+		}
 	}
 	if err := r.patches.Unmatched(matched); err != nil {
 		return err
@@ -120,6 +122,9 @@ func (r *releaseRender) renderHooks(ctx context.Context, rls *release.Release) e
 func (r *releaseRender) checkStoredHooks(ctx context.Context, rls *release.Release) error {
 	var all []*unstructured.Unstructured
 	for _, h := range rls.Hooks {
+		if !runByActions(h) {
+			continue
+		}
 		objs, err := parseManifests([]byte(h.Manifest))
 		if err != nil {
 			return fmt.Errorf("hook %s: %w", h.Path, err)
@@ -127,6 +132,17 @@ func (r *releaseRender) checkStoredHooks(ctx context.Context, rls *release.Relea
 		all = append(all, objs...)
 	}
 	return r.checkHooks(ctx, all)
+}
+
+// runByActions says an install, upgrade, rollback or uninstall may run the
+// hook: not one that only `helm test` runs, which devloop never does.
+func runByActions(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e != release.HookTest {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *releaseRender) checkHooks(ctx context.Context, objs []*unstructured.Unstructured) error {
