@@ -26,6 +26,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
+	"github.com/devloop-dev/devloop/internal/fairqueue"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
@@ -70,6 +71,11 @@ type DevEnvironmentReconciler struct {
 
 	// APIReader reads namespaces straight from the API server.
 	APIReader client.Reader
+
+	// NamespaceShare is how many workers the environments of one
+	// namespace may hold at once, so one tenant's slow reconciles never
+	// hold them all (internal/fairqueue); fairqueue.DefaultShare when zero.
+	NamespaceShare int
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
@@ -95,6 +101,9 @@ type DevEnvironmentReconciler struct {
 // (SubjectAccessReview); neither grants the operator anything more.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// The egress policy refuses the cluster's own ranges, read at start.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 
 // SetupWithManager registers the reconciler. Status writes do not trigger a
 // reconcile; spec changes and annotation changes (trigger, reconcile
@@ -124,7 +133,10 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 			return liveupdate.PodRequests(ctx, r.Client, pod)
 		}))
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrent}).Complete(r)
+	return b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: concurrent,
+		NewQueue:                fairqueue.New(concurrent, r.NamespaceShare),
+	}).Complete(r)
 }
 
 // Reconcile runs the steps for one environment and writes its status.

@@ -64,7 +64,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx, removeCtx context.Context, env 
 		log.FromContext(ctx).Info("abandoning what could not be removed", "components", failed, "why", why, "error", cause.Error())
 		if r.Recorder != nil {
 			r.Recorder.Eventf(env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDeletionAbandoned, "Delete", "%s",
-				message.Truncate(fmt.Sprintf("%s: left what components %s deployed: %s", why, strings.Join(failed, ", "), cause.Error()), message.MaxEventNote))
+				message.Truncate(fmt.Sprintf("%s: stopped removing components %s (whatever of theirs is still in the cluster stays): %s", why, strings.Join(failed, ", "), cause.Error()), message.MaxEventNote))
 		}
 	}
 	// Every engine forgets the environment (a nil component), and so

@@ -232,6 +232,14 @@ type ImageSpec struct {
 	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^([a-zA-Z0-9_.-]|\{\{ ?\.(ContentHash|Revision|ShortRevision|Source|Image|Component) ?\}\})+$')`,message="must be a tag template of letters, digits, '_', '.', '-' and {{ .ContentHash }}, {{ .Revision }}, {{ .ShortRevision }}, {{ .Source }}, {{ .Image }} or {{ .Component }}"
 	Tags []string `json:"tags,omitempty"`
 
+	// SharedRepository says the image's repository is shared on purpose
+	// with other environments or tools: a build may move a tag that names
+	// a digest this environment did not push (a TagMoved Warning event
+	// says so). Without it such a build is refused and the environment
+	// Stalled, so no environment moves another's tags.
+	// +optional
+	SharedRepository bool `json:"sharedRepository,omitempty"`
+
 	// LiveUpdate lets changes to some of the image's paths reach the
 	// running pods in place, without a rollout (see LiveUpdate).
 	// +optional

@@ -66,10 +66,14 @@ const (
 	ReasonTriggerAccepted  = "TriggerAccepted"
 	ReasonUnknownTestSuite = "UnknownTestSuite"
 	ReasonInvalidTrigger   = "InvalidTrigger"
-	ReasonTestStarted      = "TestStarted"
-	ReasonTestPassed       = "TestPassed"
-	ReasonTestFailed       = "TestFailed"
-	ReasonTestCancelled    = "TestCancelled"
+	// ReasonTokenAlreadyHandled (a Normal event): a token trigger value
+	// handled before was applied again (a GitOps revert); it is not run
+	// again.
+	ReasonTokenAlreadyHandled = "TokenAlreadyHandled"
+	ReasonTestStarted         = "TestStarted"
+	ReasonTestPassed          = "TestPassed"
+	ReasonTestFailed          = "TestFailed"
+	ReasonTestCancelled       = "TestCancelled"
 )
 
 // Finalizer keeps a DevEnvironment until what it deployed is removed.

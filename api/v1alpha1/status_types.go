@@ -88,11 +88,14 @@ type DevEnvironmentStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	LastHandledTriggerID string `json:"lastHandledTriggerID,omitempty"`
 
-	// HandledTriggerTokens are the token triggers handled, one per
-	// annotation key ("trigger=unit-tests@v2"): a token value left in place
-	// (by GitOps) is not handled again.
+	// HandledTriggerTokens are the token triggers handled, per annotation
+	// key its latest value ("trigger=unit-tests@v2") and, in one more
+	// entry, up to 15 earlier ones as short hashes, newest first
+	// ("trigger#<16 hex digits of SHA-256>,..."): a token value left in
+	// place (by GitOps), or applied again after a newer one, is not
+	// handled again.
 	// +optional
-	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MaxLength=1100
 	HandledTriggerTokens []string `json:"handledTriggerTokens,omitempty"`
 

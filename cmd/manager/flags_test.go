@@ -27,3 +27,26 @@ func TestLayerCompressionFlag(t *testing.T) {
 		t.Errorf("zstd: err %v, want one naming the flag", err)
 	}
 }
+
+// Cross-namespace references (a Flux source of another namespace) are
+// refused unless the operator is told otherwise, as Flux's multi-tenancy
+// lockdown does.
+func TestCrossNamespaceRefsRefusedByDefault(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil || !o.noCrossNamespaceRefs {
+		t.Fatalf("default: noCrossNamespaceRefs %v, %v; want true", o.noCrossNamespaceRefs, err)
+	}
+	if o, err = parseFlags([]string{"--no-cross-namespace-refs=false"}); err != nil || o.noCrossNamespaceRefs {
+		t.Fatalf("=false: noCrossNamespaceRefs %v, %v; want false", o.noCrossNamespaceRefs, err)
+	}
+}
+
+func TestConcurrentPerNamespaceFlag(t *testing.T) {
+	o, err := parseFlags([]string{"--concurrent=8", "--concurrent-per-namespace=3"})
+	if err != nil || o.namespaceShare != 3 {
+		t.Fatalf("namespaceShare %d, %v; want 3", o.namespaceShare, err)
+	}
+	if _, err := parseFlags([]string{"--concurrent=2", "--concurrent-per-namespace=3"}); err == nil || !strings.Contains(err.Error(), "--concurrent-per-namespace") {
+		t.Errorf("a share above --concurrent: err %v, want one naming the flag", err)
+	}
+}

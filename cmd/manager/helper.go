@@ -28,9 +28,9 @@ func runHelper(args []string) error {
 	step := args[0]
 	switch {
 	case step == "fetch":
-		return pods.FetchStep(ctx, args[1:])
+		return helper.ExitCodeFor(pods.FetchStep(ctx, args[1:]))
 	case slices.Contains(helper.Steps, step):
-		return helper.Run(ctx, args)
+		return helper.ExitCodeFor(helper.Run(ctx, args))
 	case step == "test-report":
 		return testrun.ReportStep(ctx, args[1:])
 	case step == "supervise", step == "sync": // the live update supervisor, as supervisor.Path runs it

@@ -72,7 +72,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	setupLog.Info("starting manager", "concurrent", opts.concurrent, "leaderElection", opts.leaderElect,
+	setupLog.Info("starting manager", "concurrent", opts.concurrent, "concurrentPerNamespace", opts.namespaceShare, "leaderElection", opts.leaderElect,
 		"defaultServiceAccount", opts.defaultServiceAccount, "allowOperatorIdentity", opts.allowOperatorIdentity, "noCrossNamespaceRefs", opts.noCrossNamespaceRefs,
 		"helperImage", opts.helperImage, "workDir", opts.workDir,
 		"watchLabelSelector", opts.shard.selectorString(), "leaderElectionID", opts.shard.leaderElectionID)
@@ -107,6 +107,9 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	if opts.egressCluster {
+		denyCluster(mgr.GetAPIReader(), opts.egress, ctrl.Log.WithName("setup"))
+	}
 	// The identity, the sources step and each engine are made once and
 	// shared by every reconcile.
 	op := operator.New(mgr, operator.Options{
@@ -132,6 +135,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		Policy:           plan.Policy{NoCrossNamespaceRefs: opts.noCrossNamespaceRefs},
 		DriftInterval:    opts.driftInterval,
 		ReconcileTimeout: opts.reconcileTimeout,
+		NamespaceShare:   opts.namespaceShare,
 	}
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return nil, fmt.Errorf("setting up controller: %w", err)
@@ -168,6 +172,7 @@ type options struct {
 	probeAddr             string
 	leaderElect           bool
 	concurrent            int
+	namespaceShare        int
 	defaultServiceAccount string
 	noCrossNamespaceRefs  bool
 	allowOperatorIdentity bool
@@ -178,8 +183,9 @@ type options struct {
 	workDir               string
 	maxSourceSize         int64
 	egress                *egress.Policy
+	egressCluster         bool
 	// sourceStoreMaxBytes and sourceStoreEnvMaxBytes bound the source
-	// store and one environment's share of it.
+	// store and one namespace's share of it.
 	sourceStoreMaxBytes    int64
 	sourceStoreEnvMaxBytes int64
 	driftInterval          time.Duration
@@ -211,9 +217,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "how many DevEnvironments are reconciled at once")
+	fs.IntVar(&o.namespaceShare, "concurrent-per-namespace", 0, "how many of the --concurrent workers the DevEnvironments of one namespace may hold at once, so one tenant's slow reconciles never hold them all; 0 is half of --concurrent, rounded up")
 	fs.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount impersonated for environments that set no spec.serviceAccountName")
 	fs.BoolVar(&o.allowOperatorIdentity, "allow-operator-identity", false, "deploy environments that name no ServiceAccount, when --default-service-account is empty, with the operator's own identity (gives every DevEnvironment author the operator's rights; off by default)")
-	fs.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
+	fs.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", true, "refuse references to objects in other namespaces, such as Flux sources (on by default, as Flux's multi-tenancy lockdown; =false allows them)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config, $KUBECONFIG or ~/.kube/config when empty")
@@ -221,7 +228,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
 	fs.Int64Var(&o.sourceStoreMaxBytes, "source-store-max-bytes", 2<<30, "bound of the fetched source store, in bytes: least recently used entries no environment uses now are removed to stay within it (keep it below the work directory's size limit, with room for fetches in progress)")
-	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what one environment's sources may take of the source store, in bytes; 0 is half of --source-store-max-bytes")
+	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what the sources of one namespace's environments may take of the source store together, in bytes; 0 is half of --source-store-max-bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")
 	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", controllers.DefaultReconcileTimeout, "longest one reconcile of an environment may take; what is cut short goes on at the next one")
 	fs.DurationVar(&o.maxHelmTimeout, "max-helm-timeout", deploy.DefaultMaxHelmTimeout, "cap on spec.components[].helm.timeout (keep it below --reconcile-timeout)")
@@ -241,10 +248,14 @@ func parseFlags(args []string) (options, error) {
 	if o.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)
 	}
+	if o.namespaceShare < 0 || o.namespaceShare > o.concurrent {
+		return o, fmt.Errorf("--concurrent-per-namespace must be between 0 and --concurrent (%d), got %d", o.concurrent, o.namespaceShare)
+	}
 	var err error
 	if o.egress, err = egressFlags.policy(); err != nil {
 		return o, err
 	}
+	o.egressCluster = egressFlags.cluster
 	if o.shard, err = shardFlags.shard(); err != nil {
 		return o, err
 	}

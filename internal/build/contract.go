@@ -31,6 +31,7 @@ func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Resu
 	s := e.sessionFor(req)
 	s.progress = req.Progress
 	built, msg, err := s.buildImages(ctx, req.Component, req.Status)
+	err = e.noSuchHosts.check(req.Env.UID, req.Component.Name, err, err == nil && !built)
 	res := s.next
 	if err != nil || built {
 		return res, err
@@ -44,6 +45,7 @@ func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Resu
 func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 	if req.Component == nil {
 		e.recent.Forget(req.Env.UID)
+		e.noSuchHosts.forget(req.Env.UID)
 	}
 	return nil
 }

@@ -105,6 +105,11 @@ type Engine struct {
 	recent   memo.Map[memoEntry]
 	warmOnce sync.Once
 	warm     *warmBuilds
+	// jobRetries counts builder Jobs that failed for a registry down.
+	jobRetries jobRetries
+	// noSuchHosts counts builds that found a registry host that does not
+	// resolve.
+	noSuchHosts noSuchHosts
 }
 
 // Wake reports environments whose warm build ended, so the controller
@@ -216,6 +221,7 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		s.progress("building image " + img.Name)
 	}
 	spec := imageSpec(img, ref, baseDigest)
+	ctx = image.WithTagGuard(ctx, tagGuard(img, ist.Digest))
 	var res *image.Result
 	if img.Run == nil {
 		dir := ""
@@ -475,6 +481,25 @@ func buildError(image string, err error) error {
 type memoEntry struct {
 	request, digest string
 	at              time.Time
+}
+
+// tagGuard refuses a push that would move a tag away from a digest this
+// environment did not push (previous is the one it recorded last): it
+// names another environment's build, and moving it would run this one's
+// in the other's pods. An image whose repository is shared on purpose
+// moves it, and reportMovedTags says so.
+func tagGuard(img *v1alpha1.ImageSpec, previous string) image.TagGuard {
+	if img.SharedRepository {
+		return nil
+	}
+	return func(tag, from string) error {
+		if from == previous {
+			return nil
+		}
+		return fault.Stalledf(v1alpha1.ReasonTagMoved,
+			"image %s: tag %s names %s, which this environment did not push: another environment or tool pushes to this repository; not moved (set sharedRepository: true on the image if it is shared on purpose)",
+			img.Name, tag, from)
+	}
 }
 
 // reportMovedTags emits a Warning for each tag the push moved away from a

@@ -43,7 +43,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 	}
 	digests := map[string]v1.Hash{}
 	var outputs []image.OutputReport
-	var running []string
+	var running, waiting []string
 	for _, p := range img.BuildPlatforms() {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
 		job := &batchv1.Job{}
@@ -85,6 +85,12 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		case !outcome.Finished:
 			running = append(running, jobName)
 			s.refreshJobTail(ctx, img, ist, ours)
+		case !outcome.Succeeded && outcome.Reason == batchv1.JobReasonDeadlineExceeded:
+			msg, err := s.retryTimedOutJob(ctx, img, ist, job, outcome)
+			if err != nil {
+				return nil, "", err
+			}
+			waiting = append(waiting, msg)
 		case !outcome.Succeeded:
 			return nil, "", s.builderJobFailed(ctx, img, ist, job, outcome)
 		default:
@@ -105,6 +111,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 					continue
 				}
 			}
+			s.e.jobRetries.forget(jobName)
 			digests[p] = h
 			if len(outcome.Report.Outputs) > 0 {
 				outputs = outcome.Report.Outputs
@@ -112,7 +119,10 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		}
 	}
 	if len(running) > 0 {
-		return nil, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")), nil
+		waiting = append(waiting, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")))
+	}
+	if len(waiting) > 0 {
+		return nil, strings.Join(waiting, "; "), nil
 	}
 	res, err := s.publishBuilt(ctx, img, ist, digests, outputs, tags)
 	return res, "", err
@@ -244,6 +254,15 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 	if s.env.Spec.Registry.CredentialsRef != nil {
 		req.RegistrySecret = s.env.Spec.Registry.CredentialsRef.Name
 	}
+	// Mounted only if the ServiceAccount may read them itself.
+	for field, secret := range map[string]string{"the secretRef of source " + img.Source: req.SourceSecret, "spec.registry.credentialsRef": req.RegistrySecret} {
+		var unreadable *pods.UnreadableSecretError
+		if err := pods.CheckSecretsReadable(ctx, tenant, s.env.Namespace, secret); errors.As(err, &unreadable) {
+			return req, fault.Stalledf(v1alpha1.ReasonBuildFailed, "image %s: %s: %v", img.Name, field, err)
+		} else if err != nil {
+			return req, err
+		}
+	}
 	if img.Run.Cache != nil {
 		claim, err := s.ensureCacheClaim(ctx, tenant, img)
 		if err != nil {
@@ -257,6 +276,9 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 // builderJobFailed records a failed build in status and stalls the
 // environment until the inputs change: the same inputs would fail again.
 func (s *imageBuilds) builderJobFailed(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, job *batchv1.Job, o JobOutcome) error {
+	if registryDownInJob(o) {
+		return s.retryBuilderJob(ctx, img, ist, job, o)
+	}
 	// The tail read while it ran may miss its last lines: read once more.
 	justEnded := ist.Build.Result == v1alpha1.BuildRunning
 	ist.Build.Result = v1alpha1.BuildFailed

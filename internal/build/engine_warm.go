@@ -2,6 +2,8 @@ package build
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -64,26 +66,55 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 		key := string(pod.UID) + "/" + inputs
 		warm := s.e.warmBuilds()
 		run := warm.lookup(key)
+		attempt := 1
+		if run != nil {
+			// A timed-out build is tried again once its delay is over.
+			if out, done := run.outcome(); done && out.timedOut {
+				if wait := time.Until(out.ended.Add(retryDelay(out.timeout, run.attempt))); wait > 0 {
+					if ist.Build == nil {
+						ist.Build = &v1alpha1.BuildStatus{Job: pod.Name}
+					}
+					ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
+					markCompleted(ist.Build)
+					s.next.RequeueWithin(wait)
+					waiting = append(waiting, fmt.Sprintf("image %s: the build in warm builder %s ran %s, past run.timeout (%s): trying again in %s (attempt %d)",
+						img.Name, pod.Name, ranFor(run, out), out.timeout, wait.Round(time.Second), run.attempt+1))
+					continue
+				}
+				attempt, run = run.attempt+1, nil
+			}
+		}
 		if run == nil {
-			steps, err := WarmBuildSteps(req, newBuildToken())
-			if err != nil {
+			// The steps are written once the claim names the token; a
+			// request they cannot be written for fails here, not there.
+			if _, err := WarmBuildSteps(req, "check"); err != nil {
 				return nil, "", err
 			}
-			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision)
+			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision, "attempt", attempt)
 			tenant, exec := s.tenant, s.e.Exec
 			ns, name := pod.Namespace, pod.Name
-			run = warm.start(key, string(pod.UID), s.env, s.e.buildTimeout(img.Run), steps,
-				func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
-					if exec != nil {
-						return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)
-					}
-					return tenant.Exec(ctx, ns, name, step.Container, step.Command, stdout, stderr)
-				})
+			run = warm.start(key, string(pod.UID), s.env, warmPlan{
+				claim:   WarmClaimStep(claimKey(key), newBuildToken()),
+				steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
+				timeout: s.e.buildTimeout(img.Run), attempt: attempt,
+			}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
+				if exec != nil {
+					return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)
+				}
+				return tenant.Exec(ctx, ns, name, step.Container, step.Command, stdout, stderr)
+			})
 		}
-		// Status tells this run from an earlier one by its start (which
-		// status keeps to the second).
-		if b := ist.Build; b == nil || b.Job != pod.Name || b.StartTime == nil || b.StartTime.Time.Before(run.started.Truncate(time.Second)) {
-			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: run.started}}
+		// Status tells this run from an earlier one by its start, which
+		// the claim tells (an adopted build keeps its original start) and
+		// status keeps to the second.
+		started := run.startedAt()
+		switch b := ist.Build; {
+		case started.IsZero():
+			if b == nil || b.Job != pod.Name || b.Result != v1alpha1.BuildRunning {
+				ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning}
+			}
+		case b == nil || b.Job != pod.Name || b.StartTime == nil || !b.StartTime.Time.Equal(started.Truncate(time.Second)):
+			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: started.Truncate(time.Second)}}
 		}
 		out, done := run.outcome()
 		switch {
@@ -94,12 +125,16 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 			ist.Build.LogTail = run.liveTail()
 			s.next.RequeueWithin(runningTailInterval)
 		case out.timedOut:
-			// Like a builder Job past its deadline: the same inputs would
-			// time out again.
+			// Tried again after a delay (the next reconcile says when): the
+			// helper stopped it, and the cache it filled makes the next
+			// attempt shorter.
+			log.FromContext(ctx).Info("warm build timed out; trying again", "pod", pod.Name, "image", img.Name, "ran", ranFor(run, out), "timeout", out.timeout, "attempt", run.attempt)
 			ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
 			markCompleted(ist.Build)
-			return nil, "", fault.Stalledf(v1alpha1.ReasonBuildFailed,
-				"image %s: build in warm builder %s took longer than run.timeout (%s)", img.Name, pod.Name, out.timeout)
+			wait := retryDelay(out.timeout, run.attempt)
+			s.next.RequeueWithin(wait)
+			waiting = append(waiting, fmt.Sprintf("image %s: the build in warm builder %s ran %s, past run.timeout (%s): trying again in %s (attempt %d)",
+				img.Name, pod.Name, ranFor(run, out), out.timeout, wait, run.attempt+1))
 		case out.err != nil && out.exitCode == nil:
 			// The exec itself broke (the pod went away, the API server
 			// restarted): the next reconcile builds again.
@@ -109,6 +144,19 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 					"image %s: exec into warm builder %s: %w (run.keepWarm needs get and create on pods/exec, on the warm builder's name, for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
 			}
 			return nil, "", fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
+		case out.exitCode != nil && (*out.exitCode == ExitUnavailable || *out.exitCode == ExitNoSuchHost) && (out.step == WarmStepFetch || out.step == WarmStepPush):
+			// The registry is down (devloop's own step said so, not the
+			// build command): waited for, and the build goes on where it
+			// stopped (the claim adopts it, the command is not run again).
+			ist.Build.LogTail = out.logTail
+			msg := fmt.Sprintf("image %s: the registry was unavailable to the %s step in warm builder %s", img.Name, out.step, pod.Name)
+			if last := message.LastLine(out.logTail); last != "" {
+				msg += ": " + last
+			}
+			if time.Since(out.ended) >= jobRetryDelay {
+				warm.forget(key)
+			}
+			return nil, "", s.unavailableIn(img, out.exitCode, msg)
 		case out.err != nil:
 			return nil, "", warmBuildFailed(img, ist, pod.Name, out)
 		default:
@@ -242,4 +290,20 @@ func warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod str
 		msg += ": " + last
 	}
 	return fault.Stalled(v1alpha1.ReasonBuildFailed, errors.New(msg))
+}
+
+// ranFor is how long a finished build ran, to the second.
+func ranFor(run *warmRun, out warmOutcome) time.Duration {
+	started := run.startedAt()
+	if started.IsZero() {
+		return 0
+	}
+	return out.ended.Sub(started).Round(time.Second)
+}
+
+// claimKey names a build's inputs in a warm builder (its pod UID and
+// inputs) as one plain word for the claim.
+func claimKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:16])
 }

@@ -118,6 +118,15 @@ func (w *warmBuilds) turn(pod string) func() {
 
 // warmRun is one build.
 type warmRun struct {
+	pod string
+	// attempt counts the tries at the same inputs (a timed-out build is
+	// tried again).
+	attempt int
+	// cancel ends the run's exec streams (a newer build of the pod
+	// supersedes it; its processes are killed by the newer one's claim).
+	cancel context.CancelFunc
+	// started is the build's start as its claim tells (an adopted
+	// build's is the original start); zero until the claim answers.
 	started time.Time
 	// log keeps the end of the steps' output (stderr) as it comes, for
 	// status while the build runs.
@@ -140,6 +149,17 @@ type warmOutcome struct {
 	// timedOut is a build stopped at its timeout.
 	timedOut bool
 	timeout  time.Duration
+	// ended is when the outcome was known.
+	ended time.Time
+	// step is the step that failed.
+	step string
+}
+
+// startedAt is the build's start, zero until its claim answered.
+func (r *warmRun) startedAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started
 }
 
 func (r *warmRun) outcome() (warmOutcome, bool) {
@@ -165,13 +185,38 @@ func (w *warmBuilds) forget(key string) {
 	delete(w.runs, key)
 }
 
-// start runs the steps of a build for key in the background, one after
-// the other, each through exec, after the builds already running in the
-// same pod, within timeout; it reconciles env when the build ends. The
-// last step's stdout carries the report.
-func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeout time.Duration, steps []WarmStep,
+// warmPlan is what one build in a warm builder runs: the claim, then the
+// steps of the build the claim goes on with (its token).
+type warmPlan struct {
+	claim   WarmStep
+	steps   func(token string) ([]WarmStep, error)
+	timeout time.Duration
+	attempt int
+}
+
+// claimTimeout bounds the claim step, which may wait for an earlier
+// build's processes to be killed.
+const claimTimeout = 2 * time.Minute
+
+// warmGrace is how long after a build's timeout the operator stops
+// waiting for it: the helper stops the command at the timeout itself and
+// says so first. A tenth of the timeout, between 1 and 30 seconds.
+func warmGrace(timeout time.Duration) time.Duration {
+	return min(max(timeout/10, time.Second), 30*time.Second)
+}
+
+// start runs a build for key in the background, after the builds already
+// running in the same pod; a build of other inputs still running there is
+// superseded (its streams closed; the claim kills its processes). The
+// claim comes first and says which build goes on (an earlier operator
+// process's of the same inputs is adopted) and since when; then its steps,
+// one after the other, through exec, until its timeout counted from that
+// start. It reconciles env when the build ends. The last step's stdout
+// carries the report.
+func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan warmPlan,
 	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) *warmRun {
-	run := &warmRun{started: time.Now(), log: &message.Tail{Max: logTailBytes}}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &warmRun{pod: pod, attempt: plan.attempt, cancel: cancel, log: &message.Tail{Max: logTailBytes}}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
 		for k, r := range w.runs {
@@ -180,48 +225,109 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, timeou
 			}
 		}
 	}
+	for k, r := range w.runs {
+		if k != key && r.pod == pod && !r.finished() {
+			r.cancel()
+		}
+	}
 	w.runs[key] = run
 	w.mu.Unlock()
 
 	wake := &v1alpha1.DevEnvironment{}
 	wake.Namespace, wake.Name = env.Namespace, env.Name
 	go func() {
+		defer cancel()
 		release := w.turn(pod)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		stdout, stderr := &message.Tail{Max: 4096}, run.log
-		var err error
-		timedOut := false
-		for i, step := range steps {
-			out := io.Writer(stderr)
-			if i == len(steps)-1 {
-				out = stdout
-			}
-			if err = exec(ctx, step, out, stderr); err != nil {
-				timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
-				err = fmt.Errorf("step %s: %w", step.Name, err)
-				break
-			}
-		}
-		cancel()
+		out := w.runPlan(ctx, run, plan, exec)
 		release()
-		out := warmOutcome{logTail: stderr.String(), timedOut: timedOut, timeout: timeout}
-		if err == nil {
-			report := message.LastLine(stdout.String())
-			if jerr := json.Unmarshal([]byte(report), &out.report); jerr != nil || out.report.Digest == "" {
-				err = fmt.Errorf("the warm builder reported %q, not a digest", report)
-			}
-		}
-		if err != nil {
-			out.err = err
-			var code utilexec.CodeExitError
-			if errors.As(err, &code) {
-				out.exitCode = ptr.To(int32(code.Code))
-			}
-		}
+		out.ended = time.Now()
 		run.mu.Lock()
 		run.out, run.done = out, true
 		run.mu.Unlock()
 		w.wake <- event.GenericEvent{Object: client.Object(wake)}
 	}()
 	return run
+}
+
+// runPlan runs plan's claim and steps and says how the build ended.
+func (w *warmBuilds) runPlan(ctx context.Context, run *warmRun, plan warmPlan,
+	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) warmOutcome {
+	stdout, stderr := &message.Tail{Max: 4096}, run.log
+	out := warmOutcome{timeout: plan.timeout}
+	fail := func(err error) warmOutcome {
+		out.err, out.logTail = err, stderr.String()
+		var code utilexec.CodeExitError
+		if errors.As(err, &code) {
+			out.exitCode = ptr.To(int32(code.Code))
+		}
+		return out
+	}
+
+	claimCtx, cancelClaim := context.WithTimeout(ctx, claimTimeout)
+	err := exec(claimCtx, plan.claim, stdout, stderr)
+	cancelClaim()
+	if err != nil {
+		// Not the build's failure: the exec broke or the helper could not
+		// stop an earlier build; the next reconcile tries again.
+		return fail(fmt.Errorf("step %s: %w", plan.claim.Name, withoutExitCode(err)))
+	}
+	var claim WarmClaim
+	if line := message.LastLine(stdout.String()); json.Unmarshal([]byte(line), &claim) != nil || claim.Token == "" || claim.Started.IsZero() {
+		return fail(fmt.Errorf("the warm builder's claim answered %q", line))
+	}
+	run.mu.Lock()
+	run.started = claim.Started
+	run.mu.Unlock()
+	steps, err := plan.steps(claim.Token)
+	if err != nil {
+		return fail(err)
+	}
+
+	ctx, cancel := context.WithDeadline(ctx, claim.Started.Add(plan.timeout+warmGrace(plan.timeout)))
+	defer cancel()
+	stdout = &message.Tail{Max: 4096}
+	for i, step := range steps {
+		to := io.Writer(stderr)
+		if i == len(steps)-1 {
+			to = stdout
+		}
+		if err := exec(ctx, step, to, stderr); err != nil {
+			var code utilexec.CodeExitError
+			out.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) ||
+				(step.Name == WarmStepRun && errors.As(err, &code) && code.Code == WarmExitTimedOut)
+			if out.timedOut {
+				out.logTail = stderr.String()
+				return out
+			}
+			out.step = step.Name
+			return fail(fmt.Errorf("step %s: %w", step.Name, err))
+		}
+	}
+	out.logTail = stderr.String()
+	report := message.LastLine(stdout.String())
+	if jerr := json.Unmarshal([]byte(report), &out.report); jerr != nil || out.report.Digest == "" {
+		return fail(fmt.Errorf("the warm builder reported %q, not a digest", report))
+	}
+	return out
+}
+
+// withoutExitCode keeps a failed claim from being read as the build
+// command's exit code.
+func withoutExitCode(err error) error {
+	var code utilexec.CodeExitError
+	if errors.As(err, &code) {
+		return errors.New(err.Error())
+	}
+	return err
+}
+
+// retryDelay is how long after a timed-out attempt the next one starts:
+// the timeout itself (at most 30 s) doubled per attempt, at most 10
+// minutes. The cache the attempt filled makes the next one shorter.
+func retryDelay(timeout time.Duration, attempt int) time.Duration {
+	d := min(timeout, 30*time.Second)
+	for i := 1; i < attempt && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
 }

@@ -61,7 +61,7 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	finishBuild(t, ns, "api", debugJob)
 	g.Eventually(func(g Gomega) {
 		c := apiContainer(g, ns)
-		g.Expect(c.Command).To(Equal([]string{"/dlv", "exec", "--headless", "--listen=:40000", "--api-version=2",
+		g.Expect(c.Command).To(Equal([]string{"/dlv", "exec", "--headless", "--listen=127.0.0.1:40000", "--only-same-user=false", "--api-version=2",
 			"--accept-multiclient", "--continue", "/api", "--", "--port=8080"}))
 		g.Expect(c.Args).To(BeEmpty())
 		g.Expect(c.LivenessProbe).To(BeNil())

@@ -280,28 +280,38 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }
 
-// TestTagMovedByAnotherEnvironmentIsReported: two environments push one
-// image name to one repository under the same fixed tag; the second push
-// moves the tag away from the first's digest, which the second did not
-// push, and says so in a Warning event.
-func TestTagMovedByAnotherEnvironmentIsReported(t *testing.T) {
+// TestTagMovedByAnotherEnvironmentIsRefused: two environments of two
+// namespaces push one image name to one repository under the same fixed
+// tag. The second push would move the tag away from the first's digest,
+// which the second did not push: it is refused (Stalled, naming the tag)
+// and the tag stays. Once the second image says its repository is shared
+// on purpose, the tag moves and a Warning event says so.
+func TestTagMovedByAnotherEnvironmentIsRefused(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	shared := operatortest.Registry.Host + "/shared-" + operatortest.Namespace(t)
-	var envs []*v1alpha1.DevEnvironment
-	for i, binary := range []string{"first binary", "second binary"} {
+	repo := strings.TrimPrefix(shared, operatortest.Registry.Host+"/") + "/web"
+	create := func(binary string) *v1alpha1.DevEnvironment {
 		ns := operatortest.Namespace(t)
 		operatortest.AppFiles(t, ns, operatortest.WebFiles(binary))
 		env := operatortest.WebEnv(ns)
 		env.Spec.Registry.Prefix = shared
 		env.Spec.Components[0].Manifests = nil
 		env.Spec.Components[0].Images[0].Tags = []string{"{{ .ContentHash }}", "latest"}
-		g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
-		envs = append(envs, operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent))
-		if i == 0 {
-			continue
-		}
-		first := envs[0].Status.Component("web").Image("web").Digest
-		operatortest.ExpectEvent(t, ns, v1alpha1.ReasonTagMoved, "tag latest named "+first+", which this environment did not push")
+		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+		return env
 	}
-	g.Expect(operatortest.Registry.TagDigest(t, strings.TrimPrefix(shared, operatortest.Registry.Host+"/")+"/web", "latest")).To(Equal(envs[1].Status.Component("web").Image("web").Digest))
+	first := operatortest.WaitForEnv(t, client.ObjectKeyFromObject(create("first binary")), operatortest.ExpectReadyAndCurrent).
+		Status.Component("web").Image("web").Digest
+	second := operatortest.WaitForStalled(t, client.ObjectKeyFromObject(create("second binary")), v1alpha1.ReasonTagMoved,
+		"image web: tag latest names "+first+", which this environment did not push", "sharedRepository: true")
+	operatortest.ExpectKstatus(t, second, status.FailedStatus)
+	g.Expect(operatortest.Registry.TagDigest(t, repo, "latest")).To(Equal(first))
+
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(second), second)).To(Succeed())
+	second.Spec.Components[0].Images[0].SharedRepository = true
+	g.Expect(operatortest.Admin.Update(ctx, second)).To(Succeed())
+	second = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(second), operatortest.ExpectReadyAndCurrent)
+	operatortest.ExpectEvent(t, second.Namespace, v1alpha1.ReasonTagMoved, "tag latest named "+first+", which this environment did not push")
+	g.Expect(operatortest.Registry.TagDigest(t, repo, "latest")).To(Equal(second.Status.Component("web").Image("web").Digest))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +61,7 @@ const (
 
 // The steps of one warm build, in order, and where each runs.
 const (
+	WarmStepClaim = "claim" // build container: stop any other build, or adopt this one
 	WarmStepFetch = "fetch" // agent: clear the workspace, fetch the source
 	WarmStepRun   = "run"   // build container: the build command
 	WarmStepPush  = "push"  // agent: assemble and push, print the report
@@ -191,4 +193,39 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 		{Name: WarmStepRun, Container: ContainerWarm, Command: run},
 		{Name: WarmStepPush, Container: ContainerWarmAgent, Command: push},
 	}, nil
+}
+
+// ExitUnavailable is a devloop helper step's exit code (in a builder Job's
+// fetch or assemble container, or a warm build's fetch or push) when what
+// it needed was unavailable (a registry down): the operator waits and
+// tries again rather than failing the build (as sysexits' EX_TEMPFAIL).
+const ExitUnavailable = 75
+
+// ExitNoSuchHost is ExitUnavailable for a registry host that does not
+// resolve (image.NoSuchHostError): waited for at first, then a mistake in
+// the spec.
+const ExitNoSuchHost = 76
+
+// WarmExitTimedOut is the run step's exit code when the helper stopped
+// the build command at its timeout (as timeout(1) exits).
+const WarmExitTimedOut = 124
+
+// WarmClaim is what the claim step prints: the build the warm builder goes
+// on with (this one, or one of the same inputs an earlier operator
+// process started, adopted) and when it started.
+type WarmClaim struct {
+	Token   string    `json:"token"`
+	Started time.Time `json:"started"`
+}
+
+// WarmClaimStep is the first process of a warm build, exec'd into the
+// build container (whose processes are the builds'): it adopts the build
+// of key already claimed and not failed, or kills whatever other build
+// still runs (its whole process group) and claims the workspace for token.
+// key names the build's inputs; the rest of the steps go on with the
+// token it prints (WarmClaim).
+func WarmClaimStep(key, token string) WarmStep {
+	return WarmStep{Name: WarmStepClaim, Container: ContainerWarm, Command: []string{
+		WarmHelper, "helper", "build", "--step", WarmStepClaim, "--key", key, "--token", token, "--dir", pods.WorkspaceDir,
+	}}
 }

@@ -33,8 +33,9 @@ func newDebugCommand(a *app) *cobra.Command {
 		Long: `Put an image in debug mode: the operator rebuilds it with
 GOFLAGS='-gcflags=all=-N -l' (a Makefile that sets GOFLAGS itself defeats
 this), adds delve at /dlv, and runs the containers using it under
-"dlv exec --headless --listen=:40000 --accept-multiclient --continue"
-(their liveness probes removed). IMAGE may be left out when the component
+"dlv exec --headless --listen=127.0.0.1:40000 --only-same-user=false --accept-multiclient --continue"
+(their liveness probes removed): delve has no authentication, so it listens
+on the pod's loopback only, which a port-forward reaches and other pods do not. IMAGE may be left out when the component
 has one image with a run step.
 
 The command then waits until the debug build is deployed and a pod running

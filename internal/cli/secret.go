@@ -24,9 +24,13 @@ type secretFlags struct {
 	dockerConfig              string // "" unset; defaultDockerConfig: the default path
 	dockerConfigAt            int    // with defaultDockerConfig: how many arguments came before it, else -1
 	registries                []string
-	dockerServer, dockerUser  string
-	passwordStdin             bool
-	dryRun                    bool
+	// needed: without --registry, the registries the environment reads
+	// the Secret for (nil: not looked up); skipped: those of them the
+	// docker config has no credentials for.
+	needed, skipped          []string
+	dockerServer, dockerUser string
+	passwordStdin            bool
+	dryRun                   bool
 }
 
 // defaultDockerConfig is --docker-config given without a path: docker's
@@ -50,10 +54,11 @@ A kubernetes.io/dockerconfigjson Secret (spec.registry.credentialsRef,
 an oci source's secretRef, a chart registry's credentials) takes the auths
 entries of a docker config: --docker-config alone reads
 $DOCKER_CONFIG/config.json or ~/.docker/config.json, --docker-config=PATH
-another file. Only the auths entries are kept (no proxies, headers or
-helper settings), and --registry HOST keeps only those registries. An
-entry whose credentials are in a credential helper (credsStore,
-credHelpers) is asked of that helper (docker-credential-NAME on PATH);
+another file. Only the entries of the registries the environment reads
+this Secret for are kept (spec.registry, an oci source, a chart
+registry), or those --registry HOST names; no proxies, headers or
+helper settings. An entry whose credentials are in a credential helper
+(credsStore, credHelpers) is asked of that helper (docker-credential-NAME on PATH);
 when that cannot work the command fails and names the registry.
 --docker-server, --docker-username and --docker-password-stdin add one
 registry's credentials without a docker config (the password is read
@@ -80,6 +85,12 @@ prints the Secret with its values redacted and writes nothing.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env, name, _ := f.positional(args)
+			if f.dockerConfig != "" && len(f.registries) == 0 {
+				var err error
+				if f.needed, err = a.neededRegistries(cmd.Context(), env, name); err != nil {
+					return err
+				}
+			}
 			obj, err := f.build(cmd.Context(), name, a.streams.In)
 			if err != nil {
 				return err
@@ -99,7 +110,7 @@ func (f *secretFlags) register(fl *pflag.FlagSet) {
 	f.dockerConfigAt = -1
 	fl.Var(dockerConfigFlag{f: f, fl: fl}, "docker-config", "a kubernetes.io/dockerconfigjson Secret from the auths of a docker config (alone: $DOCKER_CONFIG/config.json, else ~/.docker/config.json; another file with --docker-config=PATH)")
 	fl.Lookup("docker-config").NoOptDefVal = defaultDockerConfig
-	fl.StringArrayVar(&f.registries, "registry", nil, "with --docker-config: keep only this registry host; repeat for more")
+	fl.StringArrayVar(&f.registries, "registry", nil, "with --docker-config: keep only this registry host (default: the registries the environment reads the Secret for); repeat for more")
 	fl.StringVar(&f.dockerServer, "docker-server", "", "a registry host for a kubernetes.io/dockerconfigjson Secret (with --docker-username and --docker-password-stdin)")
 	fl.StringVar(&f.dockerUser, "docker-username", "", "the user name for --docker-server")
 	fl.BoolVar(&f.passwordStdin, "docker-password-stdin", false, "read the password (or token) for --docker-server from stdin")

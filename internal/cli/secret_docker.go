@@ -76,7 +76,17 @@ func (f *secretFlags) buildDocker(ctx context.Context, name string, stdin io.Rea
 		if err != nil {
 			return nil, err
 		}
-		if auths, err = cfg.pick(ctx, path, f.registries); err != nil {
+		registries := f.registries
+		if len(registries) == 0 && f.needed != nil {
+			// Only what the environment reads this Secret for.
+			var skipped []string
+			if registries, skipped = cfg.known(f.needed); len(registries) == 0 {
+				return nil, fmt.Errorf("--docker-config: %s has no credentials for %s, the registries the environment reads this Secret for (it has %s); run docker login, or give --docker-server",
+					path, strings.Join(skipped, ", "), cfg.hostsList())
+			}
+			f.skipped = skipped
+		}
+		if auths, err = cfg.pick(ctx, path, registries); err != nil {
 			return nil, err
 		}
 	}
@@ -95,8 +105,12 @@ func (f *secretFlags) buildDocker(ctx context.Context, name string, stdin io.Rea
 		return nil, err
 	}
 	hosts := slices.Sorted(maps.Keys(auths))
+	notes := []string{"registries: " + strings.Join(hosts, ", ")}
+	if len(f.skipped) > 0 {
+		notes = append(notes, "not in the docker config, left out: "+strings.Join(f.skipped, ", "))
+	}
 	return newLocalObject("Secret", name, corev1.SecretTypeDockerConfigJson,
-		map[string][]byte{corev1.DockerConfigJsonKey: data}, "registries: "+strings.Join(hosts, ", "))
+		map[string][]byte{corev1.DockerConfigJsonKey: data}, notes...)
 }
 
 func readDockerConfig(path string) (*dockerConfig, error) {

@@ -274,7 +274,7 @@ func setOwnerLabels(o *unstructured.Unstructured, opts ApplyOptions) {
 // ownedBy reports whether this environment created o: its owner
 // annotation names it, or (objects applied before the annotation existed)
 // there is none and the label names it.
-func ownedBy(o *unstructured.Unstructured, opts ApplyOptions) bool {
+func ownedBy(o metav1.Object, opts ApplyOptions) bool {
 	if owner, ok := o.GetAnnotations()[AnnotationOwner]; ok && opts.Owner != "" {
 		return owner == opts.Owner
 	}
@@ -314,13 +314,19 @@ func checkOwner(ctx context.Context, c client.Client, o *unstructured.Unstructur
 	case opts.Adopt:
 		return true, nil
 	}
-	owner := "no DevEnvironment (created outside devloop)"
+	return false, fault.Permanentf("%s already exists and belongs to %s: devloop does not take over what it did not create (delete it, or set adopt: true on the component's manifests to take it over)", describe(c, ref), ownerOf(existing))
+}
+
+// ownerOf names, for messages, who created an existing object that this
+// environment does not own.
+func ownerOf(existing *unstructured.Unstructured) string {
 	if other := existing.GetAnnotations()[AnnotationOwner]; other != "" {
-		owner = "DevEnvironment " + other
-	} else if other := existing.GetLabels()[LabelEnvironment]; other != "" {
-		owner = "DevEnvironment " + other
+		return "DevEnvironment " + other
 	}
-	return false, fault.Permanentf("%s already exists and belongs to %s: devloop does not take over what it did not create (delete it, or set adopt: true on the component's manifests to take it over)", describe(c, ref), owner)
+	if other := existing.GetLabels()[LabelEnvironment]; other != "" {
+		return "DevEnvironment " + other
+	}
+	return "no DevEnvironment (created outside devloop)"
 }
 
 func (o ApplyOptions) establishTimeout() time.Duration {

@@ -19,8 +19,25 @@ type DebugEntrypoint struct {
 // clients attach and detach as they like. Delve starts the process
 // itself, so it needs no ptrace capability and the pod stays within the
 // restricted Pod Security Standard.
-var debugArgs = []string{"exec", "--headless", "--listen=:" + strconv.Itoa(v1alpha1.DebugPort),
+//
+// Delve's API has no authentication and lets a client read any file the
+// program can (the ServiceAccount token among them), memory and
+// variables: it listens on the pod's loopback only, never on the pod IP
+// that every pod of the cluster can reach. A port-forward (`kubectl
+// devloop debug`) connects inside the pod's network namespace, to
+// 127.0.0.1, and so still reaches it. That connection comes from the
+// container runtime (root), not from the program's user, and delve on a
+// loopback address refuses other users' connections by default
+// (--only-same-user, which it skips for any other listen address, as
+// with the :40000 of before): the check is turned off. What can reach the
+// pod's loopback is the pod's own containers and a port-forward, which
+// needs pods/portforward in the namespace.
+var debugArgs = []string{"exec", "--headless", "--listen=" + debugListenAddress, "--only-same-user=false",
 	"--api-version=2", "--accept-multiclient", "--continue"}
+
+// debugListenAddress is where delve listens in a debugged container: the
+// pod's loopback, on DebugPort.
+var debugListenAddress = "127.0.0.1:" + strconv.Itoa(v1alpha1.DebugPort)
 
 // debugContainer rewrites one container (an unstructured object) running
 // a debug build to start its program under delve at DebugDelvePath:

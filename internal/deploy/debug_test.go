@@ -10,7 +10,7 @@ import (
 )
 
 // dlvPrefix is the command up to the program delve execs.
-var dlvPrefix = []any{"/dlv", "exec", "--headless", "--listen=:40000", "--api-version=2", "--accept-multiclient", "--continue"}
+var dlvPrefix = []any{"/dlv", "exec", "--headless", "--listen=127.0.0.1:40000", "--only-same-user=false", "--api-version=2", "--accept-multiclient", "--continue"}
 
 func debugCommand(program string, args ...any) []any {
 	out := append(append([]any{}, dlvPrefix...), program, "--")

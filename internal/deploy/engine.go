@@ -15,6 +15,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
@@ -56,6 +57,11 @@ type Engine struct {
 	// hooks hold a worker longer (keep it below the reconcile deadline).
 	// DefaultMaxHelmTimeout when zero.
 	MaxHelmTimeout time.Duration
+	// LogsFor, when set, gives the reader of an environment's pod logs
+	// (as its tenant): a failed hook's output is shown in status. Logs is
+	// used when it is nil (tests without a kubelet).
+	LogsFor func(t *identity.Tenant) (pods.LogReader, error)
+	Logs    pods.LogReader
 }
 
 // DefaultMaxHelmTimeout is the cap of a Helm action's timeout when
@@ -123,7 +129,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 	}
 	log.FromContext(ctx).Info("uninstalling a release the component no longer deploys", "component", c.Name,
 		"release", st.Release.Name, "namespace", st.Release.Namespace)
-	if err := e.uninstallRelease(ctx, t, string(env.UID), st.Release.Name, st.Release.Namespace, "DevEnvironment "+env.Name+": component "+c.Name+" moved"); err != nil {
+	if err := e.uninstallRelease(ctx, env, c, t, st.Release.Name, st.Release.Namespace, "DevEnvironment "+env.Name+": component "+c.Name+" moved"); err != nil {
 		return err
 	}
 	st.Release = nil
@@ -168,7 +174,7 @@ func (e *Engine) finalizeComponent(ctx context.Context, env *v1alpha1.DevEnviron
 		}
 		for _, p := range places {
 			log.FromContext(ctx).Info("uninstalling helm release", "component", c.Name, "release", p[0], "namespace", p[1])
-			if err := e.uninstallRelease(ctx, t, string(env.UID), p[0], p[1], "DevEnvironment "+env.Name+" deleted"); err != nil {
+			if err := e.uninstallRelease(ctx, env, c, t, p[0], p[1], "DevEnvironment "+env.Name+" deleted"); err != nil {
 				return err
 			}
 		}

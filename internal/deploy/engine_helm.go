@@ -58,6 +58,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err := helmRendering(&req, env, c, images, opts); err != nil {
 		return Result{}, err
 	}
+	req.CheckHooks = hookOwnerCheck(cl, e.Mapper, req.Namespace, opts)
 	if progress != nil {
 		req.BeforeAction = func(act helm.Action) {
 			if st.Release == nil {
@@ -105,6 +106,10 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err != nil {
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
 			return Result{}, err
+		}
+		if out.Failure == helm.FailureHook {
+			// Read now: the next attempt replaces the failed Job.
+			err = fmt.Errorf("%w%s", err, e.hookFailureOutput(ctx, cl, t, req.Namespace, opts))
 		}
 		n := countFailure(st.Release, out.Digest)
 		if n >= e.maxReleaseFailures() {
@@ -277,11 +282,13 @@ func (e *Engine) timeoutNote(c *v1alpha1.Component, req helm.ReleaseRequest) str
 	return fmt.Sprintf(" (timeout %s, the operator's maximum, not the %s the spec asks)", req.Timeout, c.Helm.Timeout.Duration)
 }
 
-// uninstallRelease removes a release as the tenant, if owner (the
-// environment's UID) installed it. A release that is not there (never
-// installed, or its namespace deleted by hand with its storage) is done;
-// one someone else installed is left.
-func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner, name, namespace, why string) error {
+// uninstallRelease removes a release of component c as the tenant, if
+// the environment installed it, with the hook objects it left (Helm's
+// uninstall keeps them) that the environment owns. A release that is not
+// there (never installed, or its namespace deleted by hand with its
+// storage) is done; one someone else installed is left.
+func (e *Engine) uninstallRelease(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant, name, namespace, why string) error {
+	owner := string(env.UID)
 	if err := helm.StopInFlight(helm.ReleaseKey(owner, namespace, name)); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
 	}
@@ -289,8 +296,13 @@ func (e *Engine) uninstallRelease(ctx context.Context, t *identity.Tenant, owner
 	if err != nil {
 		return err
 	}
+	cl, err := t.Client()
+	if err != nil {
+		return err
+	}
 	return helm.UninstallOwned(ctx, helm.NewConfigFactory(t.BaseConfig(), user), owner,
-		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why})
+		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why},
+		hookRemover(cl, e.Mapper, namespace, ownerOptions(env, c)))
 }
 
 // Wake reports environments whose Helm action ended outside a reconcile,

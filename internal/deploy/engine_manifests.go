@@ -201,6 +201,9 @@ func readiness(ctx context.Context, env *v1alpha1.DevEnvironment, cl client.Read
 // readinessResult is the component's result from what Check found.
 func readinessResult(env *v1alpha1.DevEnvironment, r Readiness, done string) Result {
 	if len(r.Failed) > 0 {
+		for i, line := range r.Failed {
+			r.Failed[i] = line + pullHint(env, line)
+		}
 		return Result{Phase: v1alpha1.PhaseFailed, Message: done + "; failed: " + strings.Join(r.Failed, "; ")}
 	}
 	if len(r.NotReady) > 0 {

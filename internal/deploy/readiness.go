@@ -66,14 +66,19 @@ func checkVersions(ctx context.Context, c client.Reader, refs []ObjRef) (Readine
 		}
 		versions[ref] = o.GetResourceVersion()
 		msg, state := objectState(o)
-		switch state {
-		case objFailed:
-			r.Failed = append(r.Failed, describe(c, ref)+": "+msg)
-		case objWaiting:
-			line := describe(c, ref) + ": " + msg
-			if why := podTrouble(ctx, c, o); why != "" {
-				line += "; " + why
-			}
+		if state == objReady {
+			continue
+		}
+		// A workload that failed (its progress deadline passed) failed
+		// for the reason its pods were stuck on while it waited: kstatus
+		// says only "Progress deadline exceeded", so the pod's line stays.
+		line := describe(c, ref) + ": " + msg
+		if why := podTrouble(ctx, c, o); why != "" {
+			line += "; " + why
+		}
+		if state == objFailed {
+			r.Failed = append(r.Failed, line)
+		} else {
 			r.NotReady = append(r.NotReady, line)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,4 +116,25 @@ func TestStuckPodIsNamedWithTheRegistryField(t *testing.T) {
 		g.Expect(msg).NotTo(ContainSubstring("\n"))
 	})
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+
+	// Issue 32.3: the rollout's progress deadline passes (the condition
+	// the deployment controller writes). The environment Stalls, and the
+	// message keeps the cause and the field, not only kstatus's "Progress
+	// deadline exceeded".
+	g.Eventually(func() error {
+		d := &appsv1.Deployment{}
+		if err := operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		d.Status.ObservedGeneration = d.Generation
+		d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.UnavailableReplicas = 1, 1, 1
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+			Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-5d8f" has timed out progressing.`, LastUpdateTime: now, LastTransitionTime: now}}
+		return operatortest.Admin.Status().Update(ctx, d)
+	}, operatortest.Timeout).Should(Succeed())
+	env = operatortest.WaitForStalled(t, key, "", "Progress deadline exceeded",
+		"pod web-abc12: container web (image "+image+"): ImagePullBackOff", "spec.registry.pullPrefix")
+	t.Logf("Stalled: %s", operatortest.EnvCondition(env, v1alpha1.ConditionStalled).Message)
+	g.Expect(env.Status.Component("web").Message).To(ContainSubstring("spec.registry.pullPrefix"))
 }

@@ -11,11 +11,13 @@
 // forbidden address are refused like a forbidden URL. Its default denies
 // link-local addresses (169.254.0.0/16, fe80::/10: the cloud metadata
 // endpoints) and the AWS IPv6 metadata address; the cluster's own Service
-// and Pod ranges are denied when the operator is given them
-// (--egress-deny-cidr), and an operator-configured host such as the
-// in-cluster registry is allowed whatever it resolves to
-// (--egress-allow-host). Loopback stays allowed unless denied, so a local
-// registry on localhost keeps working for an operator run on a laptop.
+// and Pod ranges and the operator's own ports are denied too, as
+// ClusterDenies discovers them at start (--egress-deny-cluster) or as the
+// operator is given them (--egress-deny-cidr), and an operator-configured
+// host such as the in-cluster registry is allowed whatever it resolves to
+// (--egress-allow-host). Outside a pod loopback stays allowed unless
+// denied, so a local registry on localhost keeps working for an operator
+// run on a laptop.
 //
 // Helper pods (`manager helper fetch` in builder pods) run in the tenant's
 // namespace and network, under its NetworkPolicies: they use no policy.

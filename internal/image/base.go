@@ -2,6 +2,9 @@ package image
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -73,8 +76,25 @@ func (b *Builder) fetchBase(ctx context.Context, image, base string, insecure bo
 		ref:    base,
 		digest: ref.Context().Digest(desc.Digest.String()),
 		desc:   desc,
-		cache:  b.cache,
+		cache:  b.baseCache(ref.Context()),
 	}, nil
+}
+
+// baseCache is the layer cache of one base repository, nil without a
+// cache directory. The cache is shared by every environment's builds, and
+// a layer in it is served without asking the registry: keyed by digest
+// alone, it would hand a private base's layers to anyone whose manifest
+// (from a registry of their own) lists those digests. So each origin
+// (registry, repository and scheme) has its own cache, and a layer is
+// served only to builds whose manifest came from that origin, fetched
+// with their own credentials on every build: that fetch is the access
+// check. A layer shared by two repositories is downloaded once for each.
+func (b *Builder) baseCache(repo name.Repository) cache.Cache {
+	if b.cacheDir == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(repo.Scheme() + "://" + repo.Name()))
+	return cache.NewFilesystemCache(filepath.Join(b.cacheDir, hex.EncodeToString(sum[:12])))
 }
 
 // forPlatform returns the base image for platform p: the matching manifest
@@ -110,10 +130,16 @@ func (bi *baseImage) forPlatform(p v1.Platform) (v1.Image, error) {
 		if img == nil {
 			return nil, fault.Permanentf("image %s: base image %s has no %s manifest (it has %s)", bi.image, bi.ref, p.String(), strings.Join(have, ", "))
 		}
+		if err := bi.checkConfigSize(img); err != nil {
+			return nil, err
+		}
 	case bi.desc.MediaType.IsImage():
 		var err error
 		if img, err = bi.desc.Image(); err != nil {
 			return nil, baseError(err, bi.image, bi.ref)
+		}
+		if err := bi.checkConfigSize(img); err != nil {
+			return nil, err
 		}
 		cfg, err := img.ConfigFile()
 		if err != nil {
@@ -129,6 +155,25 @@ func (bi *baseImage) forPlatform(p v1.Platform) (v1.Image, error) {
 		img = &cachedBase{Image: cache.Image(img, bi.cache), ref: bi.digest}
 	}
 	return img, nil
+}
+
+// maxBaseConfig bounds the config blob of a base image, which is read
+// whole into the operator's memory: the registry is the tenant's choice,
+// and the manifest's size for it is what the client reads up to. Real
+// configs take kilobytes.
+const maxBaseConfig = 8 << 20
+
+// checkConfigSize refuses a base whose config is larger than
+// maxBaseConfig, before it is read.
+func (bi *baseImage) checkConfigSize(img v1.Image) error {
+	m, err := img.Manifest()
+	if err != nil {
+		return baseError(err, bi.image, bi.ref)
+	}
+	if m.Config.Size > maxBaseConfig {
+		return fault.Permanentf("image %s: base image %s: its config takes %d bytes, more than the %d the operator reads", bi.image, bi.ref, m.Config.Size, maxBaseConfig)
+	}
+	return nil
 }
 
 // scratch is the empty base for platform p, with OCI media types.

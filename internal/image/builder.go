@@ -28,7 +28,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/cache"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -132,8 +131,9 @@ type Builder struct {
 	// handshake is done once per repository; it holds no state that could
 	// go stale, unlike a pusher (see newPusher).
 	puller *remote.Puller
-	// cache holds base image layers on disk; nil without WithCacheDir.
-	cache cache.Cache
+	// cacheDir holds base image layers on disk, one cache per origin
+	// (baseCache); empty without WithCacheDir.
+	cacheDir string
 	// compressed remembers layer blob digests by diff ID.
 	compressed compressedDigests
 	// uncompressed pushes source layers as plain tars: the registry is
@@ -164,7 +164,7 @@ type options struct {
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
 
 // WithCacheDir caches base image layers on disk, so a base is downloaded
-// once per digest.
+// once per digest and repository.
 func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = dir } }
 
 // NewBuilder returns a Builder for reg.
@@ -220,9 +220,7 @@ func NewBuilder(reg Registry, opts ...Option) (*Builder, error) {
 	if b.puller, err = remote.NewPuller(b.remoteOpts...); err != nil {
 		return nil, err
 	}
-	if o.cacheDir != "" {
-		b.cache = cache.NewFilesystemCache(o.cacheDir)
-	}
+	b.cacheDir = o.cacheDir
 	return b, nil
 }
 

@@ -29,6 +29,10 @@ const (
 	failureNotFound
 	// failurePlainHTTP: HTTPS failed and plain HTTP is not allowed.
 	failurePlainHTTP
+	// failureNoSuchHost: the registry's host name does not resolve
+	// (NXDOMAIN): waited for like a registry down, but a name that never
+	// resolves is a mistake in the spec (NoSuchHostError).
+	failureNoSuchHost
 )
 
 // classify tells what a go-containerregistry error means. The network is
@@ -39,6 +43,8 @@ func classify(err error) failure {
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 		return failureOther
+	case noSuchHost(err) != "":
+		return failureNoSuchHost
 	case networkDown(err):
 		return failureUnavailable
 	}
@@ -89,6 +95,37 @@ func networkDown(err error) bool {
 	return errors.As(err, &nerr) && nerr.Timeout()
 }
 
+// noSuchHost is the host name of a lookup that found no such host.
+func noSuchHost(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return dns.Name
+	}
+	return ""
+}
+
+// NoSuchHostError is a registry whose host name does not resolve. It is
+// Unavailable (DNS may be catching up with a new name); the build engine
+// stalls after a bounded number of tries, naming Field, the spec field
+// that holds the name.
+type NoSuchHostError struct {
+	Host  string
+	Field string
+	err   error
+}
+
+// NewNoSuchHostError is err, of a registry host that does not resolve,
+// named by field; Unavailable, as the image package's own.
+func NewNoSuchHostError(host, field string, err error) error {
+	return fault.Unavailable(&NoSuchHostError{Host: host, Field: field, err: err})
+}
+
+// Error is the message for the user.
+func (e *NoSuchHostError) Error() string { return e.err.Error() }
+
+// Unwrap is the explained error.
+func (e *NoSuchHostError) Unwrap() error { return e.err }
+
 // registryWords is what the registry said: its error diagnostics, or the
 // HTTP status when it said nothing more (HEAD responses have no body).
 func registryWords(err error) string {
@@ -132,6 +169,9 @@ func pushError(err error, repo string) error {
 		return fault.Permanent(explain(err, "push access denied to %s: check credentialsRef: %s", repo, registryWords(err)))
 	case failureUnavailable:
 		return fault.Unavailable(explain(err, "registry unavailable for %s: %v", repo, err))
+	case failureNoSuchHost:
+		return fault.Unavailable(&NoSuchHostError{Host: noSuchHost(err), Field: "spec.registry.prefix",
+			err: explain(err, "registry host of %s does not resolve: %v", repo, err)})
 	case failurePlainHTTP:
 		return fault.Permanent(explain(err, "push to %s: %v", repo, err))
 	}
@@ -155,6 +195,13 @@ func baseError(err error, image, base string) error {
 		return fault.Permanent(explain(err, "%spull access denied to base image %s: check credentialsRef: %s", prefix, base, registryWords(err)))
 	case failureUnavailable:
 		return fault.Unavailable(explain(err, "%sregistry of base image %s unavailable: %v", prefix, base, err))
+	case failureNoSuchHost:
+		field := "the image's base"
+		if image != "" {
+			field = "spec.components[].images[" + image + "].base"
+		}
+		return fault.Unavailable(&NoSuchHostError{Host: noSuchHost(err), Field: field,
+			err: explain(err, "%sregistry of base image %s does not resolve: %v", prefix, base, err)})
 	case failurePlainHTTP:
 		return fault.Permanent(explain(err, "%sbase image %s: %v; for a base on another plain-HTTP registry, set baseInsecure: true on the image", prefix, base, err))
 	}

@@ -87,6 +87,9 @@ func (b *Builder) publish(ctx context.Context, repo name.Repository, top pushabl
 	if !state.manifestMissing && len(state.tagsToMove) == 0 {
 		return 0, false, nil, nil
 	}
+	if err := checkTagMoves(ctx, state); err != nil {
+		return 0, false, nil, err
+	}
 
 	pusher, err := b.newPusher()
 	if err != nil {

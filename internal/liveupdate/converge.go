@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -103,7 +104,7 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *
 	if err != nil {
 		return nil, err
 	}
-	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist))
+	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist), Owner(req.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *
 	if err != nil {
 		return nil, &SyncError{Pod: todo[0].Namespace + "/" + todo[0].Pod, Err: err}
 	}
-	return e.syncAll(ctx, req.Tenant, cl, todo, digest, data)
+	return e.syncAll(ctx, req.Tenant, req.Env.UID, cl, todo, digest, data)
 }
 
 // TemplateRef is the reference the pod templates of a live-updatable
@@ -154,17 +155,32 @@ func Namespaces(env *v1alpha1.DevEnvironment) []string {
 	return out
 }
 
+// Owner is the devloop.dev/owner value of what env deploys.
+func Owner(env *v1alpha1.DevEnvironment) string { return env.Namespace + "/" + env.Name }
+
 // FindTargets lists, as the tenant, the containers (not init containers)
-// in namespaces whose image is ref, in pods not being deleted.
-func FindTargets(ctx context.Context, cl client.Reader, namespaces []string, ref string) ([]Target, error) {
+// in namespaces whose image is ref, in pods not being deleted that are
+// owner's (owned.go): no other pod is synced, whatever it runs.
+func FindTargets(ctx context.Context, cl client.Reader, namespaces []string, ref, owner string) ([]Target, error) {
 	var out []Target
+	owners := newOwnership(cl, owner)
 	for _, ns := range namespaces {
 		pods := &corev1.PodList{}
 		if err := cl.List(ctx, pods, client.InNamespace(ns), client.Limit(maxPodsListed)); err != nil {
 			return nil, identity.Refused(err, "list pods in namespace "+ns+" to live update them")
 		}
 		for i := range pods.Items {
-			out = append(out, PodTargets(&pods.Items[i], ref)...)
+			targets := PodTargets(&pods.Items[i], ref)
+			if len(targets) == 0 {
+				continue
+			}
+			ok, err := owners.owns(ctx, &pods.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, targets...)
+			}
 		}
 	}
 	return out, nil
@@ -212,7 +228,7 @@ type syncResult struct {
 
 // syncAll syncs the targets at once and annotates each pod synced in all
 // its containers; the error is the first failure, a *SyncError.
-func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Client, todo []Target, digest string, tarball []byte) ([]string, error) {
+func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, envUID types.UID, cl client.Client, todo []Target, digest string, tarball []byte) ([]string, error) {
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -222,7 +238,7 @@ func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Clie
 		go func() {
 			defer wg.Done()
 			started := time.Now()
-			res, err := e.syncOne(ctx, t, target, digest, tarball)
+			res, err := e.syncOne(ctx, t, envUID, target, digest, tarball)
 			log.FromContext(ctx).V(1).Info("synced", "pod", target.Namespace+"/"+target.Pod, "container", target.Container,
 				"bytes", len(tarball), "took", time.Since(started).String(), "restartedMs", res.RestartedMs, "failed", err != nil)
 			mu.Lock()
@@ -253,13 +269,15 @@ func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, cl client.Clie
 	return synced, firstErr
 }
 
-// syncOne runs the supervisor's sync in one container with the tar on
-// stdin and checks the digest it reports.
-func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) (syncResult, error) {
+// syncOne runs the supervisor's sync in one container, for the
+// environment envUID, with the tar on stdin and checks the digest it
+// reports. What the container prints is read up to maxAnswer (stdout)
+// and maxStderr: a longer answer fails the sync.
+func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, envUID types.UID, target Target, digest string, tarball []byte) (syncResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if e.Sessions {
-		res, err := e.syncOverSession(ctx, t, target, digest, tarball)
+		res, err := e.syncOverSession(ctx, t, envUID, target, digest, tarball)
 		switch {
 		case err == nil && res.Digest != digest:
 			return res, fmt.Errorf("container %s: the supervisor reports digest %s, not %s", target.Container, res.Digest, digest)
@@ -268,9 +286,13 @@ func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, target Target,
 		}
 		log.FromContext(ctx).V(1).Info("no sync session; one exec instead", "pod", target.Namespace+"/"+target.Pod, "reason", err.Error())
 	}
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := &boundedBuffer{max: maxAnswer, refuse: true}, &boundedBuffer{max: maxStderr}
 	cmd := []string{supervisor.Path, "sync", "--digest=" + digest}
-	if err := e.exec(ctx, t, target, cmd, bytes.NewReader(tarball), &stdout, &stderr); err != nil {
+	err := e.exec(ctx, t, target, cmd, bytes.NewReader(tarball), stdout, stderr)
+	if stdout.Over() {
+		return syncResult{}, fmt.Errorf("container %s: %w", target.Container, errAnswerTooLong)
+	}
+	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, message.Truncate(message.Condense(msg), 256))
 		}

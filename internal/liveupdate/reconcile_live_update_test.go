@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/supervisor"
@@ -63,16 +64,41 @@ func runningPod(t *testing.T, ns, name, image string) {
 
 // startPod makes a pod of the web Deployment's template (its labels: the
 // operator watches the pods labelled as supervised) that does not run
-// yet.
+// yet, owned by a ReplicaSet of the Deployment as the Deployment
+// controller would make it (envtest runs none).
 func startPod(t *testing.T, ns, name, image string) *corev1.Pod {
 	t.Helper()
 	g := NewWithT(t)
+	d := webDeploymentNow(g, ns)
+	rs := controlledBy(t, d, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-" + name},
+		Spec: appsv1.ReplicaSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template}})
+	return createPod(t, rs, ns, name, d.Spec.Template.Labels, image)
+}
+
+// controlledBy creates obj with owner as its controller, as a workload
+// controller makes what it controls.
+func controlledBy[T client.Object](t *testing.T, owner client.Object, obj T) T {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(owner, operatortest.Admin.Scheme())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(owner, gvk)})
+	NewWithT(t).Expect(operatortest.Admin.Create(context.Background(), obj)).To(Succeed())
+	return obj
+}
+
+// createPod makes a pod running image in its container web, controlled
+// by owner when it is not nil.
+func createPod(t *testing.T, owner client.Object, ns, name string, labels map[string]string, image string) *corev1.Pod {
+	t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: webDeploymentNow(g, ns).Spec.Template.Labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{ServiceAccountName: operatortest.Deployer, AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{{Name: "web", Image: image}}},
 	}
-	g.Expect(operatortest.Admin.Create(context.Background(), pod)).To(Succeed())
+	if owner != nil {
+		return controlledBy(t, owner, pod)
+	}
+	NewWithT(t).Expect(operatortest.Admin.Create(context.Background(), pod)).To(Succeed())
 	return pod
 }
 

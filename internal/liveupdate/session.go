@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/supervisor"
@@ -23,13 +25,17 @@ import (
 // is paid once per container instead of on every sync. A session that
 // breaks is dropped and the sync done by a one-shot exec instead.
 //
-// A session is opened as the environment's ServiceAccount and keyed by it,
-// and closed after sessionIdle without a sync, so a right the
-// ServiceAccount loses stops being used within that time.
+// A session is opened as the environment's ServiceAccount and keyed by
+// the container, that user (namespace and name: two namespaces' deployer
+// are two users) and the environment's UID, so no environment's sync
+// rides an exec another one's identity opened; it is closed after
+// sessionIdle without a sync, so a right the ServiceAccount loses stops
+// being used within that time.
 type session struct {
 	key    string
 	mu     sync.Mutex // one sync at a time
 	stdin  *io.PipeWriter
+	stdout *io.PipeReader
 	lines  *bufio.Reader
 	cancel context.CancelFunc
 	idle   *time.Timer
@@ -37,7 +43,7 @@ type session struct {
 	// answered is set once a frame was answered: a session that ends
 	// before that is taken for a supervisor without --stream.
 	answered atomic.Bool
-	stderr   lockedBuffer
+	stderr   *boundedBuffer
 	err      error // why the exec ended, once done is closed
 }
 
@@ -51,16 +57,18 @@ const maxNoStream = 1024
 // done by a one-shot exec instead.
 var errSessionBroken = errors.New("sync session broken")
 
-// sessionKey names a container's session for one identity.
-func sessionKey(t *identity.Tenant, target Target) string {
-	return target.Namespace + "/" + target.Pod + "/" + target.Container + "|" + t.ServiceAccount()
+// sessionKey names a container's session for one identity: the user the
+// exec is made as (system:serviceaccount:<namespace>:<name>, never the
+// name alone) and the environment it is made for.
+func sessionKey(t *identity.Tenant, envUID types.UID, target Target) string {
+	return target.Namespace + "/" + target.Pod + "/" + target.Container + "|" + t.Describe() + "|" + string(envUID)
 }
 
 // syncOverSession syncs target over its session, opening one when there
 // is none. A transport failure is errSessionBroken (the session is gone);
 // an error the supervisor answered is the sync's own failure.
-func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, target Target, digest string, tarball []byte) (syncResult, error) {
-	s := e.session(t, target)
+func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, envUID types.UID, target Target, digest string, tarball []byte) (syncResult, error) {
+	s := e.session(t, envUID, target)
 	if s == nil {
 		return syncResult{}, errSessionBroken
 	}
@@ -81,7 +89,7 @@ func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, target
 	}
 	read := make(chan answer, 1)
 	go func() {
-		line, err := s.lines.ReadBytes('\n')
+		line, err := readAnswer(s.lines)
 		read <- answer{line, err}
 	}()
 	var a answer
@@ -90,6 +98,12 @@ func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, target
 	case <-ctx.Done():
 		e.closeSession(s)
 		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, ctx.Err())
+	}
+	if errors.Is(a.err, errAnswerTooLong) {
+		// The stream is out of step, and this container answers what
+		// no supervisor does: the sync fails, with no one-shot retry.
+		e.closeSession(s)
+		return syncResult{}, fmt.Errorf("container %s: %w", target.Container, a.err)
 	}
 	if a.err != nil {
 		e.closeSession(s)
@@ -115,8 +129,8 @@ func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, target
 
 // session is target's open session, opened now if there is none; nil
 // for a container whose supervisor cannot stream.
-func (e *Engine) session(t *identity.Tenant, target Target) *session {
-	key := sessionKey(t, target)
+func (e *Engine) session(t *identity.Tenant, envUID types.UID, target Target) *session {
+	key := sessionKey(t, envUID, target)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.noStream[key] {
@@ -131,12 +145,13 @@ func (e *Engine) session(t *identity.Tenant, target Target) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
-	s := &session{key: key, stdin: stdinW, lines: bufio.NewReader(stdoutR), cancel: cancel, done: make(chan struct{})}
+	s := &session{key: key, stdin: stdinW, stdout: stdoutR, lines: bufio.NewReader(stdoutR), cancel: cancel,
+		done: make(chan struct{}), stderr: &boundedBuffer{max: maxStderr}}
 	s.idle = time.AfterFunc(sessionIdle, func() { e.closeSession(s) })
 	e.sessions[key] = s
 	cmd := []string{supervisor.Path, "sync", "--stream"}
 	go func() {
-		err := e.exec(ctx, t, target, cmd, stdinR, stdoutW, &s.stderr)
+		err := e.exec(ctx, t, target, cmd, stdinR, stdoutW, s.stderr)
 		if err == nil {
 			err = io.EOF
 		}
@@ -164,11 +179,13 @@ func (e *Engine) session(t *identity.Tenant, target Target) *session {
 	return s
 }
 
-// closeSession ends a session's exec; its goroutine forgets it.
+// closeSession ends a session's exec; its goroutine forgets it. Closing
+// the read side too stops an exec still writing (unread) at once.
 func (e *Engine) closeSession(s *session) {
 	s.idle.Stop()
 	s.cancel()
 	_ = s.stdin.Close()
+	_ = s.stdout.CloseWithError(errSessionBroken)
 }
 
 // why says why a session's exec ended, with its stderr.
@@ -189,25 +206,4 @@ func (e *Engine) exec(ctx context.Context, t *identity.Tenant, target Target, co
 		return e.Exec.Exec(ctx, t, target.Namespace, target.Pod, target.Container, command, stdin, stdout, stderr)
 	}
 	return t.ExecWithStdin(ctx, target.Namespace, target.Pod, target.Container, command, stdin, stdout, stderr)
-}
-
-// lockedBuffer is a bytes buffer safe for the exec's writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.b.Len() > 4096 {
-		return len(p), nil
-	}
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
@@ -34,14 +35,17 @@ type streamExec struct {
 	dieAfter int
 	// fail answers frames of this digest with an error.
 	fail string
-	// execs are the commands run; frames the digests and sizes streamed.
+	// execs are the commands run, users who ran them; frames the digests
+	// and sizes streamed.
 	execs  [][]string
+	users  []string
 	frames []string
 }
 
-func (x *streamExec) Exec(ctx context.Context, _ *identity.Tenant, _, _, _ string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func (x *streamExec) Exec(ctx context.Context, t *identity.Tenant, _, _, _ string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	x.mu.Lock()
 	x.execs = append(x.execs, command)
+	x.users = append(x.users, t.Describe())
 	noStream, dieAfter, fail := x.noStream, x.dieAfter, x.fail
 	x.mu.Unlock()
 	last := command[len(command)-1]
@@ -95,11 +99,18 @@ func (x *streamExec) seen() ([][]string, []string) {
 	return slices.Clone(x.execs), slices.Clone(x.frames)
 }
 
-func testTenant() *identity.Tenant {
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "dev"},
+func testTenant() *identity.Tenant { return tenantOf("team-a") }
+
+// tenantOf is the environment dev of namespace ns, acting as its
+// ServiceAccount deployer.
+func tenantOf(ns string) *identity.Tenant {
+	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
 		Spec: v1alpha1.DevEnvironmentSpec{ServiceAccountName: "deployer"}}
 	return (&identity.Identity{}).For(env)
 }
+
+// testEnvUID is testTenant's environment's UID.
+const testEnvUID = types.UID("uid-team-a-dev")
 
 var target = Target{Namespace: "team-a", Pod: "web-1", Container: "web", Running: true}
 
@@ -111,7 +122,7 @@ func TestSyncsShareOneSession(t *testing.T) {
 	e := &Engine{Exec: x, Sessions: true}
 	ctx := context.Background()
 	for i, digest := range []string{"sha256:one", "sha256:two", "sha256:three"} {
-		res, err := e.syncOne(ctx, testTenant(), target, digest, []byte(strings.Repeat("x", i+1)))
+		res, err := e.syncOne(ctx, testTenant(), testEnvUID, target, digest, []byte(strings.Repeat("x", i+1)))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Digest).To(Equal(digest))
 	}
@@ -128,7 +139,7 @@ func TestSyncWithoutStreamFallsBackToOneExec(t *testing.T) {
 	e := &Engine{Exec: x, Sessions: true}
 	ctx := context.Background()
 	for _, digest := range []string{"sha256:one", "sha256:two"} {
-		res, err := e.syncOne(ctx, testTenant(), target, digest, []byte("tar"))
+		res, err := e.syncOne(ctx, testTenant(), testEnvUID, target, digest, []byte("tar"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Digest).To(Equal(digest))
 	}
@@ -148,18 +159,50 @@ func TestBrokenSessionIsReopenedAndSupervisorErrorsFail(t *testing.T) {
 	x := &streamExec{dieAfter: 1, fail: "sha256:bad"}
 	e := &Engine{Exec: x, Sessions: true}
 	ctx := context.Background()
-	_, err := e.syncOne(ctx, testTenant(), target, "sha256:one", []byte("a"))
+	_, err := e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:one", []byte("a"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() int { e.mu.Lock(); defer e.mu.Unlock(); return len(e.sessions) }).Should(BeZero(), "the broken session is dropped")
-	_, err = e.syncOne(ctx, testTenant(), target, "sha256:two", []byte("b"))
+	_, err = e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:two", []byte("b"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() int { e.mu.Lock(); defer e.mu.Unlock(); return len(e.sessions) }).Should(BeZero())
 	x.mu.Lock()
 	x.dieAfter = 0
 	x.mu.Unlock()
-	_, err = e.syncOne(ctx, testTenant(), target, "sha256:bad", []byte("c"))
+	_, err = e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:bad", []byte("c"))
 	g.Expect(err).To(MatchError("the program could not be started"))
 	execs, frames := x.seen()
 	g.Expect(execs).To(HaveLen(3), "a stream, a new stream after it broke, a third after the second broke; no one-shot exec")
 	g.Expect(frames).To(Equal([]string{"frame sha256:one 1", "frame sha256:two 1", "frame sha256:bad 1"}))
+}
+
+// Two namespaces each with a ServiceAccount named deployer are two users:
+// team-b's sync never rides the session team-a's deployer opened into a
+// container, nor does another environment of the same namespace and
+// ServiceAccount; each opens its own exec, as its own user.
+func TestSessionsAreNotSharedAcrossNamespacesOrEnvironments(t *testing.T) {
+	g := NewWithT(t)
+	x := &streamExec{}
+	e := &Engine{Exec: x, Sessions: true}
+	ctx := context.Background()
+	for _, s := range []struct {
+		tenant *identity.Tenant
+		uid    types.UID
+		digest string
+	}{
+		{tenantOf("team-a"), "uid-a", "sha256:a1"},
+		{tenantOf("team-b"), "uid-b", "sha256:b1"},
+		{tenantOf("team-a"), "uid-a", "sha256:a2"},
+		{tenantOf("team-a"), "uid-a-other", "sha256:c1"},
+	} {
+		res, err := e.syncOne(ctx, s.tenant, s.uid, target, s.digest, []byte("x"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Digest).To(Equal(s.digest))
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g.Expect(x.users).To(Equal([]string{
+		"system:serviceaccount:team-a:deployer",
+		"system:serviceaccount:team-b:deployer",
+		"system:serviceaccount:team-a:deployer",
+	}), "one session each for team-a's environment, team-b's and team-a's other one; team-a's second sync reuses its own")
 }

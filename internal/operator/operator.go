@@ -124,6 +124,8 @@ func New(mgr ctrl.Manager, o Options) Operator {
 		Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(o.WorkDir, "charts"), Egress: o.Egress},
 		DriftQuietPeriod: quiet,
 		MaxHelmTimeout:   o.MaxHelmTimeout,
+		LogsFor:          logsFor,
+		Logs:             logs,
 	}
 	tests := &testrun.Engine{
 		Client:       mgr.GetClient(),

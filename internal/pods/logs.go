@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -20,12 +21,23 @@ type Logs struct {
 	Clientset kubernetes.Interface
 }
 
+// maxTail bounds a log tail read.
+const maxTail = 64 << 10
+
 // TailLog returns the last lines of a container's log, at most 64 KiB.
+// The log is the tenant's program's output: the kubelet is asked for no
+// more (LimitBytes), and no more is read whatever it sends, so a log
+// cannot grow the operator's heap.
 func (p Logs) TailLog(ctx context.Context, namespace, pod, container string, lines int64) (string, error) {
-	limit := int64(64 * 1024)
-	b, err := p.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
+	limit := int64(maxTail)
+	rc, err := p.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
 		Container: container, TailLines: &lines, LimitBytes: &limit,
-	}).DoRaw(ctx)
+	}).Stream(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(io.LimitReader(rc, maxTail))
 	return string(b), err
 }
 

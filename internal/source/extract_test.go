@@ -236,7 +236,7 @@ func TestTreeDigest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !validKey.MatchString(d) {
+		if !validDigest.MatchString(d) {
 			t.Fatalf("digest %q is not sha256:<hex>", d)
 		}
 		return d

@@ -36,6 +36,14 @@ type storeState struct {
 	scanned bool
 	entries map[string]*entryState
 	envs    map[types.UID]*envState
+	// namespaces are the environments' namespaces, as ServeIn and UsingIn
+	// were told: the store's share is per namespace.
+	namespaces map[types.UID]string
+	// refusals are the fetches refused, by entry (refusals.go).
+	refusals map[string]*refusal
+	// inflight are the bytes fetches in progress have written so far, by
+	// entry (inflight.go).
+	inflightFills map[string]inflightFill
 	// checks holds the last positive access check of each environment's
 	// source, under memo.Key(env, source name): one per source, so an
 	// environment moving through many revisions does not grow it.
@@ -71,8 +79,11 @@ var stores sync.Map // root -> *storeState
 
 func (f *Fetcher) state() *storeState {
 	v, _ := stores.LoadOrStore(filepath.Clean(f.Root), &storeState{
-		entries: map[string]*entryState{},
-		envs:    map[types.UID]*envState{},
+		entries:       map[string]*entryState{},
+		envs:          map[types.UID]*envState{},
+		namespaces:    map[types.UID]string{},
+		refusals:      map[string]*refusal{},
+		inflightFills: map[string]inflightFill{},
 	})
 	return v.(*storeState)
 }
@@ -122,12 +133,19 @@ func entrySize(dir string) int64 {
 // Using records the entries of env's sources as just resolved: they stay
 // in use (not evicted) until env resolves to others or is forgotten.
 func (f *Fetcher) Using(env types.UID, refs ...Ref) {
+	f.UsingIn("", env, refs...)
+}
+
+// UsingIn is Using for an environment of namespace, whose share of the
+// store it counts against.
+func (f *Fetcher) UsingIn(namespace string, env types.UID, refs ...Ref) {
 	if f.Root == "" || env == "" {
 		return
 	}
 	st := f.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.setNamespace(env, namespace)
 	cur := map[string]bool{}
 	for _, r := range refs {
 		if name, err := entryName(r.storeKey()); err == nil {
@@ -147,6 +165,7 @@ func (f *Fetcher) Forget(env types.UID) {
 	st.checks.Forget(env)
 	st.mu.Lock()
 	delete(st.envs, env)
+	delete(st.namespaces, env)
 	var gone []string
 	st.uncharge(env)
 	gone = st.collect(f.Root, time.Now())
@@ -179,6 +198,7 @@ func (st *storeState) collect(root string, now time.Time) []string {
 	for uid, u := range st.envs {
 		if now.Sub(u.seen) > envTTL {
 			delete(st.envs, uid)
+			delete(st.namespaces, uid)
 			st.uncharge(uid)
 		}
 	}
@@ -320,24 +340,32 @@ func (st *storeState) admit(f *Fetcher, s subject, name string, size int64, env 
 	e.used = now
 	gone := st.collect(f.Root, now)
 
-	if share := f.maxEnvBytes(); env != "" && share > 0 && !e.charged[env] {
+	group := st.group(env)
+	if share := f.maxEnvBytes(); env != "" && share > 0 && !st.chargedTo(e, group) {
 		if size > share {
-			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes, more than an environment's share of the source store (%d bytes)", size, share))
+			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes, more than a namespace's share of the source store (%d bytes)", size, share))
 		}
 		charged := func() int64 {
 			var n int64
-			for _, x := range st.entries {
-				if x.charged[env] {
-					n += x.size
+			for x, xe := range st.entries {
+				if st.chargedTo(xe, group) {
+					n += xe.size
+				}
+				if x != name {
+					n += st.inflightIn(x, group)
 				}
 			}
 			return n
 		}
-		for _, victim := range st.lru(func(n string, x *entryState) bool { return n != name && x.charged[env] }) {
+		for _, victim := range st.lru(func(n string, x *entryState) bool { return n != name && st.chargedTo(x, group) }) {
 			if charged()+size <= share {
 				break
 			}
-			delete(st.entries[victim].charged, env)
+			for uid := range st.entries[victim].charged {
+				if st.group(uid) == group {
+					delete(st.entries[victim].charged, uid)
+				}
+			}
 			if len(st.entries[victim].charged) == 0 {
 				if dir := st.evict(f.Root, victim); dir != "" {
 					gone = append(gone, dir)
@@ -345,7 +373,7 @@ func (st *storeState) admit(f *Fetcher, s subject, name string, size int64, env 
 			}
 		}
 		if used := charged(); used+size > share {
-			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes; this environment's share of the source store is %d bytes and its sources in use hold %d", size, share, used))
+			return gone, st.refuse(s, name, fresh, fmt.Sprintf("needs %d bytes; this namespace's share of the source store is %d bytes and its sources in use hold %d", size, share, used))
 		}
 	}
 	if limit := f.MaxStoreBytes; limit > 0 && fresh {
@@ -354,6 +382,11 @@ func (st *storeState) admit(f *Fetcher, s subject, name string, size int64, env 
 			for x, e := range st.entries {
 				if x != name && e.size > 0 {
 					n += e.size
+				}
+			}
+			for x, b := range st.inflightFills {
+				if x != name {
+					n += b.bytes
 				}
 			}
 			return n
@@ -379,6 +412,33 @@ func (st *storeState) admit(f *Fetcher, s subject, name string, size int64, env 
 		e.released = false
 	}
 	return gone, nil
+}
+
+// group is what env's share of the store is counted for: its namespace,
+// so several environments of one namespace share one share; an
+// environment whose namespace is not known is a group of its own.
+func (st *storeState) group(env types.UID) string {
+	if ns := st.namespaces[env]; ns != "" {
+		return "ns/" + ns
+	}
+	return "env/" + string(env)
+}
+
+// setNamespace records env's namespace, when told.
+func (st *storeState) setNamespace(env types.UID, namespace string) {
+	if namespace != "" && env != "" {
+		st.namespaces[env] = namespace
+	}
+}
+
+// chargedTo says whether an environment of group is charged for e.
+func (st *storeState) chargedTo(e *entryState, group string) bool {
+	for uid := range e.charged {
+		if st.group(uid) == group {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse is a refused admission; a fresh entry is not recorded.

@@ -40,7 +40,41 @@ func (g *httpGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		g.refused.Store(true)
 		return nil, errPlainHTTP
 	}
-	return g.base.RoundTrip(req)
+	resp, err := g.base.RoundTrip(req)
+	if err == nil && strings.Contains(req.URL.Path, "/manifests/") {
+		// The registry is the tenant's choice and the client reads a
+		// manifest whole (up to 100 MiB): a source's is kept far smaller.
+		resp.Body = &cappedManifest{ReadCloser: resp.Body, left: maxManifestSize}
+	}
+	return resp, err
+}
+
+// maxManifestSize bounds an OCI manifest read for a source; real ones
+// take kilobytes.
+const maxManifestSize = 4 << 20
+
+// errManifestTooLarge is what reading past maxManifestSize fails with.
+var errManifestTooLarge = fmt.Errorf("manifest larger than %d bytes", maxManifestSize)
+
+// cappedManifest fails a manifest body once it passes maxManifestSize.
+type cappedManifest struct {
+	io.ReadCloser
+	left int64
+}
+
+func (c *cappedManifest) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errManifestTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, errManifestTooLarge
+	}
+	return n, err
 }
 
 // ociClient is everything one registry operation needs.
@@ -89,7 +123,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src v1alpha1
 	}
 	ref := Ref{Source: src.Name, Kind: KindOCI, URL: o.Repository, Insecure: o.Insecure}
 	if o.Digest != "" {
-		if !validKey.MatchString(o.Digest) || !strings.HasPrefix(o.Digest, "sha256:") {
+		if !validDigest.MatchString(o.Digest) || !strings.HasPrefix(o.Digest, "sha256:") {
 			return Ref{}, s.permanent("invalid digest %q", o.Digest)
 		}
 		// A digest names itself: nothing to ask the registry.
@@ -256,6 +290,9 @@ func extractLayer(x *extractor, l v1.Layer, desc v1.Descriptor, m mapping, isMap
 // error classifies a registry failure about what (a tag, a manifest, a
 // layer).
 func (c *ociClient) error(s subject, what string, err error) error {
+	if errors.Is(err, errManifestTooLarge) {
+		return s.permanent("%s: %v", what, errManifestTooLarge)
+	}
 	if c.guard.refused.Load() {
 		// Either the registry speaks only plain HTTP or HTTPS failed and
 		// the library fell back: both need the user to say insecure.

@@ -151,7 +151,7 @@ func (s *Sources) Resolve(ctx context.Context) (time.Duration, error) {
 	for _, ref := range s.refs {
 		refs = append(refs, ref)
 	}
-	r.Fetcher.Using(s.env.UID, refs...)
+	r.Fetcher.UsingIn(s.env.Namespace, s.env.UID, refs...)
 	return next, nil
 }
 
@@ -273,7 +273,7 @@ func (s *Sources) artifact(ctx context.Context, name string) (*Artifact, error) 
 	}
 	// The store is shared by every environment: Serve checks this
 	// environment's own access to the origin before handing out content.
-	a, err := s.r.Fetcher.Serve(ctx, s.env.UID, ref, creds)
+	a, err := s.r.Fetcher.ServeIn(ctx, s.env.Namespace, s.env.UID, ref, creds)
 	if err != nil {
 		return nil, sourceError(fieldError(s.env, name, err))
 	}

@@ -17,10 +17,14 @@
 //     it was fetched from; a short SHA in the spec is expanded to the full
 //     commit when resolving (from the server's advertised refs, else by a
 //     full fetch into a private staging directory) and is never a key. An
-//     OCI or Flux entry is keyed by its full digest.
+//     OCI entry is keyed by its full digest and the registry and
+//     repository it came from, a Flux entry by its digest and URL: naming
+//     a known digest at another origin (a registry that answers any HEAD
+//     with it) fetches from that origin, which must deliver the content.
 //   - Serve hands an entry to one environment only after that environment's
-//     own credentials were accepted by the origin: git ls-remote of the URL,
-//     an OCI manifest HEAD of the digest in the repository. A Flux artifact's
+//     own credentials were accepted by the origin that filled it (the
+//     origin is part of the key): git ls-remote of the URL, an OCI
+//     manifest HEAD of the digest in the repository. A Flux artifact's
 //     Ref exists only once the environment's impersonated reader could read
 //     the Flux object, which is its check. A positive check is remembered
 //     per environment, entry and credentials Secret resourceVersion for
@@ -33,11 +37,14 @@
 // of a live environment's source that was served it: what its latest
 // resolution named (Fetcher.Using) or what it was last served. Everything else may go, least
 // recently used first, entries no environment uses before the others. Each
-// environment is charged for the entries it was served, up to
-// Fetcher.MaxEnvBytes: to admit one more, its own least recently used
-// entries that it no longer uses go first, and if its sources in use alone
-// exceed the share, the fetch fails with a fault.Permanent error naming
-// the source. Forget (an environment was deleted) drops its charges and
+// environment is charged for the entries it was served, and the
+// environments of one namespace together up to Fetcher.MaxEnvBytes: to
+// admit one more, the namespace's own least recently used entries that no
+// environment uses go first, and if its sources in use alone exceed the
+// share, the fetch fails with a fault.Permanent error naming the source.
+// Fetches in progress count against the store's bound as they write, a
+// refused fetch is remembered (refusals.go) and each fetch has a deadline
+// (Fetcher.Timeout). Forget (an environment was deleted) drops its charges and
 // removes the entries nobody else uses; entries no environment was charged
 // for (after an operator restart) go after an hour unused.
 package source
@@ -106,16 +113,40 @@ func (r Ref) Key() string {
 }
 
 // storeKey is the store entry of a Ref: what was verified when it was
-// filled. A commit is served only to those who may read the repository it
-// was fetched from, so a git entry is also keyed by that URL: an access
-// check of one repository proves nothing about a commit fetched from
-// another.
+// filled, which is the content and where it came from. Content is served
+// only to those who may read the origin it was fetched from, and an
+// access check of one origin proves nothing about content fetched from
+// another (issue 31: a registry that answers every HEAD with someone
+// else's digest), so every entry is keyed by its origin as well: a git
+// commit by the repository URL, an OCI digest by the registry and
+// repository (and scheme), a Flux artifact's digest by its URL.
 func (r Ref) storeKey() string {
-	if r.Kind == KindGit {
-		sum := sha256.Sum256([]byte(r.URL))
-		return "git-" + r.Commit + "-" + hex.EncodeToString(sum[:8])
+	sum := sha256.Sum256([]byte(r.origin()))
+	origin := hex.EncodeToString(sum[:8])
+	switch r.Kind {
+	case KindGit:
+		return "git-" + r.Commit + "-" + origin
+	case KindOCI:
+		return "oci-" + r.Digest + "-" + origin
 	}
-	return r.Digest
+	return "artifact-" + r.Digest + "-" + origin
+}
+
+// origin is where a Ref's content comes from, in a canonical form for
+// OCI (index.docker.io/library/x and x are one repository).
+func (r Ref) origin() string {
+	if r.Kind != KindOCI {
+		return r.URL
+	}
+	repo, err := parseRepository(r.URL, r.Insecure)
+	if err != nil {
+		return r.URL
+	}
+	scheme := "https"
+	if r.Insecure {
+		scheme = "http"
+	}
+	return scheme + "://" + repo.Name()
 }
 
 // Artifact is fetched content on local disk.
@@ -165,8 +196,10 @@ type Fetcher struct {
 	// MaxStoreBytes bounds the store; zero is unbounded (a helper pod's
 	// private store).
 	MaxStoreBytes int64
-	// MaxEnvBytes bounds what one environment is charged for in the store;
-	// zero is half of MaxStoreBytes.
+	// MaxEnvBytes bounds what the environments of one namespace (one
+	// environment, when its namespace is not known: Serve rather than
+	// ServeIn) are charged for in the store; zero is half of
+	// MaxStoreBytes.
 	MaxEnvBytes int64
 	// AccessTTL is how long a positive access check is trusted; zero is
 	// DefaultAccessTTL.
@@ -187,7 +220,7 @@ func (f *Fetcher) ReadingWith(r client.Reader) *Fetcher {
 // tag names, or reads a Flux object's status.artifact. Nothing is
 // downloaded. Secrets are read from namespace.
 func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.Source) (Ref, error) {
-	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	ctx, cancel := context.WithTimeoutCause(f.withEgress(ctx), f.timeout(), errFetchDeadline)
 	defer cancel()
 	switch {
 	case src.Git != nil:
@@ -208,7 +241,7 @@ func (f *Fetcher) Resolve(ctx context.Context, namespace string, src v1alpha1.So
 // for a store private to one environment (a helper pod's). The operator's
 // shared store is read through Serve.
 func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Artifact, error) {
-	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	ctx, cancel := context.WithTimeoutCause(f.withEgress(ctx), f.timeout(), errFetchDeadline)
 	defer cancel()
 	ref, s, fill, err := f.prepare(ref, creds)
 	if err != nil {
@@ -222,10 +255,24 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Arti
 // grants it the content (see the package doc), then serves the entry,
 // charging it to env.
 func (f *Fetcher) Serve(ctx context.Context, env types.UID, ref Ref, creds *Credentials) (*Artifact, error) {
+	return f.ServeIn(ctx, "", env, ref, creds)
+}
+
+// ServeIn is Serve for an environment of namespace: what it is served
+// counts against the namespace's share of the store (Fetcher.MaxEnvBytes),
+// which all of the namespace's environments share, so several of them
+// cannot fill the store for everyone else.
+func (f *Fetcher) ServeIn(ctx context.Context, namespace string, env types.UID, ref Ref, creds *Credentials) (*Artifact, error) {
+	if f.Root != "" && namespace != "" {
+		st := f.state()
+		st.mu.Lock()
+		st.setNamespace(env, namespace)
+		st.mu.Unlock()
+	}
 	if env == "" {
 		return nil, errors.New("source: Serve needs the requesting environment")
 	}
-	ctx, cancel := context.WithTimeout(f.withEgress(ctx), f.timeout())
+	ctx, cancel := context.WithTimeoutCause(f.withEgress(ctx), f.timeout(), errFetchDeadline)
 	defer cancel()
 	ref, s, fill, err := f.prepare(ref, creds)
 	if err != nil {
@@ -282,6 +329,12 @@ func LoadCredentials(ctx context.Context, r client.Reader, namespace string, src
 func CredentialsFromDir(dir string) (*Credentials, error) {
 	return credentialsFromDir(dir)
 }
+
+// errFetchDeadline is the cause of a resolve or fetch cut by its own
+// deadline (Fetcher.Timeout), not by the reconcile's: a source that
+// trickles its content (a tarpit) holds a reconcile worker that long at
+// most, and, remembered, once per backoff (refusals.go).
+var errFetchDeadline = errors.New("source deadline exceeded")
 
 // Defaults for a zero Fetcher field.
 const (

@@ -48,7 +48,14 @@ type entryMeta struct {
 // path ("../x"): keys become directory names.
 // A git key is the full commit and a hash of the URL (Ref.storeKey); a
 // short SHA is never a key.
-var validKey = regexp.MustCompile(`^(git-[0-9a-f]{40}-[0-9a-f]{16}|sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`)
+// An OCI or Flux entry is the digest and a hash of its origin. A bare
+// digest is still a valid key of content (validDigest).
+var validKey = regexp.MustCompile(`^(git-[0-9a-f]{40}-[0-9a-f]{16}|(oci|artifact)-` + digestPattern + `-[0-9a-f]{16}|` + digestPattern + `)$`)
+
+// validDigest is a content digest as a spec or a registry gives it.
+var validDigest = regexp.MustCompile(`^` + digestPattern + `$`)
+
+const digestPattern = `(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})`
 
 // entryName maps a content key to a directory name; colons are kept out of
 // paths because tools splitting PATH-like lists trip over them.
@@ -96,6 +103,9 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 	if a, ok := f.load(s, entry, ref); ok {
 		return hit(a)
 	}
+	if err := f.refused(s, name, env); err != nil {
+		return nil, err
+	}
 	unlock, err := lockKey(ctx, entry)
 	if err != nil {
 		return nil, s.wrap(err)
@@ -103,6 +113,10 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 	defer unlock()
 	if a, ok := f.load(s, entry, ref); ok {
 		return hit(a)
+	}
+	// A concurrent fetch of the same entry may have been refused.
+	if err := f.refused(s, name, env); err != nil {
+		return nil, err
 	}
 	// An entry that exists but cannot be read was damaged from outside the
 	// store (rename makes partial entries impossible); it is replaced.
@@ -130,11 +144,19 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		return nil, fmt.Errorf("%s: %w", s, err)
 	}
 
-	meta, err := fill(ctx, content, scratch)
+	fillCtx, filled := f.watchFill(ctx, s, name, env, tmp, scratch)
+	meta, err := fill(fillCtx, content, scratch)
+	if full := filled(); full != nil {
+		// Stopped for the store's bound: a refusal when it alone is
+		// larger than the store, else a wait for room.
+		return nil, f.remember(ctx, s, name, env, full, -1)
+	}
 	if err != nil {
-		return nil, err
+		return nil, f.remember(ctx, s, name, env, err, -1)
 	}
 	if _, err := checked(s, ref, artifact(ref, meta, entry)); err != nil {
+		// Not remembered: the expected digest is the Ref's, not the
+		// entry's (a git entry's key is its commit).
 		return nil, err
 	}
 	// Without a flush, a power loss after the rename could leave an entry
@@ -155,9 +177,11 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		syncFS(tmp)
 	}
 	// Room is made, or the entry refused, before it becomes visible.
-	if err := f.admit(s, name, entrySize(tmp), env); err != nil {
-		return nil, err
+	size := entrySize(tmp)
+	if err := f.admit(s, name, size, env); err != nil {
+		return nil, f.remember(ctx, s, name, env, err, size)
 	}
+	f.forgetRefusal(name)
 	if err := os.Rename(tmp, entry); err != nil {
 		if a, ok := f.load(s, entry, ref); ok {
 			return checked(s, ref, a) // another process filled it first

@@ -25,7 +25,7 @@ func TestStoreIgnoresWhatACrashLeftBehind(t *testing.T) {
 	tgz := gzipped(t, tarOf(t, tfile("a.txt", "complete")))
 	ref, requests := artifactServer(t, tgz)
 	f := &Fetcher{Root: t.TempDir()}
-	name, err := entryName(ref.Key())
+	name, err := entryName(ref.storeKey())
 	if err != nil {
 		t.Fatal(err)
 	}

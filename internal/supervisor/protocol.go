@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 )
@@ -47,7 +48,7 @@ func tell(ctx context.Context, socket string, n notice) (reply, error) {
 	if err := json.NewEncoder(conn).Encode(n); err != nil {
 		return reply{}, fmt.Errorf("telling the supervisor: %w", err)
 	}
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	line, err := bufio.NewReader(io.LimitReader(conn, maxLine)).ReadBytes('\n')
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -63,6 +64,10 @@ func tell(ctx context.Context, socket string, n notice) (reply, error) {
 	}
 	return r, nil
 }
+
+// maxLine bounds a notice or a reply read from the socket (each a short
+// JSON line): a line past it is read as cut short, an error.
+const maxLine = 64 << 10
 
 // request is a notice received by the supervisor, with where to answer.
 type request struct {
@@ -81,7 +86,7 @@ func serve(l net.Listener, requests chan<- request) {
 		}
 		go func() {
 			defer conn.Close()
-			line, err := bufio.NewReader(conn).ReadBytes('\n')
+			line, err := bufio.NewReader(io.LimitReader(conn, maxLine)).ReadBytes('\n')
 			if err != nil {
 				return
 			}

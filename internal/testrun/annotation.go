@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -66,27 +67,82 @@ func tokenRecord(key, value string) string {
 	return key + "=sha256:" + hex.EncodeToString(sum[:])
 }
 
-// TokenHandled reports whether a token trigger value was handled for key.
-func TokenHandled(env *v1alpha1.DevEnvironment, key, value string) bool {
-	rec := tokenRecord(key, value)
-	for _, t := range env.Status.HandledTriggerTokens {
-		if t == rec {
-			return true
-		}
-	}
-	return false
+// MaxTokens is how many token values are remembered per key: an older
+// token re-applied (a GitOps revert to `@t1` after `@t2`) is not run
+// again while it is among them.
+const MaxTokens = 16
+
+// A key's tokens are kept in status.handledTriggerTokens as two entries:
+// its latest value, "key=value" (what Unconsumed and a reader compare
+// with), and up to MaxTokens-1 earlier ones, newest first, in one entry
+// "key#<hash>,<hash>,...": each the first 16 hex digits of the value's
+// SHA-256. Two keys' histories cost about 600 bytes of status, and the
+// CRD's worst case grows by two entries, not by thirty.
+
+// tokenHash is the short hash an earlier token is kept as.
+func tokenHash(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])[:16]
 }
 
-// RecordToken remembers the token value handled for key, replacing the
-// key's previous one.
-func RecordToken(env *v1alpha1.DevEnvironment, key, value string) {
-	kept := []string{tokenRecord(key, value)}
+// earlierHash is the history hash of the value a latest record holds.
+func earlierHash(key, latest string) string {
+	v := strings.TrimPrefix(latest, key+"=")
+	if hashed, ok := strings.CutPrefix(v, "sha256:"); ok && !IsToken(v) {
+		// A value too long to keep (tokenRecord): its full hash is
+		// kept, which starts with the short one.
+		return hashed[:min(16, len(hashed))]
+	}
+	return tokenHash(v)
+}
+
+// history is the key's earlier token hashes, newest first.
+func history(env *v1alpha1.DevEnvironment, key string) []string {
 	for _, t := range env.Status.HandledTriggerTokens {
-		if !strings.HasPrefix(t, key+"=") {
-			kept = append(kept, t)
+		if list, ok := strings.CutPrefix(t, key+"#"); ok && list != "" {
+			return strings.Split(list, ",")
 		}
 	}
-	env.Status.HandledTriggerTokens = kept
+	return nil
+}
+
+// TokenHandled reports whether a token trigger value was handled for key:
+// it is the key's latest, or one of its earlier remembered ones.
+func TokenHandled(env *v1alpha1.DevEnvironment, key, value string) bool {
+	return TokenIsLatest(env, key, value) || slices.Contains(history(env, key), tokenHash(value))
+}
+
+// TokenIsLatest reports whether value is the token last handled for key.
+func TokenIsLatest(env *v1alpha1.DevEnvironment, key, value string) bool {
+	return slices.Contains(env.Status.HandledTriggerTokens, tokenRecord(key, value))
+}
+
+// RecordToken remembers the token value handled for key as its latest;
+// the previous latest becomes the newest earlier one, and the oldest
+// past MaxTokens is forgotten.
+func RecordToken(env *v1alpha1.DevEnvironment, key, value string) {
+	rec := tokenRecord(key, value)
+	earlier := history(env, key)
+	var others []string
+	for _, t := range env.Status.HandledTriggerTokens {
+		switch {
+		case strings.HasPrefix(t, key+"="):
+			if t != rec {
+				earlier = append([]string{earlierHash(key, t)}, earlier...)
+			}
+		case strings.HasPrefix(t, key+"#"):
+		default:
+			others = append(others, t)
+		}
+	}
+	mine := tokenHash(value)
+	earlier = slices.DeleteFunc(earlier, func(h string) bool { return h == mine })
+	earlier = earlier[:min(len(earlier), MaxTokens-1)]
+	kept := []string{rec}
+	if len(earlier) > 0 {
+		kept = append(kept, key+"#"+strings.Join(earlier, ","))
+	}
+	env.Status.HandledTriggerTokens = append(kept, others...)
 }
 
 // Unconsumed is the trigger annotation the operator has not consumed yet

@@ -153,11 +153,20 @@ func (p *testPass) takePending(ctx context.Context) {
 }
 
 // takeTokens handles token triggers not handled yet; they stay in place.
+// A token handled before (one of the key's last MaxTokens) is never run
+// again: when it comes back (a revert to an older token) it becomes the
+// key's latest, with an event saying it was not run, once.
 func (p *testPass) takeTokens() {
 	env := p.env
 	for _, key := range TriggerKeys {
 		v, ok := env.Annotations[key]
-		if !ok || !IsToken(v) || TokenHandled(env, key, v) {
+		if !ok || !IsToken(v) || TokenIsLatest(env, key, v) {
+			continue
+		}
+		if TokenHandled(env, key, v) {
+			RecordToken(env, key, v)
+			note := message.Truncate(key+"="+v+": this token was handled before; nothing was started or cancelled (use a new token)", message.MaxEventNote)
+			p.notes = append(p.notes, func() { p.event(corev1.EventTypeNormal, v1alpha1.ReasonTokenAlreadyHandled, "Trigger", note) })
 			continue
 		}
 		p.applyTrigger(key, v)

@@ -172,6 +172,16 @@ func (p *testPass) create(ctx context.Context, cl client.Client, idErr error, jo
 		p.flushNotes()
 		return nil
 	}
+	// The source's Secret is mounted only if the ServiceAccount may read
+	// it itself (a pinned source's is otherwise never read as it).
+	var unreadable *pods.UnreadableSecretError
+	if err := pods.CheckSecretsReadable(ctx, cl, job.Namespace, pods.SecretNames(&job.Spec.Template.Spec)...); errors.As(err, &unreadable) {
+		p.end(suite, run, v1alpha1.ResultError, message.Truncate(err.Error(), 1000))
+		p.flushNotes()
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("test job %s: %w", job.Name, err)
+	}
 	if err := p.ensureCache(ctx, cl, job); err != nil {
 		var notOurs *notOursError
 		if !errors.As(err, &notOurs) && !apierrors.IsForbidden(err) {

@@ -157,7 +157,13 @@ func (p *testPass) applyTrigger(key, value string) {
 			done = append(done, p.enqueue(r.Suite, what, r.Params))
 		}
 	}
-	p.setTriggerCondition(metav1.ConditionTrue, v1alpha1.ReasonTriggerAccepted, what+": "+strings.Join(done, "; "))
+	msg := what + ": " + strings.Join(done, "; ")
+	p.setTriggerCondition(metav1.ConditionTrue, v1alpha1.ReasonTriggerAccepted, msg)
+	// Every value consumed says so, once recorded: of many raw
+	// annotations written at once only the last is seen, and the events
+	// say which that was.
+	note := message.Truncate(msg, message.MaxEventNote)
+	p.notes = append(p.notes, func() { p.event(corev1.EventTypeNormal, v1alpha1.ReasonTriggerAccepted, "Trigger", note) })
 }
 
 func (p *testPass) setTriggerCondition(status metav1.ConditionStatus, reason, msg string) {

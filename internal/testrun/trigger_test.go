@@ -1,6 +1,8 @@
 package testrun
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -82,4 +84,46 @@ func TestParseRefusesHugeValues(t *testing.T) {
 	}
 	_, err := Parse(string(long))
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("at most 1024")))
+}
+
+// A key remembers its last MaxTokens tokens, the latest as written and
+// the earlier ones as short hashes in one entry, newest first; the
+// oldest past that is forgotten; the other key's entry is kept; every
+// entry fits the CRD's item bound.
+func TestTokenHistoryIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	env := &v1alpha1.DevEnvironment{}
+	RecordToken(env, v1alpha1.TriggerAnnotationPrefixed, "all@x")
+	long := "unit@" + strings.Repeat("t", 1200)
+	RecordToken(env, v1alpha1.TriggerAnnotation, long)
+	for i := 1; i <= MaxTokens; i++ {
+		RecordToken(env, v1alpha1.TriggerAnnotation, fmt.Sprintf("unit@t%d", i))
+	}
+	tokens := env.Status.HandledTriggerTokens
+	g.Expect(tokens).To(HaveLen(3))
+	g.Expect(tokens[0]).To(Equal(fmt.Sprintf("trigger=unit@t%d", MaxTokens)))
+	g.Expect(tokens[1]).To(MatchRegexp(`^trigger#[0-9a-f]{16}(,[0-9a-f]{16}){14}$`), "15 earlier tokens")
+	g.Expect(tokens[1]).To(HavePrefix("trigger#"+tokenHash(fmt.Sprintf("unit@t%d", MaxTokens-1))), "newest first")
+	g.Expect(tokens[2]).To(Equal(v1alpha1.TriggerAnnotationPrefixed + "=all@x"))
+	for i := 1; i <= MaxTokens; i++ {
+		g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotation, fmt.Sprintf("unit@t%d", i))).To(BeTrue(), "t%d", i)
+	}
+	g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotation, long)).To(BeFalse(), "the 17th newest is forgotten")
+	g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotation, "unit@t0")).To(BeFalse())
+	g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotationPrefixed, "all@x")).To(BeTrue())
+	g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotationPrefixed, "unit@t1")).To(BeFalse(), "per key")
+
+	// Before it is forgotten, a long (hashed) value is remembered as well.
+	env = &v1alpha1.DevEnvironment{}
+	RecordToken(env, v1alpha1.TriggerAnnotation, long)
+	RecordToken(env, v1alpha1.TriggerAnnotation, "unit@t1")
+	g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotation, long)).To(BeTrue())
+	// Handled again, an earlier token becomes the latest, once.
+	RecordToken(env, v1alpha1.TriggerAnnotation, long)
+	g.Expect(env.Status.HandledTriggerTokens).To(HaveLen(2))
+	g.Expect(TokenIsLatest(env, v1alpha1.TriggerAnnotation, long)).To(BeTrue())
+	g.Expect(TokenHandled(env, v1alpha1.TriggerAnnotation, "unit@t1")).To(BeTrue())
+	for _, rec := range env.Status.HandledTriggerTokens {
+		g.Expect(len(rec)).To(BeNumerically("<=", 1100))
+	}
 }

@@ -169,7 +169,7 @@ func TestDebugAttachesDelve(t *testing.T) {
 	d := &appsv1.Deployment{}
 	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "server"}, d)).To(Succeed())
 	ctr := d.Spec.Template.Spec.Containers[0]
-	g.Expect(ctr.Command).To(HaveExactElements("/dlv", "exec", "--headless", "--listen=:40000", "--api-version=2",
+	g.Expect(ctr.Command).To(HaveExactElements("/dlv", "exec", "--headless", "--listen=127.0.0.1:40000", "--only-same-user=false", "--api-version=2",
 		"--accept-multiclient", "--continue", "/server", "--"))
 	g.Expect(ctr.LivenessProbe).To(BeNil(), "a paused process must not be killed by its liveness probe")
 	// The namespace enforces the restricted Pod Security level, so the
@@ -201,6 +201,9 @@ func TestDebugAttachesDelve(t *testing.T) {
 	waitOutput(t, poll.Wait{What: "`port-forward` forwards the HTTP port", Every: 10 * time.Millisecond, Within: 30 * time.Second},
 		&pfOut, &pfErr, fmt.Sprintf("http://localhost:%d", httpPort))
 
+	// Issue 31.2: no other pod reaches delve on the pod IP; the
+	// port-forward does (attachDelve).
+	expectDelveUnreachableOnPodIP(t, debugPod, 8080)
 	attachDelve(t, dlvPort, httpPort)
 
 	stopPF()

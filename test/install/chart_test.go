@@ -32,7 +32,7 @@ func everything() map[string]any {
 		"shards":         []any{"team-a", "team-b"},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"manager": map[string]any{
-			"concurrent": 8, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": true,
+			"concurrent": 8, "concurrentPerNamespace": 3, "defaultServiceAccount": "deployer", "noCrossNamespaceRefs": false,
 			"driftInterval": "10m", "reconcileTimeout": "15m", "maxHelmTimeout": "12m",
 			"maxSourceSize": 2147483648, "logLevel": "debug", "logFormat": "console",
 			"layerCompression": "gzip",
@@ -139,8 +139,8 @@ func TestChartManagerArgs(t *testing.T) {
 		"--work-dir=/var/cache/devloop",
 		"--registry-token-bind-address=:5002", "--registry-token-key=/etc/devloop-registry-token/tls.key",
 		"--registry-token-cert=/etc/devloop-registry-token/tls.crt", "--registry-token-ttl=5m",
-		"--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--default-service-account=deployer",
-		"--no-cross-namespace-refs", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
+		"--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--concurrent-per-namespace=3", "--default-service-account=deployer",
+		"--no-cross-namespace-refs=false", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",
 		"--layer-compression=gzip", "--log-level=debug", "--log-format=console",
 		"--egress-deny-cidr=10.96.0.0/12", "--egress-allow-host=mirror.example:5000",
@@ -315,4 +315,28 @@ func TestKustomizeObjectsAcceptedByAPIServer(t *testing.T) {
 	objs := buildKustomize(t, "config/default")
 	dryRunApply(t, ctx, objs)
 	dryRunPod(t, ctx, deploymentOf(t, objs, "devloop-manager"))
+}
+
+// TestChartManagerSurvivesALoadedNode (issue 36 item 2): the manager's
+// liveness probe tolerates a starved CPU (the kubelet's default 1 s
+// timeout and 3 misses killed it in the middle of builds at load 20 on two
+// cores), and the Go runtime knows the memory limit (GOMEMLIMIT), so it
+// collects before the OOM killer acts.
+func TestChartManagerSurvivesALoadedNode(t *testing.T) {
+	d := deploymentOf(t, renderChart(t, nil), "devloop-manager")
+	c := d.Spec.Template.Spec.Containers[0]
+	live := c.LivenessProbe
+	if live == nil || live.TimeoutSeconds < 5 || live.FailureThreshold*live.PeriodSeconds < 120 {
+		t.Errorf("liveness probe %+v: want a timeout of at least 5 s and at least 2 minutes of misses before a restart", live)
+	}
+	var memLimit *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "GOMEMLIMIT" {
+			memLimit = &c.Env[i]
+		}
+	}
+	if memLimit == nil || memLimit.ValueFrom == nil || memLimit.ValueFrom.ResourceFieldRef == nil ||
+		memLimit.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+		t.Errorf("GOMEMLIMIT = %+v, want it from the container's limits.memory", memLimit)
+	}
 }

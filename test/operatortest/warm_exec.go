@@ -2,10 +2,12 @@ package operatortest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/identity"
@@ -25,12 +27,15 @@ type FakeExec struct {
 	// hang lists namespaces whose build command runs until its context
 	// ends.
 	hang map[string]bool
+	// adopted are the builds namespaces' claims adopt (ClaimAdopts).
+	adopted map[string]build.WarmClaim
 }
 
 func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, command)
 	run, real, hang := f.run, f.real[namespace], f.hang[namespace]
+	adopted, adopt := f.adopted[namespace]
 	f.mu.Unlock()
 	if real {
 		return t.Exec(ctx, namespace, pod, container, command, stdout, stderr)
@@ -40,17 +45,25 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	step := ""
-	for i := range command[:len(command)-1] {
-		if command[i] == "--step" {
-			step = command[i+1]
-		}
-	}
-	// Each step runs where WarmBuildSteps says: credentials only in the
-	// agent, the build command only in the build container.
-	want := map[string]string{build.WarmStepFetch: build.ContainerWarmAgent, build.WarmStepRun: build.ContainerWarm, build.WarmStepPush: build.ContainerWarmAgent}[step]
+	step, token := flagValue(command, "--step"), flagValue(command, "--token")
+	// Each step runs where WarmClaimStep and WarmBuildSteps say:
+	// credentials only in the agent, the build command only in the build
+	// container.
+	want := map[string]string{build.WarmStepClaim: build.ContainerWarm, build.WarmStepFetch: build.ContainerWarmAgent,
+		build.WarmStepRun: build.ContainerWarm, build.WarmStepPush: build.ContainerWarmAgent}[step]
 	if want == "" || container != want {
 		return fmt.Errorf("step %q exec'd into container %q", step, container)
+	}
+	if step == build.WarmStepClaim {
+		// A new build, as the helper claims one in a builder nothing
+		// else runs in; or the build ClaimAdopts gave.
+		answer := build.WarmClaim{Token: token, Started: time.Now()}
+		if adopt {
+			answer = adopted
+		}
+		claim, _ := json.Marshal(answer)
+		_, err := fmt.Fprintf(stdout, "%s\n", claim)
+		return err
 	}
 	// Until a test scripts an answer (Answer), every step succeeds
 	// saying nothing: a warm build still running when the tests end, or
@@ -60,6 +73,16 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 		return nil
 	}
 	return run(command, stdout, stderr)
+}
+
+// flagValue is the value after name in command.
+func flagValue(command []string, name string) string {
+	for i := range command[:len(command)-1] {
+		if command[i] == name {
+			return command[i+1]
+		}
+	}
+	return ""
 }
 
 // IsStep reports whether command is the warm build's step.
@@ -75,6 +98,17 @@ func (f *FakeExec) HangIn(ns string) {
 		f.hang = map[string]bool{}
 	}
 	f.hang[ns] = true
+}
+
+// ClaimAdopts makes ns's claims answer claim, as the helper does when a
+// build of the same inputs an earlier operator process started still runs.
+func (f *FakeExec) ClaimAdopts(ns string, claim build.WarmClaim) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.adopted == nil {
+		f.adopted = map[string]build.WarmClaim{}
+	}
+	f.adopted[ns] = claim
 }
 
 // ExecForReal sends ns's execs to the API server.

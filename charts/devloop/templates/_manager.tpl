@@ -85,14 +85,19 @@ spec:
         {{- with $root.Values.manager.concurrent }}
         - --concurrent={{ . }}
         {{- end }}
+        {{- with $root.Values.manager.concurrentPerNamespace }}
+        - --concurrent-per-namespace={{ . }}
+        {{- end }}
         {{- with $root.Values.manager.defaultServiceAccount }}
         - --default-service-account={{ . }}
         {{- end }}
         {{- if $root.Values.manager.allowOperatorIdentity }}
         - --allow-operator-identity
         {{- end }}
-        {{- if $root.Values.manager.noCrossNamespaceRefs }}
-        - --no-cross-namespace-refs
+        {{- if eq $root.Values.manager.noCrossNamespaceRefs false }}
+        # Refused by default (the flag's default); allowed only when the
+        # values say false.
+        - --no-cross-namespace-refs=false
         {{- end }}
         {{- with $root.Values.manager.driftInterval }}
         - --drift-interval={{ . }}
@@ -121,6 +126,9 @@ spec:
         {{- with $root.Values.manager.logFormat }}
         - --log-format={{ . }}
         {{- end }}
+        {{- if eq $root.Values.egress.denyCluster false }}
+        - --egress-deny-cluster=false
+        {{- end }}
         {{- range $root.Values.egress.denyCIDRs }}
         - --egress-deny-cidr={{ . }}
         {{- end }}
@@ -142,10 +150,25 @@ spec:
         - {{ . | quote }}
         {{- end }}
         env:
+        # The egress policy refuses the operator's own pod address.
+        - name: POD_IP
+          valueFrom:
+            fieldRef:
+              fieldPath: status.podIP
         # Builder pods run the operator's own image to fetch sources and
         # push images: by default exactly the image of this container.
         - name: DEVLOOP_HELPER_IMAGE
           value: {{ default $image $root.Values.helperImage | quote }}
+        # The Go runtime collects harder as the heap nears the container's
+        # memory limit instead of growing past it into the OOM killer.
+        {{- if (($root.Values.resources).limits).memory }}
+        - name: GOMEMLIMIT
+          valueFrom:
+            resourceFieldRef:
+              containerName: manager
+              resource: limits.memory
+              divisor: "1"
+        {{- end }}
         {{- with $root.Values.manager.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -160,17 +183,25 @@ spec:
         - name: registry-token
           containerPort: {{ $root.Values.registry.auth.port }}
         {{- end }}
+        # /healthz answers from the process itself (healthz.Ping): a slow
+        # answer means a starved CPU, not a wedged manager. The kubelet's
+        # default 1 s timeout killed the manager in the middle of builds on
+        # a loaded node (load 20 on two cores): allow 10 s, and 5 misses in
+        # a row (about 2.5 minutes) before a restart.
         livenessProbe:
           httpGet:
             path: /healthz
             port: probes
           initialDelaySeconds: 10
-          periodSeconds: 20
+          periodSeconds: 30
+          timeoutSeconds: 10
+          failureThreshold: 5
         readinessProbe:
           httpGet:
             path: /readyz
             port: probes
           periodSeconds: 10
+          timeoutSeconds: 5
         resources:
           {{- toYaml $root.Values.resources | nindent 10 }}
         securityContext:

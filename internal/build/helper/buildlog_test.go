@@ -15,9 +15,7 @@ import (
 // runStep runs a warm build's run step in workspace, as the exec would.
 func runStep(t *testing.T, workspace, token, command, buildLog string) error {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(workspace, ".devloop-build"), []byte(token), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fetchedAs(t, workspace, token)
 	return runHelper([]string{"build", "--step", build.WarmStepRun, "--token", token, "--dir", workspace,
 		"--command", command, "--build-log", buildLog})
 }

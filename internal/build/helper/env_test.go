@@ -13,9 +13,7 @@ import (
 // last of a name winning, as a container's env does.
 func TestHelperBuildRunGetsTheBuildEnv(t *testing.T) {
 	workspace := t.TempDir()
-	if err := os.WriteFile(filepath.Join(workspace, ".devloop-build"), []byte("b1"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fetchedAs(t, workspace, "b1")
 	t.Setenv("FROM_POD", "pod")
 	err := runHelper([]string{"build", "--step", build.WarmStepRun, "--token", "b1", "--dir", workspace,
 		"--command", `["sh","-c","echo \"$FROM_POD $DEVLOOP_REVISION $VERSION\" > out.txt"]`,

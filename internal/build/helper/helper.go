@@ -10,6 +10,7 @@ package helper
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
@@ -42,6 +44,22 @@ func Run(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("unknown build helper step %q: want one of %v", args[0], Steps)
 	}
+}
+
+// ExitCodeFor is err as the helper process ends with it: an error of
+// something unavailable (fault.Unavailable: a registry down) exits with
+// build.ExitUnavailable, so the operator retries the step instead of
+// failing the build; an ExitError keeps its code.
+func ExitCodeFor(err error) error {
+	var code ExitError
+	var nsh *image.NoSuchHostError
+	switch {
+	case err == nil || errors.As(err, &code) || !fault.IsUnavailable(err):
+		return err
+	case errors.As(err, &nsh):
+		return ExitError{Code: build.ExitNoSuchHost, err: err}
+	}
+	return ExitError{Code: build.ExitUnavailable, err: err}
 }
 
 // assembleStep layers the workspace onto the base for one platform,

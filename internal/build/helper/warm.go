@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -72,8 +71,9 @@ func installStep(args []string) error {
 func buildStep(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper build", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	step := fs.String("step", "", "fetch, run or push")
+	step := fs.String("step", "", "claim, fetch, run or push")
 	token := fs.String("token", "", "names this build across its steps")
+	key := fs.String("key", "", "names the build's inputs (claim): a claimed build of the same key is adopted")
 	refJSON := fs.String("ref", "", "the resolved source reference, as JSON (fetch)")
 	imageJSON := fs.String("image", "", "the image to assemble, as JSON (push)")
 	platform := fs.String("platform", v1alpha1.DefaultPlatform, "os/arch of the image (push)")
@@ -89,8 +89,23 @@ func buildStep(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *token == "" || strings.ContainsAny(*token, "/\\\n") {
+	if !plainWord(*token) {
 		return errors.New("--token: want a plain word")
+	}
+	if *step == build.WarmStepClaim {
+		// Not under the lock: an earlier build's run step holds it for
+		// as long as its command runs, and the claim is what stops it.
+		claim, err := claimBuild(*dir, *key, *token, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "build %s claimed the warm builder at %s\n", claim.Token, claim.Started.Format(time.RFC3339))
+		out, err := json.Marshal(build.WarmClaim{Token: claim.Token, Started: claim.Started})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Printf("%s\n", out)
+		return err
 	}
 	unlock, err := lockWorkspace(*dir)
 	if err != nil {
@@ -103,6 +118,14 @@ func buildStep(ctx context.Context, args []string) error {
 		var ref source.Ref
 		if err := json.Unmarshal([]byte(*refJSON), &ref); err != nil {
 			return fmt.Errorf("--ref: %w", err)
+		}
+		if _, err := claimedBy(*dir, *token); err != nil {
+			return err
+		}
+		if checkBuildToken(*dir, *token) == nil {
+			// Exec'd again (the operator restarted): fetched already.
+			fmt.Fprintf(os.Stderr, "the workspace holds build %s's source already\n", *token)
+			return nil
 		}
 		if err := clearWorkspace(*dir); err != nil {
 			return err
@@ -124,62 +147,43 @@ func buildStep(ctx context.Context, args []string) error {
 				return fmt.Errorf("--env: %w", err)
 			}
 		}
-		if err := checkBuildToken(*dir, *token); err != nil {
-			return err
-		}
-		if *timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, *timeout)
-			defer cancel()
-		}
-		logw := openBuildLog(*buildLog)
-		defer logw.Close()
-		logw.Printf("build %s: running %v", *token, command)
-		// The operator reads the exec stream; a person the container log.
-		out := io.MultiWriter(os.Stderr, logw)
-		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = *dir, out, out
-		// Output is copied, not inherited: a daemon the command leaves
-		// behind holding it open must not keep the step from ending.
-		cmd.WaitDelay = 5 * time.Second
-		// The pod's environment, then this build's (the revision, the
-		// spec's entries); the last of a name wins.
-		cmd.Env = os.Environ()
-		for _, e := range env {
-			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
-		}
-		err := cmd.Run()
-		if err != nil {
-			logw.Printf("build %s: %v", *token, err)
-		} else {
-			logw.Printf("build %s: the build command succeeded", *token)
-		}
-		if err != nil {
-			var exitErr *exec.ExitError
-			if errors.As(err, &exitErr) && exitErr.ExitCode() > 0 {
-				// The build command's own exit code becomes the exec's, so
-				// the operator reports it as a Job's would be.
-				return ExitError{Code: exitErr.ExitCode(), err: fmt.Errorf("build command %v: %w", command, err)}
-			}
-			return fmt.Errorf("build command %v: %w", command, err)
-		}
-		return nil
+		return runBuildCommand(ctx, runArgs{dir: *dir, token: *token, command: command, env: env, timeout: *timeout, buildLog: *buildLog})
 	case build.WarmStepPush:
 		var img image.Spec
 		if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 			return fmt.Errorf("--image: %w", err)
+		}
+		var done stepResult
+		if ok, err := readState(*dir, resultName(*token, build.WarmStepPush), &done); err != nil || ok {
+			// Exec'd again (the operator restarted): the same answer.
+			if err == nil && done.Err != "" {
+				err = errors.New(done.Err)
+			}
+			if err == nil {
+				_, err = fmt.Printf("%s\n", done.Report)
+			}
+			return err
+		}
+		// Only the claimed build's own output is pushed: the workspace
+		// holds its source, and no other build has claimed it since.
+		if _, err := claimedBy(*dir, *token); err != nil {
+			return err
 		}
 		if err := checkBuildToken(*dir, *token); err != nil {
 			return err
 		}
 		report, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, *outputsJSON, os.Stderr)
 		if err != nil {
+			// A registry outage is worth another try: not remembered.
+			return err
+		}
+		if err := writeState(*dir, resultName(*token, build.WarmStepPush), stepResult{Report: string(report)}); err != nil {
 			return err
 		}
 		_, err = fmt.Printf("%s\n", report)
 		return err
 	default:
-		return fmt.Errorf("--step %q: want fetch, run or push", *step)
+		return fmt.Errorf("--step %q: want claim, fetch, run or push", *step)
 	}
 }
 
@@ -188,7 +192,9 @@ const buildTokenFile = ".devloop-build"
 
 // checkBuildToken refuses a workspace another build has fetched into.
 func checkBuildToken(dir, token string) error {
-	got, err := os.ReadFile(filepath.Join(dir, buildTokenFile))
+	// The build command can replace the file: no symlink followed, and
+	// no more read than a token.
+	got, err := readSmall(filepath.Join(dir, buildTokenFile), 256)
 	if err != nil || string(got) != token {
 		return errors.New("the workspace no longer holds this build's source (another build fetched into it since)")
 	}
@@ -220,7 +226,7 @@ func lockWorkspace(dir string) (func(), error) {
 }
 
 // clearWorkspace removes the previous build's source and outputs, keeping
-// the lock file: each build starts from exactly the fetched source, as a
+// the lock file and the builds' state: each build starts from exactly the fetched source, as a
 // builder Job does. Caches live on their own volume, not here.
 func clearWorkspace(dir string) error {
 	entries, err := os.ReadDir(dir)
@@ -228,7 +234,7 @@ func clearWorkspace(dir string) error {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == ".devloop-lock" {
+		if e.Name() == ".devloop-lock" || e.Name() == stateDir {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
@@ -236,4 +242,19 @@ func clearWorkspace(dir string) error {
 		}
 	}
 	return nil
+}
+
+// plainWord is a token or key that can be part of a file name.
+func plainWord(s string) bool {
+	return s != "" && len(s) <= 128 && !strings.ContainsAny(s, "/\\\n\x00") && s != "." && s != ".."
+}
+
+// readSmall reads at most max bytes of path, not through a symlink.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }

@@ -73,6 +73,7 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 			Command: []string{"sh", "-c", "test ! -e stale.txt && mkdir -p out && cp main.txt out/app"}},
 		Registry: image.Registry{Prefix: host + "/team", Insecure: true},
 	}
+	claimAs(t, workspace, "build1")
 	steps, err := build.WarmBuildSteps(req, "build1")
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +97,7 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 
 	// A command that fails: its exit code, no report.
 	req.Run.Command = []string{"sh", "-c", "echo 'main.go:1: syntax error' >&2; exit 3"}
+	claimAs(t, workspace, "build2")
 	steps, err = build.WarmBuildSteps(req, "build2")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,9 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 		t.Errorf("a failed build printed %q on stdout", stdout)
 	}
 
-	// Build 3 fetches while build 2's later steps wait: they are refused.
+	// Build 3 claims and fetches while build 2's later steps wait: they
+	// are refused.
+	claimAs(t, workspace, "build3")
 	other, err := build.WarmBuildSteps(req, "build3")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +121,7 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 	if _, err := runSteps(t, other[:1], workspace); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runSteps(t, steps[2:], workspace); err == nil || !strings.Contains(err.Error(), "another build") {
+	if _, err := runSteps(t, steps[2:], workspace); err == nil || !strings.Contains(err.Error(), "a newer one claimed it") {
 		t.Errorf("push of a superseded build: err %v, want refused", err)
 	}
 }
@@ -126,9 +130,7 @@ func TestHelperBuildInAWarmWorkspace(t *testing.T) {
 // command at --timeout itself (an exec'd process may outlive its stream).
 func TestHelperBuildStopsTheCommandAtItsTimeout(t *testing.T) {
 	workspace := t.TempDir()
-	if err := os.WriteFile(filepath.Join(workspace, ".devloop-build"), []byte("b1"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fetchedAs(t, workspace, "b1")
 	start := time.Now()
 	err := runHelper([]string{"build", "--step", build.WarmStepRun, "--token", "b1", "--dir", workspace,
 		"--command", `["sleep","30"]`, "--timeout", "200ms"})
@@ -137,5 +139,13 @@ func TestHelperBuildStopsTheCommandAtItsTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("the command ran %s past a 200ms timeout", d)
+	}
+}
+
+// claimAs claims workspace for the build token, as its claim step does.
+func claimAs(t *testing.T, workspace, token string) {
+	t.Helper()
+	if _, err := claimBuild(workspace, "key-"+token, token, time.Now()); err != nil {
+		t.Fatal(err)
 	}
 }

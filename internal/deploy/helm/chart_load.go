@@ -190,7 +190,7 @@ func (l *ChartLoader) fetchOCI(ctx context.Context, ociRef, version string, plai
 	if err != nil {
 		return nil, tooLarge(classifyFetch(fmt.Errorf("chart %s: resolving %s: %w", ociRef, tag, err)))
 	}
-	return l.cached(ociRef, desc.d, func() ([]byte, error) {
+	return l.cached(ociRef, ociRef, desc.d, func() ([]byte, error) {
 		res, err := withContext(ctx, func() (*registry.PullResult, error) { return rc.Pull(full) })
 		if err != nil {
 			return nil, tooLarge(classifyFetch(fmt.Errorf("chart %s: pulling %s: %w", ociRef, tag, err)))
@@ -293,7 +293,7 @@ func (l *ChartLoader) repoChart(ctx context.Context, base *url.URL, idx *repo.In
 		return nil, fault.Permanentf("version %s: %w", cv.Version, err)
 	}
 	want := strings.TrimPrefix(cv.Digest, "sha256:")
-	return l.cached(u.String(), want, func() ([]byte, error) {
+	return l.cached(base.String(), u.String(), want, func() ([]byte, error) {
 		data, err := l.download(ctx, withCredentials(l.httpClient(), creds), u.String(), l.maxChart())
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", cv.Version, err)
@@ -320,42 +320,6 @@ func noVersion(constraint, there string, versions []string) error {
 		constraint = "latest"
 	}
 	return fmt.Errorf("no version matches %q (%s %s)", constraint, there, list)
-}
-
-// cached loads the archive stored under url+digest, or fetches and stores
-// it. Without a digest nothing identifies the content, so it is fetched
-// every time.
-func (l *ChartLoader) cached(url, digest string, fetch func() ([]byte, error)) (*chart.Chart, error) {
-	var file string
-	if digest != "" && l.CacheDir != "" {
-		key := sha256.Sum256([]byte(url + "\x00" + digest))
-		file = filepath.Join(l.CacheDir, hex.EncodeToString(key[:])+".tgz")
-		if data, err := os.ReadFile(file); err == nil {
-			return loadArchive(url, data)
-		}
-	}
-	data, err := fetch()
-	if err != nil {
-		return nil, err
-	}
-	ch, err := loadArchive(url, data)
-	if err != nil {
-		return nil, err
-	}
-	if file != "" {
-		// Write then rename: a reader never sees half an archive.
-		if err := os.MkdirAll(l.CacheDir, 0o755); err == nil {
-			tmp, err := os.CreateTemp(l.CacheDir, ".chart-*")
-			if err == nil {
-				_, werr := tmp.Write(data)
-				if cerr := tmp.Close(); werr == nil && cerr == nil {
-					_ = os.Rename(tmp.Name(), file)
-				}
-				_ = os.Remove(tmp.Name())
-			}
-		}
-	}
-	return ch, nil
 }
 
 func loadArchive(from string, data []byte) (*chart.Chart, error) {

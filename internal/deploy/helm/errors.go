@@ -46,6 +46,11 @@ func classifyHelm(action Action, err error) (Failure, error) {
 	if err == nil {
 		return FailureNone, nil
 	}
+	if fault.IsPermanent(err) {
+		// Refused on purpose (a hook named like someone else's object):
+		// already says what and why.
+		return FailureAction, fmt.Errorf("%s: %w", action, err)
+	}
 	msg := err.Error()
 	if m := forbiddenPattern.FindStringSubmatch(msg); m != nil || apierrors.IsForbidden(err) {
 		return FailureForbidden, fault.Permanent(fmt.Errorf("%s: %s", action, forbiddenMessage(m, err)))

@@ -85,3 +85,31 @@ func namespaced(mapper meta.RESTMapper, o *unstructured.Unstructured) bool {
 	}
 	return m.Scope.Name() == meta.RESTScopeNameNamespace
 }
+
+// releaseHooks parses the hook objects of every stored revision of a
+// release, each named once (kind, namespace, name), in the order first
+// seen. history is Helm storage's History.
+func releaseHooks(history func(name string) ([]*release.Release, error), name string) ([]*unstructured.Unstructured, error) {
+	revisions, err := history(name)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []*unstructured.Unstructured
+	for _, rls := range revisions {
+		for _, h := range rls.Hooks {
+			objs, err := parseManifests([]byte(h.Manifest))
+			if err != nil {
+				return nil, fmt.Errorf("revision %d hook %s: %w", rls.Version, h.Path, err)
+			}
+			for _, o := range objs {
+				key := o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
+				if !seen[key] {
+					seen[key] = true
+					out = append(out, o)
+				}
+			}
+		}
+	}
+	return out, nil
+}

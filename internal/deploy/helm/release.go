@@ -58,6 +58,13 @@ type ReleaseRequest struct {
 	// Patches, when set, are applied to the rendered objects, hooks
 	// included, before Mutate (see releaseRender).
 	Patches Patcher
+	// CheckHooks, when set, is told the objects of a revision's hooks
+	// before Helm runs any of them (when the action stores the revision
+	// pending): an error stops the action there. Helm deletes an existing
+	// object named like a hook before creating the hook
+	// (before-hook-creation, its default), so this is where a hook named
+	// like someone else's object must be refused (see hookRenderDriver).
+	CheckHooks HookFunc
 	// SkipCRDs installs without the chart's crds/.
 	SkipCRDs bool
 	// RenderKey is anything else that changes the rendered release, such
@@ -137,7 +144,7 @@ func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) 
 	}
 	render := newReleaseRender(req)
 	if render != nil {
-		cfg.Releases.Driver = hookRenderDriver{Driver: cfg.Releases.Driver, render: render}
+		cfg.Releases.Driver = hookRenderDriver{Driver: cfg.Releases.Driver, render: render, ctx: ctx}
 	}
 	obs := NewObserver(cfg.Releases.Driver)
 	cfg.Releases.Driver = obs
@@ -311,7 +318,7 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		}
 		out.FailedAction = act
 		out.Failure, lastErr = classifyHelm(act, err)
-		if out.Failure == FailureForbidden || out.Failure == FailureUnavailable {
+		if out.Failure == FailureForbidden || out.Failure == FailureUnavailable || fault.IsPermanent(lastErr) {
 			// Remediation cannot help: it would fail the same way.
 			if last, err := LastRelease(cfg, req.ReleaseName); err == nil {
 				out.Release = infoOf(last)

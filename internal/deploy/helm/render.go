@@ -2,6 +2,7 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"helm.sh/helm/v3/pkg/release"
@@ -47,6 +48,7 @@ func (noPatches) Unmatched([]bool) error                           { return nil 
 type releaseRender struct {
 	patches Patcher
 	mutate  Mutator
+	check   HookFunc
 	// matched marks the patches that matched the manifest of the action
 	// in progress; the pending write of its revision consumes it.
 	matched []bool
@@ -58,10 +60,10 @@ func newReleaseRender(req ReleaseRequest) *releaseRender {
 	if patches == nil {
 		patches = noPatches{}
 	}
-	if req.Mutate == nil && patches.Len() == 0 {
+	if req.Mutate == nil && patches.Len() == 0 && req.CheckHooks == nil {
 		return nil
 	}
-	return &releaseRender{patches: patches, mutate: req.Mutate}
+	return &releaseRender{patches: patches, mutate: req.Mutate, check: req.CheckHooks}
 }
 
 // Run implements postrender.PostRenderer, for the release manifest.
@@ -83,13 +85,15 @@ func (r *releaseRender) edit(objs []*unstructured.Unstructured, matched []bool) 
 }
 
 // renderHooks edits the hooks of a revision about to be stored pending,
-// then fails if a patch matched neither them nor the manifest.
-func (r *releaseRender) renderHooks(rls *release.Release) error {
+// then fails if a patch matched neither them nor the manifest, or if the
+// hook check refuses one of them.
+func (r *releaseRender) renderHooks(ctx context.Context, rls *release.Release) error {
 	matched := r.matched
 	r.matched = nil
 	if len(matched) != r.patches.Len() {
 		matched = make([]bool, r.patches.Len())
 	}
+	var all []*unstructured.Unstructured
 	for _, h := range rls.Hooks {
 		objs, err := parseManifests([]byte(h.Manifest))
 		if err != nil {
@@ -103,25 +107,83 @@ func (r *releaseRender) renderHooks(rls *release.Release) error {
 			return fmt.Errorf("hook %s: %w", h.Path, err)
 		}
 		h.Manifest = out.String()
+		if runByActions(h) {
+			all = append(all, objs...)
+		}
 	}
-	return r.patches.Unmatched(matched)
+	if err := r.patches.Unmatched(matched); err != nil {
+		return err
+	}
+	return r.checkHooks(ctx, all)
 }
 
+// checkStoredHooks runs the hook check over the hooks of a revision
+// stored before (a rollback's copy), as they were rendered then.
+func (r *releaseRender) checkStoredHooks(ctx context.Context, rls *release.Release) error {
+	var all []*unstructured.Unstructured
+	for _, h := range rls.Hooks {
+		if !runByActions(h) {
+			continue
+		}
+		objs, err := parseManifests([]byte(h.Manifest))
+		if err != nil {
+			return fmt.Errorf("hook %s: %w", h.Path, err)
+		}
+		all = append(all, objs...)
+	}
+	return r.checkHooks(ctx, all)
+}
+
+// runByActions says an install, upgrade, rollback or uninstall may run the
+// hook: not one that only `helm test` runs, which devloop never does.
+func runByActions(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e != release.HookTest {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *releaseRender) checkHooks(ctx context.Context, objs []*unstructured.Unstructured) error {
+	if r.check == nil || len(objs) == 0 {
+		return nil
+	}
+	return r.check(ctx, objs)
+}
+
+// HookFunc is told the objects of a release's hooks: to decide whether
+// they may run (ReleaseRequest.CheckHooks), or to remove what they left
+// (UninstallOwned).
+type HookFunc func(ctx context.Context, hooks []*unstructured.Unstructured) error
+
 // hookRenderDriver is a storage driver decorator that edits the hooks of
-// each revision an install or upgrade stores as pending (see
-// releaseRender). A rollback's pending revision is a copy of one stored
-// before, already edited, and is left alone.
+// each revision an install or upgrade stores as pending, and checks them
+// (see releaseRender). A rollback's pending revision is a copy of one
+// stored before, already edited: its hooks are checked again (what they
+// are named like may have appeared since), not edited. Helm stores the
+// pending revision before it runs the first hook, and a refusal here
+// ends the action with nothing stored and no hook run.
 type hookRenderDriver struct {
 	driver.Driver
 	render *releaseRender
+	// ctx is the ReconcileRelease call's: Helm's storage interface has
+	// none, and the check reads the cluster.
+	ctx context.Context
 }
 
 // Create implements driver.Driver.
 func (d hookRenderDriver) Create(key string, rls *release.Release) error {
-	if rls != nil && rls.Info != nil &&
-		(rls.Info.Status == release.StatusPendingInstall || rls.Info.Status == release.StatusPendingUpgrade) {
-		if err := d.render.renderHooks(rls); err != nil {
-			return err
+	if rls != nil && rls.Info != nil {
+		switch rls.Info.Status {
+		case release.StatusPendingInstall, release.StatusPendingUpgrade:
+			if err := d.render.renderHooks(d.ctx, rls); err != nil {
+				return err
+			}
+		case release.StatusPendingRollback:
+			if err := d.render.checkStoredHooks(d.ctx, rls); err != nil {
+				return err
+			}
 		}
 	}
 	return d.Driver.Create(key, rls)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -12,7 +13,16 @@ import (
 // its namespace deleted by hand with its storage) is done; one someone
 // else installed is left. Stop the release's action in flight first
 // (StopInFlight).
-func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o ActionOptions) error {
+//
+// Helm's uninstall deletes the release's manifest, not its hooks: a hook
+// Job kept by its delete policy (before-hook-creation, Helm's default),
+// or left running by an action that was stopped, stays in the namespace.
+// removeHooks, when set, is given the hook objects of every stored
+// revision to remove what of them the caller owns: before the uninstall,
+// so a failure leaves the release (and its record of the hooks) for the
+// next attempt, and again after it, for the pre-delete hooks the
+// uninstall itself ran.
+func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o ActionOptions, removeHooks HookFunc) error {
 	cfg, err := configs(o.Namespace)
 	if err != nil {
 		return err
@@ -28,9 +38,23 @@ func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o 
 		log.FromContext(ctx).Info("leaving a release this environment does not own", "release", o.ReleaseName, "namespace", o.Namespace)
 		return nil
 	}
+	var hooks []*unstructured.Unstructured
+	if removeHooks != nil {
+		if hooks, err = releaseHooks(cfg.Releases.History, o.ReleaseName); err != nil {
+			return fmt.Errorf("reading the hooks of release %s/%s: %w", o.Namespace, o.ReleaseName, err)
+		}
+		if err := removeHooks(ctx, hooks); err != nil {
+			return fmt.Errorf("removing the hooks of release %s/%s: %w", o.Namespace, o.ReleaseName, err)
+		}
+	}
 	if _, err := Uninstall(cfg, o); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", o.Namespace, o.ReleaseName, err)
 	}
 	written.forget(o.Namespace, o.ReleaseName)
+	if removeHooks != nil {
+		if err := removeHooks(ctx, hooks); err != nil {
+			return fmt.Errorf("removing the hooks of release %s/%s after uninstalling it: %w", o.Namespace, o.ReleaseName, err)
+		}
+	}
 	return nil
 }
