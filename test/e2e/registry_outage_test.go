@@ -180,11 +180,15 @@ func buildCommandRuns(statuses []corev1.ContainerStatus) bool {
 	return i >= 0 && statuses[i].State.Running != nil
 }
 
-// conditionMessages is every condition's message, one a line.
+// conditionMessages is every condition's message and every component's,
+// one a line: what status says the environment does or waits for.
 func conditionMessages(env *v1alpha1.DevEnvironment) string {
 	var b strings.Builder
 	for _, c := range env.Status.Conditions {
 		b.WriteString(c.Type + ": " + c.Message + "\n")
+	}
+	for _, c := range env.Status.Components {
+		b.WriteString("component " + c.Name + " (" + string(c.Phase) + "): " + c.Message + "\n")
 	}
 	return b.String()
 }
