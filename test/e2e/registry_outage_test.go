@@ -10,9 +10,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -127,17 +129,20 @@ func TestRegistryOutageDuringABuildHeals(t *testing.T) {
 		g := NewWithT(t)
 		r := startOutageRegistry(t)
 		env := newEnv(ns, "job-outage").ImagePrefix(outageRegistryHost + "/" + ns).Components(
-			Component("app", Images(Image("app", Run(slowBuild("5")), Program("out/app", "/app"))))).Build()
+			Component("app", Images(Image("app", Run(slowBuild("8")), Program("out/app", "/app"))))).Build()
 		g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 		key := client.ObjectKeyFromObject(env)
 
 		// The registry stops once the Job's build command runs.
 		var job string
+		var jobUID types.UID
 		waitPods(t, poll.Wait{What: "a builder pod running its build command", Every: 100 * time.Millisecond, Within: 3 * time.Minute},
 			ns, map[string]string{v1alpha1.LabelRole: v1alpha1.RoleBuild}, func(g Gomega, pods []corev1.Pod) {
 				i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return buildCommandRuns(p.Status.InitContainerStatuses) })
 				g.Expect(i).To(BeNumerically(">=", 0), "no builder pod runs its build container")
-				job = pods[i].Labels["job-name"]
+				owner := metav1.GetControllerOf(&pods[i])
+				g.Expect(owner).NotTo(BeNil())
+				job, jobUID = owner.Name, owner.UID
 			})
 		r.stop()
 		t.Logf("registry stopped while builder job %s ran its build command", job)
@@ -148,12 +153,20 @@ func TestRegistryOutageDuringABuildHeals(t *testing.T) {
 		}
 		env = healsAfterReturn(t, r, key)
 		g.Expect(imageOf(env, "app").Build.Result).To(Equal(v1alpha1.BuildSucceeded))
+		// The Job that failed was replaced by one of the same name (named
+		// after the build's inputs) that built.
+		replaced := &batchv1.Job{}
+		g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: job}, replaced)).To(Succeed())
+		g.Expect(replaced.UID).NotTo(Equal(jobUID), "the failed builder job is replaced")
+		g.Expect(replaced.Status.Succeeded).To(BeEquivalentTo(1))
 	})
 
 	t.Run("warm build", func(t *testing.T) {
 		g := NewWithT(t)
 		r := startOutageRegistry(t)
-		run := slowBuild("8")
+		// The command is not run again after the outage (only the push
+		// is), so it can leave a wide margin to stop the registry in.
+		run := slowBuild("15")
 		run.KeepWarm = true
 		env := newEnv(ns, "warm-outage").ImagePrefix(outageRegistryHost + "/" + ns).Components(
 			Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
