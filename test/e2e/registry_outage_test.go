@@ -129,7 +129,7 @@ func TestRegistryOutageDuringABuildHeals(t *testing.T) {
 		g := NewWithT(t)
 		r := startOutageRegistry(t)
 		env := newEnv(ns, "job-outage").ImagePrefix(outageRegistryHost + "/" + ns).Components(
-			Component("app", Images(Image("app", Run(slowBuild("8")), Program("out/app", "/app"))))).Build()
+			Component("app", Images(Image("app", Run(slowBuild("12")), Program("out/app", "/app"))))).Build()
 		g.Expect(c.Client.Create(ctx, env)).To(Succeed())
 		key := client.ObjectKeyFromObject(env)
 
@@ -166,7 +166,7 @@ func TestRegistryOutageDuringABuildHeals(t *testing.T) {
 		r := startOutageRegistry(t)
 		// The command is not run again after the outage (only the push
 		// is), so it can leave a wide margin to stop the registry in.
-		run := slowBuild("15")
+		run := slowBuild("25")
 		run.KeepWarm = true
 		env := newEnv(ns, "warm-outage").ImagePrefix(outageRegistryHost + "/" + ns).Components(
 			Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
