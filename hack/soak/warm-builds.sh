@@ -5,8 +5,8 @@
 # builds on two loaded cores. This runs the same shape on the local
 # cluster that `make dev-up` brought up: one environment, three images of
 # the sample's source, each compiled in its own warm builder with `go build
-# -a` (every package of the standard library and the sample recompiled,
-# minutes of `-v` output streamed over each build's exec), while CPU hogs
+# -a` (the whole standard library, then the sample, recompiled: minutes of
+# `-v` output streamed over each build's exec), while CPU hogs
 # keep the load near LOAD. Every INTERVAL seconds it prints the manager
 # process's resident memory, its container's restart count, the load and
 # the environment's Ready condition, until the three builds are done or
@@ -20,6 +20,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOAD=${LOAD:-20}
 INTERVAL=${INTERVAL:-15}
 MAX_SECONDS=${MAX_SECONDS:-1800}
+# What each warm builder runs; it must leave out/web.
+BUILD=${BUILD:-go build -a -v std && go build -a -v -trimpath -o out/web ./cmd/web}
 NS=devloop-sample
 ENV=soak
 eval "$("$ROOT/hack/cluster/cluster.sh" env)"
@@ -38,7 +40,7 @@ image() { # NAME: a warm Go build of the sample's web binary, all packages rebui
       source: app
       run:
         image: 10.250.0.1:5000/devloop/golang:dev
-        command: [go, build, -a, -v, -trimpath, -o, out/web, ./cmd/web]
+        command: [sh, -c, "$BUILD"]
         env:
         - {name: CGO_ENABLED, value: "0"}
         - {name: GOFLAGS, value: -buildvcs=false}
