@@ -25,15 +25,9 @@ import (
 func hookOwnerCheck(cl client.Client, mapper meta.RESTMapper, namespace string, opts ApplyOptions) helm.HookFunc {
 	return func(ctx context.Context, hooks []*unstructured.Unstructured) error {
 		for _, h := range hooks {
-			o := h.DeepCopy()
-			if !hookPlaced(o, namespace, mapper) {
-				continue
-			}
-			existing := &unstructured.Unstructured{}
-			existing.SetGroupVersionKind(o.GroupVersionKind())
-			err := cl.Get(ctx, client.ObjectKeyFromObject(o), existing)
+			o, existing, err := existingHook(ctx, cl, mapper, namespace, h)
 			switch {
-			case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			case o == nil, apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 				// Nothing to replace, or nothing the ServiceAccount may
 				// read (nor, then, delete: Helm's delete fails as the
 				// tenant and says so).
@@ -48,6 +42,19 @@ func hookOwnerCheck(cl client.Client, mapper meta.RESTMapper, namespace string, 
 		}
 		return nil
 	}
+}
+
+// existingHook reads, as the tenant (cl), the object standing where hook h
+// would be created: h placed (a copy) and the object with its name, or
+// o == nil when the hook cannot exist yet (hookPlaced).
+func existingHook(ctx context.Context, cl client.Client, mapper meta.RESTMapper, namespace string, h *unstructured.Unstructured) (o, existing *unstructured.Unstructured, err error) {
+	o = h.DeepCopy()
+	if !hookPlaced(o, namespace, mapper) {
+		return nil, nil, nil
+	}
+	existing = &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(o.GroupVersionKind())
+	return o, existing, cl.Get(ctx, client.ObjectKeyFromObject(o), existing)
 }
 
 // hookPlaced gives a hook object the namespace Helm creates it in (the
@@ -82,15 +89,9 @@ func hookPlaced(o *unstructured.Unstructured, namespace string, mapper meta.REST
 func hookRemover(cl client.Client, mapper meta.RESTMapper, namespace string, opts ApplyOptions) helm.HookFunc {
 	return func(ctx context.Context, hooks []*unstructured.Unstructured) error {
 		for _, h := range hooks {
-			o := h.DeepCopy()
-			if !hookPlaced(o, namespace, mapper) {
-				continue
-			}
-			existing := &unstructured.Unstructured{}
-			existing.SetGroupVersionKind(o.GroupVersionKind())
-			err := cl.Get(ctx, client.ObjectKeyFromObject(o), existing)
+			o, existing, err := existingHook(ctx, cl, mapper, namespace, h)
 			switch {
-			case apierrors.IsNotFound(err):
+			case o == nil, apierrors.IsNotFound(err):
 				continue
 			case err != nil:
 				return classify(cl, err, "get", RefOf(o))
