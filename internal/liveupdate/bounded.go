@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
 // What a sync reads back comes from the tenant's container: the program
@@ -25,22 +27,11 @@ var errAnswerTooLong = fmt.Errorf("the supervisor's answer is longer than %d KiB
 // readAnswer reads one line of at most maxAnswer bytes, without its
 // newline.
 func readAnswer(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > maxAnswer {
-			return nil, errAnswerTooLong
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return line, err
-		}
+	line, err := supervisor.ReadLine(r, maxAnswer)
+	if errors.Is(err, supervisor.ErrLineTooLong) {
+		return nil, errAnswerTooLong
 	}
+	return line, err
 }
 
 // boundedBuffer keeps what is written up to max bytes. Past it, with

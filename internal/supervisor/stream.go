@@ -67,15 +67,22 @@ func Stream(ctx context.Context, root, orig string, timeout time.Duration, in io
 	}
 }
 
-// readLine reads one line without its newline, refusing a long one.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// ErrLineTooLong is a line longer than ReadLine's bound.
+var ErrLineTooLong = errors.New("line too long")
+
+// ReadLine reads one line of at most max bytes (its newline counted)
+// without its newline; a longer one is refused with ErrLineTooLong before
+// more than a buffer's worth past max is held. Both ends of the protocol
+// read what the other side wrote through it: the supervisor a frame's
+// header, the operator a sync's answer from the tenant's container.
+func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxFrameHeader {
-			return nil, fmt.Errorf("frame header longer than %d bytes", maxFrameHeader)
+		if len(line)+len(chunk) > max {
+			return nil, ErrLineTooLong
 		}
+		line = append(line, chunk...)
 		switch {
 		case err == nil:
 			return line[:len(line)-1], nil
@@ -85,6 +92,15 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 			return line, err
 		}
 	}
+}
+
+// readLine reads a frame's header line, refusing a long one.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := ReadLine(r, maxFrameHeader)
+	if errors.Is(err, ErrLineTooLong) {
+		return nil, fmt.Errorf("frame header longer than %d bytes", maxFrameHeader)
+	}
+	return line, err
 }
 
 func truncate(b []byte) string {
