@@ -95,6 +95,12 @@ type DevEnvironmentSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+
+	// Cache is the environment's Go build cache as a team shares it: its
+	// builds write only its own entries and may read those of the
+	// environments named in readFrom (see docs/team-cache.md).
+	// +optional
+	Cache *EnvironmentCache `json:"cache,omitempty"`
 }
 
 // RegistrySpec says where built images are pushed and how nodes pull them.
