@@ -24,7 +24,7 @@ import (
 )
 
 // Steps are the helper steps this package runs, by name.
-var Steps = []string{"assemble", "install", "idle", "build"}
+var Steps = []string{"assemble", "install", "idle", "build", "gocacheprog"}
 
 // Run runs one of Steps: args[0] is its name, the rest its flags.
 func Run(ctx context.Context, args []string) error {
@@ -41,6 +41,9 @@ func Run(ctx context.Context, args []string) error {
 		return idleStep(ctx, args[1:])
 	case "build":
 		return buildStep(ctx, args[1:])
+	case "gocacheprog":
+		// The go command's build cache, with the team's (teamcache.Prog).
+		return gocacheprogStep(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown build helper step %q: want one of %v", args[0], Steps)
 	}

@@ -1,0 +1,114 @@
+package teamcache
+
+import (
+	"context"
+	"fmt"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/identity"
+)
+
+// Reviewer is the API server's judgement: who a token is (TokenReview)
+// and whether a ServiceAccount may get a DevEnvironment
+// (SubjectAccessReview). KubeReviewer is the real one.
+type Reviewer interface {
+	Authenticate(ctx context.Context, token string, audiences []string) (user authnv1.UserInfo, ok bool, err error)
+	MayGetEnvironment(ctx context.Context, user string, env Env) (bool, error)
+}
+
+// KubeReviewer asks the API server as the operator (its ClusterRole may
+// create TokenReviews and SubjectAccessReviews).
+type KubeReviewer struct {
+	Client kubernetes.Interface
+}
+
+// Authenticate is a TokenReview for audiences.
+func (k KubeReviewer) Authenticate(ctx context.Context, token string, audiences []string) (authnv1.UserInfo, bool, error) {
+	tr, err := k.Client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
+		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return authnv1.UserInfo{}, false, err
+	}
+	return tr.Status.User, tr.Status.Authenticated, nil
+}
+
+// MayGetEnvironment is a SubjectAccessReview: may user get the
+// DevEnvironment env?
+func (k KubeReviewer) MayGetEnvironment(ctx context.Context, user string, env Env) (bool, error) {
+	sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{
+			User: user,
+			// A ServiceAccount's groups, as the API server gives them:
+			// bindings to them count.
+			Groups: serviceAccountGroups(user),
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Group: v1alpha1.GroupVersion.Group, Resource: "devenvironments",
+				Namespace: env.Namespace, Name: env.Name, Verb: "get",
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return sar.Status.Allowed, nil
+}
+
+// serviceAccountGroups are the groups of a ServiceAccount user.
+func serviceAccountGroups(user string) []string {
+	const prefix = "system:serviceaccount:"
+	groups := []string{"system:serviceaccounts", "system:authenticated"}
+	if len(user) > len(prefix) && user[:len(prefix)] == prefix {
+		rest := user[len(prefix):]
+		for i := range len(rest) {
+			if rest[i] == ':' {
+				groups = append(groups, "system:serviceaccounts:"+rest[:i])
+				break
+			}
+		}
+	}
+	return groups
+}
+
+// ReadRefusedError is an entry of spec.cache.readFrom the environment's
+// ServiceAccount may not get.
+type ReadRefusedError struct {
+	Index int
+	From  Env
+	User  string
+}
+
+func (e *ReadRefusedError) Error() string {
+	return fmt.Sprintf("spec.cache.readFrom[%d]: %s may not get DevEnvironment %s, so this environment may not read its build cache (grant get on it)", e.Index, e.User, e.From)
+}
+
+// CheckReadFrom asks, for each entry of env's spec.cache.readFrom, whether
+// the environment's ServiceAccount (sa) may get that DevEnvironment, and
+// returns the environments it may read, in order, or a ReadRefusedError
+// for the first it may not. An entry naming env itself is left out: its
+// own cache is read first anyway.
+func CheckReadFrom(ctx context.Context, r Reviewer, env *v1alpha1.DevEnvironment, sa string) ([]Env, error) {
+	self := Env{Namespace: env.Namespace, Name: env.Name}
+	user := identity.ServiceAccountUser(env.Namespace, sa)
+	var from []Env
+	for i, src := range env.CacheReadFrom() {
+		e := Env{Namespace: src.Namespace, Name: src.Name}
+		if e == self {
+			continue
+		}
+		ok, err := r.MayGetEnvironment(ctx, user, e)
+		if err != nil {
+			return nil, fmt.Errorf("spec.cache.readFrom[%d]: cannot review access to %s: %w", i, e, err)
+		}
+		if !ok {
+			return nil, &ReadRefusedError{Index: i, From: e, User: user}
+		}
+		from = append(from, e)
+	}
+	return from, nil
+}
