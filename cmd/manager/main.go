@@ -112,7 +112,16 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	}
 	// The identity, the sources step and each engine are made once and
 	// shared by every reconcile.
+	cs, err := kubeClientset(cfg)
+	if err != nil {
+		return nil, err
+	}
+	teamCache, err := opts.buildCache.options(cs)
+	if err != nil {
+		return nil, err
+	}
 	op := operator.New(mgr, operator.Options{
+		TeamCache:              teamCache,
 		HelperImage:            opts.helperImage,
 		WorkDir:                opts.workDir,
 		DefaultServiceAccount:  opts.defaultServiceAccount,
@@ -141,6 +150,9 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up controller: %w", err)
 	}
 	if err := addRegistryTokenService(mgr, cfg, opts.registryToken); err != nil {
+		return nil, err
+	}
+	if err := addBuildCacheService(mgr, cs, opts.buildCache, opts.workDir, opts.defaultServiceAccount); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(metrics.WorkDirSampler{Root: opts.workDir}); err != nil {
@@ -196,6 +208,7 @@ type options struct {
 	shard                   shard
 	leaderElectionNamespace string
 	registryToken           registryTokenOptions
+	buildCache              buildCacheOptions
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }
@@ -236,6 +249,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "reconcile DevEnvironments in this namespace only (all namespaces when empty)")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; empty: the namespace the operator runs in")
 	registerRegistryTokenFlags(fs, &o.registryToken)
+	registerBuildCacheFlags(fs, &o.buildCache)
 	egressFlags := registerEgressFlags(fs)
 	shardFlags := registerShardFlags(fs)
 	layerCompression := fs.String("layer-compression", "auto", "how built image layers are pushed: gzip, none, or auto (none for a registry on a loopback, private or cluster-internal address, gzip for others)")

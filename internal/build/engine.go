@@ -72,6 +72,8 @@ type Options struct {
 	// MaxBuildTimeout caps a run step's run.timeout, in builder Jobs and
 	// warm builders alike; DefaultMaxBuildTimeout when zero.
 	MaxBuildTimeout time.Duration
+	// TeamCache turns on the team build cache for builder pods; nil: off.
+	TeamCache *TeamCacheOptions
 }
 
 // PodExecutor runs a command in a container of a running pod as the

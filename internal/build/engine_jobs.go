@@ -263,6 +263,11 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 			return req, err
 		}
 	}
+	tc, err := s.teamCache(ctx)
+	if err != nil {
+		return req, err
+	}
+	req.TeamCache = tc
 	if img.Run.Cache != nil {
 		claim, err := s.ensureCacheClaim(ctx, tenant, img)
 		if err != nil {

@@ -60,6 +60,8 @@ type JobRequest struct {
 	// Outputs are the run step's outputs the push step packs and pushes
 	// (only one platform's builder has them).
 	Outputs []image.OutputSpec
+	// TeamCache, when set, gives the go command the team build cache.
+	TeamCache *PodTeamCache
 }
 
 // AssembleReport is what the assemble container writes to its termination
@@ -125,6 +127,21 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 		assembleArgs = append(assembleArgs, "--docker-config", registryCredentialsDir+"/"+corev1.DockerConfigJsonKey)
 	}
 
+	initContainers := []corev1.Container{fetch}
+	if req.TeamCache != nil {
+		install, tools, toolsMount := installTools(req)
+		initContainers = append(initContainers, install)
+		volumes = append(volumes, tools)
+		buildMounts = append(buildMounts, toolsMount)
+	}
+	initContainers = append(initContainers, corev1.Container{
+		Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
+		WorkingDir: pods.WorkspaceDir, Env: env, VolumeMounts: buildMounts,
+		EnvFrom:                  v1alpha1.ContainerEnvFrom(req.Run.EnvFrom),
+		SecurityContext:          pods.RestrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	})
+
 	timeout := capTimeout(&req.Run, req.MaxTimeout)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -142,16 +159,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext:              pods.RestrictedPod(),
 					Volumes:                      volumes,
-					InitContainers: []corev1.Container{
-						fetch,
-						{
-							Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
-							WorkingDir: pods.WorkspaceDir, Env: env, VolumeMounts: buildMounts,
-							EnvFrom:                  v1alpha1.ContainerEnvFrom(req.Run.EnvFrom),
-							SecurityContext:          pods.RestrictedContainer(),
-							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						},
-					},
+					InitContainers:               initContainers,
 					Containers: []corev1.Container{
 						pods.HelperContainer(ContainerAssemble, req.HelperImage, assembleArgs, assembleMounts),
 					},
@@ -159,6 +167,8 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 			},
 		},
 	}
+	spec := &job.Spec.Template.Spec
+	withTeamCache(req, spec, &spec.InitContainers[len(spec.InitContainers)-1])
 	return job, nil
 }
 
@@ -200,7 +210,7 @@ func platformEnv(req JobRequest) []corev1.EnvVar {
 	if goarm != "" {
 		env = append(env, corev1.EnvVar{Name: "GOARM", Value: goarm})
 	}
-	return env
+	return append(env, teamCacheEnv(req)...)
 }
 
 // runEnv is what changes from build to build: the source revision as tags

@@ -17,6 +17,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/internal/teamcache"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -34,7 +35,9 @@ func secretsSeenBy(spec corev1.PodSpec) map[string][]string {
 				if p.Secret != nil {
 					volumes[v.Name] = append(volumes[v.Name], p.Secret.Name)
 				}
-				if p.ServiceAccountToken != nil {
+				// A token for the team build cache's audience only is no
+				// credential to the API server nor to anything else.
+				if p.ServiceAccountToken != nil && p.ServiceAccountToken.Audience != teamcache.DefaultAudience {
 					volumes[v.Name] = append(volumes[v.Name], "serviceaccount-token")
 				}
 			}

@@ -126,6 +126,7 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 			Containers:                    []corev1.Container{warm, agent},
 		},
 	}
+	withTeamCache(req, &pod.Spec, &pod.Spec.Containers[0])
 	spec, err := json.Marshal(pod.Spec)
 	if err != nil {
 		return nil, err

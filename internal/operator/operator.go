@@ -48,6 +48,9 @@ type Options struct {
 	// MaxSourceSize, SourceStoreMaxBytes and SourceStoreEnvMaxBytes bound
 	// a source, the source store and one environment's share of it.
 	MaxSourceSize, SourceStoreMaxBytes, SourceStoreEnvMaxBytes int64
+	// TeamCache turns on the team Go build cache in builder pods; nil:
+	// off (see build.TeamCacheOptions).
+	TeamCache *build.TeamCacheOptions
 
 	// Seams for tests; the zero values are what the operator runs.
 	Test TestSeams
@@ -107,6 +110,7 @@ func New(mgr ctrl.Manager, o Options) Operator {
 			Transport:      o.Egress.Transport(),
 			Supervisor:     o.Test.Supervisor,
 			VerifyInterval: o.Test.VerifyInterval,
+			TeamCache:      o.TeamCache,
 		},
 		Cache:     mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),

@@ -172,4 +172,3 @@ func TestCorruptEntriesAreRefused(t *testing.T) {
 		t.Fatalf("the changed entry is still there: %v", err)
 	}
 }
-

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,9 +24,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/devloop-dev/devloop/controllers"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/operator"
 	"github.com/devloop-dev/devloop/internal/plan"
+	"github.com/devloop-dev/devloop/internal/teamcache"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
@@ -50,6 +53,9 @@ var (
 	// LiveSyncs stands in for `/.devloop/supervisor sync` in pods.
 	LiveSyncs = &ScriptedSync{fail: map[string]string{}}
 )
+
+// TeamCacheURL is the build cache service builder pods are told of.
+const TeamCacheURL = "http://devloop-build-cache.devloop-system.svc:5003"
 
 // HelperImage is what builder pods would run; no pod runs in envtest.
 const HelperImage = "registry.test/devloop/manager:test"
@@ -127,9 +133,16 @@ func run(m *testing.M, before []func() error) int {
 	// The engines as the operator wires them, with the seams envtest
 	// lacks scripted: no kubelet serves logs or runs warm builders, and no
 	// pod runs a supervisor.
+	operatorSet, err := kubernetes.NewForConfig(OperatorConfig)
+	if err != nil {
+		return fail(err)
+	}
 	op := operator.New(mgr, operator.Options{
 		HelperImage: HelperImage,
 		WorkDir:     workDir,
+		// Builder pods get the team build cache, as the chart installs
+		// it; nothing serves it (no pod runs in envtest).
+		TeamCache: &build.TeamCacheOptions{URL: TeamCacheURL, Reviewer: teamcache.KubeReviewer{Client: operatorSet}},
 		Test: operator.TestSeams{
 			Logs: PodLogs, BuildExec: WarmExec, LiveExec: LiveSyncs, Supervisor: supervisor,
 			// Every reconcile checks that unchanged images are still

@@ -1,0 +1,116 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/internal/teamcache"
+)
+
+// TeamCacheOptions turn on the team build cache (internal/teamcache) for
+// builder pods: the go command in them reads and writes its build cache
+// through `helper gocacheprog`, which asks the operator's cache service.
+type TeamCacheOptions struct {
+	// URL is the service as builder pods reach it (http://HOST:PORT).
+	URL string
+	// Audience of the projected token builder pods present.
+	Audience string
+	// Reviewer checks spec.cache.readFrom (SubjectAccessReview).
+	Reviewer teamcache.Reviewer
+}
+
+// PodTeamCache is what a builder pod needs to reach the team cache.
+type PodTeamCache struct {
+	URL, Audience string
+	// ServiceAccount is the environment's: the pod runs as it, so its
+	// token names the environment's identity (the service checks both).
+	ServiceAccount string
+}
+
+// Paths of the team cache in a builder pod.
+const (
+	volumeCacheToken = "build-cache-token"
+	cacheTokenDir    = "/var/run/devloop/build-cache"
+	// cacheTokenTTL is the projected token's lifetime; the kubelet
+	// renews it before it ends.
+	cacheTokenTTL = 3600
+)
+
+// teamCache is the team cache of this environment's builder pods, nil
+// when the operator runs none or the environment acts as the operator
+// itself (it has no ServiceAccount to run a pod as). An entry of
+// spec.cache.readFrom the ServiceAccount may not get stalls the build,
+// naming the entry.
+func (s *imageBuilds) teamCache(ctx context.Context) (*PodTeamCache, error) {
+	o := s.e.Options.TeamCache
+	sa := s.tenant.ServiceAccount()
+	if o == nil || o.URL == "" || sa == "" {
+		// Naming caches to read that no build could read says so, rather
+		// than building cold without a word.
+		if len(s.env.CacheReadFrom()) == 0 {
+			return nil, nil
+		}
+		if sa == "" {
+			return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.cache.readFrom: an environment acting as the operator reads no other environment's build cache (set spec.serviceAccountName)")
+		}
+		return nil, fault.Stalledf(v1alpha1.ReasonInvalidSpec, "spec.cache.readFrom: the operator runs no build cache (its --build-cache-bind-address, chart value buildCache.enabled)")
+	}
+	if _, err := teamcache.CheckReadFrom(ctx, o.Reviewer, s.env, sa); err != nil {
+		var refused *teamcache.ReadRefusedError
+		if errors.As(err, &refused) {
+			return nil, fault.Stalled(v1alpha1.ReasonForbidden, err)
+		}
+		return nil, err
+	}
+	audience := o.Audience
+	if audience == "" {
+		audience = teamcache.DefaultAudience
+	}
+	return &PodTeamCache{URL: o.URL, Audience: audience, ServiceAccount: sa}, nil
+}
+
+// teamCacheEnv points the go command at `helper gocacheprog`, whose local
+// cache is on the first cache path (the cache claim when there is one).
+func teamCacheEnv(req JobRequest) []corev1.EnvVar {
+	if req.TeamCache == nil {
+		return nil
+	}
+	dir := path.Join(req.Run.Cache.PathsOrDefault()[0], "devloop-gocache")
+	return []corev1.EnvVar{{Name: "GOCACHEPROG", Value: WarmHelper + " helper gocacheprog --dir " + dir +
+		" --url " + req.TeamCache.URL + " --token-file " + cacheTokenDir + "/token"}}
+}
+
+// withTeamCache runs a builder pod as the environment's ServiceAccount
+// with a token for the cache's audience only (no API token is mounted)
+// in the build container.
+func withTeamCache(req JobRequest, spec *corev1.PodSpec, build *corev1.Container) {
+	if req.TeamCache == nil {
+		return
+	}
+	spec.ServiceAccountName = req.TeamCache.ServiceAccount
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeCacheToken, VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
+			ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: req.TeamCache.Audience, ExpirationSeconds: ptr.To[int64](cacheTokenTTL), Path: "token",
+			},
+		}}},
+	}})
+	build.VolumeMounts = append(build.VolumeMounts, corev1.VolumeMount{Name: volumeCacheToken, MountPath: cacheTokenDir, ReadOnly: true})
+}
+
+// installTools is a builder Job's init container copying the helper
+// binary into the tools volume, for GOCACHEPROG (a warm builder has it
+// already).
+func installTools(req JobRequest) (corev1.Container, corev1.Volume, corev1.VolumeMount) {
+	mount := corev1.VolumeMount{Name: "tools", MountPath: toolsDir}
+	install := pods.HelperContainer(ContainerInstall, req.HelperImage, []string{"helper", "install", "--to", WarmHelper}, []corev1.VolumeMount{mount})
+	mount.ReadOnly = true
+	return install, corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, mount
+}
