@@ -27,13 +27,15 @@ func registerBuildCacheFlags(fs *flag.FlagSet, o *buildCacheOptions) {
 	fs.Int64Var(&o.maxBytes, "build-cache-max-bytes", 10<<30, "bound of the build cache store under --work-dir, in bytes: least recently used entries are removed to stay within it")
 }
 
-// buildCache is the engine's side of the build cache, nil when off.
+// options are the engine's side of the build cache, nil when off: a
+// shard's instance tells its builder pods of the main instance's service
+// (--build-cache-url) without serving one.
 func (o buildCacheOptions) options(cs kubernetes.Interface) (*build.TeamCacheOptions, error) {
-	if o.listen == "" {
-		return nil, nil
+	if o.listen != "" && o.url == "" {
+		return nil, errors.New("--build-cache-bind-address needs --build-cache-url")
 	}
 	if o.url == "" {
-		return nil, errors.New("--build-cache-bind-address needs --build-cache-url")
+		return nil, nil
 	}
 	return &build.TeamCacheOptions{URL: o.url, Audience: o.audience, Reviewer: teamcache.KubeReviewer{Client: cs}}, nil
 }

@@ -41,8 +41,9 @@ func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job := jobs["linux-amd64"]
-		g.Expect(job.Spec.Template.Spec.InitContainers).To(HaveLen(2))
-		return job, job.Spec.Template.Spec.InitContainers[1]
+		// fetch, install (the helper binary GOCACHEPROG runs), build.
+		g.Expect(job.Spec.Template.Spec.InitContainers).To(HaveLen(3))
+		return job, job.Spec.Template.Spec.InitContainers[2]
 	}
 	var debugJob batchv1.Job
 	g.Eventually(func(g Gomega) {

@@ -93,9 +93,10 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g.Expect(*spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 	g.Expect(*spec.AutomountServiceAccountToken).To(BeFalse())
-	g.Expect(spec.InitContainers).To(HaveLen(2))
-	fetch, builder, assemble := spec.InitContainers[0], spec.InitContainers[1], spec.Containers[0]
-	for _, c := range []corev1.Container{fetch, builder, assemble} {
+	// fetch, install (the helper binary GOCACHEPROG runs), build.
+	g.Expect(spec.InitContainers).To(HaveLen(3))
+	fetch, install, builder, assemble := spec.InitContainers[0], spec.InitContainers[1], spec.InitContainers[2], spec.Containers[0]
+	for _, c := range []corev1.Container{fetch, install, builder, assemble} {
 		g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse(), c.Name)
 		g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")), c.Name)
 	}

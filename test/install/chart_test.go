@@ -139,6 +139,7 @@ func TestChartManagerArgs(t *testing.T) {
 		"--work-dir=/var/cache/devloop",
 		"--registry-token-bind-address=:5002", "--registry-token-key=/etc/devloop-registry-token/tls.key",
 		"--registry-token-cert=/etc/devloop-registry-token/tls.crt", "--registry-token-ttl=5m",
+		"--build-cache-url=http://devloop-build-cache." + namespace + ".svc:5003", "--build-cache-bind-address=:5003", "--build-cache-max-bytes=2147483648",
 		"--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--concurrent-per-namespace=3", "--default-service-account=deployer",
 		"--no-cross-namespace-refs=false", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",

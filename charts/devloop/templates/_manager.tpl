@@ -76,6 +76,15 @@ spec:
         - --registry-token-cert=/etc/devloop-registry-token/tls.crt
         - --registry-token-ttl={{ $root.Values.registry.auth.ttl }}
         {{- end }}
+        {{- if $root.Values.buildCache.enabled }}
+        # The team Go build cache (docs/team-cache.md): builder pods of
+        # every instance ask the main instance, which keeps the store.
+        - --build-cache-url=http://{{ include "devloop.fullname" $root }}-build-cache.{{ $root.Release.Namespace }}.svc:{{ $root.Values.buildCache.port }}
+        {{- if not $shard }}
+        - --build-cache-bind-address=:{{ $root.Values.buildCache.port }}
+        - --build-cache-max-bytes={{ int64 $root.Values.buildCache.maxBytes }}
+        {{- end }}
+        {{- end }}
         {{- if $shard }}
         - --watch-label-selector=sharding.devloop.dev/key={{ $shard }}
         {{- else if $root.Values.shards }}
@@ -182,6 +191,10 @@ spec:
         {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
         - name: registry-token
           containerPort: {{ $root.Values.registry.auth.port }}
+        {{- end }}
+        {{- if and (not $shard) $root.Values.buildCache.enabled }}
+        - name: build-cache
+          containerPort: {{ $root.Values.buildCache.port }}
         {{- end }}
         # /healthz answers from the process itself (healthz.Ping): a slow
         # answer means a starved CPU, not a wedged manager. The kubelet's
