@@ -83,6 +83,8 @@ func TestGoBuildReadsTeamCache(t *testing.T) {
 	compilesA, statsA, tookA := build(a)
 	compilesB, statsB, tookB := build(b)
 	compilesC, statsC, tookC := build(c)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("load average: %s", strings.TrimSpace(string(load)))
 	t.Logf("A cold: %d compiles, %s, %v", compilesA, statsA, tookA)
 	t.Logf("B reading A: %d compiles, %s, %v", compilesB, statsB, tookB)
 	t.Logf("C not reading A: %d compiles, %s, %v", compilesC, statsC, tookC)
