@@ -90,7 +90,7 @@ func TestTeamCacheSecondEnvironment(t *testing.T) {
 	nsA := namespace(t, "e2e-tcache-a")
 	envA := envFor(nsA)
 	loadBefore, _ := os.ReadFile("/proc/loadavg")
-	cold := build(envA, 7*time.Minute)
+	cold := build(envA, 6*time.Minute)
 
 	nsB := namespace(t, "e2e-tcache-b")
 	envB := envFor(nsB)
@@ -106,7 +106,7 @@ func TestTeamCacheSecondEnvironment(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: nsB, Name: "deployer"}},
 	})).To(Succeed())
-	warm := build(envB, 3*time.Minute)
+	warm := build(envB, 2*time.Minute)
 	loadAfter, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("cold Ready %s; reading A's cache %s; %.1fx; load before %s, after %s",
 		cold.Round(100*time.Millisecond), warm.Round(100*time.Millisecond), cold.Seconds()/warm.Seconds(),
