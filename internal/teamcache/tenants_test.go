@@ -114,7 +114,9 @@ func grantGet(t *testing.T, target, reader tenantEnv) {
 func newService(t *testing.T) (*Server, *httptest.Server) {
 	t.Helper()
 	s := &Server{
-		Store:    &Store{Root: t.TempDir(), MaxBytes: 64 << 20},
+		// Large enough for a client-go tree: a bound the build outgrows
+		// evicts the entries a reader is about to ask for.
+		Store:    &Store{Root: t.TempDir(), MaxBytes: 8 << 30},
 		Reviewer: KubeReviewer{Client: operatorSet}, Reader: operatorReader,
 		Audience: DefaultAudience, Log: testr.New(t),
 	}
