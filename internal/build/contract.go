@@ -52,9 +52,16 @@ func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 
 // PushedImage reads an image req.Env pushed, by digest, with this
 // reconcile's registry client (see Builder.PushedImage): the live update
-// engine compares two builds' files with it.
+// engine compares two builds' files with it. An image this reconcile
+// built in-process (and pushed) is the one it assembled: its changed
+// layer is listed and copied from the source on disk, not downloaded
+// twice from the registry.
 func (e *Engine) PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error) {
-	b, err := e.sessionFor(req).registry(ctx)
+	s := e.sessionFor(req)
+	if img := s.assembled.get(image, digest); img != nil {
+		return img, nil
+	}
+	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -139,6 +139,11 @@ type imageBuilds struct {
 	// progress, when set, is told before an image is built, so status
 	// can say so while the build runs.
 	progress func(message string)
+	// assembled are the images this reconcile built in-process, by name
+	// and digest, as assembled here: the live update that follows reads
+	// their layers from the source content instead of from the registry
+	// (assembled.go).
+	assembled assembledImages
 }
 
 // buildImages brings every image of a component to its inputs. It
@@ -244,6 +249,7 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		if res, err = b.Build(ctx, spec, dir, tags.Render); err != nil {
 			return false, "", buildError(img.Name, err)
 		}
+		s.assembled.keep(img.Name, res)
 		ist.Outputs = nil // only a run step has outputs
 	} else {
 		var msg string

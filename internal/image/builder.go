@@ -110,6 +110,11 @@ type Result struct {
 	// MovedFrom names, for each rendered tag that named another digest
 	// before this push moved it, that digest.
 	MovedFrom map[string]string
+	// Image is the image pushed as Digest, as assembled here (nil for an
+	// index of several platforms): its layers are read from the source
+	// content it was made of, not from the registry, for as long as that
+	// content stays on disk (the reconcile that built it).
+	Image v1.Image
 }
 
 // Builder builds and pushes images to one registry. Its remote options are
@@ -285,7 +290,14 @@ func (b *Builder) Build(ctx context.Context, img Spec, dir string, render func(c
 			return nil, err
 		}
 	}
-	return b.finish(ctx, img.Name, repo, top, render)
+	res, err := b.finish(ctx, img.Name, repo, top, render)
+	if err != nil {
+		return nil, err
+	}
+	if len(images) == 1 {
+		res.Image = images[0].image
+	}
+	return res, nil
 }
 
 // finish computes the content hash of top, renders the tags and publishes.
