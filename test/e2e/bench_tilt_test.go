@@ -158,19 +158,52 @@ func (a *devloopArm) build(v int) time.Duration {
 
 // change is one sample: edit, build, push (the plugin following the
 // environment to Ready, as a user runs it) while the Service is polled.
+// The plugin's lines are logged with when they came, after the change.
 func (a *devloopArm) change(v int) {
+	g := NewWithT(a.t)
 	t0 := time.Now()
-	a.builds = append(a.builds, a.build(v))
+	build := a.build(v)
+	a.builds = append(a.builds, build)
 	push := exec.Command(a.plugin, "--kubeconfig", need(a.t).Kubeconfig, "-n", a.ns, "push", a.dir, "--env", a.env, "--source", "app", "--timeout", "2m")
-	var out bytes.Buffer
-	push.Stdout, push.Stderr = &out, &out
-	NewWithT(a.t).Expect(push.Start()).To(Succeed())
+	out := &timedLines{t0: t0}
+	push.Stdout, push.Stderr = out, out
+	started := time.Since(t0)
+	g.Expect(push.Start()).To(Succeed())
 	d := waitServing(a.t, a.url, fmt.Sprintf("version %d ", v), t0, 2*time.Minute)
 	err := push.Wait()
-	NewWithT(a.t).Expect(err).NotTo(HaveOccurred(), "kubectl devloop push: %s", out.String())
-	NewWithT(a.t).Expect(out.String()).To(ContainSubstring("live update"), "change %d was a live update: %s", v, out.String())
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl devloop push: %s", out.String())
+	g.Expect(out.String()).To(ContainSubstring("live update"), "change %d was a live update: %s", v, out.String())
 	a.samples = append(a.samples, d)
-	a.t.Logf("devloop %2d: %s (push said: %s)", v, d.Round(time.Millisecond), lastLines(out.String(), 3))
+	a.t.Logf("devloop %2d: %s (go build done at %s, plugin started at %s; its lines: %s)", v, d.Round(time.Millisecond),
+		build.Round(time.Millisecond), started.Round(time.Millisecond), out.String())
+}
+
+// timedLines keeps a command's output lines, each with when it came.
+type timedLines struct {
+	t0    time.Time
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (w *timedLines) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part += string(p)
+	for {
+		i := strings.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.lines = append(w.lines, fmt.Sprintf("[%s] %s", time.Since(w.t0).Round(time.Millisecond), w.part[:i]))
+		w.part = w.part[i+1:]
+	}
+}
+
+func (w *timedLines) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(append(w.lines, w.part), " | ")
 }
 
 func lastLines(s string, n int) string {
