@@ -101,6 +101,11 @@ type Engine struct {
 	Exec PodExecutor
 	// Events records ImagePushed; nil records nothing.
 	Events events.EventRecorder
+	// PushBehind lets a live-updatable build be pushed while the live
+	// update engine, which runs next and joins the push (Publishing),
+	// syncs it into the pods (pushbehind.go). Without it every build is
+	// pushed before the build step returns.
+	PushBehind bool
 
 	recent   memo.Map[memoEntry]
 	warmOnce sync.Once
@@ -144,6 +149,9 @@ type imageBuilds struct {
 	// their layers from the source content instead of from the registry
 	// (assembled.go).
 	assembled assembledImages
+	// pushing are the in-process builds being pushed while the live
+	// update syncs them (pushbehind.go).
+	pushing pushesBehind
 }
 
 // buildImages brings every image of a component to its inputs. It
@@ -156,7 +164,7 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 	for i := range c.Images {
 		img := &c.Images[i]
 		ist := imageStatus(st, img.Name)
-		ok, msg, err := s.buildImage(ctx, c, img, ist)
+		ok, msg, err := s.buildImage(ctx, c, img, ist, st)
 		if err != nil {
 			return false, "", err
 		}
@@ -170,7 +178,7 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 
 // buildImage builds one image if its inputs changed since its digest was
 // pushed.
-func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, string, error) {
+func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, st *v1alpha1.ComponentStatus) (bool, string, error) {
 	var ref source.Ref
 	if img.Source != "" {
 		var ok bool
@@ -246,7 +254,22 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 			return false, "", err
 		}
 		log.FromContext(ctx).Info("building image in-process", "image", img.Name, "revision", ref.Revision)
-		if res, err = b.Build(ctx, spec, dir, tags.Render); err != nil {
+		p, err := b.Prepare(ctx, spec, dir, tags.Render)
+		if err != nil {
+			return false, "", buildError(img.Name, err)
+		}
+		if s.e.PushBehind && mayPushBehind(img, ist, p) {
+			// The live update syncs it from p.Image while it is pushed;
+			// its status is written once the push is done (pushbehind.go).
+			s.pushBehind(ctx, img.Name, p, func(res *image.Result) {
+				if ist := st.Image(img.Name); ist != nil {
+					ist.Outputs = nil
+					s.recordBuilt(img, ist, res, inputs, ref, tags)
+				}
+			})
+			return true, "", nil
+		}
+		if res, err = p.Push(ctx); err != nil {
 			return false, "", buildError(img.Name, err)
 		}
 		s.assembled.keep(img.Name, res)
@@ -262,6 +285,12 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 			return false, msg, err
 		}
 	}
+	s.recordBuilt(img, ist, res, inputs, ref, tags)
+	return true, "", nil
+}
+
+// recordBuilt writes a pushed build into the image's status.
+func (s *imageBuilds) recordBuilt(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, res *image.Result, inputs string, ref source.Ref, tags *plan.TagTemplates) {
 	s.reportMovedTags(img.Name, ist.Digest, res)
 	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
 	ist.Inputs, ist.Revision = inputs, ref.Revision
@@ -271,7 +300,6 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		s.e.Events.Eventf(s.env, nil, corev1.EventTypeNormal, "ImagePushed", "Build",
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
 	}
-	return true, "", nil
 }
 
 // stillPushed checks, at most once per verify interval, that the registry

@@ -30,6 +30,11 @@ type Executor interface {
 // the reconcile's registry client).
 type Registry interface {
 	PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error)
+	// Publishing is this reconcile's build of image while it is pushed:
+	// its digest, the image as assembled, and wait, which joins the push
+	// and only then records the digest in the image's status. wait is
+	// nil when no build of image is being pushed (see syncWhilePushed).
+	Publishing(req engine.Request, image string) (digest string, assembled v1.Image, wait func(context.Context) error)
 }
 
 // Engine live updates components (see the package doc).
@@ -93,6 +98,9 @@ func (e *Engine) update(ctx context.Context, req engine.Request) (Outcome, error
 
 // updateImage is Update for one image.
 func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
+	if err := e.syncWhilePushed(ctx, req, img, ist, out); err != nil {
+		return err
+	}
 	switch {
 	case ist.TemplateDigest == ist.Digest:
 		// The templates run it: nothing in place; pods started since
@@ -170,11 +178,16 @@ func (e *Engine) mustRollOut(req engine.Request, img *v1alpha1.ImageSpec) string
 // plan decides between the template's digest and Digest, and on a live
 // update writes the tar of the changed files.
 func (e *Engine) plan(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (*Decision, []byte, error) {
-	old, err := e.Images.PushedImage(ctx, req, img.Name, ist.TemplateDigest)
+	next, err := e.Images.PushedImage(ctx, req, img.Name, ist.Digest)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
-	next, err := e.Images.PushedImage(ctx, req, img.Name, ist.Digest)
+	return e.planFrom(ctx, req, img, ist, next)
+}
+
+// planFrom is plan with the image of Digest at hand.
+func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, next v1.Image) (*Decision, []byte, error) {
+	old, err := e.Images.PushedImage(ctx, req, img.Name, ist.TemplateDigest)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}

@@ -140,6 +140,9 @@ func New(mgr ctrl.Manager, o Options) Operator {
 	// tenant (pods/exec), over one open session per container, instead of
 	// a rollout.
 	live := &liveupdate.Engine{Images: builds, Events: recorder, Exec: o.Test.LiveExec, Sessions: o.Test.LiveExec == nil}
+	// It joins the pushes of the builds it syncs: those may go on while
+	// it syncs them.
+	builds.PushBehind = true
 	return Operator{
 		Identity: &identity.Identity{
 			Config:                mgr.GetConfig(),

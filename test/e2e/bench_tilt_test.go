@@ -39,15 +39,28 @@ import (
 //	    the container's shell loop starts the new binary.
 //
 // It skips without tilt (DEVLOOP_BENCH_TILT or PATH) and crane
-// (DEVLOOP_BENCH_CRANE or PATH); how they were built is in
+// (DEVLOOP_BENCH_CRANE or PATH); DEVLOOP_BENCH_TILT=skip runs devloop's
+// arm alone; how they were built is in
 // docs/performance.md. DEVLOOP_BENCH_TILT_ITERATIONS sets the changes per
 // arm (15). It prints p50 and p90 of each arm and their ratios; no timing
 // is asserted, but every devloop sample must have been a live update.
 func TestLiveUpdateAgainstTilt(t *testing.T) {
 	c := need(t)
-	tilt, crane := benchTool(t, "tilt"), benchTool(t, "crane")
 	n := envInt("DEVLOOP_BENCH_TILT_ITERATIONS", 15)
 	loadBefore := loadAverage()
+	if os.Getenv("DEVLOOP_BENCH_TILT") == "skip" {
+		// devloop's arm alone, for its breakdown (the operator's debug
+		// log); no comparison.
+		dl := startDevloopArm(t)
+		for i := 1; i <= n; i++ {
+			offPhase()
+			dl.change(i)
+		}
+		p50, p90 := percentiles(dl.samples)
+		t.Logf("devloop alone: p50 %s, p90 %s; load average %s before, %s after", p50.Round(10*time.Millisecond), p90.Round(10*time.Millisecond), loadBefore, loadAverage())
+		return
+	}
+	tilt, crane := benchTool(t, "tilt"), benchTool(t, "crane")
 
 	dl := startDevloopArm(t)
 	tl := startTiltArm(t, c.Kubeconfig, tilt, crane)
