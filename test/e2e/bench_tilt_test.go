@@ -289,8 +289,10 @@ func startTiltArm(t *testing.T, kubeconfig, tilt, crane string) *tiltArm {
 	var mu sync.Mutex
 	cmd := exec.Command(tilt, "up", "--stream", "--port", "10399", "--host", "127.0.0.1", "--file", filepath.Join(a.dir, "Tiltfile"))
 	cmd.Dir = a.dir
+	// Tilt's go build shares this machine's build cache with devloop's
+	// (HOME is Tilt's own, for its state).
 	cmd.Env = append(goBuildEnv(), "KUBECONFIG="+kubeconfig, "PATH="+filepath.Dir(kubectlPath())+":"+os.Getenv("PATH"),
-		"TILT_DISABLE_ANALYTICS=1", "HOME="+t.TempDir())
+		"TILT_DISABLE_ANALYTICS=1", "HOME="+t.TempDir(), "GOCACHE="+goEnv(t, "GOCACHE"), "GOMODCACHE="+goEnv(t, "GOMODCACHE"), "GOPATH="+goEnv(t, "GOPATH"))
 	cmd.Stdout, cmd.Stderr = lockedWriter{&log, &mu}, lockedWriter{&log, &mu}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	g.Expect(cmd.Start()).To(Succeed())
@@ -314,6 +316,13 @@ func (a *tiltArm) change(v int) {
 	d := waitServing(a.t, a.url, fmt.Sprintf("version %d ", v), t0, 2*time.Minute)
 	a.samples = append(a.samples, d)
 	a.t.Logf("tilt    %2d: %s", v, d.Round(time.Millisecond))
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(string(out))
 }
 
 type lockedWriter struct {
