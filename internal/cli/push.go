@@ -188,9 +188,15 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	packed := time.Since(start)
 
 	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName, insecure: t.insecure}}
-	remote, err := source.RemoteDigest(ctx, t.ref, opts)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", t.ref, err)
+	// Only content the environment already has may be a no-op: then the
+	// registry is asked whether it holds it too. New content is pushed
+	// at once (the upload skips the blobs the registry has), one round
+	// trip fewer before the operator can start.
+	remote := ""
+	if sourceDigest(env, t.source) == digest.String() {
+		if remote, err = source.RemoteDigest(ctx, t.ref, opts); err != nil {
+			return fmt.Errorf("reading %s: %w", t.ref, err)
+		}
 	}
 	pushStart := time.Now()
 	if remote != digest.String() {
