@@ -140,11 +140,15 @@ type devloopArm struct {
 
 func startDevloopArm(t *testing.T) *devloopArm {
 	t.Helper()
-	plugin := filepath.Join(t.TempDir(), "kubectl-devloop")
-	cmd := exec.Command("go", "build", "-o", plugin, "./cmd/kubectl-devloop")
-	cmd.Dir = testenv.RepoRoot()
-	out, err := cmd.CombinedOutput()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "building the plugin: %s", out)
+	// DEVLOOP_BENCH_PLUGIN: the plugin built beforehand from this tree.
+	plugin := os.Getenv("DEVLOOP_BENCH_PLUGIN")
+	if plugin == "" {
+		plugin = filepath.Join(t.TempDir(), "kubectl-devloop")
+		cmd := exec.Command("go", "build", "-o", plugin, "./cmd/kubectl-devloop")
+		cmd.Dir = testenv.RepoRoot()
+		out, err := cmd.CombinedOutput()
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), "building the plugin: %s", out)
+	}
 
 	ns := namespace(t, "e2e-bench-tilt-dl")
 	a := &devloopArm{t: t, plugin: plugin, ns: ns, env: "push-live",
