@@ -291,7 +291,12 @@ func startTiltArm(t *testing.T, kubeconfig, tilt, crane string) *tiltArm {
 
 	var log bytes.Buffer
 	var mu sync.Mutex
-	cmd := exec.Command(tilt, "up", "--stream", "--port", "10399", "--host", "127.0.0.1", "--file", filepath.Join(a.dir, "Tiltfile"))
+	// A Tilt built from source serves its web UI from a dev server it
+	// installs with yarn unless told prod (its embedded assets: see
+	// docs/performance.md for the build); updates by exec, as on any
+	// cluster without Docker.
+	cmd := exec.Command(tilt, "up", "--stream", "--web-mode=prod", "--update-mode=exec", "--port", "10399", "--host", "127.0.0.1",
+		"--file", filepath.Join(a.dir, "Tiltfile"))
 	cmd.Dir = a.dir
 	// Tilt's go build shares this machine's build cache with devloop's
 	// (HOME is Tilt's own, for its state).
