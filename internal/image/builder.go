@@ -24,6 +24,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,6 +35,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Registry is where images are pushed.
@@ -275,6 +277,7 @@ func (b *Builder) Build(ctx context.Context, img Spec, dir string, render func(c
 	if err != nil {
 		return nil, err
 	}
+	assembling := time.Now()
 	images, err := b.assemblePlatforms(ctx, img, img.Platforms, dir)
 	if err != nil {
 		return nil, err
@@ -285,6 +288,11 @@ func (b *Builder) Build(ctx context.Context, img Spec, dir string, render func(c
 			return nil, err
 		}
 	}
+	// The change timeline's Assemble and Push steps (internal/timeline;
+	// nothing is recorded without a change in ctx). Work a layer defers
+	// until it is read counts as Push.
+	timeline.Mark(ctx, timeline.Assemble, assembling)
+	defer timeline.Mark(ctx, timeline.Push, time.Now())
 	return b.finish(ctx, img.Name, repo, top, render)
 }
 

@@ -1,0 +1,48 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/devloop-dev/devloop/internal/timeline"
+)
+
+// loadTimeline reads the environment's change timeline back once after a
+// start (as the tenant) and makes the engines' step times go to it.
+func (r *DevEnvironmentReconciler) loadTimeline(ctx context.Context, s *scope) context.Context {
+	if r.Timeline == nil || s.env.Spec.Suspend {
+		return ctx
+	}
+	if c, err := s.tenant.Client(); err == nil {
+		err = r.Timeline.Load(ctx, c, s.env)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("could not read the change timeline", "error", err.Error())
+		}
+	}
+	return timeline.WithEnv(ctx, r.Timeline, s.env.UID)
+}
+
+// flushTimeline is the timeline's one write: what status says of the
+// change in flight observed, and the ConfigMap written as the tenant, only
+// when the timeline changed. It never decides the reconcile's outcome.
+func (r *DevEnvironmentReconciler) flushTimeline(ctx context.Context, s *scope) {
+	if r.Timeline == nil || s.env.Spec.Suspend {
+		return
+	}
+	r.Timeline.Observe(s.env, time.Now())
+	c, err := s.tenant.Client()
+	if err == nil {
+		err = r.Timeline.Flush(ctx, c, s.env)
+	}
+	switch {
+	case errors.Is(err, timeline.ErrForeign) && r.Recorder != nil:
+		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, "TimelineNotWritten", "Record",
+			"configmap %s is not this environment's: the change timeline is not written", timeline.ConfigMapName(s.env.Name))
+	case err != nil:
+		log.FromContext(ctx).Info("could not write the change timeline", "error", err.Error())
+	}
+}
