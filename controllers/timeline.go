@@ -17,12 +17,11 @@ func (r *DevEnvironmentReconciler) loadTimeline(ctx context.Context, s *scope) c
 	if r.Timeline == nil || s.env.Spec.Suspend {
 		return ctx
 	}
-	if c, err := s.tenant.Client(); err == nil {
+	c, err := s.tenant.Client()
+	if err == nil {
 		err = r.Timeline.Load(ctx, c, s.env)
-		if err != nil {
-			log.FromContext(ctx).V(1).Info("could not read the change timeline", "error", err.Error())
-		}
 	}
+	r.timelineFailed(ctx, s, err)
 	return timeline.WithEnv(ctx, r.Timeline, s.env.UID)
 }
 
@@ -38,6 +37,13 @@ func (r *DevEnvironmentReconciler) flushTimeline(ctx context.Context, s *scope) 
 	if err == nil {
 		err = r.Timeline.Flush(ctx, c, s.env)
 	}
+	r.timelineFailed(ctx, s, err)
+}
+
+// timelineFailed says why the timeline is not written: an event for a
+// ConfigMap of its name that is not the environment's (once), a log line
+// otherwise (tried again at the next reconcile).
+func (r *DevEnvironmentReconciler) timelineFailed(ctx context.Context, s *scope, err error) {
 	switch {
 	case errors.Is(err, timeline.ErrForeign) && r.Recorder != nil:
 		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, "TimelineNotWritten", "Record",

@@ -86,7 +86,9 @@ var ErrForeign = errors.New("not controlled by the environment")
 // Load reads env's timeline once per process, through c (the tenant), so
 // that a restarted operator goes on with the history written before: the
 // changes found are kept after those begun since. It is one GET per
-// environment after a start, and nothing after.
+// environment after a start, and nothing after. A ConfigMap of the name
+// the environment does not control is ErrForeign, once: it is never
+// written.
 func (r *Recorder) Load(ctx context.Context, c client.Client, env *v1alpha1.DevEnvironment) error {
 	if r == nil {
 		return nil
@@ -117,6 +119,9 @@ func (r *Recorder) Load(ctx context.Context, c client.Client, env *v1alpha1.DevE
 	t := r.env(env.UID)
 	t.loaded, t.foreign = true, foreign
 	t.changes = merge(t.changes, found)
+	if foreign {
+		return fmt.Errorf("configmap %s/%s: %w", env.Namespace, cm.Name, ErrForeign)
+	}
 	return nil
 }
 
