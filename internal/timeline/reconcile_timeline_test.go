@@ -228,3 +228,35 @@ func TestTimelineNeverAdoptsAForeignConfigMap(t *testing.T) {
 		g.Expect(found).To(BeTrue(), "a TimelineNotWritten event for A")
 	}, operatortest.Timeout, 100*time.Millisecond).Should(Succeed())
 }
+
+// An operator that restarts has lost its recorder: it reads the timeline
+// back, records no change twice, and goes on after the history.
+func TestRestartedOperatorReadsTheTimelineBack(t *testing.T) {
+	g := NewWithT(t)
+	ns := operatortest.Namespace(t)
+	first := operatortest.AppFiles(t, ns, webFiles("binary v1"))
+	env := webEnv(t, ns)
+	key := operatortest.CreateEnv(t, env)
+	cm, _ := waitForChange(t, ns, env.Name, first.String(), timeline.Serving)
+	cur := &v1alpha1.DevEnvironment{}
+	g.Expect(operatortest.Admin.Get(context.Background(), key, cur)).To(Succeed())
+
+	// What a restart loses.
+	operatortest.Reconciler.Timeline.Forget(cur.UID)
+	request := operatortest.RequestReconcile(t, cur)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
+		operatortest.ExpectReadyAndCurrent(g, env)
+	})
+	after, changes := readTimeline(g, ns, env.Name)
+	g.Expect(after.ResourceVersion).To(Equal(cm.ResourceVersion), "a reconcile after the restart rewrote the timeline")
+	g.Expect(changes).To(HaveLen(1))
+
+	operatortest.Reconciler.Timeline.Forget(cur.UID)
+	second := operatortest.AppFiles(t, ns, webFiles("binary v2"))
+	operatortest.RequestReconcile(t, cur)
+	_, changes = waitForChange(t, ns, env.Name, second.String(), timeline.Serving)
+	g.Expect(changes).To(HaveLen(2), "the history before the restart is kept")
+	g.Expect(changes[1].Revision).To(HaveSuffix("@" + first.String()))
+	g.Expect(changes[1].Result).To(Equal(timeline.Serving))
+}
