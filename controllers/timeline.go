@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/internal/timeline"
@@ -48,7 +49,11 @@ func (r *DevEnvironmentReconciler) timelineFailed(ctx context.Context, s *scope,
 	case errors.Is(err, timeline.ErrForeign) && r.Recorder != nil:
 		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, "TimelineNotWritten", "Record",
 			"configmap %s is not this environment's: the change timeline is not written", timeline.ConfigMapName(s.env.Name))
+	case apierrors.IsForbidden(err):
+		// A ServiceAccount without rights on ConfigMaps has no timeline;
+		// that is its team's choice, not news at every reconcile.
+		log.FromContext(ctx).V(1).Info("the environment's ServiceAccount may not keep the change timeline", "error", err.Error())
 	case err != nil:
-		log.FromContext(ctx).Info("could not write the change timeline", "error", err.Error())
+		log.FromContext(ctx).Info("could not keep the change timeline", "error", err.Error())
 	}
 }
