@@ -12,9 +12,9 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fault"
-	"github.com/devloop-dev/devloop/internal/timeline"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // reconcileComponents walks the components in DAG order. Every component
