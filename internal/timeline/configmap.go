@@ -120,6 +120,7 @@ func (r *Recorder) Load(ctx context.Context, c client.Client, env *v1alpha1.DevE
 	t.loaded, t.foreign = true, foreign
 	t.changes = merge(t.changes, found)
 	if foreign {
+		t.told = true
 		return fmt.Errorf("configmap %s/%s: %w", env.Namespace, cm.Name, ErrForeign)
 	}
 	return nil
@@ -147,15 +148,17 @@ func merge(mem, read []Change) []Change {
 // Flush writes env's timeline through c (the tenant) when it changed
 // since the last write, and does nothing otherwise: a steady environment
 // costs no write. The ConfigMap is created owned by env; one of that name
-// env does not control is never adopted (ErrForeign, once). A failed
-// write is tried again at the next flush.
+// env does not control is never adopted (ErrForeign, said once; looked at
+// again, one read, only when the timeline changes, so the timeline is
+// written once it is gone). A failed write is tried again at the next
+// flush.
 func (r *Recorder) Flush(ctx context.Context, c client.Client, env *v1alpha1.DevEnvironment) error {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	t, ok := r.envs[env.UID]
-	if !ok || !t.dirty || !t.loaded || t.foreign {
+	if !ok || !t.dirty || !t.loaded {
 		r.mu.Unlock()
 		return nil
 	}
@@ -169,8 +172,14 @@ func (r *Recorder) Flush(ctx context.Context, c client.Client, env *v1alpha1.Dev
 	defer r.mu.Unlock()
 	switch {
 	case errors.Is(err, ErrForeign):
-		t.foreign = true
+		// Said once; written again only if it goes away.
+		t.foreign, t.dirty = true, false
+		if t.told {
+			return nil
+		}
+		t.told = true
 	case err == nil:
+		t.foreign, t.told = false, false
 		// Changes recorded while writing are written next time: dirty
 		// is cleared only if nothing moved meanwhile.
 		if now, _ := json.Marshal(t.changes); string(now) == string(data) {

@@ -227,6 +227,14 @@ func TestTimelineNeverAdoptsAForeignConfigMap(t *testing.T) {
 		}
 		g.Expect(found).To(BeTrue(), "a TimelineNotWritten event for A")
 	}, operatortest.Timeout, 100*time.Millisecond).Should(Succeed())
+
+	// Once the ConfigMap is gone, A's next change writes A's timeline.
+	g.Expect(operatortest.Admin.Delete(ctx, foreign)).To(Succeed())
+	next := operatortest.AppFiles(t, nsA, webFiles("binary a2"))
+	operatortest.RequestReconcile(t, a)
+	cmA, changes := waitForChange(t, nsA, envA.Name, next.String(), timeline.Serving)
+	g.Expect(metav1.IsControlledBy(cmA, a)).To(BeTrue(), "owned by A: %v", cmA.OwnerReferences)
+	g.Expect(changes).To(HaveLen(2))
 }
 
 // An operator that restarts has lost its recorder: it reads the timeline

@@ -34,8 +34,11 @@ type envTimeline struct {
 	// dirty is true when changes differ from what was last written.
 	dirty bool
 	// foreign is true when a ConfigMap of the timeline's name exists that
-	// the environment does not control: it is never written.
+	// the environment does not control: it is never written, and looked
+	// at again only when there is something to write (it may be gone).
 	foreign bool
+	// told is true once ErrForeign was returned: it is said once.
+	told bool
 }
 
 // NewRecorder makes an empty recorder.
