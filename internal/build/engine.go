@@ -44,6 +44,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Options configures how the engine builds images.
@@ -179,6 +180,7 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 // buildImage builds one image if its inputs changed since its digest was
 // pushed.
 func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, st *v1alpha1.ComponentStatus) (bool, string, error) {
+	ctx = timeline.InComponent(ctx, img.Name)
 	var ref source.Ref
 	if img.Source != "" {
 		var ok bool

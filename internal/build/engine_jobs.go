@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // logTailBytes bounds the log tail a failed build leaves in status: the
@@ -158,6 +160,9 @@ func (e *Engine) needHelperImage(img *v1alpha1.ImageSpec) error {
 // succeeded.
 func (s *imageBuilds) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	digests map[string]v1.Hash, outputs []image.OutputReport, tags *plan.TagTemplates) (*image.Result, error) {
+	// The builder pods pushed the images (their Compile step); this is
+	// the index and the tags.
+	defer timeline.Mark(ctx, timeline.Push, time.Now())
 	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err

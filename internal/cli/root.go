@@ -122,6 +122,7 @@ command could not run.`,
 	root.AddCommand(
 		newPushCommand(a),
 		newStatusCommand(a),
+		newChangesCommand(a),
 		newLogsCommand(a),
 		newTriggerCommand(a),
 		newCancelCommand(a),

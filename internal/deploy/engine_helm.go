@@ -17,6 +17,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // defaultHelmTimeout bounds each Helm action when the spec says nothing
@@ -86,6 +87,10 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	applied.forget(key)
 	started := time.Now()
 	run, done := helm.ReconcileInFlight(ctx, inFlight, client.ObjectKeyFromObject(env), req)
+	// The change timeline's Deploy step (internal/timeline): an action
+	// that goes on outside this reconcile is widened when a later one
+	// sees it done.
+	timeline.Mark(ctx, timeline.Deploy, started)
 	if !done {
 		// The action goes on outside this reconcile (helm/inflight.go).
 		if st.Release == nil {

@@ -2,9 +2,12 @@ package image
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Prepared is an image assembled here, its digest and tags known, not
@@ -34,6 +37,7 @@ func (b *Builder) Prepare(ctx context.Context, img Spec, dir string, render func
 	if err != nil {
 		return nil, err
 	}
+	assembling := time.Now()
 	images, err := b.assemblePlatforms(ctx, img, img.Platforms, dir)
 	if err != nil {
 		return nil, err
@@ -51,6 +55,9 @@ func (b *Builder) Prepare(ctx context.Context, img Spec, dir string, render func
 	if len(images) == 1 {
 		p.Image = images[0].image
 	}
+	// The change timeline's Assemble step (internal/timeline; nothing is
+	// recorded without a change in ctx).
+	timeline.Mark(ctx, timeline.Assemble, assembling)
 	return p, nil
 }
 
@@ -71,6 +78,9 @@ func (b *Builder) prepared(image string, repo name.Repository, top pushable, ren
 // then moves its tags (see publish), and says what it did. It may be
 // called once.
 func (p *Prepared) Push(ctx context.Context) (*Result, error) {
+	// The timeline's Push step: work a layer defers until it is read
+	// (compression) counts here.
+	defer timeline.Mark(ctx, timeline.Push, time.Now())
 	uploaded, pushed, moved, err := p.b.publish(ctx, p.repo, p.top, p.tags)
 	if err != nil {
 		return nil, err

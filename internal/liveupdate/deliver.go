@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Executor runs a command in a container of a pod as the tenant, with
@@ -139,7 +140,12 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
 		ist.UpdateReason = message.Truncate(describeFiles(d.Files), v1alpha1.MaxUpdateReason)
 	}
+	syncing := time.Now()
 	synced, err := e.converge(ctx, req, img, ist)
+	if len(synced) > 0 {
+		// The change timeline's LiveUpdate step (internal/timeline).
+		timeline.Mark(timeline.InComponent(ctx, img.Name), timeline.LiveUpdate, syncing)
+	}
 	out.Synced = append(out.Synced, synced...)
 	var failed *SyncError
 	if errors.As(err, &failed) {
