@@ -132,6 +132,7 @@ command could not run.`,
 		newDownCommand(a),
 		newPortForwardCommand(a),
 		newDebugCommand(a),
+		newUICommand(a),
 	)
 	return root
 }
