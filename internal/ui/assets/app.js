@@ -198,16 +198,20 @@ function renderComponents(v) {
 }
 
 // ---- tests ----
+// What the user typed and the last answer per suite survive the re-render
+// every status update causes.
+const formValues = new Map(), actionResults = new Map();
+
 function renderTests(v) {
   const o = v.object, st = o.status || {};
   return el('div', null, (o.spec.tests || []).map(t => {
     const ts = (st.tests || []).find(x => x.name === t.name) || { runs: [] };
     const params = t.params || [];
     const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, form, params); } },
-      params.map(p => el('label', null, p + ' ', el('input', { name: p }))),
+      params.map(p => el('label', null, p + ' ', el('input', { name: p, value: formValues.get(v.key + '/' + t.name + '/' + p) || '', oninput: e => formValues.set(v.key + '/' + t.name + '/' + p, e.target.value) }))),
       el('button', { type: 'submit', 'data-action': 'trigger' }, 'Trigger ' + t.name),
       el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act('cancel', v, t.name, form, []) }, 'Cancel'),
-      el('span', { class: 'msg', 'data-result': '' }));
+      el('span', { class: 'msg', 'data-result': '' }, actionResults.get(v.key + '/' + t.name) || ''));
     return el('section', { class: 'card', 'data-suite-card': t.name },
       el('h3', null, t.name), ts.message ? el('div', { class: 'msg' }, ts.message) : null, form,
       el('table', { 'data-runs': t.name }, el('thead', null, el('tr', null, ['#', 'Result', 'Started', 'Duration', 'Tests', 'Images', 'Logs'].map(h => el('th', { scope: 'col' }, h)))),
@@ -221,19 +225,26 @@ function renderTests(v) {
   }));
 }
 
+const inFlight = new Set();
+
 async function act(what, v, suite, form, params) {
-  const out = form.querySelector('[data-result]');
-  const buttons = form.querySelectorAll('button');
-  buttons.forEach(b => { b.disabled = true; });
+  const key = v.key + '/' + suite;
+  // One click, one request: a second click while the first is in flight
+  // does nothing (the server also answers a repeated request ID once).
+  if (inFlight.has(key)) return;
+  inFlight.add(key);
+  const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-suite="${CSS.escape(suite)}"] [data-result]`); if (out) out.textContent = text; };
+  form.querySelectorAll('button').forEach(b => { b.disabled = true; });
   const p = {};
-  for (const name of params) { const val = form.elements[name].value; if (val !== '') p[name] = val; }
-  out.textContent = what + '…';
+  for (const name of params) { const val = formValues.get(key + '/' + name) || ''; if (val !== '') p[name] = val; }
+  show(what + '…');
   try {
     const r = await fetch('/api/' + what, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
     const j = await r.json();
-    out.textContent = j.error ? 'refused: ' + j.error : what + ': ' + j.value;
-  } catch (e) { out.textContent = 'failed: ' + e; }
-  buttons.forEach(b => { b.disabled = false; });
+    show(j.error ? 'refused: ' + j.error : what + ': ' + j.value);
+  } catch (e) { show('failed: ' + e); }
+  inFlight.delete(key);
+  queueRender();
 }
 
 // ---- logs ----
