@@ -191,11 +191,21 @@ func graphOf(env *v1alpha1.DevEnvironment) Graph {
 		for _, d := range implicit[c.Name] {
 			g.Edges = append(g.Edges, Edge{From: n.ID, To: "component/" + d, Implicit: true})
 		}
+		// The sources it reads: its images', its manifests', its chart's.
 		var srcs []string
-		for _, im := range c.Images {
-			if im.Source != "" && !slices.Contains(srcs, im.Source) {
-				srcs = append(srcs, im.Source)
+		add := func(s string) {
+			if s != "" && !slices.Contains(srcs, s) {
+				srcs = append(srcs, s)
 			}
+		}
+		for _, im := range c.Images {
+			add(im.Source)
+		}
+		if c.Manifests != nil {
+			add(c.Manifests.Source)
+		}
+		if c.Helm != nil {
+			add(c.Helm.Chart.Source)
 		}
 		for _, s := range srcs {
 			g.Edges = append(g.Edges, Edge{From: n.ID, To: "source/" + s})

@@ -161,7 +161,9 @@ function renderGraph(v) {
   }
   for (const n of g.nodes) {
     const p = pos.get(n.id);
-    const box = svg('g', { class: 'node n-' + n.phase, 'data-node': n.id, 'data-phase': n.phase, transform: `translate(${p.x},${p.y})` },
+    const waits = n.waitingFor && n.waitingFor.length ? () => focusNode('component/' + n.waitingFor[0]) : null;
+    const box = svg('g', { class: 'node n-' + n.phase, 'data-node': n.id, 'data-phase': n.phase, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: waits ? 'link' : 'img', 'aria-label': n.kind + ' ' + n.name + ' ' + n.phase + (waits ? ', waits for ' + n.waitingFor.join(', ') : ''),
+      onclick: waits, onkeydown: waits ? e => { if (e.key === 'Enter') waits(); } : null },
       svg('rect', { width: W, height: H, rx: 6 }),
       svg('text', { x: 8, y: 16, class: 'kind' }, n.kind),
       svg('text', { x: 8, y: 34 }, n.name.length > 20 ? n.name.slice(0, 19) + '…' : n.name + '  ' + n.phase),
@@ -175,8 +177,11 @@ function renderGraph(v) {
 }
 
 function focusNode(id) {
-  const n = document.querySelector(`[data-node="${CSS.escape(id)}"] rect`);
-  if (n) { n.setAttribute('stroke-width', '5'); setTimeout(() => n.setAttribute('stroke-width', '2'), 1500); }
+  const g = document.querySelector(`[data-node="${CSS.escape(id)}"]`);
+  if (!g) return;
+  g.focus();
+  const n = g.querySelector('rect');
+  n.setAttribute('stroke-width', '5'); setTimeout(() => n.setAttribute('stroke-width', '2'), 1500);
 }
 
 function renderComponents(v) {
