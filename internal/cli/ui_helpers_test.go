@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/devloop-dev/devloop/internal/ui"
 )
 
@@ -155,4 +157,8 @@ func query(kv ...string) string {
 		v.Set(kv[i], kv[i+1])
 	}
 	return v.Encode()
+}
+
+func genericIOStreams(out *syncBuffer) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{Out: out, ErrOut: &syncBuffer{}}
 }
