@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/ui"
 )
 
@@ -75,6 +76,35 @@ func (u *uiActions) Cancel(ctx context.Context, namespace, name, suite string) (
 		return "", err
 	}
 	return value, nil
+}
+
+// Component is `kubectl devloop up|down ENV COMPONENT` and `kubectl
+// devloop debug ENV COMPONENT[/IMAGE] --no-forward [--off]`.
+func (u *uiActions) Component(ctx context.Context, namespace, name, target, action string) (string, error) {
+	s := u.in(namespace)
+	switch action {
+	case "up", "down":
+		value, changed, err := setUpList(ctx, s, name, []string{target}, "", action == "up")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s %s (%s=%q)", action, strings.Join(changed, ", "), v1alpha1.UpAnnotation, value), nil
+	case "debug-on", "debug-off":
+		env, err := s.getEnv(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		t, err := debugTarget(env, target)
+		if err != nil {
+			return "", err
+		}
+		value, err := setDebugTarget(ctx, s, name, t, action == "debug-on")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s=%q", v1alpha1.DebugAnnotation, value), nil
+	}
+	return "", fmt.Errorf("unknown action %q", action)
 }
 
 // Logs runs the `logs` command's code with its output turned into lines

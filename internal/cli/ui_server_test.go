@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -176,5 +177,43 @@ func TestUIShowsNothingOutsideTheUsersRBAC(t *testing.T) {
 	}
 	if v, ok := env.Annotations[v1alpha1.TriggerAnnotation]; ok {
 		t.Fatalf("namespace B's environment got trigger=%s", v)
+	}
+}
+
+// Up/down and debug from the page write the annotations `kubectl devloop
+// up|down|debug` write, through the same code.
+func TestUIComponentActions(t *testing.T) {
+	ns := testenv.Namespace(t, k8s, "ui-actions")
+	spec := teamSpec()
+	spec.Components = append(spec.Components, v1alpha1.Component{Name: "kwok", OnDemand: true, Manifests: &v1alpha1.ManifestsSpec{Source: "upstream", Paths: []string{"kwok"}}})
+	spec.Components[1].Images[0].Run = &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"go", "build", "-o", "/out/web", "."}}
+	createEnv(t, ns, "team", spec)
+	d := startDashboard(t, testOptions(), "-n", ns)
+	annotations := func() map[string]string {
+		env := &v1alpha1.DevEnvironment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "team"}, env); err != nil {
+			t.Fatal(err)
+		}
+		return env.Annotations
+	}
+	for i, c := range []struct {
+		component, action string
+		key, want         string
+	}{
+		{"kwok", "up", v1alpha1.UpAnnotation, "kwok"},
+		{"web/web", "debug-on", v1alpha1.DebugAnnotation, "web/web"},
+		{"kwok", "down", v1alpha1.UpAnnotation, ""},
+		{"web/web", "debug-off", v1alpha1.DebugAnnotation, ""},
+	} {
+		body := fmt.Sprintf(`{"namespace":%q,"env":"team","component":%q,"action":%q,"requestId":"c%d"}`, ns, c.component, c.action, i)
+		if code, out := d.post(t, "/api/component", body, nil); code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", c.action, c.component, code, out)
+		}
+		if got := annotations()[c.key]; got != c.want {
+			t.Fatalf("after %s %s: %s=%q, want %q", c.action, c.component, c.key, got, c.want)
+		}
+	}
+	if code, out := d.post(t, "/api/component", fmt.Sprintf(`{"namespace":%q,"env":"team","component":"web","action":"up","requestId":"x"}`, ns), nil); code == http.StatusOK || !strings.Contains(out, "on-demand") {
+		t.Fatalf("up of a component not on demand: %d %s, want refused naming the on-demand ones", code, out)
 	}
 }

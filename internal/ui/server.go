@@ -10,6 +10,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -28,6 +29,10 @@ type Actions interface {
 	Trigger(ctx context.Context, namespace, env, suite string, params map[string]string) (string, error)
 	// Cancel cancels the suite's running run.
 	Cancel(ctx context.Context, namespace, env, suite string) (string, error)
+	// Component brings an on-demand component up or down, or turns debug
+	// mode of COMPONENT[/IMAGE] on or off, as `kubectl devloop up|down|
+	// debug --no-forward` do; it returns the annotation's new value.
+	Component(ctx context.Context, namespace, env, target, action string) (string, error)
 	// Logs streams the target's log lines to emit until ctx ends (follow)
 	// or the log ends.
 	Logs(ctx context.Context, namespace, env string, t LogTarget, emit func(LogLine)) error
@@ -77,6 +82,7 @@ func (h *Handlers) Handler() http.Handler {
 	mux.HandleFunc("GET /api/logs", h.logs)
 	mux.HandleFunc("POST /api/trigger", h.trigger)
 	mux.HandleFunc("POST /api/cancel", h.cancel)
+	mux.HandleFunc("POST /api/component", h.component)
 	return mux
 }
 
@@ -148,7 +154,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type actionRequest struct {
 	Namespace string            `json:"namespace"`
 	Env       string            `json:"env"`
-	Suite     string            `json:"suite"`
+	Suite     string            `json:"suite,omitempty"`
+	// Component and Action are a component action's: up, down, debug-on,
+	// debug-off.
+	Component string `json:"component,omitempty"`
+	Action    string `json:"action,omitempty"`
 	Params    map[string]string `json:"params,omitempty"`
 	// RequestID is made by the page per click: a retried request (a
 	// double submit, a network retry) gets the first answer and does not
@@ -174,14 +184,28 @@ func (h *Handlers) cancel(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+func (h *Handlers) component(w http.ResponseWriter, r *http.Request) {
+	h.act(w, r, func(ctx context.Context, a actionRequest) (string, error) {
+		switch a.Action {
+		case "up", "down", "debug-on", "debug-off":
+		default:
+			return "", errors.New("action: want up, down, debug-on or debug-off")
+		}
+		if a.Component == "" {
+			return "", errors.New("component is required")
+		}
+		return h.Actions.Component(ctx, a.Namespace, a.Env, a.Component, a.Action)
+	})
+}
+
 func (h *Handlers) act(w http.ResponseWriter, r *http.Request, do func(context.Context, actionRequest) (string, error)) {
 	var a actionRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxActionBody)).Decode(&a); err != nil {
 		writeJSON(w, http.StatusBadRequest, actionResult{Error: "bad request body: " + bounded(err.Error(), 200)})
 		return
 	}
-	if a.Namespace == "" || a.Env == "" || a.Suite == "" || a.RequestID == "" || len(a.RequestID) > 64 {
-		writeJSON(w, http.StatusBadRequest, actionResult{Error: "namespace, env, suite and requestId (at most 64 characters) are required"})
+	if a.Namespace == "" || a.Env == "" || (a.Suite == "" && a.Component == "") || a.RequestID == "" || len(a.RequestID) > 64 {
+		writeJSON(w, http.StatusBadRequest, actionResult{Error: "namespace, env, suite or component, and requestId (at most 64 characters) are required"})
 		return
 	}
 	// One request ID is done once: hold the lock across the action so a

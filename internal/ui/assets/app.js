@@ -198,8 +198,43 @@ function renderComponents(v) {
         im.updateReason ? el('div', { class: 'muted' }, 'update: ' + im.updateReason) : null)),
       cs.release ? el('div', null, 'release ' + cs.release.name + ' revision ' + cs.release.revision + ' ' + (cs.release.status || '')) : null,
       cs.inventory && cs.inventory.length ? el('details', null, el('summary', null, cs.inventory.length + ' applied objects'), el('ul', null, cs.inventory.map(i => el('li', { class: 'mono' }, i.kind + ' ' + (i.namespace ? i.namespace + '/' : '') + i.name)))) : null,
-      (c.ports || []).length ? el('div', { class: 'muted' }, 'ports: ' + c.ports.map(p => p.name + ' → localhost:' + p.local).join(', ') + ' (kubectl devloop port-forward ' + v.name + ')') : null);
+      (c.ports || []).length ? el('div', { class: 'muted' }, 'ports: ' + c.ports.map(p => p.name + ' → localhost:' + p.local).join(', ') + ' (kubectl devloop port-forward ' + v.name + ')') : null,
+      componentButtons(v, c));
   }));
+}
+
+// componentButtons: up/down for an on-demand component, debug on/off for
+// each image with a run step, as kubectl devloop up|down|debug do.
+function componentButtons(v, c) {
+  const ann = (v.object.metadata && v.object.metadata.annotations) || {};
+  const buttons = [];
+  if (c.onDemand) {
+    const isUp = (ann['devloop.dev/up'] || '').split(',').map(x => x.trim()).includes(c.name);
+    buttons.push(el('button', { type: 'button', 'data-action': isUp ? 'down' : 'up', onclick: () => componentAct(v, c.name, isUp ? 'down' : 'up', c.name) }, isUp ? 'Down' : 'Up'));
+  }
+  for (const im of c.images || []) {
+    if (!im.run) continue;
+    const target = c.name + '/' + im.name;
+    const on = (ann['devloop.dev/debug'] || '').split(',').map(x => x.trim()).includes(target);
+    buttons.push(el('button', { type: 'button', 'data-action': on ? 'debug-off' : 'debug-on', onclick: () => componentAct(v, target, on ? 'debug-off' : 'debug-on', c.name) }, (on ? 'Debug off ' : 'Debug on ') + im.name));
+  }
+  if (!buttons.length) return null;
+  return el('div', { class: 'filters' }, buttons, el('span', { class: 'msg', 'data-result': c.name }, actionResults.get(v.key + '#' + c.name) || ''));
+}
+
+async function componentAct(v, target, action, comp) {
+  const key = v.key + '#' + comp;
+  if (inFlight.has(key)) return;
+  inFlight.add(key);
+  const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-result="${CSS.escape(comp)}"]`); if (out) out.textContent = text; };
+  show(action + '…');
+  try {
+    const r = await fetch('/api/component', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
+    const j = await r.json();
+    show(j.error ? 'refused: ' + j.error : j.value);
+  } catch (e) { show('failed: ' + e); }
+  inFlight.delete(key);
+  queueRender();
 }
 
 // ---- tests ----
