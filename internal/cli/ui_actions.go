@@ -146,6 +146,13 @@ func (l *lineEmitter) Write(p []byte) (int, error) {
 	text := l.rest + string(p)
 	lines := strings.Split(text, "\n")
 	l.rest = lines[len(lines)-1]
+	// A line without end (a binary log) is passed on in pieces rather
+	// than held without bound; the ring cuts each piece further.
+	if len(l.rest) > 64<<10 {
+		lines[len(lines)-1] = l.rest
+		lines = append(lines, "")
+		l.rest = ""
+	}
 	for _, line := range lines[:len(lines)-1] {
 		ll := ui.LogLine{Stream: l.stream, Text: line, Time: time.Now()}
 		if strings.HasPrefix(line, "[") {

@@ -305,6 +305,7 @@ function renderLogs(v) {
   const level = el('select', { 'aria-label': 'level', id: 'loglevel' }, ['all', 'error', 'warn', 'info', 'debug'].map(l => el('option', { value: l }, l)));
   const text = el('input', { 'aria-label': 'text or /regex/', placeholder: 'text or /regex/', id: 'logtext' });
   const follow = el('input', { type: 'checkbox', checked: true, id: 'logfollow' });
+  const container = el('input', { 'aria-label': 'container (pods only)', placeholder: 'container', id: 'logcontainer', size: 12 });
   const view = el('div', { class: 'log', id: 'logview', 'data-env': v.key, tabindex: 0, 'aria-label': 'log lines' });
   const status = el('span', { class: 'muted', id: 'logstatus' });
   const refilter = () => { for (const line of view.children) line.hidden = !lineMatches(line); };
@@ -315,6 +316,7 @@ function renderLogs(v) {
     const t = opts[sel.value]; if (!t) return;
     const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: follow.checked ? '1' : '0' });
     if (t.kind === 'test' && run) q.set('run', run);
+    if (t.kind === 'component' && container.value) q.set('container', container.value);
     status.textContent = 'streaming ' + t.label;
     logSource = new EventSource('/api/logs?' + q);
     logSource.addEventListener('lines', m => appendLines(view, t.kind, JSON.parse(m.data)));
@@ -325,8 +327,9 @@ function renderLogs(v) {
   if (pendingLog) { const i = opts.findIndex(x => x.kind === pendingLog.kind && x.name === pendingLog.name); if (i >= 0) sel.value = i; run = pendingLog.run || 0; pendingLog = null; }
   sel.addEventListener('change', () => { run = 0; open(); });
   follow.addEventListener('change', open);
+  container.addEventListener('change', open);
   setTimeout(open, 0);
-  return el('section', null, el('div', { class: 'filters' }, sel, level, text, el('label', null, follow, ' follow'), status), view);
+  return el('section', null, el('div', { class: 'filters' }, sel, container, level, text, el('label', null, follow, ' follow'), status), view);
 }
 
 function levelOf(text, obj) {
