@@ -152,13 +152,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // actionRequest is the body of a trigger or cancel.
 type actionRequest struct {
-	Namespace string            `json:"namespace"`
-	Env       string            `json:"env"`
-	Suite     string            `json:"suite,omitempty"`
+	Namespace string `json:"namespace"`
+	Env       string `json:"env"`
+	Suite     string `json:"suite,omitempty"`
 	// Component and Action are a component action's: up, down, debug-on,
 	// debug-off.
-	Component string `json:"component,omitempty"`
-	Action    string `json:"action,omitempty"`
+	Component string            `json:"component,omitempty"`
+	Action    string            `json:"action,omitempty"`
 	Params    map[string]string `json:"params,omitempty"`
 	// RequestID is made by the page per click: a retried request (a
 	// double submit, a network retry) gets the first answer and does not
