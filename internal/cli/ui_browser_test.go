@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,7 @@ func TestUIInABrowser(t *testing.T) {
 	var changed time.Time
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		env.Status.Component("web").Phase = v1alpha1.PhaseReady
+		env.Status.ComponentsReady = "2/2"
 		env.Status.Conditions = []metav1.Condition{
 			operatorCondition(env, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "2/2 components ready"),
 			operatorCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionFalse, "Ready", ""),
@@ -264,7 +266,7 @@ func TestUIInABrowser(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/timeline")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the timeline", `document.querySelectorAll('[data-change]').length === 2`)
+	waitJS(t, bctx, "the timeline", `document.querySelectorAll('[data-change]').length === 3`)
 	screenshot(t, bctx, "timeline")
 	_ = team
 }
@@ -308,8 +310,9 @@ func triggerWrites(t *testing.T, w watch.Interface, value string) int {
 func writeTimeline(t *testing.T, ns, env string) {
 	t.Helper()
 	base := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
-	step := func(name timeline.StepName, comp string, at, dur float64) timeline.Step {
-		return timeline.Step{Name: name, Component: comp, Start: base.Add(time.Duration(at * float64(time.Second))), Duration: time.Duration(dur * float64(time.Second))}
+	at := base
+	step := func(name timeline.StepName, comp string, offset, dur float64) timeline.Step {
+		return timeline.Step{Name: name, Component: comp, Start: at.Add(time.Duration(offset * float64(time.Second))), Duration: time.Duration(dur * float64(time.Second))}
 	}
 	serving := base.Add(9 * time.Second)
 	changes := []timeline.Change{
@@ -317,9 +320,20 @@ func writeTimeline(t *testing.T, ns, env string) {
 			step(timeline.Pack, "", 0, 0.4), step(timeline.Upload, "", 0.4, 0.6), step(timeline.Fetch, "", 1.0, 0.3),
 			step(timeline.Compile, "web/web", 1.3, 4.2), step(timeline.Assemble, "web/web", 5.5, 0.5), step(timeline.Push, "web/web", 6.0, 0.7),
 			step(timeline.Rollout, "web", 6.7, 1.8), step(timeline.Ready, "web", 8.5, 0.5)}},
-		{Source: "app", Revision: "dev@sha256:1a2b3c4d5e6f", Started: base.Add(-time.Hour), Result: timeline.Failed, Steps: []timeline.Step{
-			step(timeline.Pack, "", 0, 0.5), step(timeline.Upload, "", 0.5, 0.8), step(timeline.Compile, "web/web", 1.3, 3.1)}},
 	}
+	at = base.Add(-time.Hour)
+	changes = append(changes,
+		timeline.Change{Source: "app", Revision: "dev@sha256:1a2b3c4d5e6f", Started: base.Add(-time.Hour), Result: timeline.Failed, Steps: []timeline.Step{
+			step(timeline.Pack, "", 0, 0.5), step(timeline.Upload, "", 0.5, 0.8), step(timeline.Compile, "web/web", 1.3, 3.1)}})
+	at = base.Add(-30 * time.Minute)
+	earlier := at.Add(12500 * time.Millisecond)
+	changes = append(changes,
+		timeline.Change{Source: "app", Revision: "dev@sha256:77aa0c1d2e3f", Started: at, Serving: &earlier, Result: timeline.Serving, Steps: []timeline.Step{
+			step(timeline.Pack, "", 0, 0.5), step(timeline.Upload, "", 0.5, 0.9), step(timeline.Fetch, "", 1.4, 0.4),
+			step(timeline.Compile, "web/web", 1.8, 7.1), step(timeline.Assemble, "web/web", 8.9, 0.6), step(timeline.Push, "web/web", 9.5, 0.8),
+			step(timeline.Rollout, "web", 10.3, 1.7), step(timeline.Ready, "web", 12.0, 0.5)}})
+	// Newest first, as the timeline keeps them.
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Started.After(changes[j].Started) })
 	data, err := json.Marshal(changes)
 	if err != nil {
 		t.Fatal(err)
