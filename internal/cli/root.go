@@ -133,6 +133,7 @@ command could not run.`,
 		newDownCommand(a),
 		newPortForwardCommand(a),
 		newDebugCommand(a),
+		newUICommand(a),
 	)
 	return root
 }
