@@ -338,6 +338,13 @@ func writeTimeline(t *testing.T, ns, env string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: timeline.NamePrefix + env, Labels: map[string]string{v1alpha1.LabelRole: timeline.Role}},
+	// Controlled by the environment, as the operator writes it: the page
+	// shows no timeline a ConfigMap merely claims by its label.
+	owner := &v1alpha1.DevEnvironment{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: env}, owner); err != nil {
+		t.Fatal(err)
+	}
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: timeline.ConfigMapName(env), Labels: timeline.Labels(owner),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, v1alpha1.GroupVersion.WithKind("DevEnvironment"))}},
 		Data: map[string]string{timeline.DataKey: string(data)}})
 }

@@ -257,24 +257,18 @@ func (s *Store) publishEvents(key string) {
 
 func (s *Store) onTimeline(obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || len(cm.Name) <= len(timeline.NamePrefix) {
+	if !ok {
+		return
+	}
+	key, ok := timelineKey(cm)
+	if !ok {
 		return
 	}
 	s.clearProblem("configmaps")
-	key := cm.Namespace + "/" + cm.Name[len(timeline.NamePrefix):]
-	var changes []timeline.Change
-	if raw := cm.Data[timeline.DataKey]; raw != "" && len(raw) <= maxTimelineBytes {
-		if err := json.Unmarshal([]byte(raw), &changes); err != nil {
-			changes = nil
-		}
-	}
-	if len(changes) > timeline.MaxChanges {
-		changes = changes[:timeline.MaxChanges]
-	}
-	for i := range changes {
-		if len(changes[i].Steps) > timeline.MaxSteps {
-			changes[i].Steps = changes[i].Steps[:timeline.MaxSteps]
-		}
+	// Decode bounds what is read: a tenant may edit the ConfigMap.
+	changes, err := timeline.Decode(cm)
+	if err != nil {
+		changes = nil
 	}
 	data, _ := json.Marshal(changes)
 	s.mu.Lock()
@@ -283,19 +277,34 @@ func (s *Store) onTimeline(obj any) {
 	s.publish(Update{Kind: "timeline", Key: key, Data: data})
 }
 
-// maxTimelineBytes bounds what is parsed of a timeline ConfigMap: a
-// tenant writes it (through the operator, or by hand in their namespace).
-const maxTimelineBytes = 256 << 10
+// timelineKey is the namespace/name of the environment whose timeline cm
+// is: its controller, which must be a DevEnvironment under the name the
+// operator gives that environment's timeline (timeline.ConfigMapName). A
+// ConfigMap labelled like a timeline that no environment controls is not
+// shown as one.
+func timelineKey(cm *corev1.ConfigMap) (string, bool) {
+	owner := metav1.GetControllerOf(cm)
+	if owner == nil || owner.Kind != "DevEnvironment" || owner.APIVersion != v1alpha1.GroupVersion.String() {
+		return "", false
+	}
+	if cm.Name != timeline.ConfigMapName(owner.Name) {
+		return "", false
+	}
+	return cm.Namespace + "/" + owner.Name, true
+}
 
 func (s *Store) onTimelineDelete(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || len(cm.Name) <= len(timeline.NamePrefix) {
+	if !ok {
 		return
 	}
-	key := cm.Namespace + "/" + cm.Name[len(timeline.NamePrefix):]
+	key, ok := timelineKey(cm)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.timelines, key)
