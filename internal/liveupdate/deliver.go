@@ -145,8 +145,14 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 // mustRollOut says why an image is rolled out whatever its files: in
 // debug mode (a different build), built for several platforms (an index:
 // a live update would have to pick each pod's platform's files), or
-// written into chart values by imageValues (the values change with the
-// digest and tag, and with them the release).
+// written into chart values as a tag by imageValues (from: Tag or
+// Revision: the tag names one build, so the values, and with them the
+// release, change with every build). An image a chart receives by
+// reference, digest, repository, registry or name is live updated like
+// any other: the deploy engine keeps writing the digest the templates
+// run (DeployDigest), so the release's values and render are unchanged
+// and Helm is not called; a release upgraded for another reason brings
+// its live images to their newest build (deploy's liveChartImages).
 func (e *Engine) mustRollOut(req engine.Request, img *v1alpha1.ImageSpec) string {
 	if img.Run != nil && req.Env.DebugsImage(img.Name) {
 		return "in debug mode (" + v1alpha1.DebugAnnotation + ")"
@@ -159,8 +165,8 @@ func (e *Engine) mustRollOut(req engine.Request, img *v1alpha1.ImageSpec) string
 			continue
 		}
 		for _, v := range c.Helm.ImageValues {
-			if v.Image == img.Name {
-				return fmt.Sprintf("component %s's helm.imageValues writes it into the chart's values (%s)", c.Name, v.Path)
+			if v.Image == img.Name && (v.From == "Tag" || v.From == "Revision") {
+				return fmt.Sprintf("component %s's helm.imageValues writes its tag into the chart's values (%s, from: %s): a tag names one build; from: Reference, Digest, Registry or Repository is live updated", c.Name, v.Path, v.From)
 			}
 		}
 	}

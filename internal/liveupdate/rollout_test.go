@@ -30,12 +30,13 @@ func TestImagesThatAlwaysRollOut(t *testing.T) {
 				e.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
 			},
 			"in debug mode (" + v1alpha1.DebugAnnotation + ")"},
-		{"written into chart values", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live},
+		{"written into chart values as a tag", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live},
 			func(e *v1alpha1.DevEnvironment) {
 				e.Spec.Components = append(e.Spec.Components, v1alpha1.Component{Name: "chart",
-					Helm: &v1alpha1.HelmSpec{ImageValues: []v1alpha1.ImageValue{{Image: "api", Path: "server.image"}}}})
+					Helm: &v1alpha1.HelmSpec{ImageValues: []v1alpha1.ImageValue{
+						{Image: "api", Path: "server.image", From: "Repository"}, {Image: "api", Path: "server.tag", From: "Tag"}}}})
 			},
-			"component chart's helm.imageValues writes it into the chart's values (server.image)"},
+			"component chart's helm.imageValues writes its tag into the chart's values (server.tag, from: Tag)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
