@@ -15,7 +15,7 @@ import (
 // webChart is a chart of one Deployment receiving the web image through
 // values (image: repository@digest) and a greeting as an env var.
 var webChart = map[string]string{
-	"chart/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+	"chart/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 	"chart/values.yaml": "image: web:latest\ngreeting: hello\n",
 	"chart/templates/web.yaml": `apiVersion: apps/v1
 kind: Deployment
