@@ -51,12 +51,13 @@ func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 }
 
 // PushedImage reads an image req.Env pushed, by digest, with this
-// reconcile's registry client (see Builder.PushedImage): the live update
-// engine compares two builds' files with it.
-func (e *Engine) PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error) {
+// reconcile's registry client (see Builder.PushedImage; platform picks
+// one of an index's images): the live update engine compares two builds'
+// files with it.
+func (e *Engine) PushedImage(ctx context.Context, req engine.Request, image, digest, platform string) (v1.Image, error) {
 	b, err := e.sessionFor(req).registry(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return b.PushedImage(ctx, image, digest)
+	return b.PushedImage(ctx, image, digest, platform)
 }

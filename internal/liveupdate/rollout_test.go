@@ -23,8 +23,6 @@ func TestImagesThatAlwaysRollOut(t *testing.T) {
 		env    func(*v1alpha1.DevEnvironment)
 		reason string
 	}{
-		{"several platforms", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live, Platforms: []string{"linux/amd64", "linux/arm64"}}, nil,
-			"built for 2 platforms (images[].platforms): a live update carries one platform's files"},
 		{"in debug mode", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live, Run: &v1alpha1.BuildRun{Command: []string{"make"}}},
 			func(e *v1alpha1.DevEnvironment) {
 				e.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
