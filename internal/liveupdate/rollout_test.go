@@ -59,3 +59,18 @@ func TestImagesThatAlwaysRollOut(t *testing.T) {
 		})
 	}
 }
+
+// An image whose liveUpdate is taken off loses its live update fields
+// once deployed: they described builds it no longer has.
+func TestLiveFieldsClearedWithoutLiveUpdate(t *testing.T) {
+	c := &v1alpha1.Component{Name: "api", Images: []v1alpha1.ImageSpec{{Name: "api"}}}
+	st := &v1alpha1.ComponentStatus{Name: "api", Images: []v1alpha1.ImageStatus{{Name: "api", Digest: "sha256:b",
+		TemplateDigest: "sha256:a", LiveDigest: "sha256:b", LastUpdate: v1alpha1.UpdateLive, UpdateReason: "synced in place: /server"}}}
+	if st.Images[0].DeployDigest() != "sha256:a" {
+		t.Fatalf("before: deploys %s, want the template's", st.Images[0].DeployDigest())
+	}
+	Deployed(c, st)
+	if got := st.Images[0]; got.TemplateDigest != "" || got.LiveDigest != "" || got.LastUpdate != "" || got.UpdateReason != "" || got.DeployDigest() != "sha256:b" {
+		t.Fatalf("live fields kept without liveUpdate: %+v", got)
+	}
+}
