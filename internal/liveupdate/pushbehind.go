@@ -31,11 +31,14 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 	}
 	pending := *ist // what status will say once the push is done
 	pending.Digest = digest
-	if pending.TemplateDigest != "" && pending.TemplateDigest != digest && pending.LiveDigest != digest && e.mustRollOut(req, img) == "" {
+	// An image of several platforms is synced once pushed (its pods take
+	// each its node's platform's files, read from the registry).
+	early := assembled != nil && len(platformsOf(img)) == 1
+	if early && pending.TemplateDigest != "" && pending.TemplateDigest != digest && pending.LiveDigest != digest && e.mustRollOut(req, img) == "" {
 		started := time.Now()
-		d, tarball, err := e.planFrom(ctx, req, img, &pending, assembled)
+		d, tarball, err := e.planFrom(ctx, req, img, &pending, "", assembled)
 		if err == nil && d.Live {
-			e.remember(img.Name, pending.TemplateDigest, digest, tarball)
+			e.remember(img.Name, pending.TemplateDigest, digest, map[string][]byte{"": tarball})
 			pending.LiveDigest = digest
 			synced, err := e.converge(ctx, req, img, &pending)
 			out.Synced = append(out.Synced, synced...)
