@@ -110,7 +110,7 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	g.Expect(assemble.Image).To(Equal(operatortest.HelperImage))
 	g.Expect(assemble.Args).To(ContainElements("assemble", "--platform", "linux/arm64"))
 	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName("api", "api")}, pvc)).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env, "api")}, pvc)).To(Succeed())
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 
 	// Each Job's assemble container pushed its platform image by digest.
