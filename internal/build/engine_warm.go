@@ -97,7 +97,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 				claim:   WarmClaimStep(claimKey(key), newBuildToken()),
 				steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
 				timeout: s.e.buildTimeout(img.Run), attempt: attempt,
-				lane: laneOf(req.CacheClaim, p), holder: "image " + img.Name,
+				lane: laneOf(req.Namespace, req.CacheClaim, p), holder: "image " + img.Name,
 			}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
 				if exec != nil {
 					return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)

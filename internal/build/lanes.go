@@ -27,13 +27,14 @@ import (
 // cache claim it mounts: the lane's other Jobs are found by it.
 const LabelBuildCache = "devloop.dev/build-cache"
 
-// laneOf is the lane of a build on claim for platform ("" without a claim:
-// no lane, no waiting).
-func laneOf(claim, platform string) string {
+// laneOf is the lane of a build on claim in namespace for platform (""
+// without a claim: no lane, no waiting). Claim names repeat across
+// namespaces; lanes do not.
+func laneOf(namespace, claim, platform string) string {
 	if claim == "" {
 		return ""
 	}
-	return claim + "/" + platform
+	return namespace + "/" + claim + "/" + platform
 }
 
 // busyLaneJob names the unfinished builder Job of another image in the
