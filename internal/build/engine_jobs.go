@@ -338,7 +338,7 @@ func (s *imageBuilds) logTail(ctx context.Context, pod, container string) string
 // environment. A claim of that name this environment did not create is
 // never used.
 func (s *imageBuilds) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
-	share, _ := pods.ImageCacheShare(s.env, img)
+	share := s.cacheShare(img)
 	ok, err := pods.EnsureCacheClaim(ctx, tenant, s.env, pods.CacheClaim{Name: share.Claim, What: "build cache claim", Size: share.Size,
 		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
 	switch {
@@ -353,8 +353,22 @@ func (s *imageBuilds) ensureCacheClaim(ctx context.Context, tenant client.Client
 // cacheClaimOf is the build cache claim img's builders mount, "" for
 // none.
 func (s *imageBuilds) cacheClaimOf(img *v1alpha1.ImageSpec) string {
-	share, _ := pods.ImageCacheShare(s.env, img)
-	return share.Claim
+	return s.cacheShare(img).Claim
+}
+
+// cacheShare is the cache share of img, looked up as the spec writes it:
+// the image a build is given is rendered, its run.image pinned to a
+// digest, and the share is keyed by the spec's run.image.
+func (s *imageBuilds) cacheShare(img *v1alpha1.ImageSpec) pods.CacheShare {
+	for _, c := range s.env.Spec.Components {
+		for i := range c.Images {
+			if c.Images[i].Name == img.Name {
+				share, _ := pods.ImageCacheShare(s.env, &c.Images[i])
+				return share
+			}
+		}
+	}
+	return pods.CacheShare{}
 }
 
 // notOurs is the Stalled error of a builder this environment would use

@@ -101,7 +101,9 @@ func TestBuilderJobsBuildEveryPlatformThenTagTheIndex(t *testing.T) {
 	}
 	g.Expect(fetch.Image).To(Equal(operatortest.HelperImage))
 	g.Expect(strings.Join(fetch.Args, " ")).To(ContainSubstring(srcDigest.String()), "the fetch container gets the resolved digest")
-	g.Expect(builder.Image).To(Equal("golang:1.25"))
+	// Pinned to the tag's digest where the registry answers (not here:
+	// no route to Docker Hub), else the tag as written.
+	g.Expect(builder.Image).To(HavePrefix("golang:1.25"))
 	g.Expect(builder.Command).To(Equal([]string{"go", "build", "-o", "out/api", "./cmd/api"}))
 	g.Expect(builder.Env).To(ContainElements(
 		corev1.EnvVar{Name: "GOOS", Value: "linux"}, corev1.EnvVar{Name: "GOARCH", Value: "arm64"},
