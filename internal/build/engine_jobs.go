@@ -347,6 +347,7 @@ func (s *imageBuilds) ensureCacheClaim(ctx context.Context, tenant client.Client
 	case !ok:
 		return "", notOurs("build cache claim", share.Claim)
 	}
+	s.removeUnusedCacheClaims(ctx, tenant, share.Claim)
 	return share.Claim, nil
 }
 

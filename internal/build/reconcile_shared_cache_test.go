@@ -236,3 +236,36 @@ func TestWarmBuildersOfOneTreeTakeTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestUnusedCacheClaimIsRemoved: a new run.image keys a new shared claim;
+// the claim the old one keyed, which nothing mounts any more, is deleted
+// rather than left holding its storage until the environment goes.
+func TestUnusedCacheClaimIsRemoved(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	env := amd64APIEnv(ns)
+	old := build.CacheClaimName(env, "api")
+	key := operatortest.CreateEnv(t, env)
+	g.Eventually(func() error {
+		return operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: old}, &corev1.PersistentVolumeClaim{})
+	}, operatortest.Timeout).Should(Succeed())
+
+	operatortest.EditSpec(t, key, func(cur *v1alpha1.DevEnvironment) {
+		cur.Spec.Components[0].Images[0].Run.Image = "golang:1.26"
+		env = cur
+	})
+	renewed := build.CacheClaimName(env, "api")
+	g.Expect(renewed).NotTo(Equal(old))
+	g.Eventually(func(g Gomega) {
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		g.Expect(operatortest.Admin.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
+		var names []string
+		for _, p := range pvcs.Items {
+			if p.DeletionTimestamp == nil {
+				names = append(names, p.Name)
+			}
+		}
+		g.Expect(names).To(ConsistOf(renewed))
+	}, operatortest.Timeout).Should(Succeed())
+}
