@@ -204,6 +204,11 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 	if err != nil {
 		return false, "", err
 	}
+	if img.Run != nil {
+		// A rendered copy: the builder's digest is an input like the
+		// base's (builder_image.go).
+		img.Run.Image = s.pinBuilder(ctx, img.Name, img.Run.Image)
+	}
 	inputs := digest.JSON(struct {
 		Component, Source, Base string
 		Image                   *v1alpha1.ImageSpec
