@@ -51,7 +51,7 @@ func vcsimFiles(t *testing.T) (string, Files) {
 	return dir, files
 }
 
-// vcsimEnv is Go's environment for the fixture's builds and tests: the
+// vcsimBuildEnv is Go's environment for the fixture's builds and tests: the
 // module cache where a build cache claim's default paths mount it
 // (/go/pkg/mod; GOCACHE is $HOME/.cache/go-build), modules from the host.
 func vcsimBuildEnv(goproxy string) []v1alpha1.EnvVar {
