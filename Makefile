@@ -115,6 +115,7 @@ test-binaries: ## Build etcd, kube-apiserver and kubectl from Go modules (cached
 # are linked without symbol tables and DWARF: less link time, and stack
 # traces keep their file:line.
 test: test-binaries opm ## Run all tests against a real kube-apiserver and etcd, and go vet.
+	hack/chromium.sh # the dashboard's browser test drives Debian's chromium
 	KUBEBUILDER_ASSETS=$(ASSETS) hack/go-test.sh -count=1 -vet=all -ldflags='-s -w'
 	go vet $$(go list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' ./...)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // reconcileComponents walks the components in DAG order. Every component
@@ -78,6 +79,7 @@ type componentsWalk struct {
 // that reports a phase (a build running) ends the component's turn.
 func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *scope, name string, st *v1alpha1.ComponentStatus, w *componentsWalk) error {
 	c := s.plan.Components[name]
+	ctx = timeline.InComponent(ctx, name)
 	say := func(msg string) { r.progress(ctx, s, "component "+name+": "+msg) }
 	for _, e := range []engine.Engine{r.Engines.Builds, r.Engines.LiveUpdate} {
 		if e == nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // DevEnvironmentReconciler reconciles DevEnvironment objects.
@@ -76,6 +77,10 @@ type DevEnvironmentReconciler struct {
 	// namespace may hold at once, so one tenant's slow reconciles never
 	// hold them all (internal/fairqueue); fairqueue.DefaultShare when zero.
 	NamespaceShare int
+
+	// Timeline records each change's step times (internal/timeline);
+	// SetupWithManager makes one when nil.
+	Timeline *timeline.Recorder
 }
 
 // +kubebuilder:rbac:groups=devloop.dev,resources=devenvironments,verbs=get;list;watch;update;patch
@@ -115,6 +120,9 @@ func (r *DevEnvironmentReconciler) SetupWithManager(mgr ctrl.Manager, concurrent
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Timeline == nil {
+		r.Timeline = timeline.NewRecorder()
 	}
 	// Builder Jobs are owned by their environment, so a finished build
 	// reconciles it at once instead of at the next poll; a build in a warm
@@ -168,6 +176,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	before, read := env.DeepCopy(), env.DeepCopy()
 	tenant := r.Identity.For(env)
 	s := &scope{env: env, before: before, read: read, tenant: tenant, pass: &engine.Pass{}, sources: r.beginSources(env, tenant)}
+	stepsCtx = r.loadTimeline(stepsCtx, s)
 
 	var outcome error
 	defer func() {
@@ -176,6 +185,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		summarize(env, outcome)
 		r.recordTransition(read, env, outcome)
+		r.flushTimeline(ctx, s)
 		if err := r.writeStatus(ctx, env, before); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("patching status: %w", err))
 			return

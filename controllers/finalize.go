@@ -77,6 +77,7 @@ func (r *DevEnvironmentReconciler) finalize(ctx, removeCtx context.Context, env 
 	if r.Sources != nil {
 		r.Sources.Forget(env.UID)
 	}
+	r.Timeline.Forget(env.UID)
 	patch := client.MergeFrom(env.DeepCopy())
 	controllerutil.RemoveFinalizer(env, v1alpha1.Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, env, patch))

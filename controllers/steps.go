@@ -174,7 +174,9 @@ func (r *DevEnvironmentReconciler) driftInterval() time.Duration {
 // immutable reference (internal/source.Resolver), due again when a moving
 // one is.
 func (r *DevEnvironmentReconciler) resolveSources(ctx context.Context, s *scope) error {
+	start := time.Now()
 	due, err := s.sources.Resolve(ctx)
+	r.Timeline.Sources(s.read, s.env, start, time.Now())
 	if due > 0 {
 		s.next.RequeueWithin(due)
 	}

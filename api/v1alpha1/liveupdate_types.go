@@ -9,8 +9,9 @@ package v1alpha1
 // supervisor does what After says. Anything else — a file outside the
 // paths, the image config (env, entrypoint, user), the chart or manifests
 // — is rolled out as without liveUpdate. The image pushed under its tags
-// stays the truth: a rollout at any time runs the same files. At most 2
-// images of an environment have it (the CRD's size budget).
+// stays the truth: a rollout at any time runs the same files. Every image
+// of an environment may have it; their paths and command arguments
+// together are at most 48 (the CRD's size budget).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.command) || (has(self.after) && self.after == 'Command')",message="liveUpdate.command is only run with liveUpdate.after: Command",fieldPath=".command"
 // +kubebuilder:validation:XValidation:rule="!has(self.after) || self.after != 'Command' || has(self.command)",message="liveUpdate.after: Command needs liveUpdate.command",fieldPath=".command"

@@ -44,7 +44,10 @@ image() { # NAME: a warm Go build of the sample's web binary, all packages rebui
         env:
         - {name: CGO_ENABLED, value: "0"}
         - {name: GOFLAGS, value: -buildvcs=false}
-        cache: {size: 2Gi}
+        # A path of its own per image: images of one source and builder
+        # image with the same cache paths share one claim and take turns
+        # (issue 34), and this soak wants three builds at once.
+        cache: {size: 2Gi, paths: [/home/devloop/.cache, /go/pkg/mod, /tmp/soak-$1]}
         keepWarm: true
         timeout: 2h
       layers:

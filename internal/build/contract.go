@@ -51,12 +51,22 @@ func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 }
 
 // PushedImage reads an image req.Env pushed, by digest, with this
-// reconcile's registry client (see Builder.PushedImage): the live update
-// engine compares two builds' files with it.
-func (e *Engine) PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error) {
-	b, err := e.sessionFor(req).registry(ctx)
+// reconcile's registry client (see Builder.PushedImage; platform picks
+// one of an index's images): the live update engine compares two builds'
+// files with it. An image of one platform this reconcile built
+// in-process (and pushed) is the one it assembled: its changed layer is
+// listed and copied from the source on disk, not downloaded twice from
+// the registry.
+func (e *Engine) PushedImage(ctx context.Context, req engine.Request, image, digest, platform string) (v1.Image, error) {
+	s := e.sessionFor(req)
+	if platform == "" {
+		if img := s.assembled.get(image, digest); img != nil {
+			return img, nil
+		}
+	}
+	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return b.PushedImage(ctx, image, digest)
+	return b.PushedImage(ctx, image, digest, platform)
 }

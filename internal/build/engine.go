@@ -44,6 +44,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Options configures how the engine builds images.
@@ -103,6 +104,11 @@ type Engine struct {
 	Exec PodExecutor
 	// Events records ImagePushed; nil records nothing.
 	Events events.EventRecorder
+	// PushBehind lets a live-updatable build be pushed while the live
+	// update engine, which runs next and joins the push (Publishing),
+	// syncs it into the pods (pushbehind.go). Without it every build is
+	// pushed before the build step returns.
+	PushBehind bool
 
 	recent   memo.Map[memoEntry]
 	warmOnce sync.Once
@@ -141,6 +147,14 @@ type imageBuilds struct {
 	// progress, when set, is told before an image is built, so status
 	// can say so while the build runs.
 	progress func(message string)
+	// assembled are the images this reconcile built in-process, by name
+	// and digest, as assembled here: the live update that follows reads
+	// their layers from the source content instead of from the registry
+	// (assembled.go).
+	assembled assembledImages
+	// pushing are the in-process builds being pushed while the live
+	// update syncs them (pushbehind.go).
+	pushing pushesBehind
 }
 
 // buildImages brings every image of a component to its inputs. It
@@ -153,7 +167,7 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 	for i := range c.Images {
 		img := &c.Images[i]
 		ist := imageStatus(st, img.Name)
-		ok, msg, err := s.buildImage(ctx, c, img, ist)
+		ok, msg, err := s.buildImage(ctx, c, img, ist, st)
 		if err != nil {
 			return false, "", err
 		}
@@ -167,7 +181,8 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 
 // buildImage builds one image if its inputs changed since its digest was
 // pushed.
-func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, string, error) {
+func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, st *v1alpha1.ComponentStatus) (bool, string, error) {
+	ctx = timeline.InComponent(ctx, img.Name)
 	var ref source.Ref
 	if img.Source != "" {
 		var ok bool
@@ -190,6 +205,11 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 	img, reads, err := s.renderRun(img, tags)
 	if err != nil {
 		return false, "", err
+	}
+	if img.Run != nil {
+		// A rendered copy: the builder's digest is an input like the
+		// base's (builder_image.go).
+		img.Run.Image = s.pinBuilder(ctx, img.Name, img.Run.Image)
 	}
 	inputs := digest.JSON(struct {
 		Component, Source, Base string
@@ -243,9 +263,25 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 			return false, "", err
 		}
 		log.FromContext(ctx).Info("building image in-process", "image", img.Name, "revision", ref.Revision)
-		if res, err = b.Build(ctx, spec, dir, tags.Render); err != nil {
+		p, err := b.Prepare(ctx, spec, dir, tags.Render)
+		if err != nil {
 			return false, "", buildError(img.Name, err)
 		}
+		if s.e.PushBehind && mayPushBehind(img, ist, p) {
+			// The live update syncs it from p.Image while it is pushed;
+			// its status is written once the push is done (pushbehind.go).
+			s.pushBehind(ctx, img.Name, p, func(res *image.Result) {
+				if ist := st.Image(img.Name); ist != nil {
+					ist.Outputs = nil
+					s.recordBuilt(img, ist, res, inputs, ref, tags)
+				}
+			})
+			return true, "", nil
+		}
+		if res, err = p.Push(ctx); err != nil {
+			return false, "", buildError(img.Name, err)
+		}
+		s.assembled.keep(img.Name, res)
 		ist.Outputs = nil // only a run step has outputs
 	} else {
 		var msg string
@@ -258,6 +294,12 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 			return false, msg, err
 		}
 	}
+	s.recordBuilt(img, ist, res, inputs, ref, tags)
+	return true, "", nil
+}
+
+// recordBuilt writes a pushed build into the image's status.
+func (s *imageBuilds) recordBuilt(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, res *image.Result, inputs string, ref source.Ref, tags *plan.TagTemplates) {
 	s.reportMovedTags(img.Name, ist.Digest, res)
 	ist.Repository, ist.Digest, ist.ContentHash, ist.Tags = res.Repository, res.Digest, res.ContentHash, res.Tags
 	ist.Inputs, ist.Revision = inputs, ref.Revision
@@ -267,7 +309,6 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		s.e.Events.Eventf(s.env, nil, corev1.EventTypeNormal, "ImagePushed", "Build",
 			"pushed %s@%s (%d blobs uploaded) tagged %v", res.Repository, res.Digest, res.Uploaded, res.Tags)
 	}
-	return true, "", nil
 }
 
 // stillPushed checks, at most once per verify interval, that the registry

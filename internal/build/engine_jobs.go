@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // logTailBytes bounds the log tail a failed build leaves in status: the
@@ -49,6 +51,14 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		job := &batchv1.Job{}
 		err := s.e.Cache.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: jobName}, job)
 		if apierrors.IsNotFound(err) {
+			busy, err := s.busyLaneJob(ctx, img, p, s.cacheClaimOf(img))
+			if err != nil {
+				return nil, "", err
+			}
+			if busy != "" {
+				waiting = append(waiting, busy)
+				continue
+			}
 			if err := s.startBuilderJob(ctx, img, spec, ref, p, jobName); err != nil {
 				return nil, "", err
 			}
@@ -158,6 +168,9 @@ func (e *Engine) needHelperImage(img *v1alpha1.ImageSpec) error {
 // succeeded.
 func (s *imageBuilds) publishBuilt(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
 	digests map[string]v1.Hash, outputs []image.OutputReport, tags *plan.TagTemplates) (*image.Result, error) {
+	// The builder pods pushed the images (their Compile step); this is
+	// the index and the tags.
+	defer timeline.Mark(ctx, timeline.Push, time.Now())
 	b, err := s.registry(ctx)
 	if err != nil {
 		return nil, err
@@ -195,7 +208,13 @@ func (s *imageBuilds) startBuilderJob(ctx context.Context, img *v1alpha1.ImageSp
 	if err != nil {
 		return err
 	}
-	if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace), client.MatchingLabels(req.Labels),
+	previous := client.MatchingLabels{}
+	for k, v := range req.Labels {
+		if k != LabelBuildCache { // a Job of before the claim was shared has none
+			previous[k] = v
+		}
+	}
+	if err := tenant.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(s.env.Namespace), previous,
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return identity.Refused(err, "remove previous builder jobs of image "+img.Name)
 	}
@@ -274,6 +293,9 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 			return req, err
 		}
 		req.CacheClaim = claim
+		// Builders of one claim take turns (lanes.go): the label finds
+		// the other images' builder Jobs of the claim.
+		req.Labels[LabelBuildCache] = claim
 	}
 	return req, nil
 }
@@ -320,21 +342,44 @@ func (s *imageBuilds) logTail(ctx context.Context, pod, container string) string
 	return out
 }
 
-// ensureCacheClaim creates the image's build cache claim once; it outlives
-// builds so the next build starts warm, and goes with the environment. A
-// claim of that name this environment did not create is never used.
+// ensureCacheClaim creates the build cache claim img shares with the
+// images of its source and builder image (pods.ImageCacheShare) once; it
+// outlives builds so the next build starts warm, and goes with the
+// environment. A claim of that name this environment did not create is
+// never used.
 func (s *imageBuilds) ensureCacheClaim(ctx context.Context, tenant client.Client, img *v1alpha1.ImageSpec) (string, error) {
-	name := CacheClaimName(s.env.Name, img.Name)
-	ok, err := pods.EnsureCacheClaim(ctx, tenant, s.env, pods.CacheClaim{Name: name, What: "build cache claim", Size: img.Run.Cache.Size,
-		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelImage: v1alpha1.LabelValue(img.Name),
-			v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
+	share := s.cacheShare(img)
+	ok, err := pods.EnsureCacheClaim(ctx, tenant, s.env, pods.CacheClaim{Name: share.Claim, What: "build cache claim", Size: share.Size,
+		Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
 	switch {
 	case err != nil:
 		return "", err
 	case !ok:
-		return "", notOurs("build cache claim", name)
+		return "", notOurs("build cache claim", share.Claim)
 	}
-	return name, nil
+	s.removeUnusedCacheClaims(ctx, tenant, share.Claim)
+	return share.Claim, nil
+}
+
+// cacheClaimOf is the build cache claim img's builders mount, "" for
+// none.
+func (s *imageBuilds) cacheClaimOf(img *v1alpha1.ImageSpec) string {
+	return s.cacheShare(img).Claim
+}
+
+// cacheShare is the cache share of img, looked up as the spec writes it:
+// the image a build is given is rendered, its run.image pinned to a
+// digest, and the share is keyed by the spec's run.image.
+func (s *imageBuilds) cacheShare(img *v1alpha1.ImageSpec) pods.CacheShare {
+	for _, c := range s.env.Spec.Components {
+		for i := range c.Images {
+			if c.Images[i].Name == img.Name {
+				share, _ := pods.ImageCacheShare(s.env, &c.Images[i])
+				return share
+			}
+		}
+	}
+	return pods.CacheShare{}
 }
 
 // notOurs is the Stalled error of a builder this environment would use

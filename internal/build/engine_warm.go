@@ -97,6 +97,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 				claim:   WarmClaimStep(claimKey(key), newBuildToken()),
 				steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
 				timeout: s.e.buildTimeout(img.Run), attempt: attempt,
+				lane: laneOf(req.Namespace, req.CacheClaim, p), holder: "image " + img.Name,
 			}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
 				if exec != nil {
 					return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)
@@ -119,6 +120,12 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 		out, done := run.outcome()
 		switch {
 		case !done:
+			if behind, queued := run.waitingForLane(); queued {
+				waiting = append(waiting, fmt.Sprintf("image %s waits for the build of %s, which shares build cache claim %s: one compile at a time",
+					img.Name, orSomeone(behind), req.CacheClaim))
+				s.next.RequeueWithin(runningTailInterval) // its turn comes without an event
+				break
+			}
 			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
 			// Status shows how the build goes, looked at again while it
 			// runs (its end wakes the environment at once anyway).
@@ -306,4 +313,12 @@ func ranFor(run *warmRun, out warmOutcome) time.Duration {
 func claimKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:16])
+}
+
+// orSomeone names a lane's holder, or says it is being handed over.
+func orSomeone(holder string) string {
+	if holder == "" {
+		return "another image"
+	}
+	return holder
 }

@@ -82,7 +82,10 @@ type warmBuilds struct {
 	// pods serializes the builds in one pod: the steps of two builds
 	// never interleave (the helper's lock and token cover a restart).
 	pods map[string]*podTurn
-	wake chan event.GenericEvent
+	// lanes serialize the builds of images sharing a build cache claim
+	// (lanes.go).
+	lanes *lanes
+	wake  chan event.GenericEvent
 }
 
 // podTurn is a pod's build lock and how many runs hold or wait for it.
@@ -92,7 +95,7 @@ type podTurn struct {
 }
 
 func newWarmBuilds() *warmBuilds {
-	return &warmBuilds{runs: map[string]*warmRun{}, pods: map[string]*podTurn{}, wake: make(chan event.GenericEvent, 64)}
+	return &warmBuilds{runs: map[string]*warmRun{}, pods: map[string]*podTurn{}, lanes: newLanes(), wake: make(chan event.GenericEvent, 64)}
 }
 
 // turn waits for pod's builds before this one and returns its release.
@@ -134,6 +137,18 @@ type warmRun struct {
 	mu   sync.Mutex
 	done bool
 	out  warmOutcome
+	// queuedBehind is who holds the build's lane while it waits for it
+	// ("" once it has it, or never waited).
+	queuedBehind string
+	queued       bool
+}
+
+// waitingForLane says whether the build waits for its lane, and behind
+// whom.
+func (r *warmRun) waitingForLane() (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.queuedBehind, r.queued
 }
 
 // liveTail is the end of the build's output so far.
@@ -192,6 +207,9 @@ type warmPlan struct {
 	steps   func(token string) ([]WarmStep, error)
 	timeout time.Duration
 	attempt int
+	// lane is the build's lane (laneOf; "" for none), held from the
+	// claim to the end by holder ("image X").
+	lane, holder string
 }
 
 // claimTimeout bounds the claim step, which may wait for an earlier
@@ -238,7 +256,7 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan w
 	go func() {
 		defer cancel()
 		release := w.turn(pod)
-		out := w.runPlan(ctx, run, plan, exec)
+		out := w.runInLane(ctx, run, plan, exec)
 		release()
 		out.ended = time.Now()
 		run.mu.Lock()
@@ -247,6 +265,24 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan w
 		w.wake <- event.GenericEvent{Object: client.Object(wake)}
 	}()
 	return run
+}
+
+// runInLane runs plan once it holds its lane.
+func (w *warmBuilds) runInLane(ctx context.Context, run *warmRun, plan warmPlan,
+	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) warmOutcome {
+	leave, err := w.lanes.acquire(ctx, plan.lane, plan.holder, func(holder string) {
+		run.mu.Lock()
+		run.queued, run.queuedBehind = true, holder
+		run.mu.Unlock()
+	})
+	if err != nil {
+		return warmOutcome{err: fmt.Errorf("waiting for the shared build cache: %w", err), timeout: plan.timeout}
+	}
+	defer leave()
+	run.mu.Lock()
+	run.queued, run.queuedBehind = false, ""
+	run.mu.Unlock()
+	return w.runPlan(ctx, run, plan, exec)
 }
 
 // runPlan runs plan's claim and steps and says how the build ended.

@@ -3,6 +3,7 @@ package build
 import (
 	"strings"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
 
@@ -25,16 +26,27 @@ import (
 //
 // A namespace admin can thus grant the environment's ServiceAccount
 // pods/exec on exactly its warm builders (resourceNames). The build cache
-// claim is "<env>-<image>-<hash>-cache", hashing "<env>\n<image>".
+// claim, shared by the images of one source and builder image, is
+// "<env>-<source>-<hash>-gocache" (pods.ImageCacheShare).
 
 // WarmPodName is the name of the warm builder of env's image for platform.
 func WarmPodName(env, image, platform string) string {
 	return pods.HashedName(env+"-"+sanitize(image)+"-"+archOf(platform), "-warm", env, image, platform)
 }
 
-// CacheClaimName is the name of the build cache claim of env's image.
-func CacheClaimName(env, image string) string {
-	return pods.HashedName(env+"-"+sanitize(image), "-cache", env, image)
+// CacheClaimName is the name of the build cache claim env's image mounts
+// (shared with the images of the same source and builder image,
+// pods.ImageCacheShare), "" for an image without a run step cache.
+func CacheClaimName(env *v1alpha1.DevEnvironment, image string) string {
+	for _, c := range env.Spec.Components {
+		for i := range c.Images {
+			if c.Images[i].Name == image {
+				share, _ := pods.ImageCacheShare(env, &c.Images[i])
+				return share.Claim
+			}
+		}
+	}
+	return ""
 }
 
 // builderJobName is "<env>-<image>-<arch>-<hash>", at most 63 characters

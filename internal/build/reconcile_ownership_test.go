@@ -28,14 +28,15 @@ func TestBuildersOfAnotherOwnerAreLeftAlone(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
 		ns, _ := apiNamespace(t)
+		env := operatortest.APIEnv(ns)
 		squatter := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.CacheClaimName("api", "api")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.CacheClaimName(env, "api")},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		}
 		g.Expect(operatortest.Admin.Create(ctx, squatter)).To(Succeed())
-		key := operatortest.CreateEnv(t, operatortest.AsDeployer(operatortest.APIEnv(ns)))
-		env := operatortest.WaitForStalled(t, key, "", "build cache claim "+squatter.Name+" exists and belongs to another owner")
+		key := operatortest.CreateEnv(t, operatortest.AsDeployer(env))
+		env = operatortest.WaitForStalled(t, key, "", "build cache claim "+squatter.Name+" exists and belongs to another owner")
 		g.Expect(operatortest.BuilderJobs(g, ns)).To(BeEmpty(), "no build mounts another owner's claim")
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(squatter), pvc)).To(Succeed())
@@ -86,7 +87,7 @@ func TestBuilderNamesDoNotCollide(t *testing.T) {
 			g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.WarmPodName(env.Name, image, "linux/amd64")}, pod)).To(Succeed())
 			g.Expect(metav1.GetControllerOf(pod).Name).To(Equal(env.Name))
 			pvc := &corev1.PersistentVolumeClaim{}
-			g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
+			g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env, image)}, pvc)).To(Succeed())
 			g.Expect(metav1.GetControllerOf(pvc).Name).To(Equal(env.Name))
 			g.Expect(pod.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, env.Name))
 		}, operatortest.Timeout).Should(Succeed())
@@ -115,11 +116,11 @@ func TestImageNamedLikeAChartsImageBuilds(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		pvc := &corev1.PersistentVolumeClaim{}
-		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env.Name, image)}, pvc)).To(Succeed())
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: build.CacheClaimName(env, image)}, pvc)).To(Succeed())
 		for k, v := range pvc.Labels {
 			g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s", k)
 		}
-		g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelImage, v1alpha1.LabelValue(image)))
+		g.Expect(pvc.Labels).To(HaveKeyWithValue(v1alpha1.LabelRole, v1alpha1.RoleBuildCache))
 		jobs := operatortest.BuilderJobs(g, ns)
 		g.Expect(jobs).To(HaveKey("linux-amd64"))
 		job := jobs["linux-amd64"]

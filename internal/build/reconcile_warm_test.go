@@ -66,7 +66,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(pod.Spec.InitContainers[0].Args).To(ContainElements("install", build.WarmHelper))
 	warm := pod.Spec.Containers[0]
 	g.Expect(warm.Name).To(Equal(build.ContainerWarm))
-	g.Expect(warm.Image).To(Equal("golang:1.25"))
+	g.Expect(warm.Image).To(HavePrefix("golang:1.25"), "pinned where the registry answers")
 	g.Expect(warm.Command).To(Equal([]string{build.WarmHelper, "helper", "idle", "--build-log", build.WarmBuildLog}), "the build command's output goes to its log")
 	g.Expect(warm.Env).To(ContainElement(corev1.EnvVar{Name: "GOARCH", Value: "amd64"}))
 	g.Expect(warm.Env).NotTo(ContainElement(HaveField("Name", "CGO_ENABLED")), "the build's env goes with each build, so a new revision keeps the pod")
@@ -111,7 +111,7 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 		replaced := &corev1.Pod{}
 		g.Expect(operatortest.Admin.Get(ctx, podKey, replaced)).To(Succeed())
 		g.Expect(replaced.UID).NotTo(Equal(pod.UID))
-		g.Expect(replaced.Spec.Containers[0].Image).To(Equal("golang:1.26"))
+		g.Expect(replaced.Spec.Containers[0].Image).To(HavePrefix("golang:1.26"))
 	}, operatortest.Timeout).Should(Succeed())
 }
 

@@ -132,7 +132,6 @@ func TestWarmBuildStepsCarryTheBuild(t *testing.T) {
 func TestNamesDoNotCollide(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(WarmPodName("a", "b-c", "linux/amd64")).NotTo(Equal(WarmPodName("a-b", "c", "linux/amd64")))
-	g.Expect(CacheClaimName("a", "b-c")).NotTo(Equal(CacheClaimName("a-b", "c")))
 	g.Expect(builderJobName("a", "b-c", "linux/amd64", "sha256:1")).NotTo(Equal(builderJobName("a-b", "c", "linux/amd64", "sha256:1")))
 	g.Expect(WarmPodName("a", "b-c", "linux/amd64")).To(HavePrefix("a-b-c-amd64-"))
 	g.Expect(WarmPodName("a", "b-c", "linux/amd64")).To(HaveSuffix("-warm"))
@@ -140,14 +139,12 @@ func TestNamesDoNotCollide(t *testing.T) {
 	long := strings.Repeat("x", 60)
 	for _, n := range []string{
 		WarmPodName(long, long, "linux/arm/v7"), WarmPodName(long, long+"y", "linux/arm/v7"),
-		CacheClaimName(long, long), CacheClaimName(long+"y", long),
 		builderJobName(long, long, "linux/amd64", "sha256:1"),
 	} {
 		g.Expect(len(n)).To(BeNumerically("<=", 63), n)
 		g.Expect(validation.IsDNS1123Label(n)).To(BeEmpty(), n)
 	}
 	g.Expect(WarmPodName(long, long, "linux/arm/v7")).NotTo(Equal(WarmPodName(long, long+"y", "linux/arm/v7")))
-	g.Expect(CacheClaimName(long, long)).NotTo(Equal(CacheClaimName(long+"y", long)))
 	// The documented hash: printf '%s\n%s\n%s' a b-c linux/amd64 | sha256sum | cut -c1-8
 	sum := sha256.Sum256([]byte("a\nb-c\nlinux/amd64"))
 	g.Expect(WarmPodName("a", "b-c", "linux/amd64")).To(Equal("a-b-c-amd64-" + hex.EncodeToString(sum[:])[:8] + "-warm"))

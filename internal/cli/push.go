@@ -16,6 +16,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // pushFlags are the options of `push`.
@@ -188,9 +189,15 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	packed := time.Since(start)
 
 	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName, insecure: t.insecure}}
-	remote, err := source.RemoteDigest(ctx, t.ref, opts)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", t.ref, err)
+	// Only content the environment already has may be a no-op: then the
+	// registry is asked whether it holds it too. New content is pushed
+	// at once (the upload skips the blobs the registry has), one round
+	// trip fewer before the operator can start.
+	remote := ""
+	if sourceDigest(env, t.source) == digest.String() {
+		if remote, err = source.RemoteDigest(ctx, t.ref, opts); err != nil {
+			return fmt.Errorf("reading %s: %w", t.ref, err)
+		}
 	}
 	pushStart := time.Now()
 	if remote != digest.String() {
@@ -211,7 +218,10 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	}
 	fmt.Fprintf(a.out(), "%s %s@%s (%s; pack %s, push %s)\n", verb, t.ref, shortDigest(digest.String()), humanBytes(size), seconds(packed), seconds(pushed))
 
-	token, err := requestReconcile(ctx, s, env)
+	// What this push measured rides with the reconcile request, for the
+	// operator's change timeline (internal/timeline).
+	measured := timeline.Pushed{Source: t.source, Digest: digest.String(), At: start, Pack: packed, Upload: pushed}
+	token, err := requestReconcile(ctx, s, env, map[string]string{timeline.PushedAnnotation: measured.String()})
 	if err != nil {
 		return err
 	}
@@ -271,15 +281,19 @@ func copyingImages(env *v1alpha1.DevEnvironment, srcName string) []v1alpha1.Imag
 }
 
 // requestReconcile sets the reconcile-request annotation to a fresh value
-// and returns it: the operator echoes it in status.lastHandledReconcileAt
-// once a reconcile has acted on it.
-func requestReconcile(ctx context.Context, s *session, env *v1alpha1.DevEnvironment) (string, error) {
+// (and the annotations in also, in the same write) and returns it: the
+// operator echoes it in status.lastHandledReconcileAt once a reconcile has
+// acted on it.
+func requestReconcile(ctx context.Context, s *session, env *v1alpha1.DevEnvironment, also map[string]string) (string, error) {
 	token := time.Now().UTC().Format(time.RFC3339Nano)
 	patched := env.DeepCopy()
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
 	patched.Annotations[v1alpha1.ReconcileRequestAnnotation] = token
+	for k, v := range also {
+		patched.Annotations[k] = v
+	}
 	if err := s.client.Patch(ctx, patched, client.MergeFrom(env)); err != nil {
 		return "", fmt.Errorf("requesting a reconcile of devenvironment/%s (annotation %s): %w", env.Name, v1alpha1.ReconcileRequestAnnotation, err)
 	}

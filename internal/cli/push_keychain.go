@@ -43,6 +43,11 @@ type pushKeychain struct {
 	once          sync.Once
 	token         string
 	err           error
+	// challenges remembers, per registry host, what asksForDevloopTokens
+	// found: one push resolves the keychain for each registry request it
+	// makes, and the registry's answer does not change within it.
+	mu         sync.Mutex
+	challenges map[string]bool
 }
 
 // Resolve answers the docker config's credentials, or the lazy token.
@@ -62,6 +67,21 @@ func (k *pushKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) 
 // is a token requested, not for a registry that wants none or another
 // kind.
 func (k *pushKeychain) asksForDevloopTokens(host string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if asks, ok := k.challenges[host]; ok {
+		return asks
+	}
+	if k.challenges == nil {
+		k.challenges = map[string]bool{}
+	}
+	asks := k.challenged(host)
+	k.challenges[host] = asks
+	return asks
+}
+
+// challenged asks the registry at host.
+func (k *pushKeychain) challenged(host string) bool {
 	scheme := "https"
 	if k.insecure {
 		scheme = "http"

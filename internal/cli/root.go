@@ -122,6 +122,7 @@ command could not run.`,
 	root.AddCommand(
 		newPushCommand(a),
 		newStatusCommand(a),
+		newChangesCommand(a),
 		newLogsCommand(a),
 		newTriggerCommand(a),
 		newCancelCommand(a),
@@ -132,6 +133,7 @@ command could not run.`,
 		newDownCommand(a),
 		newPortForwardCommand(a),
 		newDebugCommand(a),
+		newUICommand(a),
 	)
 	return root
 }

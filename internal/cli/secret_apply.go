@@ -135,7 +135,7 @@ func (a *app) writeObject(ctx context.Context, envName string, o *localObject, d
 	if !changed || dryRun {
 		return nil
 	}
-	if _, err := requestReconcile(ctx, s, env); err != nil {
+	if _, err := requestReconcile(ctx, s, env, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.out(), "asked devenvironment/%s to reconcile\n", envName)

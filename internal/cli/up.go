@@ -60,53 +60,9 @@ components with a label.`
 		}
 		ctx := cmd.Context()
 		name := args[0]
-		var value string
-		var changed []string
-		for {
-			env, err := s.getEnv(ctx, name)
-			if err != nil {
-				return err
-			}
-			selected, err := selectOnDemand(env, args[1:], label)
-			if err != nil {
-				return err
-			}
-			current := env.UpComponents()
-			var next []string
-			if up {
-				if selected, err = withOnDemandDependencies(env, selected); err != nil {
-					return err
-				}
-				next = append(slices.Clone(current), selected...)
-			} else {
-				if selected, err = withUpDependents(env, selected, current); err != nil {
-					return err
-				}
-				next = slices.DeleteFunc(slices.Clone(current), func(n string) bool { return slices.Contains(selected, n) })
-			}
-			value = v1alpha1.FormatUpList(next)
-			changed = selected
-			if value == v1alpha1.FormatUpList(current) {
-				break // nothing to write: up (or down) already
-			}
-			patched := env.DeepCopy()
-			if patched.Annotations == nil {
-				patched.Annotations = map[string]string{}
-			}
-			if value == "" {
-				delete(patched.Annotations, v1alpha1.UpAnnotation)
-			} else {
-				patched.Annotations[v1alpha1.UpAnnotation] = value
-			}
-			// With the resourceVersion read: a change in between (the
-			// operator bringing components up for a test) is not lost.
-			err = s.client.Patch(ctx, patched, client.MergeFromWithOptions(env, client.MergeFromWithOptimisticLock{}))
-			if err == nil {
-				break
-			}
-			if !apierrors.IsConflict(err) {
-				return fmt.Errorf("setting %s on devenvironment/%s: %w", v1alpha1.UpAnnotation, name, err)
-			}
+		value, changed, err := setUpList(ctx, s, name, args[1:], label, up)
+		if err != nil {
+			return err
 		}
 		verb := "up"
 		if !up {
@@ -124,6 +80,63 @@ components with a label.`
 		cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait, how long to wait")
 	}
 	return cmd
+}
+
+// setUpList brings the named (or labelled) on-demand components up, with
+// the on-demand ones they depend on, or down, with the ones up that
+// depend on them, in the devloop.dev/up annotation; it returns the
+// annotation's value and the components changed. Shared by up, down and
+// the dashboard.
+func setUpList(ctx context.Context, s *session, name string, names []string, label string, up bool) (string, []string, error) {
+	var value string
+	var changed []string
+	for {
+		env, err := s.getEnv(ctx, name)
+		if err != nil {
+			return "", nil, err
+		}
+		selected, err := selectOnDemand(env, names, label)
+		if err != nil {
+			return "", nil, err
+		}
+		current := env.UpComponents()
+		var next []string
+		if up {
+			if selected, err = withOnDemandDependencies(env, selected); err != nil {
+				return "", nil, err
+			}
+			next = append(slices.Clone(current), selected...)
+		} else {
+			if selected, err = withUpDependents(env, selected, current); err != nil {
+				return "", nil, err
+			}
+			next = slices.DeleteFunc(slices.Clone(current), func(n string) bool { return slices.Contains(selected, n) })
+		}
+		value = v1alpha1.FormatUpList(next)
+		changed = selected
+		if value == v1alpha1.FormatUpList(current) {
+			break // nothing to write: up (or down) already
+		}
+		patched := env.DeepCopy()
+		if patched.Annotations == nil {
+			patched.Annotations = map[string]string{}
+		}
+		if value == "" {
+			delete(patched.Annotations, v1alpha1.UpAnnotation)
+		} else {
+			patched.Annotations[v1alpha1.UpAnnotation] = value
+		}
+		// With the resourceVersion read: a change in between (the
+		// operator bringing components up for a test) is not lost.
+		err = s.client.Patch(ctx, patched, client.MergeFromWithOptions(env, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			return "", nil, fmt.Errorf("setting %s on devenvironment/%s: %w", v1alpha1.UpAnnotation, name, err)
+		}
+	}
+	return value, changed, nil
 }
 
 // selectOnDemand resolves names and a label to on-demand components of

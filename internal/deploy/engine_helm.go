@@ -17,6 +17,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // defaultHelmTimeout bounds each Helm action when the spec says nothing
@@ -42,36 +43,11 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err != nil {
 		return Result{}, err
 	}
-	// valuesFrom is read as the environment's ServiceAccount: the
-	// operator's own right to read Secrets is not lent to the tenant.
-	vals, err := ComposeValues(ctx, cl, env.Namespace, h, refs, valuesFilesOf(env, c, art, chrt))
-	if err != nil {
-		return Result{}, err
-	}
-	req, err := e.releaseRequest(env, c, t)
-	if err != nil {
-		return Result{}, err
-	}
-	req.Chart, req.Values = chrt, vals
-	req.Owner = string(env.UID)
 	opts := ownerOptions(env, c)
-	if err := helmRendering(&req, env, c, images, opts); err != nil {
+	req, err := e.helmRequest(ctx, env, c, st, t, cl, art, chrt, images, refs, opts, progress)
+	if err != nil {
 		return Result{}, err
 	}
-	req.CheckHooks = hookOwnerCheck(cl, e.Mapper, req.Namespace, opts)
-	if progress != nil {
-		req.BeforeAction = func(act helm.Action) {
-			if st.Release == nil {
-				// Recorded (by the progress write) before anything is
-				// installed, so a deletion finds it whatever happens next.
-				st.Release = &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
-			}
-			st.Phase = v1alpha1.PhaseDeploying
-			st.Message = fmt.Sprintf("helm %s of release %s/%s in progress", act, req.Namespace, req.ReleaseName) + e.timeoutNote(c, req)
-			progress("component " + c.Name + ": " + st.Message)
-		}
-	}
-
 	if err := e.stalledRelease(env, st, req); err != nil {
 		return Result{}, err
 	}
@@ -84,8 +60,21 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		}
 	}
 	applied.forget(key)
+	if upgrade, err := e.upgradeWithNewestBuilds(env, c, req, inFlight); err != nil {
+		return Result{}, err
+	} else if upgrade {
+		images, refs = builtImages(env)
+		if req, err = e.helmRequest(ctx, env, c, st, t, cl, art, chrt, images, refs, opts, progress); err != nil {
+			return Result{}, err
+		}
+		digest = req.Digest()
+	}
 	started := time.Now()
 	run, done := helm.ReconcileInFlight(ctx, inFlight, client.ObjectKeyFromObject(env), req)
+	// The change timeline's Deploy step (internal/timeline): an action
+	// that goes on outside this reconcile is widened when a later one
+	// sees it done.
+	timeline.Mark(ctx, timeline.Deploy, started)
 	if !done {
 		// The action goes on outside this reconcile (helm/inflight.go).
 		if st.Release == nil {
@@ -152,6 +141,43 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		deployed = append(deployed, RefOf(o))
 	}
 	return readiness(ctx, env, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+}
+
+// helmRequest is the release request of c's chart with images pinned as
+// images and refs say: values composed, rendering (post-renderer,
+// patches, render key), hook checks and progress.
+func (e *Engine) helmRequest(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant,
+	cl client.Client, art *source.Artifact, chrt *helm.Chart, images []BuiltImage, refs map[string]ImageRef, opts ApplyOptions, progress Progress) (helm.ReleaseRequest, error) {
+	h := c.Helm
+	// valuesFrom is read as the environment's ServiceAccount: the
+	// operator's own right to read Secrets is not lent to the tenant.
+	vals, err := ComposeValues(ctx, cl, env.Namespace, h, refs, valuesFilesOf(env, c, art, chrt))
+	if err != nil {
+		return helm.ReleaseRequest{}, err
+	}
+	req, err := e.releaseRequest(env, c, t)
+	if err != nil {
+		return helm.ReleaseRequest{}, err
+	}
+	req.Chart, req.Values = chrt, vals
+	req.Owner = string(env.UID)
+	if err := helmRendering(&req, env, c, images, opts); err != nil {
+		return helm.ReleaseRequest{}, err
+	}
+	req.CheckHooks = hookOwnerCheck(cl, e.Mapper, req.Namespace, opts)
+	if progress != nil {
+		req.BeforeAction = func(act helm.Action) {
+			if st.Release == nil {
+				// Recorded (by the progress write) before anything is
+				// installed, so a deletion finds it whatever happens next.
+				st.Release = &v1alpha1.ReleaseStatus{Name: req.ReleaseName, Namespace: req.Namespace}
+			}
+			st.Phase = v1alpha1.PhaseDeploying
+			st.Message = fmt.Sprintf("helm %s of release %s/%s in progress", act, req.Namespace, req.ReleaseName) + e.timeoutNote(c, req)
+			progress("component " + c.Name + ": " + st.Message)
+		}
+	}
+	return req, nil
 }
 
 // recentlyDeployed says the release's last action was less than quiet ago.

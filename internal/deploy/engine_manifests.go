@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // reconcileManifests renders the component's manifests, pins the built
@@ -95,6 +97,8 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		}
 	}
 	st.Drift = nil
+	// Applying is the change timeline's Deploy step (internal/timeline).
+	defer timeline.Mark(ctx, timeline.Deploy, time.Now())
 	var replaced []string
 	opts.Replaced = func(ref ObjRef) {
 		replaced = append(replaced, ref.String())

@@ -110,6 +110,11 @@ type Result struct {
 	// MovedFrom names, for each rendered tag that named another digest
 	// before this push moved it, that digest.
 	MovedFrom map[string]string
+	// Image is the image pushed as Digest, as assembled here (nil for an
+	// index of several platforms): its layers are read from the source
+	// content it was made of, not from the registry, for as long as that
+	// content stays on disk (the reconcile that built it).
+	Image v1.Image
 }
 
 // Builder builds and pushes images to one registry. Its remote options are
@@ -271,46 +276,20 @@ func (b *Builder) ResolveBase(ctx context.Context, base string, insecure bool) (
 // manifest(s), the index, then the tags. dir may be empty when img has no
 // layers.
 func (b *Builder) Build(ctx context.Context, img Spec, dir string, render func(contentHash string) ([]string, error)) (*Result, error) {
-	repo, err := b.repository(img.Name)
+	p, err := b.Prepare(ctx, img, dir, render)
 	if err != nil {
 		return nil, err
 	}
-	images, err := b.assemblePlatforms(ctx, img, img.Platforms, dir)
-	if err != nil {
-		return nil, err
-	}
-	var top pushable = images[0].image
-	if len(images) > 1 {
-		if top, err = newIndex(images); err != nil {
-			return nil, err
-		}
-	}
-	return b.finish(ctx, img.Name, repo, top, render)
+	return p.Push(ctx)
 }
 
 // finish computes the content hash of top, renders the tags and publishes.
 func (b *Builder) finish(ctx context.Context, image string, repo name.Repository, top pushable, render func(string) ([]string, error)) (*Result, error) {
-	digest, err := top.Digest()
+	p, err := b.prepared(image, repo, top, render)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := b.tagsFor(image, repo, digest.Hex, render)
-	if err != nil {
-		return nil, err
-	}
-	uploaded, pushed, moved, err := b.publish(ctx, repo, top, tags)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{
-		Repository:  b.Repository(image),
-		Digest:      digest.String(),
-		ContentHash: digest.Hex,
-		Tags:        tags,
-		Uploaded:    uploaded,
-		Pushed:      pushed,
-		MovedFrom:   moved,
-	}, nil
+	return p.Push(ctx)
 }
 
 // Assemble builds img for one platform from dir, without pushing: the base

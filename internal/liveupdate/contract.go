@@ -35,9 +35,17 @@ func (e *Engine) Finalize(context.Context, engine.Request) error { return nil }
 // Deployed notes, once the deploy step applied the component, the digest
 // its pod templates now run: a live update compares new builds with it.
 // It and update are the only writers of TemplateDigest and LiveDigest.
+// An image whose liveUpdate was taken off keeps no live update fields:
+// its templates run Digest, and a reason left from its live days would
+// describe a build it no longer has.
 func Deployed(c *v1alpha1.Component, st *v1alpha1.ComponentStatus) {
 	for i := range c.Images {
-		if ist := st.Image(c.Images[i].Name); ist != nil && c.Images[i].LiveUpdate != nil {
+		ist := st.Image(c.Images[i].Name)
+		switch {
+		case ist == nil:
+		case c.Images[i].LiveUpdate == nil:
+			ist.TemplateDigest, ist.LiveDigest, ist.LastUpdate, ist.UpdateReason = "", "", "", ""
+		default:
 			ist.TemplateDigest = ist.DeployDigest()
 			if ist.TemplateDigest == ist.Digest {
 				ist.LiveDigest = ""

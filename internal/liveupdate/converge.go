@@ -35,6 +35,9 @@ type Target struct {
 	Down string
 	// LiveDigest is the pod's devloop.dev/live-digest annotation.
 	LiveDigest string
+	// Node the pod runs on: its platform picks the tar of an image of
+	// several platforms.
+	Node string
 }
 
 // maxPodsListed bounds the pods read per namespace.
@@ -60,9 +63,9 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // watches such pods and reconciles as one starts to run). It returns the
 // pods synced and a *SyncError when a sync failed.
 func (e *Engine) converge(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
-	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, func() ([]byte, error) {
-		if tarball, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
-			return tarball, nil
+	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, func() (map[string][]byte, error) {
+		if tars, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
+			return tars, nil
 		}
 		// The operator restarted since the live update: plan it again.
 		d, data, err := e.plan(ctx, req, img, ist)
@@ -84,22 +87,22 @@ func (e *Engine) openGates(ctx context.Context, req engine.Request, img *v1alpha
 	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, false, emptyTar)
 }
 
-// emptyTar is a tar of no files: "you are current".
-func emptyTar() ([]byte, error) {
+// emptyTar is a tar of no files, for every platform: "you are current".
+func emptyTar() (map[string][]byte, error) {
 	var buf bytes.Buffer
 	err := tar.NewWriter(&buf).Close()
-	return buf.Bytes(), err
+	return map[string][]byte{"": buf.Bytes()}, err
 }
 
-// syncTemplatePods syncs digest, with the tar tarball makes (only when a
-// pod needs it), into the running containers of the template's digest
+// syncTemplatePods syncs digest, with the tars tarball makes (only when a
+// pod needs them; by platform, "" for every one), into the running containers of the template's digest
 // whose pods lack digest in their annotation. Containers not running yet
 // are left for the reconcile their start brings. With reachAll, a
 // container that lacks digest and is down (a crash loop: it runs for
 // moments, never long enough to be synced, and restarts on the files it
 // has) fails the sync, so the component is rolled out instead.
 func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digest string, reachAll bool, tarball func() ([]byte, error)) ([]string, error) {
+	digest string, reachAll bool, tarball func() (map[string][]byte, error)) ([]string, error) {
 	cl, err := req.Tenant.Client()
 	if err != nil {
 		return nil, err
@@ -120,11 +123,14 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	data, err := tarball()
+	tars, err := tarball()
 	if err != nil {
 		return nil, &SyncError{Pod: todo[0].Namespace + "/" + todo[0].Pod, Err: err}
 	}
-	return e.syncAll(ctx, req.Tenant, req.Env.UID, cl, todo, digest, data)
+	if data, ok := tars[""]; ok {
+		return e.syncAll(ctx, req.Tenant, req.Env.UID, cl, todo, digest, data)
+	}
+	return e.syncPerPlatform(ctx, req, cl, todo, digest, tars)
 }
 
 // TemplateRef is the reference the pod templates of a live-updatable
@@ -197,7 +203,8 @@ func PodTargets(pod *corev1.Pod, ref string) []Target {
 		if c.Image != ref {
 			continue
 		}
-		t := Target{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name, LiveDigest: pod.Annotations[v1alpha1.LiveDigestAnnotation]}
+		t := Target{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name, Node: pod.Spec.NodeName,
+			LiveDigest: pod.Annotations[v1alpha1.LiveDigestAnnotation]}
 		for _, cs := range pod.Status.ContainerStatuses {
 			if cs.Name == c.Name {
 				t.Running = cs.State.Running != nil

@@ -12,12 +12,14 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Executor runs a command in a container of a pod as the tenant, with
@@ -27,9 +29,16 @@ type Executor interface {
 }
 
 // Registry reads images the environment pushed (build.Engine does, with
-// the reconcile's registry client).
+// the reconcile's registry client); platform picks one image of an index
+// ("" for an image of one platform).
 type Registry interface {
-	PushedImage(ctx context.Context, req engine.Request, image, digest string) (v1.Image, error)
+	PushedImage(ctx context.Context, req engine.Request, image, digest, platform string) (v1.Image, error)
+	// Publishing is this reconcile's build of image while it is pushed:
+	// its digest, the image as assembled (of one platform), and wait,
+	// which joins the push and only then records the digest in the
+	// image's status. wait is nil when no build of image is being pushed
+	// (see syncWhilePushed).
+	Publishing(req engine.Request, image string) (digest string, assembled v1.Image, wait func(context.Context) error)
 }
 
 // Engine live updates components (see the package doc).
@@ -40,6 +49,11 @@ type Engine struct {
 	Events events.EventRecorder
 	// Exec syncs pods; nil execs as the tenant.
 	Exec Executor
+	// Nodes lists the nodes, for the platform of the node a pod of a
+	// multi-platform image runs on (its kubernetes.io/os and /arch
+	// labels): the operator's own reader, since a tenant may not read
+	// nodes, and only their labels are used.
+	Nodes client.Reader
 	// MaxBytes bounds the files one live update carries;
 	// DefaultMaxBytes when zero.
 	MaxBytes int64
@@ -93,6 +107,9 @@ func (e *Engine) update(ctx context.Context, req engine.Request) (Outcome, error
 
 // updateImage is Update for one image.
 func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
+	if err := e.syncWhilePushed(ctx, req, img, ist, out); err != nil {
+		return err
+	}
 	switch {
 	case ist.TemplateDigest == ist.Digest:
 		// The templates run it: nothing in place; pods started since
@@ -117,21 +134,26 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 			return nil
 		}
 		planned := time.Now()
-		d, tarball, err := e.plan(ctx, req, img, ist)
+		d, tars, err := e.plan(ctx, req, img, ist)
 		if err != nil {
 			return err
 		}
 		log.FromContext(ctx).V(1).Info("live update planned", "image", img.Name, "live", d.Live, "files", len(d.Files),
-			"bytes", len(tarball), "took", time.Since(planned).String())
+			"platforms", len(tars), "took", time.Since(planned).String())
 		if !d.Live {
 			rollout(ist, d.Reason)
 			return nil
 		}
-		e.remember(img.Name, ist.TemplateDigest, ist.Digest, tarball)
+		e.remember(img.Name, ist.TemplateDigest, ist.Digest, tars)
 		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
 		ist.UpdateReason = message.Truncate(describeFiles(d.Files), v1alpha1.MaxUpdateReason)
 	}
+	syncing := time.Now()
 	synced, err := e.converge(ctx, req, img, ist)
+	if len(synced) > 0 {
+		// The change timeline's LiveUpdate step (internal/timeline).
+		timeline.Mark(timeline.InComponent(ctx, img.Name), timeline.LiveUpdate, syncing)
+	}
 	out.Synced = append(out.Synced, synced...)
 	var failed *SyncError
 	if errors.As(err, &failed) {
@@ -143,38 +165,83 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 }
 
 // mustRollOut says why an image is rolled out whatever its files: in
-// debug mode (a different build), built for several platforms (an index:
-// a live update would have to pick each pod's platform's files), or
-// written into chart values by imageValues (the values change with the
-// digest and tag, and with them the release).
+// debug mode (a different build), or written into chart values as a tag
+// by imageValues (from: Tag or Revision: the tag names one build, so the
+// values, and with them the release, change with every build). An image
+// a chart receives by reference, digest, repository, registry or name is
+// live updated like any other: the deploy engine keeps writing the digest
+// the templates run (DeployDigest), so the release's values and render
+// are unchanged and Helm is not called; a release upgraded for another
+// reason brings its live images to their newest build (deploy's
+// liveChartImages). An image of several platforms is planned per
+// platform (plan), each pod synced with its node's platform's files.
 func (e *Engine) mustRollOut(req engine.Request, img *v1alpha1.ImageSpec) string {
 	if img.Run != nil && req.Env.DebugsImage(img.Name) {
 		return "in debug mode (" + v1alpha1.DebugAnnotation + ")"
-	}
-	if len(img.Platforms) > 1 {
-		return fmt.Sprintf("built for %d platforms (images[].platforms): a live update carries one platform's files", len(img.Platforms))
 	}
 	for _, c := range req.Env.Spec.Components {
 		if c.Helm == nil {
 			continue
 		}
 		for _, v := range c.Helm.ImageValues {
-			if v.Image == img.Name {
-				return fmt.Sprintf("component %s's helm.imageValues writes it into the chart's values (%s)", c.Name, v.Path)
+			if v.Image == img.Name && (v.From == "Tag" || v.From == "Revision") {
+				return fmt.Sprintf("component %s's helm.imageValues writes its tag into the chart's values (%s, from: %s): a tag names one build; from: Reference, Digest, Registry or Repository is live updated", c.Name, v.Path, v.From)
 			}
 		}
 	}
 	return ""
 }
 
-// plan decides between the template's digest and Digest, and on a live
-// update writes the tar of the changed files.
-func (e *Engine) plan(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (*Decision, []byte, error) {
-	old, err := e.Images.PushedImage(ctx, req, img.Name, ist.TemplateDigest)
+// platformsOf are the platforms a live update plans for: each of an
+// image's several platforms (images[].platforms), or "" for an image of
+// one platform.
+func platformsOf(img *v1alpha1.ImageSpec) []string {
+	if len(img.Platforms) > 1 {
+		return img.Platforms
+	}
+	return []string{""}
+}
+
+// plan decides between the template's digest and Digest for every
+// platform of the image; when all of them may be live updated it writes
+// each platform's tar of its changed files, by platform ("" for an image
+// of one platform). A platform that must roll out rolls the image out,
+// the reason naming it.
+func (e *Engine) plan(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (*Decision, map[string][]byte, error) {
+	var first *Decision
+	tars := map[string][]byte{}
+	for _, p := range platformsOf(img) {
+		d, data, err := e.planPlatform(ctx, req, img, ist, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !d.Live {
+			if p != "" {
+				d.Reason = p + ": " + d.Reason
+			}
+			return d, nil, nil
+		}
+		if first == nil {
+			first = d
+		}
+		tars[p] = data
+	}
+	return first, tars, nil
+}
+
+// planPlatform decides between the template's digest and Digest for one
+// platform, and on a live update writes the tar of the changed files.
+func (e *Engine) planPlatform(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, platform string) (*Decision, []byte, error) {
+	next, err := e.Images.PushedImage(ctx, req, img.Name, ist.Digest, platform)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
-	next, err := e.Images.PushedImage(ctx, req, img.Name, ist.Digest)
+	return e.planFrom(ctx, req, img, ist, platform, next)
+}
+
+// planFrom is planPlatform with the platform's image of Digest at hand.
+func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, platform string, next v1.Image) (*Decision, []byte, error) {
+	old, err := e.Images.PushedImage(ctx, req, img.Name, ist.TemplateDigest, platform)
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
@@ -222,16 +289,16 @@ func describeFiles(files []File) string {
 	return fmt.Sprintf("synced in place: %d files: %s", len(files), strings.Join(names, ", "))
 }
 
-// cachedTar is one live update's tar.
+// cachedTar is one live update's tars, by platform (plan).
 type cachedTar struct {
 	image, from, to string
-	data            []byte
+	data            map[string][]byte
 }
 
-// maxCachedTars bounds the tars kept in memory.
+// maxCachedTars bounds the live updates whose tars are kept in memory.
 const maxCachedTars = 8
 
-func (e *Engine) remember(image, from, to string, data []byte) {
+func (e *Engine) remember(image, from, to string, data map[string][]byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.tars = append(e.tars, cachedTar{image: image, from: from, to: to, data: data})
@@ -240,7 +307,7 @@ func (e *Engine) remember(image, from, to string, data []byte) {
 	}
 }
 
-func (e *Engine) recall(image, from, to string) ([]byte, bool) {
+func (e *Engine) recall(image, from, to string) (map[string][]byte, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.tars {

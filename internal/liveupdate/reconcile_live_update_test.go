@@ -252,3 +252,39 @@ func TestLiveUpdateDecidesPerChangedPath(t *testing.T) {
 	g.Expect(env.Status.Component("web").Image("web").LastUpdate).To(Equal(v1alpha1.UpdateRollout), "telling a pod it is current is no live update")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
+
+// TestLiveUpdateTakenOffRollsOutTheNewestBuild: liveUpdate taken off an
+// image while a live update serves in place rolls out the newest build
+// (rebuilt without the supervisor) in one step, and status keeps no live
+// update fields for it (they described builds it no longer has).
+func TestLiveUpdateTakenOffRollsOutTheNewestBuild(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, env := deployLiveEnv(t)
+	key := client.ObjectKeyFromObject(env)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	v1 := env.Status.Component("web").Image("web").Digest
+	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+	pushLive(t, env, "binary v2", "<h1>1</h1>")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Component("web").Image("web").ServesLive()).To(BeTrue())
+	})
+	v2 := env.Status.Component("web").Image("web").Digest
+	before := webDeploymentNow(g, ns).Generation
+
+	patched := env.DeepCopy()
+	patched.Spec.Components[0].Images[0].LiveUpdate = nil
+	g.Expect(operatortest.Admin.Patch(ctx, patched, client.MergeFrom(env))).To(Succeed())
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		ist := env.Status.Component("web").Image("web")
+		g.Expect(ist.Digest).NotTo(BeElementOf(v1, v2), "rebuilt without the supervisor")
+		g.Expect(webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image).To(HaveSuffix("@" + ist.Digest))
+		g.Expect(ist.TemplateDigest).To(BeEmpty())
+		g.Expect(ist.LiveDigest).To(BeEmpty())
+		g.Expect(ist.LastUpdate).To(BeEmpty())
+		g.Expect(ist.UpdateReason).To(BeEmpty())
+	})
+	d := webDeploymentNow(g, ns)
+	g.Expect(d.Generation).To(Equal(before+1), "one rollout, to the newest build")
+	g.Expect(d.Spec.Template.Labels).NotTo(HaveKey(v1alpha1.LabelLiveUpdate))
+}

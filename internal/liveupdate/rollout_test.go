@@ -23,19 +23,18 @@ func TestImagesThatAlwaysRollOut(t *testing.T) {
 		env    func(*v1alpha1.DevEnvironment)
 		reason string
 	}{
-		{"several platforms", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live, Platforms: []string{"linux/amd64", "linux/arm64"}}, nil,
-			"built for 2 platforms (images[].platforms): a live update carries one platform's files"},
 		{"in debug mode", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live, Run: &v1alpha1.BuildRun{Command: []string{"make"}}},
 			func(e *v1alpha1.DevEnvironment) {
 				e.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
 			},
 			"in debug mode (" + v1alpha1.DebugAnnotation + ")"},
-		{"written into chart values", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live},
+		{"written into chart values as a tag", v1alpha1.ImageSpec{Name: "api", LiveUpdate: live},
 			func(e *v1alpha1.DevEnvironment) {
 				e.Spec.Components = append(e.Spec.Components, v1alpha1.Component{Name: "chart",
-					Helm: &v1alpha1.HelmSpec{ImageValues: []v1alpha1.ImageValue{{Image: "api", Path: "server.image"}}}})
+					Helm: &v1alpha1.HelmSpec{ImageValues: []v1alpha1.ImageValue{
+						{Image: "api", Path: "server.image", From: "Repository"}, {Image: "api", Path: "server.tag", From: "Tag"}}}})
 			},
-			"component chart's helm.imageValues writes it into the chart's values (server.image)"},
+			"component chart's helm.imageValues writes its tag into the chart's values (server.tag, from: Tag)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,5 +57,20 @@ func TestImagesThatAlwaysRollOut(t *testing.T) {
 				t.Fatalf("reason %q, want %q", ist.UpdateReason, tc.reason)
 			}
 		})
+	}
+}
+
+// An image whose liveUpdate is taken off loses its live update fields
+// once deployed: they described builds it no longer has.
+func TestLiveFieldsClearedWithoutLiveUpdate(t *testing.T) {
+	c := &v1alpha1.Component{Name: "api", Images: []v1alpha1.ImageSpec{{Name: "api"}}}
+	st := &v1alpha1.ComponentStatus{Name: "api", Images: []v1alpha1.ImageStatus{{Name: "api", Digest: "sha256:b",
+		TemplateDigest: "sha256:a", LiveDigest: "sha256:b", LastUpdate: v1alpha1.UpdateLive, UpdateReason: "synced in place: /server"}}}
+	if st.Images[0].DeployDigest() != "sha256:a" {
+		t.Fatalf("before: deploys %s, want the template's", st.Images[0].DeployDigest())
+	}
+	Deployed(c, st)
+	if got := st.Images[0]; got.TemplateDigest != "" || got.LiveDigest != "" || got.LastUpdate != "" || got.UpdateReason != "" || got.DeployDigest() != "sha256:b" {
+		t.Fatalf("live fields kept without liveUpdate: %+v", got)
 	}
 }

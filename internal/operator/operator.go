@@ -143,7 +143,11 @@ func New(mgr ctrl.Manager, o Options) Operator {
 	// images[].liveUpdate: changed files synced into running pods as the
 	// tenant (pods/exec), over one open session per container, instead of
 	// a rollout.
-	live := &liveupdate.Engine{Images: builds, Events: recorder, Exec: o.Test.LiveExec, Sessions: o.Test.LiveExec == nil}
+	live := &liveupdate.Engine{Images: builds, Events: recorder, Exec: o.Test.LiveExec, Sessions: o.Test.LiveExec == nil,
+		Nodes: mgr.GetAPIReader()}
+	// It joins the pushes of the builds it syncs: those may go on while
+	// it syncs them.
+	builds.PushBehind = true
 	return Operator{
 		Identity: &identity.Identity{
 			Config:                mgr.GetConfig(),

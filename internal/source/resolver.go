@@ -14,6 +14,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/memo"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // Resolver is the sources step: it turns every source of an environment
@@ -273,7 +274,9 @@ func (s *Sources) artifact(ctx context.Context, name string) (*Artifact, error) 
 	}
 	// The store is shared by every environment: Serve checks this
 	// environment's own access to the origin before handing out content.
+	fetching := time.Now()
 	a, err := s.r.Fetcher.ServeIn(ctx, s.env.Namespace, s.env.UID, ref, creds)
+	timeline.Mark(timeline.OfEnvironment(ctx), timeline.Fetch, fetching)
 	if err != nil {
 		return nil, sourceError(fieldError(s.env, name, err))
 	}

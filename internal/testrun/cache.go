@@ -3,6 +3,7 @@ package testrun
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,10 @@ import (
 	"github.com/devloop-dev/devloop/internal/pods"
 )
 
-// A suite's cache (tests[].cache) is one claim per suite, created as the
+// A suite's cache (tests[].cache) is the build cache its images' builders
+// share when the suite runs in their builder image on their source
+// (withSharedCache: its first run after they built starts warm); else one
+// claim per suite, created as the
 // tenant like build caches (pods.EnsureCacheClaim) and mounted whole at
 // $HOME/.cache: Go's build cache is $HOME/.cache/go-build, and GOMODCACHE
 // points the module cache into it too. The volume's root is writable by
@@ -33,6 +37,41 @@ const (
 func CacheClaimName(env, suite string) string {
 	return pods.HashedName(env+"-"+suite, "-tcache", env, "test", suite)
 }
+
+// withSharedCache mounts the build cache claim the suite shares with the
+// images built from its source in its image (pods.SuiteCacheShare) as
+// their builders mount it: subPath "p<i>" at the i-th path, so `go test`
+// finds what their builds compiled ($HOME/.cache/go-build) and the
+// modules they downloaded (/go/pkg/mod). The fetch container, as the test
+// user, creates the subPath directories first (the kubelet would create
+// them as root).
+func withSharedCache(job *batchv1.Job, share pods.CacheShare) {
+	spec := &job.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeTestCache, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: share.Claim}}})
+	var mounts []corev1.VolumeMount
+	var subPaths []string
+	for i, path := range share.Paths {
+		sub := fmt.Sprintf("p%d", i)
+		subPaths = append(subPaths, sub)
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeTestCache, MountPath: path, SubPath: sub})
+	}
+	for i := range spec.Containers {
+		if c := &spec.Containers[i]; c.Name == ContainerTest {
+			c.VolumeMounts = append(c.VolumeMounts, mounts...)
+		}
+	}
+	for i := range spec.InitContainers {
+		if c := &spec.InitContainers[i]; c.Name == pods.ContainerFetch {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTestCache, MountPath: sharedCacheRoot})
+			c.Args = append(c.Args, "--cache-root", sharedCacheRoot, "--cache-dirs", strings.Join(subPaths, ","))
+		}
+	}
+}
+
+// sharedCacheRoot is where the fetch container mounts a shared cache
+// claim whole, to create its subPath directories.
+const sharedCacheRoot = "/var/run/devloop/cache"
 
 // withCache mounts the suite's cache claim in the test container. The
 // GOMODCACHE entry comes before the suite's env, so the suite may move it.
@@ -61,6 +100,14 @@ func (p *testPass) ensureCache(ctx context.Context, tenant client.Client, job *b
 	}
 	if suite == nil || suite.Cache == nil {
 		return nil
+	}
+	if share, ok := pods.SuiteCacheShare(p.env, suite); ok {
+		ok, err := pods.EnsureCacheClaim(ctx, tenant, p.env, pods.CacheClaim{Name: share.Claim, What: "build cache claim", Size: share.Size,
+			Labels: map[string]string{v1alpha1.LabelEnvironment: v1alpha1.LabelValue(p.env.Name), v1alpha1.LabelRole: v1alpha1.RoleBuildCache}})
+		if err == nil && !ok {
+			err = &notOursError{fmt.Sprintf("build cache claim %s exists and belongs to another owner: devloop neither uses nor replaces it (remove it)", share.Claim)}
+		}
+		return err
 	}
 	name := CacheClaimName(p.env.Name, suite.Name)
 	ok, err := pods.EnsureCacheClaim(ctx, tenant, p.env, pods.CacheClaim{Name: name, What: "test cache claim", Size: suite.Cache.Size,

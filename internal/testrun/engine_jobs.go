@@ -146,7 +146,9 @@ func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*b
 		return nil, err
 	}
 	withParams(job, run.Params)
-	if suite.Cache != nil {
+	if share, ok := pods.SuiteCacheShare(env, suite); ok {
+		withSharedCache(job, share)
+	} else if suite.Cache != nil {
 		withCache(job, CacheClaimName(env.Name, suite.Name))
 	}
 	return job, nil

@@ -28,6 +28,8 @@ type Change struct {
 	Serving *time.Time `json:"serving,omitempty"`
 	// Result is where it stands.
 	Result Result `json:"result"`
+	// Message says why a change Failed (bounded, MaxMessage).
+	Message string `json:"message,omitempty"`
 	// Steps in the order they started.
 	Steps []Step `json:"steps,omitempty"`
 }

@@ -53,7 +53,11 @@ var perEnvironment = map[string]budget{
 	"spec.components[].helm.patches[]":      {"patches", 16},
 	"spec.components[].manifests.patches[]": {"patches", 16},
 	"spec.components[].ports[]":             {"ports", 16},
-	"spec.components[].images[].liveUpdate": {"liveUpdates", 2},
+	// Every image may be live-updatable; a CEL total bounds their paths
+	// and command arguments together (one item size: both at most 64).
+	"spec.components[].images[].liveUpdate":           {"liveUpdates", 16},
+	"spec.components[].images[].liveUpdate.paths[]":   {"liveArgs", 48},
+	"spec.components[].images[].liveUpdate.command[]": {"liveArgs", 48},
 	// env entries, command arguments and envFrom entries: a CEL total each
 	// across run steps, images' config and test suites.
 	"spec.components[].images[].env[]":         {"env", 48},

@@ -49,6 +49,34 @@ func validEnv() *v1alpha1.DevEnvironment {
 	}
 }
 
+// livePaths is a liveUpdate of n paths.
+func livePaths(n int) *v1alpha1.LiveUpdate {
+	lu := &v1alpha1.LiveUpdate{}
+	for i := range n {
+		lu.Paths = append(lu.Paths, fmt.Sprintf("/app/bin%d", i))
+	}
+	return lu
+}
+
+// TestEveryImageLiveUpdatable: an environment's 16 images may all have
+// liveUpdate (issue 33: no cap of two), and 48 paths and command
+// arguments together are accepted.
+func TestEveryImageLiveUpdatable(t *testing.T) {
+	env := validEnv()
+	env.Spec.Components[1].Images[0].LiveUpdate = livePaths(2)
+	for i := range 15 {
+		lu := livePaths(2)
+		if i == 0 {
+			lu = livePaths(16)
+			lu.After, lu.Command = v1alpha1.LiveUpdateCommand, []string{"/reload", "--all"}
+		}
+		env.Spec.Components = append(env.Spec.Components, v1alpha1.Component{Name: fmt.Sprintf("live%d", i),
+			Images: []v1alpha1.ImageSpec{{Name: fmt.Sprintf("live%d", i), LiveUpdate: lu}}})
+	}
+	// 2 + 16 + 2 + 14*2 = 48.
+	NewWithT(t).Expect(create(env)).To(Succeed())
+}
+
 func create(env *v1alpha1.DevEnvironment) error {
 	return k8s.Create(context.Background(), env, client.DryRunAll)
 }
@@ -142,12 +170,14 @@ func TestBadSpecsRejected(t *testing.T) {
 		{"liveUpdate after: Command without command", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Components[1].Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/manager"}, After: v1alpha1.LiveUpdateCommand}
 		}, []string{`spec.components[1].images[0].liveUpdate.command`, `liveUpdate.after: Command needs liveUpdate.command`}},
-		{"too many live-updatable images", func(s *v1alpha1.DevEnvironmentSpec) {
+		{"too many live paths and command arguments", func(s *v1alpha1.DevEnvironmentSpec) {
 			for i := 0; i < 3; i++ {
 				s.Components = append(s.Components, v1alpha1.Component{Name: fmt.Sprintf("live%d", i), Images: []v1alpha1.ImageSpec{{
-					Name: fmt.Sprintf("live%d", i), LiveUpdate: &v1alpha1.LiveUpdate{Paths: []string{"/app"}}}}})
+					Name: fmt.Sprintf("live%d", i), LiveUpdate: livePaths(16)}}})
 			}
-		}, []string{`spec.components`, `at most 2 images with liveUpdate`}},
+			s.Components[4].Images[0].LiveUpdate.After = v1alpha1.LiveUpdateCommand
+			s.Components[4].Images[0].LiveUpdate.Command = []string{"/reload"}
+		}, []string{`spec.components`, `at most 48 liveUpdate paths and command arguments`}},
 		{"too many components", func(s *v1alpha1.DevEnvironmentSpec) {
 			for i := 0; i < 32; i++ {
 				s.Components = append(s.Components, v1alpha1.Component{Name: fmt.Sprintf("c%d", i), Manifests: &v1alpha1.ManifestsSpec{Source: "app"}})

@@ -36,6 +36,32 @@ func delveGoProxy(t *testing.T) string {
 	}
 	t.Logf("delve %s installed on the host in %s (fills the module cache served to builder pods)", build.DelveVersion, time.Since(start).Round(time.Millisecond))
 
+	return serveModuleCache(t)
+}
+
+// hostGoProxy serves this machine's Go module download cache as a GOPROXY
+// for builder pods (see delveGoProxy for why), after `go mod download` in
+// the module at dir filled it with the module's dependencies. It returns
+// the GOPROXY URL; the server stops with the test. Builds that use it set
+// GOSUMDB=off: the pods cannot reach the checksum database either (go.sum
+// still checks every module).
+func hostGoProxy(t *testing.T, dir string) string {
+	t.Helper()
+	start := time.Now()
+	download := exec.Command("go", "mod", "download")
+	download.Dir = dir
+	download.Env = append(os.Environ(), "GOFLAGS=", "GOTOOLCHAIN=local")
+	if out, err := download.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download in %s on the host: %v\n%s", dir, err, out)
+	}
+	t.Logf("modules of %s downloaded on the host in %s (served to builder pods)", dir, time.Since(start).Round(time.Millisecond))
+	return serveModuleCache(t)
+}
+
+// serveModuleCache serves the host's module download cache over HTTP on
+// the node's address, the layout GOPROXY speaks.
+func serveModuleCache(t *testing.T) string {
+	t.Helper()
 	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -33,11 +33,14 @@ type RecordingRegistry struct {
 	mu      sync.Mutex
 	uploads int // blob upload sessions started (POST .../blobs/uploads/)
 	writes  int // every write: blob uploads, manifest and tag PUTs
-	fault   func(r *http.Request) int
+	// blobReads counts the GETs of each blob by digest, in any
+	// repository: what was read back of a pushed image.
+	blobReads map[string]int
+	fault     func(r *http.Request) int
 }
 
 func newRecordingRegistry() *RecordingRegistry {
-	tr := &RecordingRegistry{}
+	tr := &RecordingRegistry{blobReads: map[string]int{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tr.mu.Lock()
@@ -56,6 +59,9 @@ func newRecordingRegistry() *RecordingRegistry {
 		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 			tr.writes++
 		}
+		if _, digest, ok := strings.Cut(r.URL.Path, "/blobs/"); ok && r.Method == http.MethodGet && strings.HasPrefix(digest, "sha256:") {
+			tr.blobReads[digest]++
+		}
 		tr.mu.Unlock()
 		inner.ServeHTTP(w, r)
 	}))
@@ -68,6 +74,14 @@ func (tr *RecordingRegistry) Counts() (uploads, writes int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.uploads, tr.writes
+}
+
+// BlobReads is how many times the blob digest was read (GET), in any
+// repository, so far.
+func (tr *RecordingRegistry) BlobReads(digest string) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.blobReads[digest]
 }
 
 // SetFault makes the registry answer with the status f returns (0 passes).

@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/ui"
+)
+
+// uiActions are the dashboard's actions done with the plugin's own code
+// and the user's session: a trigger from the page is the same
+// exactly-once write as `kubectl devloop trigger` (setTrigger: never over
+// a pending trigger, optimistic lock), logs are read as `kubectl devloop
+// logs` finds them.
+type uiActions struct {
+	a *app
+	s *session
+}
+
+var _ ui.Actions = (*uiActions)(nil)
+
+// in is the session for another namespace (the page names it).
+func (u *uiActions) in(namespace string) *session {
+	s := *u.s
+	s.namespace = namespace
+	return &s
+}
+
+func (u *uiActions) Trigger(ctx context.Context, namespace, name, suite string, params map[string]string) (string, error) {
+	s := u.in(namespace)
+	env, err := s.getEnv(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if specTest(env, suite) == nil {
+		return "", fmt.Errorf("devenvironment/%s has no test suite %q", name, suite)
+	}
+	var flags []string
+	for k, v := range params {
+		flags = append(flags, k+"="+v)
+	}
+	slices.Sort(flags)
+	value, err := triggerValue(env, []string{suite}, flags)
+	if err != nil {
+		return "", err
+	}
+	if _, err := u.a.setTrigger(ctx, s, name, value, newProgress(io.Discard, time.Hour)); err != nil {
+		return "", err
+	}
+	return value, nil
+}
+
+func (u *uiActions) Cancel(ctx context.Context, namespace, name, suite string) (string, error) {
+	s := u.in(namespace)
+	env, err := s.getEnv(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if specTest(env, suite) == nil {
+		return "", fmt.Errorf("devenvironment/%s has no test suite %q", name, suite)
+	}
+	run := newestRunAfter(env, suite, 0)
+	if run == nil || finished(run) {
+		return "", fmt.Errorf("nothing to cancel: %s is not running", suite)
+	}
+	value := "cancel:" + suite
+	if _, err := u.a.setTrigger(ctx, s, name, value, newProgress(io.Discard, time.Hour)); err != nil {
+		return "", err
+	}
+	return value, nil
+}
+
+// Component is `kubectl devloop up|down ENV COMPONENT` and `kubectl
+// devloop debug ENV COMPONENT[/IMAGE] --no-forward [--off]`.
+func (u *uiActions) Component(ctx context.Context, namespace, name, target, action string) (string, error) {
+	s := u.in(namespace)
+	switch action {
+	case "up", "down":
+		value, changed, err := setUpList(ctx, s, name, []string{target}, "", action == "up")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s %s (%s=%q)", action, strings.Join(changed, ", "), v1alpha1.UpAnnotation, value), nil
+	case "debug-on", "debug-off":
+		env, err := s.getEnv(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		t, err := debugTarget(env, target)
+		if err != nil {
+			return "", err
+		}
+		value, err := setDebugTarget(ctx, s, name, t, action == "debug-on")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s=%q", v1alpha1.DebugAnnotation, value), nil
+	}
+	return "", fmt.Errorf("unknown action %q", action)
+}
+
+// Logs runs the `logs` command's code with its output turned into lines
+// for the page: "[pod/container] text" becomes a line of that stream.
+func (u *uiActions) Logs(ctx context.Context, namespace, name string, t ui.LogTarget, emit func(ui.LogLine)) error {
+	s := u.in(namespace)
+	env, err := s.getEnv(ctx, name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case t.Kind == "build" && !strings.Contains(t.Name, "/"):
+		return fmt.Errorf("a build log is named COMPONENT/IMAGE, not %q", t.Name)
+	case t.Kind == "test" && specTest(env, t.Name) == nil:
+		return fmt.Errorf("devenvironment/%s has no test suite %q", name, t.Name)
+	case t.Kind == "component" && env.Spec.Component(t.Name) == nil:
+		return fmt.Errorf("devenvironment/%s has no component %q", name, t.Name)
+	}
+	target, err := logsTargetOf(env, t.Name, t.Run)
+	if err != nil {
+		return err
+	}
+	b := *u.a
+	b.streams = genericiooptions.IOStreams{Out: &lineEmitter{emit: emit}, ErrOut: &lineEmitter{emit: emit, stream: "devloop"}}
+	return b.printLogs(ctx, s, env, target, &logsFlags{follow: t.Follow, container: t.Container, tail: -1})
+}
+
+// lineEmitter turns the lines the logs code prints into LogLines.
+type lineEmitter struct {
+	mu     sync.Mutex
+	emit   func(ui.LogLine)
+	stream string
+	rest   string
+}
+
+func (l *lineEmitter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	text := l.rest + string(p)
+	lines := strings.Split(text, "\n")
+	l.rest = lines[len(lines)-1]
+	// A line without end (a binary log) is passed on in pieces rather
+	// than held without bound; the ring cuts each piece further.
+	if len(l.rest) > 64<<10 {
+		lines[len(lines)-1] = l.rest
+		lines = append(lines, "")
+		l.rest = ""
+	}
+	for _, line := range lines[:len(lines)-1] {
+		ll := ui.LogLine{Stream: l.stream, Text: line, Time: time.Now()}
+		if strings.HasPrefix(line, "[") {
+			if st, rest, ok := strings.Cut(line[1:], "] "); ok && !strings.ContainsAny(st, " ") {
+				ll.Stream, ll.Text = st, rest
+			}
+		}
+		l.emit(ll)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/devloop-dev/devloop/internal/ui"
+)
+
+// dashboard is a running `kubectl devloop ui` and a browser-like client
+// that opened its URL (so it holds the cookie).
+type dashboard struct {
+	base   string // http://127.0.0.1:PORT
+	token  string
+	client *http.Client
+	csrf   string
+}
+
+var dashboardURL = regexp.MustCompile(`devloop dashboard: (http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]+)`)
+
+// startDashboard runs `kubectl devloop ui --no-open --port 0 ARGS` in the
+// background and opens its URL.
+func startDashboard(t *testing.T, opts Options, args ...string) *dashboard {
+	t.Helper()
+	out, errOut, _ := pluginInBackground(t, opts, append([]string{"ui", "--no-open", "--port", "0"}, args...)...)
+	var m []string
+	waitUntil(t, "the dashboard's URL (stderr so far: "+errOut.String()+")", func() bool {
+		m = dashboardURL.FindStringSubmatch(out.String())
+		return m != nil
+	})
+	jar, _ := cookiejar.New(nil)
+	d := &dashboard{base: m[1], token: m[2], client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	resp, err := d.client.Get(d.base + "/?token=" + m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("opening the dashboard's URL: %s", resp.Status)
+	}
+	var s struct{ CSRF string }
+	d.getJSON(t, "/api/session", &s)
+	d.csrf = s.CSRF
+	return d
+}
+
+func (d *dashboard) getJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := d.client.Get(d.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// post sends an action as the page does, with extra headers on top.
+func (d *dashboard) post(t *testing.T, path, body string, headers map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, d.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ui.CSRFHeader, d.csrf)
+	req.Header.Set("Origin", d.base)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		sb.WriteString(sc.Text())
+	}
+	return resp.StatusCode, sb.String()
+}
+
+// sse is one server-sent event.
+type sse struct {
+	event string
+	data  string
+}
+
+// readEvents reads path's server-sent events until until says stop, or
+// fails the test after a minute.
+func (d *dashboard) readEvents(t *testing.T, path string, until func(sse) bool) []sse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.base+path, nil)
+	client := &http.Client{Jar: d.client.Jar}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	var got []sse
+	var cur sse
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		case line == "" && cur.event != "":
+			got = append(got, cur)
+			if until(cur) {
+				return got
+			}
+			cur = sse{}
+		}
+	}
+	t.Fatalf("GET %s ended (%v) before the awaited event; read %d events", path, sc.Err(), len(got))
+	return nil
+}
+
+// update decodes a stream event's update.
+func uiUpdate(e sse) ui.Update {
+	var u ui.Update
+	if e.event == "update" {
+		_ = json.Unmarshal([]byte(e.data), &u)
+	}
+	return u
+}
+
+func query(kv ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v.Encode()
+}
+
+func genericIOStreams(out *syncBuffer) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{Out: out, ErrOut: &syncBuffer{}}
+}

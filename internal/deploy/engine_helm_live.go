@@ -1,0 +1,84 @@
+package deploy
+
+import (
+	"fmt"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
+	"github.com/devloop-dev/devloop/internal/message"
+)
+
+// A chart's live-updatable images (its component's own, and those its
+// helm.imageValues write by reference or digest) are pinned at the digest
+// their templates run (ImageStatus.DeployDigest) while a live update
+// serves a newer build in place: the release's values and render do not
+// change, so a binary-only change calls no Helm action at all, and the
+// release keeps saying truthfully what its templates run
+// (status.images[].templateDigest; liveDigest is what the pods were
+// synced to).
+//
+// A release that is upgraded anyway (its chart or values changed,
+// another image rolled out) is not upgraded to the older digests: its
+// hooks and Jobs run what the release pins, and they are not synced. The
+// upgrade pins the newest build of its live images instead and records
+// them as rolled out, so the templates, the hooks and status agree.
+
+// liveChartImages are the images of c's release serving a live update in
+// place: c's own live-updatable images, and the ones its imageValues name.
+func liveChartImages(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) []*v1alpha1.ImageStatus {
+	var out []*v1alpha1.ImageStatus
+	for i := range env.Spec.Components {
+		owner := &env.Spec.Components[i]
+		for j := range owner.Images {
+			img := &owner.Images[j]
+			if img.LiveUpdate == nil || (owner.Name != c.Name && !writesImage(c.Helm, img.Name)) {
+				continue
+			}
+			if ist := env.Status.Component(owner.Name).Image(img.Name); ist != nil && ist.ServesLive() {
+				out = append(out, ist)
+			}
+		}
+	}
+	return out
+}
+
+// writesImage reports whether the chart's imageValues name image.
+func writesImage(h *v1alpha1.HelmSpec, image string) bool {
+	for _, v := range h.ImageValues {
+		if v.Image == image {
+			return true
+		}
+	}
+	return false
+}
+
+// upgradeWithNewestBuilds decides, for a release about to be reconciled
+// by Helm (the no-op path did not answer), whether an upgrade or install
+// is due while some of its images serve live: then those images are
+// recorded as rolled out (templates to run Digest) and it returns true,
+// for the caller to build the request again with their newest digests.
+// The release's last revision is read only when an image serves live.
+// Idempotent: once recorded, the images no longer serve live.
+func (e *Engine) upgradeWithNewestBuilds(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, req helm.ReleaseRequest, inFlight string) (bool, error) {
+	live := liveChartImages(env, c)
+	if len(live) == 0 || helm.InFlight(inFlight) {
+		return false, nil
+	}
+	rls, err := helm.LastRevision(req.Configs, req.Namespace, req.ReleaseName)
+	if err != nil {
+		return false, err
+	}
+	if rls.DeployedWith(req.Digest()) {
+		return false, nil
+	}
+	reason := fmt.Sprintf("release %s/%s is upgraded (chart, values or another image changed): its live images roll out with it, hooks included", req.Namespace, req.ReleaseName)
+	if rls == nil {
+		reason = fmt.Sprintf("release %s/%s is installed anew: its images roll out", req.Namespace, req.ReleaseName)
+	}
+	for _, ist := range live {
+		ist.LiveDigest, ist.TemplateDigest = "", ist.Digest
+		ist.LastUpdate = v1alpha1.UpdateRollout
+		ist.UpdateReason = message.Truncate(reason, v1alpha1.MaxUpdateReason)
+	}
+	return true, nil
+}

@@ -1,0 +1,68 @@
+package liveupdate_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
+)
+
+// TestLiveUpdateReadsTheNewBuildFromItsSource: the reconcile that builds
+// a new digest in-process and syncs it lists and copies the changed layer
+// from the image it assembled, not by downloading that layer back from
+// the registry it just pushed it to (twice: once to list it, once to copy
+// the file). The image is still in the registry under that digest.
+func TestLiveUpdateReadsTheNewBuildFromItsSource(t *testing.T) {
+	g := NewWithT(t)
+	ns, env := deployLiveEnv(t)
+	key := client.ObjectKeyFromObject(env)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	v1 := *env.Status.Component("web").Image("web")
+	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+
+	pushLive(t, env, "binary v2", "<h1>1</h1>")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		ist := env.Status.Component("web").Image("web")
+		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "reason: %s", ist.UpdateReason)
+		g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
+		g.Expect(ist.Digest).NotTo(Equal(v1.Digest))
+	})
+	v2 := *env.Status.Component("web").Image("web")
+	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)).To(HaveLen(1))
+	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)[0].Files).To(Equal(map[string]string{"/web": "755:binary v2"}))
+
+	oldLayers := layerDigests(t, v1.Repository+"@"+v1.Digest)
+	newOnly := 0
+	for d := range layerDigests(t, v2.Repository+"@"+v2.Digest) {
+		if oldLayers[d] {
+			continue
+		}
+		newOnly++
+		g.Expect(operatortest.Registry.BlobReads(d)).To(BeZero(), "layer %s of the new build, pushed by this reconcile, read back from the registry", d)
+	}
+	g.Expect(newOnly).To(BeNumerically(">", 0), "the new build has a layer the old one has not (the binary's)")
+}
+
+// layerDigests are the layer digests of the image ref in the test
+// registry (its manifest read, no blob).
+func layerDigests(t *testing.T, ref string) map[string]bool {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	img, err := remote.Image(r, remote.WithContext(context.Background()))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	m, err := img.Manifest()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	out := map[string]bool{}
+	for _, l := range m.Layers {
+		out[l.Digest.String()] = true
+	}
+	return out
+}

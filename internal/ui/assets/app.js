@@ -1,0 +1,412 @@
+// The devloop dashboard. Every value from the cluster is set with
+// textContent or an attribute, never parsed as HTML: an environment's
+// message is data, not markup.
+'use strict';
+
+const state = { envs: new Map(), events: new Map(), timelines: new Map(), problems: new Map(), csrf: '', synced: false };
+let renderQueued = false;
+let logSource = null;
+
+function el(tag, attrs, ...children) {
+  const e = tag === 'svg' || attrs && attrs.svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'svg' || v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+const svg = (tag, attrs, ...c) => el(tag, Object.assign({ svg: true }, attrs), ...c);
+
+function ago(t) {
+  if (!t) return '';
+  const s = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
+  if (s < 60) return Math.round(s) + 's';
+  if (s < 3600) return Math.round(s / 60) + 'm';
+  if (s < 86400) return (s / 3600).toFixed(1) + 'h';
+  return (s / 86400).toFixed(1) + 'd';
+}
+const short = d => d ? String(d).replace(/^sha256:/, '').slice(0, 12) : '';
+
+// ---- live data ----
+async function start() {
+  const s = await fetch('/api/session').then(r => r.json());
+  state.csrf = s.csrf;
+  document.getElementById('scope').textContent = (s.namespace ? 'namespace ' + s.namespace : 'all namespaces') + (s.selector ? ' · ' + s.selector : '');
+  const es = new EventSource('/api/stream');
+  const conn = document.getElementById('conn');
+  es.addEventListener('open', () => { conn.textContent = 'live'; });
+  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; state.synced = false; });
+  es.addEventListener('update', m => { apply(JSON.parse(m.data)); queueRender(); });
+  es.addEventListener('synced', () => { state.synced = true; queueRender(); });
+  window.addEventListener('hashchange', () => { closeLogs(); render(); document.getElementById('main').focus(); });
+  render();
+}
+
+function apply(u) {
+  switch (u.kind) {
+    case 'env': state.envs.set(u.key, u.data); break;
+    case 'env-delete': state.envs.delete(u.key); break;
+    case 'events': state.events.set(u.key, u.data || []); break;
+    case 'timeline': state.timelines.set(u.key, u.data || []); break;
+    case 'problem': if (u.data) state.problems.set(u.key, u.data); else state.problems.delete(u.key); break;
+  }
+}
+
+function queueRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => { renderQueued = false; render(); });
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'env' && parts.length >= 3) return { page: 'env', key: parts[1] + '/' + parts[2], tab: parts[3] || 'graph' };
+  return { page: 'list' };
+}
+
+function render() {
+  const p = document.getElementById('problems');
+  p.replaceChildren(...[...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
+  const r = route();
+  if (r.page === 'env') renderEnv(r); else renderList();
+}
+
+// ---- the list ----
+const filters = { ns: '', label: '', text: '' };
+
+function renderList() {
+  const main = document.getElementById('main');
+  let table = document.getElementById('envs');
+  if (!table) {
+    const f = (key, label) => el('input', { 'aria-label': label, placeholder: label, value: filters[key], oninput: e => { filters[key] = e.target.value; renderRows(); } });
+    table = el('table', { id: 'envs' }, el('thead', null, el('tr', null, ['Environment', 'State', 'Components', 'Last push', 'Last test', 'Idle'].map(h => el('th', { scope: 'col' }, h)))), el('tbody'));
+    main.replaceChildren(el('h1', null, 'Environments'), el('div', { class: 'filters' }, f('ns', 'namespace'), f('label', 'label (k=v)'), f('text', 'text')), table);
+  }
+  renderRows();
+}
+
+function matches(v) {
+  if (filters.ns && !v.namespace.includes(filters.ns)) return false;
+  if (filters.label) {
+    const [k, val] = filters.label.split('=');
+    const have = (v.labels || {})[k.trim()];
+    if (have === undefined || (val !== undefined && have !== val.trim())) return false;
+  }
+  if (filters.text) {
+    const t = filters.text.toLowerCase();
+    if (!(v.key + ' ' + (v.message || '') + ' ' + v.state).toLowerCase().includes(t)) return false;
+  }
+  return true;
+}
+
+function renderRows() {
+  const tbody = document.querySelector('#envs tbody');
+  if (!tbody) return;
+  const rows = [...state.envs.values()].filter(matches).sort((a, b) => a.key.localeCompare(b.key)).map(v => el('tr', { 'data-env': v.key },
+    el('td', null, el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) }, v.key)),
+    el('td', null, el('span', { class: 'state s-' + v.state }, v.state), v.message ? el('div', { class: 'msg' }, v.message) : null),
+    el('td', null, v.componentsReady || ''),
+    el('td', null, v.lastPush ? [el('span', { class: 'mono' }, v.lastPush.source + ' ' + short(v.lastPush.revision.split('@').pop())), ' ', el('span', { class: 'muted' }, ago(v.lastPush.when) + ' ago')] : ''),
+    el('td', null, v.lastTest || ''),
+    el('td', null, v.lastActivity ? ago(v.lastActivity) : '')));
+  if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, state.synced ? 'No environments you can see match.' : 'Loading…')));
+  tbody.replaceChildren(...rows);
+}
+
+// ---- one environment ----
+function renderEnv(r) {
+  const main = document.getElementById('main');
+  const v = state.envs.get(r.key);
+  if (!v) { main.replaceChildren(el('p', null, state.synced ? 'No environment ' + r.key + ' that you can see.' : 'Loading…'), el('a', { href: '#/' }, 'All environments')); return; }
+  const base = '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/';
+  const tabs = ['graph', 'components', 'tests', 'logs', 'timeline', 'events'];
+  // The logs tab keeps its stream and DOM across updates.
+  if (r.tab === 'logs' && document.getElementById('logview') && document.getElementById('logview').dataset.env === v.key) {
+    document.getElementById('envstate').replaceChildren(...envState(v));
+    return;
+  }
+  const body = { graph: renderGraph, components: renderComponents, tests: renderTests, logs: renderLogs, timeline: renderTimeline, events: renderEvents }[r.tab] || renderGraph;
+  main.replaceChildren(
+    el('p', null, el('a', { href: '#/' }, '← all environments')),
+    el('h1', null, v.key),
+    el('div', { id: 'envstate' }, ...envState(v)),
+    el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
+    body(v, r));
+}
+
+function envState(v) {
+  return [el('span', { class: 'state s-' + v.state, id: 'env-state' }, v.state), ' ', el('span', { class: 'msg', id: 'env-message' }, v.message || ''),
+    el('div', { class: 'muted' }, 'components ready ' + (v.componentsReady || '-') + (v.lastActivity ? ' · idle ' + ago(v.lastActivity) : ''))];
+}
+
+function renderGraph(v) {
+  const g = v.graph;
+  const cols = new Map();
+  for (const n of g.nodes) { if (!cols.has(n.level)) cols.set(n.level, []); cols.get(n.level).push(n); }
+  const W = 170, H = 44, GX = 60, GY = 18, pos = new Map();
+  let maxRows = 0;
+  for (const [lvl, ns] of cols) { ns.forEach((n, i) => pos.set(n.id, { x: 10 + lvl * (W + GX), y: 10 + i * (H + GY) })); maxRows = Math.max(maxRows, ns.length); }
+  const width = 20 + Math.max(1, cols.size) * (W + GX), height = 20 + Math.max(1, maxRows) * (H + GY);
+  const s = svg('svg', { class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'dependency graph of ' + v.key });
+  for (const e of g.edges) {
+    const a = pos.get(e.from), b = pos.get(e.to);
+    if (!a || !b) continue;
+    const x1 = b.x + W, y1 = b.y + H / 2, x2 = a.x, y2 = a.y + H / 2, mx = (x1 + x2) / 2;
+    s.append(svg('path', { d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, class: e.implicit ? 'implicit' : null }, svg('title', null, e.from + ' depends on ' + e.to + (e.implicit ? ' (implicit)' : ''))));
+  }
+  for (const n of g.nodes) {
+    const p = pos.get(n.id);
+    const waits = n.waitingFor && n.waitingFor.length ? () => focusNode('component/' + n.waitingFor[0]) : null;
+    const box = svg('g', { class: 'node n-' + n.phase, 'data-node': n.id, 'data-phase': n.phase, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: waits ? 'link' : 'img', 'aria-label': n.kind + ' ' + n.name + ' ' + n.phase + (waits ? ', waits for ' + n.waitingFor.join(', ') : ''),
+      onclick: waits, onkeydown: waits ? e => { if (e.key === 'Enter') waits(); } : null },
+      svg('rect', { width: W, height: H, rx: 6 }),
+      svg('text', { x: 8, y: 16, class: 'kind' }, n.kind),
+      svg('text', { x: 8, y: 34 }, n.name.length > 20 ? n.name.slice(0, 19) + '…' : n.name + '  ' + n.phase),
+      svg('title', null, n.id + ': ' + n.phase + (n.waitingFor ? ' (waits for ' + n.waitingFor.join(', ') + ')' : '')));
+    s.append(box);
+  }
+  const blocked = g.nodes.filter(n => n.waitingFor && n.waitingFor.length);
+  return el('section', null, g.error ? el('p', { class: 'problem' }, g.error) : null, s,
+    blocked.length ? el('ul', null, blocked.map(n => el('li', null, n.name + ' waits for ', n.waitingFor.map((w, i) => [i ? ', ' : '', el('a', { href: '#', 'data-focus': 'component/' + w, onclick: ev => { ev.preventDefault(); focusNode('component/' + w); } }, w)])))) : null,
+    el('p', { class: 'muted' }, 'Dashed edges are implicit (an image a run template reads, an output used as a source).'));
+}
+
+function focusNode(id) {
+  const g = document.querySelector(`[data-node="${CSS.escape(id)}"]`);
+  if (!g) return;
+  g.focus();
+  const n = g.querySelector('rect');
+  n.setAttribute('stroke-width', '5'); setTimeout(() => n.setAttribute('stroke-width', '2'), 1500);
+}
+
+function renderComponents(v) {
+  const o = v.object, st = o.status || {};
+  return el('div', { class: 'cols' }, (o.spec.components || []).map(c => {
+    const cs = (st.components || []).find(x => x.name === c.name) || {};
+    return el('div', { class: 'card', 'data-component': c.name },
+      el('h3', null, c.name, ' ', el('span', { class: 'p-' + (cs.phase || 'Pending') }, cs.phase || 'Pending')),
+      cs.message ? el('div', { class: 'msg' }, cs.message) : null,
+      (cs.images || []).map(im => el('div', null,
+        el('div', null, el('b', null, 'image ' + im.name), ' ', el('code', null, (im.repository || '') + '@' + short(im.digest))),
+        im.tags ? el('div', { class: 'muted' }, 'tags: ' + im.tags.join(', ')) : null,
+        im.build ? el('div', null, 'last build ', el('span', { class: 'p-' + im.build.result }, im.build.result), ' ' + (im.build.job || '') + ' ' + ago(im.build.completionTime || im.build.startTime) + ' ago') : null,
+        im.updateReason ? el('div', { class: 'muted' }, 'update: ' + im.updateReason) : null)),
+      cs.release ? el('div', null, 'release ' + cs.release.name + ' revision ' + cs.release.revision + ' ' + (cs.release.status || '')) : null,
+      cs.inventory && cs.inventory.length ? el('details', null, el('summary', null, cs.inventory.length + ' applied objects'), el('ul', null, cs.inventory.map(i => el('li', { class: 'mono' }, i.kind + ' ' + (i.namespace ? i.namespace + '/' : '') + i.name)))) : null,
+      (c.ports || []).length ? el('div', { class: 'muted' }, 'ports: ' + c.ports.map(p => p.name + ' → localhost:' + p.local).join(', ') + ' (kubectl devloop port-forward ' + v.name + ')') : null,
+      componentButtons(v, c));
+  }));
+}
+
+// componentButtons: up/down for an on-demand component, debug on/off for
+// each image with a run step, as kubectl devloop up|down|debug do.
+function componentButtons(v, c) {
+  const ann = (v.object.metadata && v.object.metadata.annotations) || {};
+  const buttons = [];
+  if (c.onDemand) {
+    const isUp = (ann['devloop.dev/up'] || '').split(',').map(x => x.trim()).includes(c.name);
+    buttons.push(el('button', { type: 'button', 'data-action': isUp ? 'down' : 'up', onclick: () => componentAct(v, c.name, isUp ? 'down' : 'up', c.name) }, isUp ? 'Down' : 'Up'));
+  }
+  for (const im of c.images || []) {
+    if (!im.run) continue;
+    const target = c.name + '/' + im.name;
+    const on = (ann['devloop.dev/debug'] || '').split(',').map(x => x.trim()).includes(target);
+    buttons.push(el('button', { type: 'button', 'data-action': on ? 'debug-off' : 'debug-on', onclick: () => componentAct(v, target, on ? 'debug-off' : 'debug-on', c.name) }, (on ? 'Debug off ' : 'Debug on ') + im.name));
+  }
+  if (!buttons.length) return null;
+  return el('div', { class: 'filters' }, buttons, el('span', { class: 'msg', 'data-result': c.name }, actionResults.get(v.key + '#' + c.name) || ''));
+}
+
+async function componentAct(v, target, action, comp) {
+  const key = v.key + '#' + comp;
+  if (inFlight.has(key)) return;
+  inFlight.add(key);
+  const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-result="${CSS.escape(comp)}"]`); if (out) out.textContent = text; };
+  show(action + '…');
+  try {
+    const r = await fetch('/api/component', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
+    const j = await r.json();
+    show(j.error ? 'refused: ' + j.error : j.value);
+  } catch (e) { show('failed: ' + e); }
+  inFlight.delete(key);
+  queueRender();
+}
+
+// ---- tests ----
+// What the user typed and the last answer per suite survive the re-render
+// every status update causes.
+const formValues = new Map(), actionResults = new Map();
+
+function renderTests(v) {
+  const o = v.object, st = o.status || {};
+  return el('div', null, (o.spec.tests || []).map(t => {
+    const ts = (st.tests || []).find(x => x.name === t.name) || { runs: [] };
+    const params = t.params || [];
+    const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, form, params); } },
+      params.map(p => el('label', null, p + ' ', el('input', { name: p, value: formValues.get(v.key + '/' + t.name + '/' + p) || '', oninput: e => formValues.set(v.key + '/' + t.name + '/' + p, e.target.value) }))),
+      el('button', { type: 'submit', 'data-action': 'trigger' }, 'Trigger ' + t.name),
+      el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act('cancel', v, t.name, form, []) }, 'Cancel'),
+      el('span', { class: 'msg', 'data-result': '' }, actionResults.get(v.key + '/' + t.name) || ''));
+    return el('section', { class: 'card', 'data-suite-card': t.name },
+      el('h3', null, t.name), ts.message ? el('div', { class: 'msg' }, ts.message) : null, form,
+      el('table', { 'data-runs': t.name }, el('thead', null, el('tr', null, ['#', 'Result', 'Started', 'Duration', 'Tests', 'Images', 'Logs'].map(h => el('th', { scope: 'col' }, h)))),
+        el('tbody', null, (ts.runs || []).map(r => el('tr', { 'data-run': r.number },
+          el('td', null, '#' + r.number), el('td', null, el('span', { class: 'p-' + (r.result || 'Pending') }, r.result || 'Pending'), r.message ? el('div', { class: 'msg' }, r.message) : null),
+          el('td', null, r.startTime ? ago(r.startTime) + ' ago' : ''),
+          el('td', null, r.startTime && r.completionTime ? ((new Date(r.completionTime) - new Date(r.startTime)) / 1000).toFixed(1) + 's' : ''),
+          el('td', null, r.results ? `${r.results.passed} passed, ${r.results.failed} failed, ${r.results.skipped} skipped` + (r.results.flaky && r.results.flaky.length ? ' · flaky: ' + r.results.flaky.join(', ') : '') + (r.results.failures && r.results.failures.length ? ' · failed: ' + r.results.failures.join(', ') : '') : ''),
+          el('td', { class: 'mono' }, Object.entries(r.images || {}).map(([k, d]) => el('div', null, k + '@' + short(d)))),
+          el('td', null, r.jobName ? el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/logs', onclick: () => { pendingLog = { kind: 'test', name: t.name, run: r.number }; } }, 'logs') : ''))))));
+  }));
+}
+
+const inFlight = new Set();
+
+async function act(what, v, suite, form, params) {
+  const key = v.key + '/' + suite;
+  // One click, one request: a second click while the first is in flight
+  // does nothing (the server also answers a repeated request ID once).
+  if (inFlight.has(key)) return;
+  inFlight.add(key);
+  const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-suite="${CSS.escape(suite)}"] [data-result]`); if (out) out.textContent = text; };
+  form.querySelectorAll('button').forEach(b => { b.disabled = true; });
+  const p = {};
+  for (const name of params) { const val = formValues.get(key + '/' + name) || ''; if (val !== '') p[name] = val; }
+  show(what + '…');
+  try {
+    const r = await fetch('/api/' + what, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
+    const j = await r.json();
+    show(j.error ? 'refused: ' + j.error : what + ': ' + j.value);
+  } catch (e) { show('failed: ' + e); }
+  inFlight.delete(key);
+  queueRender();
+}
+
+// ---- logs ----
+let pendingLog = null;
+const MAX_LOG_LINES = 5000;
+
+function closeLogs() { if (logSource) { logSource.close(); logSource = null; } }
+
+function renderLogs(v) {
+  const o = v.object;
+  const opts = [];
+  for (const c of o.spec.components || []) {
+    opts.push({ kind: 'component', name: c.name, label: 'pods of ' + c.name });
+    for (const im of c.images || []) opts.push({ kind: 'build', name: c.name + '/' + im.name, label: 'build of ' + c.name + '/' + im.name });
+  }
+  for (const t of o.spec.tests || []) opts.push({ kind: 'test', name: t.name, label: 'test ' + t.name + ' (latest run)' });
+  const sel = el('select', { 'aria-label': 'log', id: 'logtarget' }, opts.map((x, i) => el('option', { value: i }, x.label)));
+  const level = el('select', { 'aria-label': 'level', id: 'loglevel' }, ['all', 'error', 'warn', 'info', 'debug'].map(l => el('option', { value: l }, l)));
+  const text = el('input', { 'aria-label': 'text or /regex/', placeholder: 'text or /regex/', id: 'logtext' });
+  const follow = el('input', { type: 'checkbox', checked: true, id: 'logfollow' });
+  const container = el('input', { 'aria-label': 'container (pods only)', placeholder: 'container', id: 'logcontainer', size: 12 });
+  const view = el('div', { class: 'log', id: 'logview', 'data-env': v.key, tabindex: 0, 'aria-label': 'log lines' });
+  const status = el('span', { class: 'muted', id: 'logstatus' });
+  const refilter = () => { for (const line of view.children) line.hidden = !lineMatches(line); };
+  level.addEventListener('change', refilter); text.addEventListener('input', refilter);
+  let run = 0;
+  const open = () => {
+    closeLogs(); view.replaceChildren();
+    const t = opts[sel.value]; if (!t) return;
+    const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: follow.checked ? '1' : '0' });
+    if (t.kind === 'test' && run) q.set('run', run);
+    if (t.kind === 'component' && container.value) q.set('container', container.value);
+    status.textContent = 'streaming ' + t.label;
+    logSource = new EventSource('/api/logs?' + q);
+    logSource.addEventListener('lines', m => appendLines(view, t.kind, JSON.parse(m.data)));
+    logSource.addEventListener('dropped', m => appendLines(view, t.kind, [{ text: '… ' + m.data + ' lines dropped (the page fell behind)' }]));
+    logSource.addEventListener('end', m => { const e = JSON.parse(m.data); status.textContent = e.error ? 'ended: ' + e.error : 'ended'; closeLogs(); });
+    logSource.addEventListener('error', () => { status.textContent = 'disconnected'; closeLogs(); });
+  };
+  if (pendingLog) { const i = opts.findIndex(x => x.kind === pendingLog.kind && x.name === pendingLog.name); if (i >= 0) sel.value = i; run = pendingLog.run || 0; pendingLog = null; }
+  sel.addEventListener('change', () => { run = 0; open(); });
+  follow.addEventListener('change', open);
+  container.addEventListener('change', open);
+  setTimeout(open, 0);
+  return el('section', null, el('div', { class: 'filters' }, sel, container, level, text, el('label', null, follow, ' follow'), status), view);
+}
+
+function levelOf(text, obj) {
+  const l = obj && (obj.level || obj.lvl || obj.severity);
+  const s = (l ? String(l) : (text.match(/\b(error|err|fatal|panic|warn|warning|info|debug|trace)\b/i) || [])[1] || '').toLowerCase();
+  if (/^(error|err|fatal|panic)/.test(s)) return 'error';
+  if (/^warn/.test(s)) return 'warn';
+  if (/^(debug|trace)/.test(s)) return 'debug';
+  return s ? 'info' : '';
+}
+
+// readable shows a JSON line as "msg key=value …".
+function readable(text) {
+  if (!text.startsWith('{')) return [text, null];
+  try {
+    const o = JSON.parse(text);
+    const msg = o.msg || o.message || '';
+    const rest = Object.entries(o).filter(([k]) => !['msg', 'message', 'level', 'lvl', 'time', 'ts'].includes(k)).map(([k, val]) => k + '=' + (typeof val === 'string' ? val : JSON.stringify(val)));
+    return [[msg, ...rest].join(' '), o];
+  } catch (e) { return [text, null]; }
+}
+
+function appendLines(view, source, lines) {
+  const stick = view.scrollTop + view.clientHeight >= view.scrollHeight - 4;
+  for (const l of lines) {
+    const [text, obj] = readable(l.text);
+    const lvl = levelOf(l.text, obj);
+    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source },
+      l.time ? el('span', { class: 'ts' }, new Date(l.time).toISOString().slice(11, 23) + ' ') : null,
+      l.stream ? el('span', { class: 'st' }, '[' + l.stream + '] ') : null, text);
+    d.hidden = !lineMatches(d);
+    view.append(d);
+  }
+  while (view.childElementCount > MAX_LOG_LINES) view.firstElementChild.remove();
+  if (stick) view.scrollTop = view.scrollHeight;
+}
+
+function lineMatches(line) {
+  const lvl = document.getElementById('loglevel'), txt = document.getElementById('logtext');
+  if (lvl && lvl.value !== 'all' && line.dataset.level !== lvl.value) return false;
+  const q = txt ? txt.value : '';
+  if (!q) return true;
+  if (q.length > 2 && q.startsWith('/') && q.endsWith('/')) {
+    try { return new RegExp(q.slice(1, -1)).test(line.textContent); } catch (e) { return true; }
+  }
+  return line.textContent.includes(q);
+}
+
+// ---- timeline ----
+function renderTimeline(v) {
+  const changes = state.timelines.get(v.key) || [];
+  if (!changes.length) return el('p', { class: 'muted' }, 'No change recorded yet (the operator writes the timeline ConfigMap devloop-changes-' + v.name + ').');
+  const serving = changes.filter(c => c.serving).map(c => ({ c, secs: (new Date(c.serving) - new Date(c.started)) / 1000 }));
+  const maxSecs = Math.max(1, ...changes.flatMap(c => (c.steps || []).map(s => (new Date(s.start) - new Date(c.started)) / 1000 + (s.duration || 0) / 1e9)));
+  const scale = 400 / maxSecs;
+  const history = serving.length ? el('div', null, el('h3', null, 'Change to serving, oldest → newest'),
+    svg('svg', { width: 20 + serving.length * 24, height: 110, role: 'img', 'aria-label': 'change to serving over history' },
+      serving.slice().reverse().map((s, i) => { const mx = Math.max(...serving.map(x => x.secs)); const h = Math.max(2, 90 * s.secs / mx); return svg('rect', { x: 10 + i * 24, y: 100 - h, width: 18, height: h, fill: '#0969da' }, svg('title', null, s.c.revision + ': ' + s.secs.toFixed(1) + 's')); }))) : null;
+  return el('section', null, history, changes.map(c => el('div', { class: 'card', 'data-change': c.revision },
+    el('h3', null, c.source + ' ', el('code', null, short(String(c.revision).split('@').pop())), ' ', el('span', { class: 'p-' + c.result }, c.result),
+      c.serving ? ' · serving in ' + ((new Date(c.serving) - new Date(c.started)) / 1000).toFixed(1) + 's' : ''),
+    el('table', { class: 'bars' }, el('tbody', null, (c.steps || []).map(s => {
+      const off = (new Date(s.start) - new Date(c.started)) / 1000, dur = (s.duration || 0) / 1e9;
+      return el('tr', null, el('td', null, s.name), el('td', { class: 'muted' }, s.component || ''),
+        el('td', null, el('span', { style: null, class: 'bar-wrap' }, barSvg(off * scale, Math.max(2, dur * scale)))), el('td', null, dur ? dur.toFixed(2) + 's' : 'running'));
+    }))))));
+}
+
+function barSvg(x, w) {
+  return svg('svg', { width: 420, height: 12 }, svg('rect', { x: Math.min(x, 418), y: 0, width: Math.min(w, 420 - Math.min(x, 418)), height: 12, fill: '#0969da' }));
+}
+
+function renderEvents(v) {
+  const evs = state.events.get(v.key) || [];
+  if (!evs.length) return el('p', { class: 'muted' }, 'No events.');
+  return el('table', null, el('thead', null, el('tr', null, ['When', 'Type', 'Reason', 'Message', 'Count'].map(h => el('th', { scope: 'col' }, h)))),
+    el('tbody', null, evs.map(e => el('tr', null, el('td', null, ago(e.last) + ' ago'), el('td', { class: e.type === 'Warning' ? 's-Stalled' : '' }, e.type), el('td', null, e.reason), el('td', { class: 'msg' }, e.message), el('td', null, e.count)))));
+}
+
+start();
