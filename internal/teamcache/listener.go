@@ -2,10 +2,10 @@ package teamcache
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"time"
+
+	"github.com/devloop-dev/devloop/internal/httpserve"
 )
 
 // Listener serves the Server on Addr while the manager runs, on the
@@ -31,21 +31,5 @@ func (l Listener) Start(ctx context.Context) error {
 		WriteTimeout:   10 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 	}
-	ln, err := net.Listen("tcp", l.Addr)
-	if err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdown)
-	case err := <-done:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	}
+	return httpserve.Until(ctx, l.Addr, srv)
 }
