@@ -37,7 +37,7 @@ func (o buildCacheOptions) options(cs kubernetes.Interface) (*build.TeamCacheOpt
 	if o.url == "" {
 		return nil, nil
 	}
-	return &build.TeamCacheOptions{URL: o.url, Audience: o.audience, Reviewer: teamcache.KubeReviewer{Client: cs}}, nil
+	return &build.TeamCacheOptions{URL: o.url, Audience: o.audience, Reviewer: teamcache.NewKubeReviewer(cs)}, nil
 }
 
 // addBuildCacheService serves the store under workDir on the leader.
@@ -47,7 +47,7 @@ func addBuildCacheService(mgr ctrl.Manager, cs kubernetes.Interface, o buildCach
 	}
 	return mgr.Add(teamcache.Listener{Addr: o.listen, Server: &teamcache.Server{
 		Store:    &teamcache.Store{Root: filepath.Join(workDir, "build-cache"), MaxBytes: o.maxBytes},
-		Reviewer: teamcache.KubeReviewer{Client: cs}, Reader: mgr.GetAPIReader(),
+		Reviewer: teamcache.NewKubeReviewer(cs), Reader: mgr.GetAPIReader(),
 		Audience: o.audience, DefaultServiceAccount: defaultSA,
 		Log: ctrl.Log.WithName("build-cache"),
 	}})

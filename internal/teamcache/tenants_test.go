@@ -117,7 +117,7 @@ func newService(t *testing.T) (*Server, *httptest.Server) {
 		// Large enough for a client-go tree: a bound the build outgrows
 		// evicts the entries a reader is about to ask for.
 		Store:    &Store{Root: t.TempDir(), MaxBytes: 8 << 30},
-		Reviewer: KubeReviewer{Client: operatorSet}, Reader: operatorReader,
+		Reviewer: NewKubeReviewer(operatorSet), Reader: operatorReader,
 		Audience: DefaultAudience, Log: testr.New(t),
 	}
 	srv := httptest.NewServer(s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/registryauth"
 )
 
 // Reviewer is the API server's judgement: who a token is (TokenReview)
@@ -22,20 +23,15 @@ type Reviewer interface {
 }
 
 // KubeReviewer asks the API server as the operator (its ClusterRole may
-// create TokenReviews and SubjectAccessReviews).
+// create TokenReviews and SubjectAccessReviews); its TokenReview is the
+// registry token service's (registryauth.KubeReviewer).
 type KubeReviewer struct {
-	Client kubernetes.Interface
+	registryauth.KubeReviewer
 }
 
-// Authenticate is a TokenReview for audiences.
-func (k KubeReviewer) Authenticate(ctx context.Context, token string, audiences []string) (authnv1.UserInfo, bool, error) {
-	tr, err := k.Client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
-		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return authnv1.UserInfo{}, false, err
-	}
-	return tr.Status.User, tr.Status.Authenticated, nil
+// NewKubeReviewer reviews through c.
+func NewKubeReviewer(c kubernetes.Interface) KubeReviewer {
+	return KubeReviewer{registryauth.KubeReviewer{Client: c}}
 }
 
 // MayGetEnvironment is a SubjectAccessReview: may user get the

@@ -142,7 +142,7 @@ func run(m *testing.M, before []func() error) int {
 		WorkDir:     workDir,
 		// Builder pods get the team build cache, as the chart installs
 		// it; nothing serves it (no pod runs in envtest).
-		TeamCache: &build.TeamCacheOptions{URL: TeamCacheURL, Reviewer: teamcache.KubeReviewer{Client: operatorSet}},
+		TeamCache: &build.TeamCacheOptions{URL: TeamCacheURL, Reviewer: teamcache.NewKubeReviewer(operatorSet)},
 		Test: operator.TestSeams{
 			Logs: PodLogs, BuildExec: WarmExec, LiveExec: LiveSyncs, Supervisor: supervisor,
 			// Every reconcile checks that unchanged images are still
