@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/ui"
+)
+
+// Objects reads the first ui.MaxObjects objects of the component's
+// inventory (status.components[].inventory) as the user, one GET each,
+// and computes their kstatus. An object the user may not read is Unknown
+// with the refusal as its message; one that is gone is NotFound.
+func (u *uiActions) Objects(ctx context.Context, namespace, name, component string) ([]ui.ObjectStatus, int, error) {
+	s := u.in(namespace)
+	env, err := s.getEnv(ctx, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if env.Spec.Component(component) == nil {
+		return nil, 0, fmt.Errorf("devenvironment/%s has no component %q", name, component)
+	}
+	var inv []v1alpha1.ObjectRef
+	for _, c := range env.Status.Components {
+		if c.Name == component {
+			inv = c.Inventory
+		}
+	}
+	left := max(len(inv)-ui.MaxObjects, 0)
+	inv = inv[:min(len(inv), ui.MaxObjects)]
+	out := make([]ui.ObjectStatus, 0, len(inv))
+	for _, ref := range inv {
+		out = append(out, objectStatus(ctx, s.client, ref))
+	}
+	return out, left, nil
+}
+
+// objectStatus is one object's kstatus, read as the user.
+func objectStatus(ctx context.Context, c client.Client, ref v1alpha1.ObjectRef) ui.ObjectStatus {
+	o := ui.ObjectStatus{Group: ref.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+	gvk := schema.GroupVersionKind{Group: ref.Group, Version: ref.Version, Kind: ref.Kind}
+	if gvk.Version == "" {
+		// An inventory written without versions: the server's preferred one.
+		m, err := c.RESTMapper().RESTMapping(gvk.GroupKind())
+		if err != nil {
+			o.Status, o.Message = status.UnknownStatus.String(), boundedLine(err.Error(), 300)
+			return o
+		}
+		gvk = m.GroupVersionKind
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		o.Status, o.Message = status.NotFoundStatus.String(), "not found"
+		return o
+	case err != nil:
+		o.Status, o.Message = status.UnknownStatus.String(), boundedLine(err.Error(), 300)
+		return o
+	}
+	res, err := status.Compute(obj)
+	if err != nil {
+		o.Status, o.Message = status.UnknownStatus.String(), boundedLine(err.Error(), 300)
+		return o
+	}
+	o.Status, o.Message = res.Status.String(), boundedLine(res.Message, 300)
+	return o
+}
