@@ -85,8 +85,14 @@ func (l *lastForwardLine) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String is the last line without the forward's name and local address,
+// which the page shows already: "waiting: ..." or "-> svc/web:80 (pod web-1)".
 func (l *lastForwardLine) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.line
+	fields := strings.Fields(l.line)
+	if len(fields) >= 2 && strings.Contains(fields[1], "localhost:") {
+		fields = fields[2:]
+	}
+	return strings.Join(fields, " ")
 }
