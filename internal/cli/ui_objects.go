@@ -6,6 +6,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,10 @@ func objectStatus(ctx context.Context, c client.Client, ref v1alpha1.ObjectRef) 
 	if gvk.Version == "" {
 		// An inventory written without versions: the server's preferred one.
 		m, err := c.RESTMapper().RESTMapping(gvk.GroupKind())
+		if meta.IsNoMatchError(err) {
+			o.Status, o.Message = status.NotFoundStatus.String(), "the cluster serves no kind "+gvk.Kind+" in group "+valueOr(gvk.Group, "core")
+			return o
+		}
 		if err != nil {
 			o.Status, o.Message = status.UnknownStatus.String(), boundedLine(err.Error(), 300)
 			return o
@@ -61,6 +66,10 @@ func objectStatus(ctx context.Context, c client.Client, ref v1alpha1.ObjectRef) 
 	switch {
 	case apierrors.IsNotFound(err):
 		o.Status, o.Message = status.NotFoundStatus.String(), "not found"
+		return o
+	case meta.IsNoMatchError(err):
+		// Its CustomResourceDefinition is gone: so are its objects.
+		o.Status, o.Message = status.NotFoundStatus.String(), "the cluster serves no kind "+gvk.Kind+" in "+gvk.GroupVersion().String()
 		return o
 	case err != nil:
 		o.Status, o.Message = status.UnknownStatus.String(), boundedLine(err.Error(), 300)

@@ -18,7 +18,8 @@ import (
 // The component panel's objects: each inventory entry read as the user
 // with its kstatus. Without a kubelet a Deployment never becomes
 // available (InProgress); a ConfigMap is Current; an object deleted since
-// it was applied is NotFound. An entry without a version is read at the
+// it was applied is NotFound, and so is one whose kind the cluster no
+// longer serves (its CRD deleted). An entry without a version is read at the
 // server's preferred one.
 func TestUIObjectsKstatus(t *testing.T) {
 	ns := testenv.Namespace(t, k8s, "ui-objects")
@@ -35,6 +36,7 @@ func TestUIObjectsKstatus(t *testing.T) {
 			{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "web-config"},
 			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
 			{Kind: "Secret", Namespace: ns, Name: "web-gone"},
+			{Group: "team.test", Version: "v1", Kind: "Widget", Namespace: ns, Name: "w"},
 		}}}
 	})
 	d := startDashboard(t, testOptions(), "-n", ns)
@@ -43,7 +45,7 @@ func TestUIObjectsKstatus(t *testing.T) {
 		More    int
 	}
 	d.getJSON(t, "/api/objects?"+query("namespace", ns, "env", "team", "component", "web"), &got)
-	want := map[string]string{"ConfigMap/web-config": "Current", "Deployment/web": "InProgress", "Secret/web-gone": "NotFound"}
+	want := map[string]string{"ConfigMap/web-config": "Current", "Deployment/web": "InProgress", "Secret/web-gone": "NotFound", "Widget/w": "NotFound"}
 	if len(got.Objects) != len(want) || got.More != 0 {
 		t.Fatalf("objects %+v, want %v", got, want)
 	}
