@@ -258,20 +258,19 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, bctx, "the components tab", `document.querySelector('[data-objects="web"] summary')`)
-	for _, c := range []string{"web", "crds"} {
-		if _, err := chromedp.Run(bctx, chromedp.Click(chromedp.CSS(`[data-objects="`+c+`"] summary`))); err != nil {
-			t.Fatal(err)
-		}
+	// Clicked from the page's script: every status update re-renders the
+	// tab, and a node found by one protocol call may be gone by the next.
+	click := func(selector string) {
+		t.Helper()
+		waitJS(t, bctx, "a click on "+selector, `(() => { const e = document.querySelector('`+selector+`'); if (e) e.click(); return !!e })()`)
 	}
+	click(`[data-objects="web"] summary`)
+	click(`[data-objects="crds"] summary`)
 	waitJS(t, bctx, "the objects' kstatus", `document.querySelector('[data-objects="web"] tr[data-object="Pod/web-2"] .k-InProgress') && document.querySelector('[data-objects="crds"] tr[data-object="CustomResourceDefinition/widgets.team.test"] .k-NotFound')`)
-	if _, err := chromedp.Run(bctx, chromedp.Click(chromedp.CSS(`[data-port="web/http"] [data-forward="start"]`))); err != nil {
-		t.Fatal(err)
-	}
+	click(`[data-port="web/http"] [data-forward="start"]`)
 	waitJS(t, bctx, "the forward's URL", `(document.querySelector('[data-port="web/http"] a[data-url]') || {}).textContent?.startsWith('http://127.0.0.1:')`)
 	screenshot(t, bctx, "components")
-	if _, err := chromedp.Run(bctx, chromedp.Click(chromedp.CSS(`[data-port="web/http"] [data-forward="stop"]`))); err != nil {
-		t.Fatal(err)
-	}
+	click(`[data-port="web/http"] [data-forward="stop"]`)
 	waitJS(t, bctx, "the forward stopped", `document.querySelector('[data-port="web/http"] [data-forward="start"]') && !document.querySelector('[data-port="web/http"] a[data-url]')`)
 
 	// A pod log streams in, both replicas prefixed.

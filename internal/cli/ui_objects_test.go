@@ -85,7 +85,9 @@ func TestUIObjectsAreReadAsTheUser(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}})
 
 	d := startDashboard(t, testOptions(), "--as", user, "-n", nsA)
-	var got struct{ Objects []struct{ Kind, Status, Message string } }
+	var got struct {
+		Objects []struct{ Kind, Status, Message string }
+	}
 	d.getJSON(t, "/api/objects?"+query("namespace", nsA, "env", "mine", "component", "web"), &got)
 	if len(got.Objects) != 2 || got.Objects[0].Status != "Current" || got.Objects[1].Status != "Unknown" || !strings.Contains(got.Objects[1].Message, "forbidden") {
 		t.Fatalf("objects as %s: %+v; want the ConfigMap Current and the Secret Unknown (forbidden)", user, got)
