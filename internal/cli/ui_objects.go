@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -36,11 +38,36 @@ func (u *uiActions) Objects(ctx context.Context, namespace, name, component stri
 	}
 	left := max(len(inv)-ui.MaxObjects, 0)
 	inv = inv[:min(len(inv), ui.MaxObjects)]
-	out := make([]ui.ObjectStatus, 0, len(inv))
-	for _, ref := range inv {
-		out = append(out, objectStatus(ctx, s.client, ref))
+	c, err := u.objectsClient(s)
+	if err != nil {
+		return nil, 0, err
 	}
+	// A few GETs at a time: 50 one after another are seconds on a remote
+	// API server.
+	out := make([]ui.ObjectStatus, len(inv))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, ref := range inv {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = objectStatus(ctx, c, ref)
+		})
+	}
+	wg.Wait()
 	return out, left, nil
+}
+
+// objectsClient is the user's client with room for a panel's GETs: the
+// kubeconfig default (5 per second, bursts of 10) would make 50 objects
+// take 8 s. Same credentials, same RESTMapper; made once.
+func (u *uiActions) objectsClient(s *session) (client.Client, error) {
+	u.objOnce.Do(func() {
+		cfg := rest.CopyConfig(s.config)
+		cfg.QPS, cfg.Burst = 50, 100
+		u.objClient, u.objErr = client.New(cfg, client.Options{Scheme: s.client.Scheme(), Mapper: s.client.RESTMapper()})
+	})
+	return u.objClient, u.objErr
 }
 
 // objectStatus is one object's kstatus, read as the user.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/internal/ui"
 )
 
 // The component panel's objects: each inventory entry read as the user
@@ -100,5 +102,28 @@ func TestUIObjectsAreReadAsTheUser(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode == http.StatusOK || !strings.Contains(string(body), "forbidden") {
 		t.Fatalf("objects of namespace B as %s: %s %s, want refused as forbidden", user, resp.Status, body)
+	}
+}
+
+// One panel reads at most ui.MaxObjects objects and says how many more
+// the inventory lists.
+func TestUIObjectsAreBounded(t *testing.T) {
+	ns := testenv.Namespace(t, k8s, "ui-objects-max")
+	createEnv(t, ns, "team", teamSpec())
+	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
+		var inv []v1alpha1.ObjectRef
+		for i := range ui.MaxObjects + 5 {
+			inv = append(inv, v1alpha1.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: fmt.Sprintf("cm-%d", i)})
+		}
+		env.Status.Components = []v1alpha1.ComponentStatus{{Name: "web", Inventory: inv}}
+	})
+	d := startDashboard(t, testOptions(), "-n", ns)
+	var got struct {
+		Objects []struct{ Name, Status string }
+		More    int
+	}
+	d.getJSON(t, "/api/objects?"+query("namespace", ns, "env", "team", "component", "web"), &got)
+	if len(got.Objects) != ui.MaxObjects || got.More != 5 || got.Objects[0].Name != "cm-0" || got.Objects[0].Status != "NotFound" {
+		t.Fatalf("%d objects (first %+v), %d more; want %d and 5 more", len(got.Objects), got.Objects[0], got.More, ui.MaxObjects)
 	}
 }
