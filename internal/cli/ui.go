@@ -70,7 +70,11 @@ func (a *app) serveUI(ctx context.Context, s *session, scope ui.Scope, port int,
 	if err != nil {
 		return err
 	}
-	h := &ui.Handlers{Store: store, Actions: &uiActions{a: a, s: s}, CSRF: guard.CSRF, Scope: scope}
+	actions := &uiActions{a: a, s: s}
+	forwards := ui.NewForwards(uiForwarder{u: actions}, ui.MaxForwards)
+	// Every port-forward started from the page ends with the server.
+	defer forwards.Close()
+	h := &ui.Handlers{Store: store, Actions: actions, CSRF: guard.CSRF, Scope: scope, Forwards: forwards}
 	srv := &http.Server{Handler: guard.Wrap(h.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(a.out(), "devloop dashboard: %s\n(Ctrl-C stops it; the URL's token is valid for this run only)\n", guard.URL())
 	if open {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/ui"
@@ -23,6 +24,10 @@ import (
 type uiActions struct {
 	a *app
 	s *session
+
+	objOnce   sync.Once
+	objClient client.Client
+	objErr    error
 }
 
 var _ ui.Actions = (*uiActions)(nil)

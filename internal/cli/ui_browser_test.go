@@ -141,7 +141,9 @@ func (streamingLogs) Stream(ctx context.Context, _, pod string, o *corev1.PodLog
 func TestUIInABrowser(t *testing.T) {
 	bctx := browser(t)
 	ns := testenv.Namespace(t, k8s, "ui-browser")
-	team := createEnv(t, ns, "team", teamSpec())
+	spec := teamSpec()
+	spec.Components[1].Ports = []v1alpha1.PortForward{{Name: "http", Local: freePort(t), Target: "svc/web:80"}}
+	team := createEnv(t, ns, "team", spec)
 	create(t, pod(ns, "web-1", map[string]string{"app": "web"}, "web"), pod(ns, "web-2", map[string]string{"app": "web"}, "web"))
 	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
 		now := metav1.Now()
@@ -155,7 +157,7 @@ func TestUIInABrowser(t *testing.T) {
 			{Name: "crds", Phase: v1alpha1.PhaseReady, Inventory: []v1alpha1.ObjectRef{{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.team.test"}}},
 			{Name: "web", Phase: v1alpha1.PhaseBuilding, Message: "building image web",
 				Images:    []v1alpha1.ImageStatus{{Name: "web", Repository: "registry.test/team/web", Digest: "sha256:9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c", Tags: []string{"dev", "4f2a9c0"}, Build: &v1alpha1.BuildStatus{Job: "web-build-7", Result: v1alpha1.BuildRunning, StartTime: &now}}},
-				Inventory: []v1alpha1.ObjectRef{{Version: "v1", Kind: "Pod", Name: "web-1"}, {Version: "v1", Kind: "Pod", Name: "web-2"}}},
+				Inventory: []v1alpha1.ObjectRef{{Version: "v1", Kind: "Pod", Namespace: ns, Name: "web-1"}, {Version: "v1", Kind: "Pod", Namespace: ns, Name: "web-2"}}},
 		}
 		exit := int32(0)
 		env.Status.Tests = []v1alpha1.TestStatus{{Name: "unit", Runs: []v1alpha1.TestRun{{Number: 1, Trigger: "OnChange", Result: v1alpha1.ResultPassed, StartTime: &now, CompletionTime: &now, ExitCode: &exit,
@@ -248,6 +250,28 @@ func TestUIInABrowser(t *testing.T) {
 		t.Errorf("the unit suite shows %s runs, want 2", n)
 	}
 	screenshot(t, bctx, "tests")
+
+	// The components tab: opening the applied objects reads their kstatus
+	// (pods without a kubelet are InProgress, a CRD never applied here is
+	// NotFound); a port-forward starts from the page, shows its URL, stops.
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/components")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, bctx, "the components tab", `document.querySelector('[data-objects="web"] summary')`)
+	// Clicked from the page's script: every status update re-renders the
+	// tab, and a node found by one protocol call may be gone by the next.
+	click := func(selector string) {
+		t.Helper()
+		waitJS(t, bctx, "a click on "+selector, `(() => { const e = document.querySelector('`+selector+`'); if (e) e.click(); return !!e })()`)
+	}
+	click(`[data-objects="web"] summary`)
+	click(`[data-objects="crds"] summary`)
+	waitJS(t, bctx, "the objects' kstatus", `document.querySelector('[data-objects="web"] tr[data-object="Pod/web-2"] .k-InProgress') && document.querySelector('[data-objects="crds"] tr[data-object="CustomResourceDefinition/widgets.team.test"] .k-NotFound')`)
+	click(`[data-port="web/http"] [data-forward="start"]`)
+	waitJS(t, bctx, "the forward's URL", `(document.querySelector('[data-port="web/http"] a[data-url]') || {}).textContent?.startsWith('http://127.0.0.1:')`)
+	screenshot(t, bctx, "components")
+	click(`[data-port="web/http"] [data-forward="stop"]`)
+	waitJS(t, bctx, "the forward stopped", `document.querySelector('[data-port="web/http"] [data-forward="start"]') && !document.querySelector('[data-port="web/http"] a[data-url]')`)
 
 	// A pod log streams in, both replicas prefixed.
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/logs")); err != nil {

@@ -33,6 +33,21 @@ var dashboardURL = regexp.MustCompile(`devloop dashboard: (http://127\.0\.0\.1:\
 func startDashboard(t *testing.T, opts Options, args ...string) *dashboard {
 	t.Helper()
 	out, errOut, _ := pluginInBackground(t, opts, append([]string{"ui", "--no-open", "--port", "0"}, args...)...)
+	return openDashboard(t, out, errOut)
+}
+
+// stoppableDashboard is startDashboard whose plugin stops when ctx ends
+// (Ctrl-C); wait returns its exit code.
+func stoppableDashboard(t *testing.T, ctx context.Context, opts Options, args ...string) (d *dashboard, wait func() int) {
+	t.Helper()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	wait = startPlugin(ctx, nil, out, errOut, opts, append([]string{"ui", "--no-open", "--port", "0"}, args...)...)
+	return openDashboard(t, out, errOut), wait
+}
+
+// openDashboard opens the URL the plugin printed to out.
+func openDashboard(t *testing.T, out, errOut *syncBuffer) *dashboard {
+	t.Helper()
 	var m []string
 	waitUntil(t, "the dashboard's URL (stderr so far: "+errOut.String()+")", func() bool {
 		m = dashboardURL.FindStringSubmatch(out.String())

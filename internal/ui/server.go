@@ -36,6 +36,10 @@ type Actions interface {
 	// Logs streams the target's log lines to emit until ctx ends (follow)
 	// or the log ends.
 	Logs(ctx context.Context, namespace, env string, t LogTarget, emit func(LogLine)) error
+	// Objects reads the objects the component applied (its status
+	// inventory; at most MaxObjects) and computes each one's kstatus;
+	// left is how many more the inventory lists.
+	Objects(ctx context.Context, namespace, env, component string) (objs []ObjectStatus, left int, err error)
 }
 
 // Handlers serve the dashboard: the page, its assets, the live stream of
@@ -48,6 +52,9 @@ type Handlers struct {
 	CSRF string
 	// Scope is shown on the page.
 	Scope Scope
+	// Forwards are the port-forwards started from the page; nil: the page
+	// cannot start any.
+	Forwards *Forwards
 
 	once sync.Mutex
 	done map[string]actionResult
@@ -83,6 +90,9 @@ func (h *Handlers) Handler() http.Handler {
 	mux.HandleFunc("POST /api/trigger", h.trigger)
 	mux.HandleFunc("POST /api/cancel", h.cancel)
 	mux.HandleFunc("POST /api/component", h.component)
+	mux.HandleFunc("GET /api/objects", h.objects)
+	mux.HandleFunc("GET /api/portforwards", h.listForwards)
+	mux.HandleFunc("POST /api/portforward", h.portForward)
 	return mux
 }
 
@@ -157,9 +167,11 @@ type actionRequest struct {
 	Suite     string `json:"suite,omitempty"`
 	// Component and Action are a component action's: up, down, debug-on,
 	// debug-off.
-	Component string            `json:"component,omitempty"`
-	Action    string            `json:"action,omitempty"`
-	Params    map[string]string `json:"params,omitempty"`
+	Component string `json:"component,omitempty"`
+	Action    string `json:"action,omitempty"`
+	// Port is a port-forward's: components[].ports[].name.
+	Port   string            `json:"port,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
 	// RequestID is made by the page per click: a retried request (a
 	// double submit, a network retry) gets the first answer and does not
 	// trigger again.

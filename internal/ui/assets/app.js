@@ -43,6 +43,9 @@ async function start() {
   es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; state.synced = false; });
   es.addEventListener('update', m => { apply(JSON.parse(m.data)); queueRender(); });
   es.addEventListener('synced', () => { state.synced = true; queueRender(); });
+  loadForwards();
+  // The forwards' lines (which pod, waiting for one) change on their own.
+  setInterval(() => { if (forwards.length) loadForwards(); }, 2000);
   window.addEventListener('hashchange', () => { closeLogs(); render(); document.getElementById('main').focus(); });
   render();
 }
@@ -197,10 +200,80 @@ function renderComponents(v) {
         im.build ? el('div', null, 'last build ', el('span', { class: 'p-' + im.build.result }, im.build.result), ' ' + (im.build.job || '') + ' ' + ago(im.build.completionTime || im.build.startTime) + ' ago') : null,
         im.updateReason ? el('div', { class: 'muted' }, 'update: ' + im.updateReason) : null)),
       cs.release ? el('div', null, 'release ' + cs.release.name + ' revision ' + cs.release.revision + ' ' + (cs.release.status || '')) : null,
-      cs.inventory && cs.inventory.length ? el('details', null, el('summary', null, cs.inventory.length + ' applied objects'), el('ul', null, cs.inventory.map(i => el('li', { class: 'mono' }, i.kind + ' ' + (i.namespace ? i.namespace + '/' : '') + i.name)))) : null,
-      (c.ports || []).length ? el('div', { class: 'muted' }, 'ports: ' + c.ports.map(p => p.name + ' → localhost:' + p.local).join(', ') + ' (kubectl devloop port-forward ' + v.name + ')') : null,
+      cs.inventory && cs.inventory.length ? renderObjects(v, c.name, cs.inventory) : null,
+      (c.ports || []).length ? renderPorts(v, c) : null,
       componentButtons(v, c));
   }));
+}
+
+// ---- applied objects: read with their kstatus when the panel opens ----
+// (a GET per object as the user, at most 50, on demand; not watched).
+const openObjects = new Set(), objectStates = new Map();
+
+function renderObjects(v, comp, inventory) {
+  const key = v.key + '#' + comp, got = objectStates.get(key);
+  const d = el('details', { 'data-objects': comp, open: openObjects.has(key) },
+    el('summary', null, inventory.length + ' applied objects'),
+    got && got.error ? el('div', { class: 'msg' }, 'could not read them: ' + got.error) : null,
+    got && got.objects ? el('table', { class: 'objects' }, el('tbody', null, got.objects.map(o =>
+      el('tr', { 'data-object': o.kind + '/' + o.name },
+        el('td', { class: 'mono' }, o.kind + ' ' + (o.namespace ? o.namespace + '/' : '') + o.name),
+        el('td', { class: 'k-' + o.status }, o.status),
+        el('td', { class: 'msg' }, o.message || ''))))) : null,
+    got && got.more ? el('div', { class: 'muted' }, got.more + ' more not read (the panel reads at most 50)') : null,
+    got ? el('button', { type: 'button', onclick: () => loadObjects(v, comp) }, 'Refresh') : el('div', { class: 'muted' }, 'reading…'),
+    got ? null : el('ul', null, inventory.map(i => el('li', { class: 'mono' }, i.kind + ' ' + (i.namespace ? i.namespace + '/' : '') + i.name))));
+  d.addEventListener('toggle', () => {
+    if (d.open && !openObjects.has(key)) { openObjects.add(key); loadObjects(v, comp); }
+    else if (!d.open) openObjects.delete(key);
+  });
+  return d;
+}
+
+async function loadObjects(v, comp) {
+  const key = v.key + '#' + comp;
+  try {
+    const q = new URLSearchParams({ namespace: v.namespace, env: v.name, component: comp });
+    objectStates.set(key, await fetch('/api/objects?' + q).then(r => r.json()));
+  } catch (e) { objectStates.set(key, { error: String(e) }); }
+  queueRender();
+}
+
+// ---- port-forwards started from the page (in the plugin, as the user) ----
+let forwards = [];
+
+async function loadForwards() {
+  try { forwards = await fetch('/api/portforwards').then(r => r.json()); } catch (e) { /* shown as not running */ }
+  queueRender();
+}
+
+function renderPorts(v, c) {
+  return el('div', { class: 'ports' }, el('b', null, 'ports'), c.ports.map(p => {
+    const f = forwards.find(f => f.namespace === v.namespace && f.env === v.name && f.component === c.name && f.port === p.name);
+    const key = v.key + '#' + c.name + '#' + p.name;
+    return el('div', { 'data-port': c.name + '/' + p.name },
+      p.name + ' → ' + p.target + ' ',
+      f ? [el('a', { href: f.url, target: '_blank', rel: 'noopener noreferrer', 'data-url': f.url }, f.url), ' ',
+        el('button', { type: 'button', 'data-forward': 'stop', onclick: () => forwardAct(v, c.name, p.name, 'stop') }, 'Stop'),
+        f.status ? el('div', { class: 'msg' }, f.status) : null]
+        : el('button', { type: 'button', 'data-forward': 'start', onclick: () => forwardAct(v, c.name, p.name, 'start') }, 'Port-forward'),
+      el('span', { class: 'msg', 'data-forward-result': c.name + '/' + p.name }, actionResults.get(key) || ''));
+  }));
+}
+
+async function forwardAct(v, comp, port, action) {
+  const key = v.key + '#' + comp + '#' + port;
+  if (inFlight.has(key)) return;
+  inFlight.add(key);
+  actionResults.set(key, action + '…');
+  queueRender();
+  try {
+    const r = await fetch('/api/portforward', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: comp, port, action, requestId: crypto.randomUUID() }) });
+    const j = await r.json();
+    actionResults.set(key, j.error ? 'refused: ' + j.error : '');
+  } catch (e) { actionResults.set(key, 'failed: ' + e); }
+  inFlight.delete(key);
+  await loadForwards();
 }
 
 // componentButtons: up/down for an on-demand component, debug on/off for

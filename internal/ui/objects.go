@@ -1,0 +1,81 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// MaxObjects bounds the objects of one component read when its panel
+// opens: each is a GET as the user, done on demand rather than watched.
+const MaxObjects = 50
+
+// ObjectStatus is one applied object and its kstatus: Current,
+// InProgress, Failed, Terminating, NotFound or Unknown (when it could not
+// be read, the message says why).
+type ObjectStatus struct {
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Message   string `json:"message,omitempty"`
+}
+
+// objectsAnswer is the objects of a component and how many were left
+// unread past MaxObjects.
+type objectsAnswer struct {
+	Objects []ObjectStatus `json:"objects"`
+	More    int            `json:"more,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+func (h *Handlers) objects(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ns, env, component := q.Get("namespace"), q.Get("env"), q.Get("component")
+	if ns == "" || env == "" || component == "" {
+		writeJSON(w, http.StatusBadRequest, objectsAnswer{Error: "namespace, env and component are required"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	objs, left, err := h.Actions.Objects(ctx, ns, env, component)
+	if err != nil {
+		writeJSON(w, http.StatusUnprocessableEntity, objectsAnswer{Error: bounded(err.Error(), 1024)})
+		return
+	}
+	writeJSON(w, http.StatusOK, objectsAnswer{Objects: objs, More: left})
+}
+
+func (h *Handlers) listForwards(w http.ResponseWriter, _ *http.Request) {
+	if h.Forwards == nil {
+		writeJSON(w, http.StatusOK, []ForwardInfo{})
+		return
+	}
+	writeJSON(w, http.StatusOK, h.Forwards.List())
+}
+
+// portForward starts (action start) or stops (action stop) the forward
+// of one declared port; the answer's value is the local URL.
+func (h *Handlers) portForward(w http.ResponseWriter, r *http.Request) {
+	h.act(w, r, func(ctx context.Context, a actionRequest) (string, error) {
+		if h.Forwards == nil {
+			return "", errors.New("this dashboard cannot start port-forwards")
+		}
+		if a.Component == "" || a.Port == "" {
+			return "", errors.New("component and port (components[].ports[].name) are required")
+		}
+		switch a.Action {
+		case "start":
+			info, err := h.Forwards.Start(ctx, a.Namespace, a.Env, a.Component, a.Port)
+			return info.URL, err
+		case "stop":
+			if !h.Forwards.Stop(a.Namespace, a.Env, a.Component, a.Port) {
+				return "not running", nil
+			}
+			return "stopped", nil
+		}
+		return "", errors.New("action: want start or stop")
+	})
+}
