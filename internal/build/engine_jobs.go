@@ -20,7 +20,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/image"
-	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -326,7 +325,7 @@ func (s *imageBuilds) builderJobFailed(ctx context.Context, img *v1alpha1.ImageS
 		ist.Build.LogTail = s.logTail(ctx, o.Pod, o.FailedContainer)
 	}
 	msg := fmt.Sprintf("image %s: build failed in job %s: %s ended with %s", img.Name, job.Name, what, detail)
-	if last := message.LastLine(ist.Build.LogTail); last != "" {
+	if last := lastBuildLine(ist.Build.LogTail); last != "" {
 		msg += ": " + last
 	}
 	return fault.Stalled(v1alpha1.ReasonBuildFailed, errors.New(msg+" (kubectl logs job/"+job.Name+" -c "+o.FailedContainer+")"))

@@ -20,7 +20,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/image"
-	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
 
@@ -129,7 +128,7 @@ func (s *imageBuilds) retryBuilderJob(ctx context.Context, img *v1alpha1.ImageSp
 	// A message that does not change from one reconcile to the next:
 	// status is written only when something changed.
 	msg := fmt.Sprintf("image %s: the registry was unavailable to container %s of builder job %s", img.Name, o.FailedContainer, job.Name)
-	if last := message.LastLine(ist.Build.LogTail); last != "" {
+	if last := lastBuildLine(ist.Build.LogTail); last != "" {
 		msg += ": " + last
 	}
 	msg += fmt.Sprintf("; the build starts again %s after it stopped", delay)

@@ -22,7 +22,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/image"
-	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/source"
@@ -157,7 +156,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 			// stopped (the claim adopts it, the command is not run again).
 			ist.Build.LogTail = out.logTail
 			msg := fmt.Sprintf("image %s: the registry was unavailable to the %s step in warm builder %s", img.Name, out.step, pod.Name)
-			if last := message.LastLine(out.logTail); last != "" {
+			if last := lastBuildLine(out.logTail); last != "" {
 				msg += ": " + last
 			}
 			if time.Since(out.ended) >= jobRetryDelay {
@@ -293,7 +292,7 @@ func warmBuildFailed(img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, pod str
 	markCompleted(ist.Build)
 	ist.Build.LogTail = out.logTail
 	msg := fmt.Sprintf("image %s: build failed in warm builder %s: exit code %d", img.Name, pod, *out.exitCode)
-	if last := message.LastLine(out.logTail); last != "" {
+	if last := lastBuildLine(out.logTail); last != "" {
 		msg += ": " + last
 	}
 	return fault.Stalled(v1alpha1.ReasonBuildFailed, errors.New(msg))

@@ -132,9 +132,13 @@ func (p *Prog) send(r progResponse) {
 	_ = p.enc.Encode(r)
 }
 
+// LogPrefix starts every line the program writes into the build's log:
+// a failed build's message skips them for the compiler's last words.
+const LogPrefix = "devloop build cache: "
+
 func (p *Prog) logf(format string, args ...any) {
 	if p.Log != nil {
-		_, _ = fmt.Fprintf(p.Log, "devloop build cache: "+format+"\n", args...)
+		_, _ = fmt.Fprintf(p.Log, LogPrefix+format+"\n", args...)
 	}
 }
 
