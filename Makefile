@@ -149,7 +149,7 @@ dev-clean: ## Stop the local cluster and remove all its state.
 .PHONY: e2e e2e-gitops
 e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux and OLM cases (make e2e-gitops): up, test, down.
 	$(CLUSTER_SH) up
-	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip go test -tags e2e ./test/e2e/ -count=1 -v -timeout 40m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip go test -tags e2e ./test/e2e/ -count=1 -v -timeout 55m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
 # Flux's and OLM's controllers are built from Go modules first, outside the
 # test timeout (minutes on a cold cache, then cached under bin/flux, bin/olm).
