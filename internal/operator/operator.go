@@ -51,13 +51,6 @@ type Options struct {
 	// TeamCache turns on the team Go build cache in builder pods; nil:
 	// off (see build.TeamCacheOptions).
 	TeamCache *build.TeamCacheOptions
-	// LivePushBehind lets a live-updatable build be synced into the pods
-	// while it is pushed (build.Engine.PushBehind). Off in the manager
-	// for now: on the local cluster a chart-deployed image edited while
-	// its previous push was still behind was upgraded by Helm twice
-	// instead of live updated (TestChartImageLiveUpdatedInPlace); the
-	// envtest suites run with it on.
-	LivePushBehind bool
 
 	// Seams for tests; the zero values are what the operator runs.
 	Test TestSeams
@@ -154,7 +147,7 @@ func New(mgr ctrl.Manager, o Options) Operator {
 		Nodes: mgr.GetAPIReader()}
 	// It joins the pushes of the builds it syncs: those may go on while
 	// it syncs them.
-	builds.PushBehind = o.LivePushBehind
+	builds.PushBehind = true
 	return Operator{
 		Identity: &identity.Identity{
 			Config:                mgr.GetConfig(),

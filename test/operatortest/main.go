@@ -138,9 +138,8 @@ func run(m *testing.M, before []func() error) int {
 		return fail(err)
 	}
 	op := operator.New(mgr, operator.Options{
-		HelperImage:    HelperImage,
-		WorkDir:        workDir,
-		LivePushBehind: true,
+		HelperImage: HelperImage,
+		WorkDir:     workDir,
 		// Builder pods get the team build cache, as the chart installs
 		// it; nothing serves it (no pod runs in envtest).
 		TeamCache: &build.TeamCacheOptions{URL: TeamCacheURL, Reviewer: teamcache.NewKubeReviewer(operatorSet)},
