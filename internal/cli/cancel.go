@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,12 +36,8 @@ ended otherwise first (it finished before the cancel took effect).`,
 			if err != nil {
 				return err
 			}
-			if specTest(env, suite) == nil {
-				var names []string
-				for _, t := range env.Spec.Tests {
-					names = append(names, t.Name)
-				}
-				return fmt.Errorf("devenvironment/%s has no test suite %q: its suites are %s", name, suite, strings.Join(names, ", "))
+			if err := declaredSuite(env, suite); err != nil {
+				return err
 			}
 			run := newestRunAfter(env, suite, 0)
 			if run == nil || finished(run) {

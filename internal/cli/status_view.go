@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -119,4 +122,18 @@ func specTest(env *v1alpha1.DevEnvironment, name string) *v1alpha1.TestSuite {
 		}
 	}
 	return nil
+}
+
+// declaredSuite is an error naming env's suites when it declares no suite
+// called name: `kubectl devloop cancel` and the dashboard's trigger,
+// cancel and test logs refuse the same way.
+func declaredSuite(env *v1alpha1.DevEnvironment, name string) error {
+	if specTest(env, name) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(env.Spec.Tests))
+	for _, t := range env.Spec.Tests {
+		names = append(names, t.Name)
+	}
+	return fmt.Errorf("devenvironment/%s has no test suite %q: its suites are %s", env.Name, name, strings.Join(names, ", "))
 }

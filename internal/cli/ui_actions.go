@@ -45,8 +45,8 @@ func (u *uiActions) Trigger(ctx context.Context, namespace, name, suite string, 
 	if err != nil {
 		return "", err
 	}
-	if specTest(env, suite) == nil {
-		return "", fmt.Errorf("devenvironment/%s has no test suite %q", name, suite)
+	if err := declaredSuite(env, suite); err != nil {
+		return "", err
 	}
 	var flags []string
 	for k, v := range params {
@@ -69,8 +69,8 @@ func (u *uiActions) Cancel(ctx context.Context, namespace, name, suite string) (
 	if err != nil {
 		return "", err
 	}
-	if specTest(env, suite) == nil {
-		return "", fmt.Errorf("devenvironment/%s has no test suite %q", name, suite)
+	if err := declaredSuite(env, suite); err != nil {
+		return "", err
 	}
 	run := newestRunAfter(env, suite, 0)
 	if run == nil || finished(run) {
@@ -123,8 +123,10 @@ func (u *uiActions) Logs(ctx context.Context, namespace, name string, t ui.LogTa
 	switch {
 	case t.Kind == "build" && !strings.Contains(t.Name, "/"):
 		return fmt.Errorf("a build log is named COMPONENT/IMAGE, not %q", t.Name)
-	case t.Kind == "test" && specTest(env, t.Name) == nil:
-		return fmt.Errorf("devenvironment/%s has no test suite %q", name, t.Name)
+	case t.Kind == "test":
+		if err := declaredSuite(env, t.Name); err != nil {
+			return err
+		}
 	case t.Kind == "component" && env.Spec.Component(t.Name) == nil:
 		return fmt.Errorf("devenvironment/%s has no component %q", name, t.Name)
 	}
