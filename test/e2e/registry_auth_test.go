@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,15 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	waitCheck(t, poll.Wait{What: "the bundled registry's pod is ready", Every: 500 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
 		pods := readyPods(g, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"})
 		g.Expect(pods).NotTo(BeEmpty(), podStates(c, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"}))
+	})
+	// A ready pod is not yet a reachable NodePort: kube-proxy programs the
+	// port from the Service's endpoints a moment later (CI once pushed into
+	// "connection refused" 4 s after the pod was ready). Any HTTP answer
+	// (401 without a token) means the node address serves.
+	waitCheck(t, poll.Wait{What: "the bundled registry answers on " + bundledNode, Every: 500 * time.Millisecond, Within: time.Minute}, func(g Gomega) {
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + bundledNode + "/v2/")
+		g.Expect(err).NotTo(HaveOccurred())
+		_ = resp.Body.Close()
 	})
 
 	nsA, nsB := namespace(t, "e2e-reg-a"), namespace(t, "e2e-reg-b")
