@@ -18,6 +18,9 @@ import (
 type Frame struct {
 	Digest string `json:"digest"`
 	Size   int64  `json:"size"`
+	// Delta: the body is a delta frame's (DeltaTar), its files deltas
+	// against those the previous sync wrote.
+	Delta bool `json:"delta,omitempty"`
 }
 
 // StreamReply answers a Frame: the sync's result, or why it failed (the
@@ -50,7 +53,14 @@ func Stream(ctx context.Context, root, orig string, timeout time.Duration, in io
 		}
 		body := io.LimitReader(r, f.Size)
 		syncCtx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := Sync(syncCtx, root, orig, f.Digest, body)
+		var res SyncResult
+		if f.Delta {
+			if err = readDeltaMagic(body); err == nil {
+				res, err = syncTar(syncCtx, root, orig, f.Digest, body, true)
+			}
+		} else {
+			res, err = syncTar(syncCtx, root, orig, f.Digest, body, false)
+		}
 		cancel()
 		// Whatever the tar held past its end, or all of it after a
 		// failure, belongs to this frame.

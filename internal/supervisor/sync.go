@@ -40,6 +40,12 @@ type SyncResult struct {
 // one does not carry is back to the image's: its link to orig (the
 // image's original) again, or gone when the image has none.
 func Sync(ctx context.Context, root, orig, digest string, tarStream io.Reader) (SyncResult, error) {
+	return syncTar(ctx, root, orig, digest, tarStream, false)
+}
+
+// syncTar is Sync; with deltas, the tar's files may be deltas against
+// the files the live root holds (a delta frame, DeltaTar).
+func syncTar(ctx context.Context, root, orig, digest string, tarStream io.Reader, deltas bool) (SyncResult, error) {
 	res := SyncResult{Digest: digest}
 	if digest == "" || strings.ContainsAny(digest, "\n\r") {
 		return res, errors.New("--digest: want the image digest the files come from")
@@ -66,7 +72,7 @@ func Sync(ctx context.Context, root, orig, digest string, tarStream io.Reader) (
 		if err != nil {
 			return res, err
 		}
-		changed, err = applyTar(r, tarStream)
+		changed, err = applyTar(r, tarStream, deltas)
 		r.Close()
 		res.Files = len(changed)
 		if err != nil {

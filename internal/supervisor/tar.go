@@ -27,7 +27,11 @@ const (
 // files, directories, symlinks and whiteouts are what a layer of changed
 // files holds; anything else is refused. It returns the image paths
 // written or deleted.
-func applyTar(root *os.Root, r io.Reader) ([]string, error) {
+//
+// With deltas (a delta frame), a regular file carrying DeltaSumRecord is
+// a delta against the file at its path (applyDeltaFile); without, such
+// an entry is refused.
+func applyTar(root *os.Root, r io.Reader, deltas bool) ([]string, error) {
 	tr := tar.NewReader(r)
 	var changed []string
 	for n := 0; ; n++ {
@@ -51,6 +55,12 @@ func applyTar(root *os.Root, r io.Reader) ([]string, error) {
 		case strings.HasPrefix(base, WhiteoutPrefix):
 			rel = path.Join(dir, strings.TrimPrefix(base, WhiteoutPrefix))
 			err = root.RemoveAll(rel)
+		case hdr.Typeflag == tar.TypeReg && hdr.PAXRecords[DeltaSumRecord] != "":
+			if !deltas {
+				err = errors.New("a delta outside a delta frame")
+				break
+			}
+			err = writeDeltaFile(root, rel, fs.FileMode(hdr.Mode).Perm(), tr, n, hdr.PAXRecords)
 		case hdr.Typeflag == tar.TypeReg:
 			err = writeFile(root, rel, fs.FileMode(hdr.Mode).Perm(), tr, n)
 		case hdr.Typeflag == tar.TypeDir:

@@ -75,7 +75,7 @@ func TestSeedThenApplyTar(t *testing.T) {
 		tarEntry{name: "/srv/static/new/app.js", body: "new", typeflag: tar.TypeReg, mode: 0o600},
 		tarEntry{name: "/srv/static/.wh.old.js", typeflag: tar.TypeReg},
 		tarEntry{name: "/srv/static/latest", link: "index.html", typeflag: tar.TypeSymlink},
-	)))
+	)), false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changed).To(Equal([]string{"/server", "/srv/static/index.html", "/srv/static/new/app.js", "/srv/static/old.js", "/srv/static/latest"}))
 
@@ -93,7 +93,7 @@ func TestSeedThenApplyTar(t *testing.T) {
 	g.Expect(leftovers).To(BeEmpty())
 
 	// An opaque whiteout empties a directory.
-	_, err = applyTar(r, bytes.NewReader(tarBytes(t, tarEntry{name: "srv/static/.wh..wh..opq", typeflag: tar.TypeReg})))
+	_, err = applyTar(r, bytes.NewReader(tarBytes(t, tarEntry{name: "srv/static/.wh..wh..opq", typeflag: tar.TypeReg})), false)
 	g.Expect(err).NotTo(HaveOccurred())
 	left, _ := os.ReadDir(filepath.Join(root, "srv/static"))
 	g.Expect(left).To(BeEmpty())
@@ -120,14 +120,14 @@ func TestApplyTarRefuses(t *testing.T) {
 		{tarEntry{name: "/.wh..wh..opq", typeflag: tar.TypeReg}, `would empty the whole live root`},
 	} {
 		g := NewWithT(t)
-		_, err := applyTar(r, bytes.NewReader(tarBytes(t, tc.entry)))
+		_, err := applyTar(r, bytes.NewReader(tarBytes(t, tc.entry)), false)
 		g.Expect(err).To(MatchError(ContainSubstring(tc.want)), tc.entry.name)
 	}
 	// A symlink planted by a sync cannot carry later writes outside.
 	g := NewWithT(t)
 	_, err = applyTar(r, bytes.NewReader(tarBytes(t,
 		tarEntry{name: "/out", link: "/tmp", typeflag: tar.TypeSymlink},
-		tarEntry{name: "/out/escaped", body: "x", typeflag: tar.TypeReg})))
+		tarEntry{name: "/out/escaped", body: "x", typeflag: tar.TypeReg})), false)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect("/tmp/escaped").NotTo(BeAnExistingFile())
 }
