@@ -231,6 +231,9 @@ func Unsynced(targets []Target, digest string) []Target {
 type syncResult struct {
 	Digest      string `json:"digest"`
 	RestartedMs int64  `json:"restartedMs"`
+	// Sent is the bytes sent: less than the tar when its files went as
+	// deltas (a session's sync).
+	Sent int `json:"-"`
 }
 
 // syncAll syncs the targets at once and annotates each pod synced in all
@@ -247,7 +250,7 @@ func (e *Engine) syncAll(ctx context.Context, t *identity.Tenant, envUID types.U
 			started := time.Now()
 			res, err := e.syncOne(ctx, t, envUID, target, digest, tarball)
 			log.FromContext(ctx).V(1).Info("synced", "pod", target.Namespace+"/"+target.Pod, "container", target.Container,
-				"bytes", len(tarball), "took", time.Since(started).String(), "restartedMs", res.RestartedMs, "failed", err != nil)
+				"bytes", len(tarball), "sent", res.Sent, "took", time.Since(started).String(), "restartedMs", res.RestartedMs, "failed", err != nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -313,6 +316,7 @@ func (e *Engine) syncOne(ctx context.Context, t *identity.Tenant, envUID types.U
 	if res.Digest != digest {
 		return res, fmt.Errorf("container %s: the supervisor reports digest %s, not %s", target.Container, res.Digest, digest)
 	}
+	res.Sent = len(tarball)
 	return res, nil
 }
 

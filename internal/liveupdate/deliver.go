@@ -73,6 +73,9 @@ type Engine struct {
 	// containers whose supervisor cannot stream.
 	sessions map[string]*session
 	noStream map[string]bool
+	// baseBytes are the bytes of the tars sessions keep as their
+	// deltas' bases (maxBaseBytes).
+	baseBytes int64
 }
 
 // DefaultMaxBytes is the most file content one live update carries; a

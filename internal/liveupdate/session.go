@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
@@ -45,6 +46,11 @@ type session struct {
 	answered atomic.Bool
 	stderr   *boundedBuffer
 	err      error // why the exec ended, once done is closed
+	// base is the tar synced last over the session (under Engine.mu,
+	// counted in its baseBytes); noDelta a supervisor that refused a
+	// delta frame as a tar (one without deltas).
+	base    []byte
+	noDelta bool
 }
 
 // sessionIdle closes a session not used for this long.
@@ -67,6 +73,15 @@ func sessionKey(t *identity.Tenant, envUID types.UID, target Target) string {
 // syncOverSession syncs target over its session, opening one when there
 // is none. A transport failure is errSessionBroken (the session is gone);
 // an error the supervisor answered is the sync's own failure.
+//
+// The tar synced last over the session is kept (within maxBaseBytes for
+// all sessions) as the base of the next one's deltas: the files it wrote
+// are what the live root holds, so the next sync sends each file as a
+// delta against them (supervisor.DeltaTar), a few KiB for a rebuilt
+// binary instead of all of it. The supervisor checks each file it makes
+// against the SHA-256 of the one meant; a delta it refuses (a file
+// changed meanwhile, a supervisor that knows no deltas) is followed by
+// the tar whole, on the same session.
 func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, envUID types.UID, target Target, digest string, tarball []byte) (syncResult, error) {
 	s := e.session(t, envUID, target)
 	if s == nil {
@@ -75,11 +90,49 @@ func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, envUID
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.idle.Reset(sessionIdle)
+	if base := e.baseOf(s); base != nil && !s.noDelta {
+		if body, ok, err := supervisor.DeltaTar(base, tarball); err == nil && ok {
+			r, err := e.frame(ctx, s, target, supervisor.Frame{Digest: digest, Size: int64(len(body)), Delta: true}, body)
+			if err != nil {
+				return syncResult{}, err
+			}
+			if r.Error == "" {
+				e.keepBase(s, tarball)
+				return syncResult{Digest: r.Digest, RestartedMs: r.RestartedMs, Sent: len(body)}, nil
+			}
+			if strings.Contains(r.Error, "reading the tar of changed files") {
+				// A supervisor that knows no deltas read the magic as
+				// a tar header.
+				s.noDelta = true
+			}
+			log.FromContext(ctx).V(1).Info("a delta sync was refused; sending the files whole", "container", target.Container, "reason", message.Truncate(r.Error, 256))
+		}
+	}
+	e.keepBase(s, nil)
+	r, err := e.frame(ctx, s, target, supervisor.Frame{Digest: digest, Size: int64(len(tarball))}, tarball)
+	if err != nil {
+		return syncResult{}, err
+	}
+	res := syncResult{Digest: r.Digest, RestartedMs: r.RestartedMs, Sent: len(tarball)}
+	if r.Error != "" {
+		return res, errors.New(message.Truncate(r.Error, 256))
+	}
+	e.keepBase(s, tarball)
+	return res, nil
+}
+
+// frame sends one frame over s and reads its answer. A transport failure
+// is errSessionBroken (the session is closed).
+func (e *Engine) frame(ctx context.Context, s *session, target Target, f supervisor.Frame, body []byte) (supervisor.StreamReply, error) {
+	head, err := json.Marshal(f)
+	if err != nil {
+		return supervisor.StreamReply{}, err
+	}
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := fmt.Fprintf(s.stdin, `{"digest":%q,"size":%d}`+"\n", digest, len(tarball))
+		_, err := s.stdin.Write(append(head, '\n'))
 		if err == nil {
-			_, err = s.stdin.Write(tarball)
+			_, err = s.stdin.Write(body)
 		}
 		wrote <- err
 	}()
@@ -97,34 +150,53 @@ func (e *Engine) syncOverSession(ctx context.Context, t *identity.Tenant, envUID
 	case a = <-read:
 	case <-ctx.Done():
 		e.closeSession(s)
-		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, ctx.Err())
+		return supervisor.StreamReply{}, fmt.Errorf("%w: %v", errSessionBroken, ctx.Err())
 	}
 	if errors.Is(a.err, errAnswerTooLong) {
 		// The stream is out of step, and this container answers what
 		// no supervisor does: the sync fails, with no one-shot retry.
 		e.closeSession(s)
-		return syncResult{}, fmt.Errorf("container %s: %w", target.Container, a.err)
+		return supervisor.StreamReply{}, fmt.Errorf("container %s: %w", target.Container, a.err)
 	}
 	if a.err != nil {
 		e.closeSession(s)
 		<-s.done
-		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, s.why(a.err))
+		return supervisor.StreamReply{}, fmt.Errorf("%w: %v", errSessionBroken, s.why(a.err))
 	}
 	if err := <-wrote; err != nil {
 		e.closeSession(s)
-		return syncResult{}, fmt.Errorf("%w: %v", errSessionBroken, err)
+		return supervisor.StreamReply{}, fmt.Errorf("%w: %v", errSessionBroken, err)
 	}
 	s.answered.Store(true)
 	var r supervisor.StreamReply
 	if err := json.Unmarshal(a.line, &r); err != nil {
 		e.closeSession(s)
-		return syncResult{}, fmt.Errorf("%w: the supervisor answered %q", errSessionBroken, message.Truncate(string(a.line), 128))
+		return r, fmt.Errorf("%w: the supervisor answered %q", errSessionBroken, message.Truncate(string(a.line), 128))
 	}
-	res := syncResult{Digest: r.Digest, RestartedMs: r.RestartedMs}
-	if r.Error != "" {
-		return res, errors.New(message.Truncate(r.Error, 256))
+	return r, nil
+}
+
+// maxBaseBytes bounds the tars all sessions keep as their deltas' bases;
+// a session past it keeps none (its next sync sends the files whole).
+const maxBaseBytes = 128 << 20
+
+// keepBase makes tarball (nil: none) the base of s's next delta.
+func (e *Engine) keepBase(s *session, tarball []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.baseBytes -= int64(len(s.base))
+	s.base = nil
+	if int64(len(tarball))+e.baseBytes <= maxBaseBytes {
+		s.base = tarball
+		e.baseBytes += int64(len(tarball))
 	}
-	return res, nil
+}
+
+// baseOf is the base of s's next delta, nil for none.
+func (e *Engine) baseOf(s *session) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.base
 }
 
 // session is target's open session, opened now if there is none; nil
@@ -162,6 +234,8 @@ func (e *Engine) session(t *identity.Tenant, envUID types.UID, target Target) *s
 		if e.sessions[key] == s {
 			delete(e.sessions, key)
 		}
+		e.baseBytes -= int64(len(s.base))
+		s.base = nil
 		if !s.answered.Load() && strings.Contains(s.stderr.String(), "-stream") {
 			// A supervisor without --stream (an image of an older
 			// operator) refused the flag.
