@@ -108,6 +108,10 @@ type pushTarget struct {
 	source   string
 	ref      string // repository:tag
 	insecure bool
+	// read is the environment as resolvePushTarget read it: the first
+	// push uses it rather than read it again a moment later (one round
+	// trip fewer before the upload); a watch's later pushes read it anew.
+	read *v1alpha1.DevEnvironment
 }
 
 // resolvePushTarget reads the source from the environment's spec and says
@@ -128,7 +132,7 @@ func resolvePushTarget(ctx context.Context, s *session, envName, srcName, dir st
 		if tag == "" {
 			tag = "latest"
 		}
-		return &pushTarget{dir: dir, env: envName, source: srcName, ref: src.OCI.Repository + ":" + tag, insecure: src.OCI.Insecure}, nil
+		return &pushTarget{dir: dir, env: envName, source: srcName, ref: src.OCI.Repository + ":" + tag, insecure: src.OCI.Insecure, read: env}, nil
 	}
 	var oci []string
 	for _, src := range env.Spec.Sources {
@@ -167,9 +171,13 @@ func registryHost(ref string) string {
 // follows the rollout, printing how long each part took.
 func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFlags) error {
 	start := time.Now()
-	env, err := s.getEnv(ctx, t.env)
-	if err != nil {
-		return err
+	env := t.read
+	t.read = nil
+	if env == nil {
+		var err error
+		if env, err = s.getEnv(ctx, t.env); err != nil {
+			return err
+		}
 	}
 	img, err := PackSource(t.dir, env, t.source, f.layer.For(registryHost(t.ref)))
 	if err != nil {
