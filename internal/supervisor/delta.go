@@ -42,27 +42,31 @@ const minRun = 16
 // resyncWindow is how far past the end of a match the same shift is
 // tried again: code after an edit differs in scattered bytes (changed
 // call offsets) between long equal runs.
-const resyncWindow = 64
+const resyncWindow = 256
 
 // EncodeDelta returns the ops that make next from base, and false when
 // they would not be less than half of next (then next is sent whole).
+// The blocks of base are indexed only when next does not follow base at
+// the same offsets (a rebuilt binary often does, but for a few bytes).
 func EncodeDelta(base, next []byte) ([]byte, bool) {
 	if len(base) < deltaBlock || len(next) < deltaBlock {
 		return nil, false
 	}
-	index := make(map[uint32]int32, len(base)/deltaBlock)
-	for off := 0; off+deltaBlock <= len(base); off += deltaBlock {
-		h := rollingSum(base[off : off+deltaBlock])
-		if _, ok := index[h]; !ok {
-			index[h] = int32(off)
-		}
-	}
+	var index map[uint32]int32
 	var out bytes.Buffer
 	e := &deltaWriter{out: &out}
-	lit := 0 // start of the bytes not yet emitted
-	i := 0
-	h := rollingSum(next[:deltaBlock])
+	lit, i := 0, 0 // lit: start of the bytes not yet emitted
+	if bytes.Equal(next[:minRun], base[:minRun]) {
+		i, lit = e.copyAlong(base, next, 0, 0)
+	}
+	var h uint32
+	if i+deltaBlock <= len(next) {
+		h = rollingSum(next[i : i+deltaBlock])
+	}
 	for i+deltaBlock <= len(next) {
+		if index == nil {
+			index = blockIndex(base)
+		}
 		if off, ok := index[h]; ok && bytes.Equal(base[off:int(off)+deltaBlock], next[i:i+deltaBlock]) {
 			b := int(off)
 			for i > lit && b > 0 && next[i-1] == base[b-1] {
@@ -89,6 +93,33 @@ func EncodeDelta(base, next []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out.Bytes(), true
+}
+
+// blockIndex maps the rolling sums of base's blocks to their offsets.
+func blockIndex(base []byte) map[uint32]int32 {
+	index := make(map[uint32]int32, len(base)/deltaBlock)
+	for off := 0; off+deltaBlock <= len(base); off += deltaBlock {
+		h := rollingSum(base[off : off+deltaBlock])
+		if _, ok := index[h]; !ok {
+			index[h] = int32(off)
+		}
+	}
+	return index
+}
+
+// equalRun is how many bytes a and b have equal from their start, found
+// a chunk at a time (bytes.Equal is vectorized), then byte by byte.
+func equalRun(a, b []byte) int {
+	n := min(len(a), len(b))
+	const chunk = 256
+	i := 0
+	for i+chunk <= n && bytes.Equal(a[i:i+chunk], b[i:i+chunk]) {
+		i += chunk
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // deltaWriter writes ops.
@@ -119,10 +150,7 @@ func (w *deltaWriter) copy(off, n int) {
 func (w *deltaWriter) copyAlong(base, next []byte, b, i int) (int, int) {
 	shift := b - i
 	for {
-		j := i
-		for j < len(next) && j+shift < len(base) && next[j] == base[j+shift] {
-			j++
-		}
+		j := i + equalRun(next[i:], base[i+shift:])
 		w.copy(i+shift, j-i)
 		// A few differing bytes, then the same shift again?
 		k := j + 1

@@ -39,7 +39,7 @@ func DeltaTar(base, next []byte) ([]byte, bool, error) {
 	var out bytes.Buffer
 	out.WriteString(DeltaMagic)
 	tw := tar.NewWriter(&out)
-	tr := tar.NewReader(bytes.NewReader(next))
+	tr, at := entries(next)
 	deltas := 0
 	for {
 		h, err := tr.Next()
@@ -49,7 +49,7 @@ func DeltaTar(base, next []byte) ([]byte, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		body, err := io.ReadAll(tr)
+		body, err := at(h)
 		if err != nil {
 			return nil, false, err
 		}
@@ -77,10 +77,11 @@ func DeltaTar(base, next []byte) ([]byte, bool, error) {
 	return out.Bytes(), deltas > 0, nil
 }
 
-// regularFiles are the regular files of a sync's tar by entry name.
+// regularFiles are the regular files of a sync's tar by entry name (their
+// contents in place in tarball).
 func regularFiles(tarball []byte) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(tarball))
+	tr, at := entries(tarball)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -92,11 +93,26 @@ func regularFiles(tarball []byte) (map[string][]byte, error) {
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
+		if files[h.Name], err = at(h); err != nil {
 			return nil, err
 		}
-		files[h.Name] = b
+	}
+}
+
+// entries reads a tar held in memory; at is the content of the entry
+// Next just returned, in place in tarball (no copy of a 5 MiB binary
+// per sync): an uncompressed tar's reader has read exactly the entry's
+// header blocks when Next returns, so its content starts where the
+// reader stands.
+func entries(tarball []byte) (*tar.Reader, func(*tar.Header) ([]byte, error)) {
+	r := bytes.NewReader(tarball)
+	tr := tar.NewReader(r)
+	return tr, func(h *tar.Header) ([]byte, error) {
+		start := len(tarball) - r.Len()
+		if h.Size < 0 || int64(start)+h.Size > int64(len(tarball)) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return tarball[start : start+int(h.Size)], nil
 	}
 }
 

@@ -102,14 +102,3 @@ func TestDeltaOfGoBinaries(t *testing.T) {
 		t.Logf("%s -> %s: delta %d bytes of %d (%v), encoded and applied in %s", files[i], files[i+1], n, len(next), ok, time.Since(start))
 	}
 }
-
-func BenchmarkEncodeDelta(b *testing.B) {
-	base, _ := os.ReadFile("/tmp/lsx/s1")
-	next, _ := os.ReadFile("/tmp/lsx/s2")
-	if len(base) == 0 {
-		b.Skip()
-	}
-	for b.Loop() {
-		EncodeDelta(base, next)
-	}
-}
