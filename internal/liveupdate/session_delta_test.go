@@ -243,3 +243,44 @@ func closeAll(e *Engine) {
 		e.closeSession(s)
 	}
 }
+
+// The tars sessions keep as bases are bounded for all of them together: a
+// session whose tar would pass maxBaseBytes keeps none (its next sync is
+// whole), and a session that ends gives its base's bytes back.
+func TestSessionBasesAreBounded(t *testing.T) {
+	g := NewWithT(t)
+	root, orig := liveRoot(t)
+	x := &supervisorExec{root: root, orig: orig}
+	e := &Engine{Exec: x, Sessions: true}
+	ctx := context.Background()
+
+	v1 := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	e.mu.Lock()
+	e.baseBytes = maxBaseBytes - int64(len(v1)) // others' bases: no room for this one
+	e.mu.Unlock()
+	_, err := e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:one", serverTar(t, v1))
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:two", serverTar(t, rebuilt(v1, 100, "v2")))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Sent).To(BeNumerically(">", len(v1)), "no base kept past the bound: whole")
+
+	e.mu.Lock()
+	e.baseBytes = 0
+	e.mu.Unlock()
+	_, err = e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:three", serverTar(t, rebuilt(v1, 100, "v3")))
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err = e.syncOne(ctx, testTenant(), testEnvUID, target, "sha256:four", serverTar(t, rebuilt(v1, 100, "v4")))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Sent).To(BeNumerically("<", 4096), "room again: a delta")
+	e.mu.Lock()
+	kept := e.baseBytes
+	s := e.sessions[sessionKey(testTenant(), testEnvUID, target)]
+	e.mu.Unlock()
+	g.Expect(kept).To(BeNumerically(">", len(v1)))
+
+	e.closeSession(s)
+	<-s.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g.Expect(e.baseBytes).To(BeZero(), "an ended session keeps no base")
+}
