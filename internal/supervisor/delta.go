@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // A delta carries a file as changes to the version the container already
@@ -49,7 +50,7 @@ const resyncWindow = 256
 // The blocks of base are indexed only when next does not follow base at
 // the same offsets (a rebuilt binary often does, but for a few bytes).
 func EncodeDelta(base, next []byte) ([]byte, bool) {
-	if len(base) < deltaBlock || len(next) < deltaBlock {
+	if len(base) < deltaBlock || len(next) < deltaBlock || len(base) > math.MaxInt32 {
 		return nil, false
 	}
 	var index map[uint32]int32
@@ -82,6 +83,11 @@ func EncodeDelta(base, next []byte) ([]byte, bool) {
 				h = rollingSum(next[i : i+deltaBlock])
 			}
 			continue
+		}
+		if i-lit > len(next)/2 {
+			// Half of it new already: stop looking (unrelated content
+			// costs no more than this).
+			return nil, false
 		}
 		if i+deltaBlock < len(next) {
 			h = roll(h, next[i], next[i+deltaBlock])
