@@ -1,7 +1,10 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
@@ -71,7 +74,7 @@ func writesImage(h *v1alpha1.HelmSpec, image string) bool {
 // than upgrading the release back to the older digests once it ends.
 // The release's last revision is read only when an image serves live and
 // no action is pending.
-func (e *Engine) upgradeWithNewestBuilds(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, req helm.ReleaseRequest, inFlight string) (bool, error) {
+func (e *Engine) upgradeWithNewestBuilds(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, req helm.ReleaseRequest, inFlight string) (bool, error) {
 	live := liveChartImages(env, c)
 	if len(live) == 0 {
 		return false, nil
@@ -81,6 +84,8 @@ func (e *Engine) upgradeWithNewestBuilds(env *v1alpha1.DevEnvironment, c *v1alph
 		if pending == req.Digest() {
 			return false, nil
 		}
+		log.FromContext(ctx).V(1).Info("a helm action in flight is not this request's while images serve live: their newest builds are pinned",
+			"release", req.Namespace+"/"+req.ReleaseName, "images", len(live))
 	} else {
 		rls, err := helm.LastRevision(req.Configs, req.Namespace, req.ReleaseName)
 		if err != nil {
