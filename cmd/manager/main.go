@@ -23,6 +23,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/operator"
+	"github.com/devloop-dev/devloop/internal/ownwrites"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -135,7 +136,8 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		SourceStoreEnvMaxBytes: opts.sourceStoreEnvMaxBytes,
 	})
 	r := &controllers.DevEnvironmentReconciler{
-		Client:           mgr.GetClient(),
+		// Never a version older than its own last write (internal/ownwrites).
+		Client:           ownwrites.New(mgr.GetClient(), mgr.GetAPIReader()),
 		APIReader:        mgr.GetAPIReader(),
 		Recorder:         mgr.GetEventRecorder("devloop"),
 		Identity:         op.Identity,

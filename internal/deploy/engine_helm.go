@@ -60,7 +60,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		}
 	}
 	applied.forget(key)
-	if upgrade, err := e.upgradeWithNewestBuilds(env, c, req, inFlight); err != nil {
+	if upgrade, err := e.upgradeWithNewestBuilds(ctx, env, c, req, inFlight); err != nil {
 		return Result{}, err
 	} else if upgrade {
 		images, refs = builtImages(env)

@@ -1,7 +1,10 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
@@ -57,23 +60,43 @@ func writesImage(h *v1alpha1.HelmSpec, image string) bool {
 // is due while some of its images serve live: then those images are
 // recorded as rolled out (templates to run Digest) and it returns true,
 // for the caller to build the request again with their newest digests.
-// The release's last revision is read only when an image serves live.
 // Idempotent: once recorded, the images no longer serve live.
-func (e *Engine) upgradeWithNewestBuilds(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, req helm.ReleaseRequest, inFlight string) (bool, error) {
+//
+// An action is due when the release's last revision was not deployed
+// with req, or, while an action started by an earlier reconcile is in
+// flight (or ended, its outcome not taken yet), when that action is not
+// req's: the action ends with other pins than req's, so req runs after
+// it. That earlier action pinned the newest builds when it started; a
+// reconcile that finds the images serving live again anyway (it read the
+// environment before that reconcile's status reached the cache, or that
+// status write failed: issue 33's chart case on a loaded cluster) builds
+// the same request again here and takes the action's outcome, rather
+// than upgrading the release back to the older digests once it ends.
+// The release's last revision is read only when an image serves live and
+// no action is pending.
+func (e *Engine) upgradeWithNewestBuilds(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, req helm.ReleaseRequest, inFlight string) (bool, error) {
 	live := liveChartImages(env, c)
-	if len(live) == 0 || helm.InFlight(inFlight) {
-		return false, nil
-	}
-	rls, err := helm.LastRevision(req.Configs, req.Namespace, req.ReleaseName)
-	if err != nil {
-		return false, err
-	}
-	if rls.DeployedWith(req.Digest()) {
+	if len(live) == 0 {
 		return false, nil
 	}
 	reason := fmt.Sprintf("release %s/%s is upgraded (chart, values or another image changed): its live images roll out with it, hooks included", req.Namespace, req.ReleaseName)
-	if rls == nil {
-		reason = fmt.Sprintf("release %s/%s is installed anew: its images roll out", req.Namespace, req.ReleaseName)
+	if pending, ok := helm.PendingDigest(inFlight); ok {
+		if pending == req.Digest() {
+			return false, nil
+		}
+		log.FromContext(ctx).V(1).Info("a helm action in flight is not this request's while images serve live: their newest builds are pinned",
+			"release", req.Namespace+"/"+req.ReleaseName, "images", len(live))
+	} else {
+		rls, err := helm.LastRevision(req.Configs, req.Namespace, req.ReleaseName)
+		if err != nil {
+			return false, err
+		}
+		if rls.DeployedWith(req.Digest()) {
+			return false, nil
+		}
+		if rls == nil {
+			reason = fmt.Sprintf("release %s/%s is installed anew: its images roll out", req.Namespace, req.ReleaseName)
+		}
 	}
 	for _, ist := range live {
 		ist.LiveDigest, ist.TemplateDigest = "", ist.Digest

@@ -27,6 +27,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/operator"
+	"github.com/devloop-dev/devloop/internal/ownwrites"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/teamcache"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -157,7 +158,7 @@ func run(m *testing.M, before []func() error) int {
 	op.Engines.Deploy = routed
 	deployRoutes = routed
 	r := &controllers.DevEnvironmentReconciler{
-		Client:       mgr.GetClient(),
+		Client:       ownwrites.New(mgr.GetClient(), mgr.GetAPIReader()),
 		Recorder:     mgr.GetEventRecorder("devloop"),
 		Identity:     routed,
 		Sources:      op.Sources,

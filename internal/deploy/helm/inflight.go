@@ -86,6 +86,11 @@ func ReleaseKey(owner, namespace, name string) string {
 // ended without its outcome taken by a reconcile yet.
 func InFlight(key string) bool { return helmInFlight.pending(key) }
 
+// PendingDigest is the chart and values digest (ReleaseRequest.Digest)
+// of the action in flight on the release key names, or ended without its
+// outcome taken; ok is false when there is none.
+func PendingDigest(key string) (digest string, ok bool) { return helmInFlight.pendingDigest(key) }
+
 // ReconcileInFlight runs ReconcileRelease for req as the release's one
 // action in flight, or takes the outcome of the one already under way
 // (see helmActions.reconcile); env is woken when it ends after the
@@ -111,6 +116,15 @@ func (a *helmActions) pending(key string) bool {
 	defer a.mu.Unlock()
 	_, ok := a.runs[key]
 	return ok
+}
+
+func (a *helmActions) pendingDigest(key string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.runs[key]; ok {
+		return r.digest, true
+	}
+	return "", false
 }
 
 // reconcile runs ReconcileRelease for req, or takes the outcome of the
