@@ -69,6 +69,39 @@ func withSharedCache(job *batchv1.Job, share pods.CacheShare) {
 	}
 }
 
+// withGoCacheProg gives the suite's go command the cache its images'
+// builders use on the claim they share: with the team cache on (tc), the
+// builders' go reads and writes through `helper gocacheprog` with its
+// local entries in pods.GoCacheProgDir on the claim, not in
+// $HOME/.cache/go-build, so a suite running plain go there would find
+// none of them. The suite then runs the same program on the same
+// directory, copied in by an init container as in builder Jobs, and
+// reaches the team cache as they do: as the environment's ServiceAccount
+// with a token for the cache's audience, mounted in the test container
+// only. The service reads through the environment's trust
+// (spec.cache.readFrom) and writes only its own store. Without tc the
+// builders' go uses its own cache on the claim, and so does the suite's.
+// A suite whose image's go is older than 1.24 ignores GOCACHEPROG and
+// starts cold: its builders' go is the same one, so they did too.
+func withGoCacheProg(job *batchv1.Job, share pods.CacheShare, tc *pods.TeamCache, helperImage string) {
+	prog := pods.GoCacheProgEnv(share.Paths, tc)
+	if prog == nil {
+		return
+	}
+	spec := &job.Spec.Template.Spec
+	install, tools, toolsMount := pods.InstallTools(helperImage)
+	spec.InitContainers = append(spec.InitContainers, install)
+	spec.Volumes = append(spec.Volumes, tools)
+	for i := range spec.Containers {
+		if c := &spec.Containers[i]; c.Name == ContainerTest {
+			c.VolumeMounts = append(c.VolumeMounts, toolsMount)
+			// Before the suite's env: a suite may still set its own.
+			c.Env = append(prog, c.Env...)
+			pods.WithTeamCacheToken(spec, c, tc)
+		}
+	}
+}
+
 // sharedCacheRoot is where the fetch container mounts a shared cache
 // claim whole, to create its subPath directories.
 const sharedCacheRoot = "/var/run/devloop/cache"

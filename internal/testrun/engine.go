@@ -509,6 +509,10 @@ type Engine struct {
 	// cannot be pulled) before its run ends with Error;
 	// DefaultStartTimeout when zero.
 	StartTimeout time.Duration
+	// TeamCache is the operator's team build cache, nil when it runs none:
+	// a suite on its images' build cache claim reaches it as their
+	// builders do (withGoCacheProg).
+	TeamCache *pods.TeamCacheService
 }
 
 // Finalize drops what the engine keeps of a deleted environment
