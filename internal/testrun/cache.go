@@ -46,6 +46,9 @@ func CacheClaimName(env, suite string) string {
 // user, creates the subPath directories first (the kubelet would create
 // them as root).
 func withSharedCache(job *batchv1.Job, share pods.CacheShare) {
+	// The claim's builder Jobs find the suite's by it, to take turns
+	// (turns.go).
+	job.Labels[pods.LabelBuildCache] = share.Claim
 	spec := &job.Spec.Template.Spec
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeTestCache, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: share.Claim}}})

@@ -285,9 +285,16 @@ func (p *testPass) advance(ctx context.Context, suite *v1alpha1.TestSuite) error
 	case len(waits) > 0:
 		queued.Message = "waiting for " + strings.Join(waits, ", ")
 	default:
-		queued.Message = ""
-		p.start(suite, queued)
-		return nil
+		busy, err := p.busyBuilder(ctx, suite)
+		if err != nil {
+			return err
+		}
+		if busy == "" {
+			queued.Message = ""
+			p.start(suite, queued)
+			return nil
+		}
+		queued.Message = "waiting for " + busy
 	}
 	st.Message = fmt.Sprintf("run #%d is %s", queued.Number, queued.Message)
 	return nil

@@ -114,3 +114,50 @@ func TestSuiteOnItsImagesClaimUsesTheirGoCache(t *testing.T) {
 	g.Expect(operatortest.Admin.List(context.Background(), pvcs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(pvcs.Items).To(HaveLen(2), "the images' claim (with unit) and lint's")
 }
+
+// TestSuiteAndBuildersOfOneClaimTakeTurns (issue 34 item 1, suites too):
+// the unit suite, on its image's claim, does not start while the image's
+// builder Job runs, and says for whom it waits; once it ended, the run
+// starts. A builder Job of a new revision then waits for the suite's Job,
+// saying so, and starts once it ended.
+func TestSuiteAndBuildersOfOneClaimTakeTurns(t *testing.T) {
+	g := NewWithT(t)
+	ns := operatortest.Namespace(t)
+	operatortest.CreateDeployer(t, ns, operatortest.Deployer)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n\nfunc main() {}\n"})
+	env := treeEnv(ns)
+	share, ok := pods.SuiteCacheShare(env, &env.Spec.Tests[0])
+	g.Expect(ok).To(BeTrue())
+	key := operatortest.CreateEnv(t, env)
+	builder := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
+
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		run := operatortest.RunOf(env, "unit", 1)
+		g.Expect(run).NotTo(BeNil())
+		g.Expect(run.Result).To(Equal(v1alpha1.ResultPending))
+		g.Expect(env.Status.Test("unit").Message).To(Equal("run #1 is waiting for builder job " + builder.Name +
+			" (image api), which shares build cache claim " + share.Claim + ": one compile at a time"))
+	})
+	// The pass that wrote that message would have made the Job instead.
+	g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty(), "the suite started while its image's builder ran")
+
+	operatortest.EndJob(t, ns, builder.Name, false)
+	unit := testJobOf(t, env, "unit")
+	g.Expect(unit.Labels).To(HaveKeyWithValue(pods.LabelBuildCache, share.Claim))
+
+	// A new revision: its builder Job waits for the suite's.
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n\nfunc main() { println(2) }\n"})
+	operatortest.RequestReconcile(t, env)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components).NotTo(BeEmpty())
+		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("image api waits for test job " + unit.Name +
+			" (suite unit), which shares build cache claim " + share.Claim + ": one compile at a time"))
+	})
+	g.Expect(operatortest.BuilderJobs(g, ns)["linux-amd64"].Name).To(Equal(builder.Name), "a builder Job started while the suite ran")
+
+	operatortest.EndTestJob(t, unit, 0, "", "ok")
+	g.Eventually(func(g Gomega) {
+		g.Expect(operatortest.BuilderJobs(g, ns)["linux-amd64"].Name).NotTo(Equal(builder.Name))
+	}, operatortest.Timeout).Should(Succeed())
+}
