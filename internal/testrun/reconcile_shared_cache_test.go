@@ -28,7 +28,7 @@ const goBuilder = "golang:1.25"
 func treeEnv(ns string) *v1alpha1.DevEnvironment {
 	api := v1alpha1.Component{Name: "api", Images: []v1alpha1.ImageSpec{{
 		Name: "api", Source: operatortest.AppSource, Platforms: []string{"linux/amd64"},
-		Run: &v1alpha1.BuildRun{Image: goBuilder, Command: []string{"go", "build", "-o", "out/api", "./cmd/api"}, Cache: &v1alpha1.BuildCache{}},
+		Run:    &v1alpha1.BuildRun{Image: goBuilder, Command: []string{"go", "build", "-o", "out/api", "./cmd/api"}, Cache: &v1alpha1.BuildCache{}},
 		Layers: []v1alpha1.LayerMapping{{From: "out/api", To: "/api", Mode: "0755"}}, Entrypoint: []string{"/api"},
 	}}}
 	unit := v1alpha1.TestSuite{Name: "unit", Source: operatortest.AppSource, Image: v1alpha1.TestImage{Ref: goBuilder},
