@@ -2,11 +2,15 @@ package testrun_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	utilexec "k8s.io/client-go/util/exec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -160,4 +164,57 @@ func TestSuiteAndBuildersOfOneClaimTakeTurns(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(operatortest.BuilderJobs(g, ns)["linux-amd64"].Name).NotTo(Equal(builder.Name))
 	}, operatortest.Timeout).Should(Succeed())
+}
+
+// TestSuiteAndWarmBuildsOfOneClaimTakeTurns: with run.keepWarm the
+// image's builds have no Job. The unit suite waits while status says the
+// warm build runs, naming it, and starts once it ended; a warm build of a
+// new revision waits for the suite's Job, saying so, and runs once it
+// ended.
+func TestSuiteAndWarmBuildsOfOneClaimTakeTurns(t *testing.T) {
+	g := NewWithT(t)
+	ns := operatortest.Namespace(t)
+	operatortest.CreateDeployer(t, ns, operatortest.Deployer)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n\nfunc main() {}\n"})
+	env := treeEnv(ns)
+	env.Spec.Components[0].Images[0].Run.KeepWarm = true
+	share, _ := pods.SuiteCacheShare(env, &env.Spec.Tests[0])
+	var runs atomic.Int32
+	hold := make(chan struct{})
+	operatortest.WarmExec.Answer(func(command []string, stdout, stderr io.Writer) error {
+		if !operatortest.IsStep(command, build.WarmStepRun) {
+			return nil
+		}
+		runs.Add(1)
+		<-hold
+		// The build command fails: the build ends, nothing pushed.
+		return utilexec.CodeExitError{Err: errors.New("command terminated with exit code 2"), Code: 2}
+	})
+	t.Cleanup(func() { operatortest.WarmExec.Answer(nil) })
+	key := operatortest.CreateEnv(t, env)
+	pod := build.WarmPodName(env.Name, "api", "linux/amd64")
+	operatortest.RunPod(t, ns, pod)
+
+	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(runs.Load()).To(BeEquivalentTo(1))
+		g.Expect(env.Status.Test("unit")).NotTo(BeNil())
+		g.Expect(env.Status.Test("unit").Message).To(Equal("run #1 is waiting for the build of image api (in " + pod +
+			"), which shares build cache claim " + share.Claim + ": one compile at a time"))
+	})
+	g.Expect(operatortest.TestJobNames(g, ns)).To(BeEmpty(), "the suite started while its image's warm build ran")
+
+	close(hold)
+	unit := testJobOf(t, env, "unit")
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\n\nfunc main() { println(2) }\n"})
+	operatortest.RequestReconcile(t, env)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components).NotTo(BeEmpty())
+		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("image api waits for test job " + unit.Name +
+			" (suite unit), which shares build cache claim " + share.Claim + ": one compile at a time"))
+	})
+	g.Expect(runs.Load()).To(BeEquivalentTo(1), "a warm build ran while the suite's Job did")
+
+	operatortest.EndTestJob(t, unit, 0, "", "ok")
+	g.Eventually(runs.Load, operatortest.Timeout).Should(BeEquivalentTo(2))
 }

@@ -3,6 +3,7 @@ package testrun
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +22,9 @@ import (
 // pods.LabelBuildCache). Run after the builds, the suite finds what they
 // compiled. The state is the Jobs in the cluster: a Job's end is an event
 // on an owned object, which reconciles the environment, and a restarted
-// operator sees the same. Warm builders (run.keepWarm) take turns in the
-// build engine's memory only: a suite does not wait for them.
+// operator sees the same. A warm builder's build (run.keepWarm) has no
+// Job: the suite waits while status says it runs, and the build engine
+// starts one only while no suite Job of the claim runs.
 
 // busyBuilder names the running builder Job of the claim suite shares
 // with its images ("" when none, or when the suite has a claim of its
@@ -47,6 +49,17 @@ func (p *testPass) busyBuilder(ctx context.Context, suite *v1alpha1.TestSuite) (
 		}
 		return fmt.Sprintf("builder job %s (image %s), which shares build cache claim %s: one compile at a time",
 			job.Name, job.Labels[v1alpha1.LabelImage], share.Claim), nil
+	}
+	// A warm builder's build has no Job: status, which the build step
+	// wrote earlier in this reconcile, says it runs; its end wakes the
+	// environment.
+	for _, c := range p.env.Status.Components {
+		for _, img := range c.Images {
+			if b := img.Build; b != nil && b.Result == v1alpha1.BuildRunning && slices.Contains(share.Images, img.Name) {
+				return fmt.Sprintf("the build of image %s (in %s), which shares build cache claim %s: one compile at a time",
+					img.Name, b.Job, share.Claim), nil
+			}
+		}
 	}
 	return "", nil
 }
