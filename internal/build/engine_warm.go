@@ -84,6 +84,15 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 			}
 		}
 		if run == nil {
+			// A suite's Job on the claim compiles what this build would:
+			// the build starts after it (its end reconciles).
+			if busy, err := s.busyTestJob(ctx, img, req.CacheClaim); err != nil || busy != "" {
+				if err != nil {
+					return nil, "", err
+				}
+				waiting = append(waiting, busy)
+				continue
+			}
 			// The steps are written once the claim names the token; a
 			// request they cannot be written for fails here, not there.
 			if _, err := WarmBuildSteps(req, "check"); err != nil {

@@ -7,11 +7,11 @@ import (
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // Lanes: the builders of the images sharing one build cache claim
@@ -24,8 +24,9 @@ import (
 // platforms compile other objects and may run at once.
 
 // LabelBuildCache on a builder Job or warm builder pod names the build
-// cache claim it mounts: the lane's other Jobs are found by it.
-const LabelBuildCache = "devloop.dev/build-cache"
+// cache claim it mounts: the lane's other Jobs (and the test Jobs of the
+// claim) are found by it.
+const LabelBuildCache = pods.LabelBuildCache
 
 // laneOf is the lane of a build on claim in namespace for platform (""
 // without a claim: no lane, no waiting). Claim names repeat across
@@ -38,10 +39,11 @@ func laneOf(namespace, claim, platform string) string {
 }
 
 // busyLaneJob names the unfinished builder Job of another image in the
-// lane of img's build for platform ("" when none): img's Job starts
-// after it ends (its end is an event on an owned Job, which reconciles
-// the environment). The API server is asked, not the cache, so a Job
-// created earlier in this reconcile is seen.
+// lane of img's build for platform, or else a test Job of a suite on the
+// claim (any platform: it compiles on the same cores), ("" when none):
+// img's Job starts after it ends (its end is an event on an owned Job,
+// which reconciles the environment). The API server is asked, not the
+// cache, so a Job created earlier in this reconcile is seen.
 func (s *imageBuilds) busyLaneJob(ctx context.Context, img *v1alpha1.ImageSpec, platform, claim string) (string, error) {
 	if claim == "" || s.e.APIReader == nil {
 		return "", nil
@@ -62,18 +64,35 @@ func (s *imageBuilds) busyLaneJob(ctx context.Context, img *v1alpha1.ImageSpec, 
 		return fmt.Sprintf("image %s waits for builder job %s (image %s), which shares build cache claim %s: one compile at a time",
 			img.Name, job.Name, job.Labels[v1alpha1.LabelImage], claim), nil
 	}
+	return s.busyTestJob(ctx, img, claim)
+}
+
+// busyTestJob names a running test Job of the claim ("" when none): a
+// suite on its images' claim compiles what they compile (testrun waits
+// for their builder Jobs the same way).
+func (s *imageBuilds) busyTestJob(ctx context.Context, img *v1alpha1.ImageSpec, claim string) (string, error) {
+	if claim == "" || s.e.APIReader == nil {
+		return "", nil
+	}
+	jobs := &batchv1.JobList{}
+	if err := s.e.APIReader.List(ctx, jobs, client.InNamespace(s.env.Namespace), client.MatchingLabels{
+		v1alpha1.LabelEnvironment: v1alpha1.LabelValue(s.env.Name), v1alpha1.LabelRole: v1alpha1.RoleTest, LabelBuildCache: claim,
+	}); err != nil {
+		return "", err
+	}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		if !metav1.IsControlledBy(job, s.env) || !job.DeletionTimestamp.IsZero() || jobEnded(job) {
+			continue
+		}
+		return fmt.Sprintf("image %s waits for test job %s (suite %s), which shares build cache claim %s: one compile at a time",
+			img.Name, job.Name, job.Labels[v1alpha1.LabelSuite], claim), nil
+	}
 	return "", nil
 }
 
 // jobEnded is a Job that completed or failed.
-func jobEnded(job *batchv1.Job) bool {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
+func jobEnded(job *batchv1.Job) bool { return pods.JobEnded(job) }
 
 // lanes serialize warm builds in memory: a warm build holds its lane
 // from its claim step to its end (the build's timeout counts from the

@@ -3,10 +3,8 @@ package build
 import (
 	"context"
 	"errors"
-	"path"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
@@ -26,22 +24,22 @@ type TeamCacheOptions struct {
 	Reviewer teamcache.Reviewer
 }
 
-// PodTeamCache is what a builder pod needs to reach the team cache.
-type PodTeamCache struct {
-	URL, Audience string
-	// ServiceAccount is the environment's: the pod runs as it, so its
-	// token names the environment's identity (the service checks both).
-	ServiceAccount string
-}
+// PodTeamCache is what a builder pod needs to reach the team cache
+// (test pods on the builders' claim reach it the same way).
+type PodTeamCache = pods.TeamCache
 
-// Paths of the team cache in a builder pod.
-const (
-	volumeCacheToken = "build-cache-token"
-	cacheTokenDir    = "/var/run/devloop/build-cache"
-	// cacheTokenTTL is the projected token's lifetime; the kubelet
-	// renews it before it ends.
-	cacheTokenTTL = 3600
-)
+// Service is the team cache as pods reach it (nil when off), its audience
+// defaulted.
+func (o *TeamCacheOptions) Service() *pods.TeamCacheService {
+	if o == nil || o.URL == "" {
+		return nil
+	}
+	audience := o.Audience
+	if audience == "" {
+		audience = teamcache.DefaultAudience
+	}
+	return &pods.TeamCacheService{URL: o.URL, Audience: audience}
+}
 
 // teamCache is the team cache of this environment's builder pods, nil
 // when the operator runs none or the environment acts as the operator
@@ -69,48 +67,25 @@ func (s *imageBuilds) teamCache(ctx context.Context) (*PodTeamCache, error) {
 		}
 		return nil, err
 	}
-	audience := o.Audience
-	if audience == "" {
-		audience = teamcache.DefaultAudience
-	}
-	return &PodTeamCache{URL: o.URL, Audience: audience, ServiceAccount: sa}, nil
+	return o.Service().For(sa), nil
 }
 
 // teamCacheEnv points the go command at `helper gocacheprog`, whose local
 // cache is on the first cache path (the cache claim when there is one).
 func teamCacheEnv(req JobRequest) []corev1.EnvVar {
-	if req.TeamCache == nil {
-		return nil
-	}
-	dir := path.Join(req.Run.Cache.PathsOrDefault()[0], "devloop-gocache")
-	return []corev1.EnvVar{{Name: "GOCACHEPROG", Value: WarmHelper + " helper gocacheprog --dir " + dir +
-		" --url " + req.TeamCache.URL + " --token-file " + cacheTokenDir + "/token"}}
+	return pods.GoCacheProgEnv(req.Run.Cache.PathsOrDefault(), req.TeamCache)
 }
 
 // withTeamCache runs a builder pod as the environment's ServiceAccount
 // with a token for the cache's audience only (no API token is mounted)
 // in the build container.
 func withTeamCache(req JobRequest, spec *corev1.PodSpec, build *corev1.Container) {
-	if req.TeamCache == nil {
-		return
-	}
-	spec.ServiceAccountName = req.TeamCache.ServiceAccount
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeCacheToken, VolumeSource: corev1.VolumeSource{
-		Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
-			ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-				Audience: req.TeamCache.Audience, ExpirationSeconds: ptr.To[int64](cacheTokenTTL), Path: "token",
-			},
-		}}},
-	}})
-	build.VolumeMounts = append(build.VolumeMounts, corev1.VolumeMount{Name: volumeCacheToken, MountPath: cacheTokenDir, ReadOnly: true})
+	pods.WithTeamCacheToken(spec, build, req.TeamCache)
 }
 
 // installTools is a builder Job's init container copying the helper
 // binary into the tools volume, for GOCACHEPROG (a warm builder has it
 // already).
 func installTools(req JobRequest) (corev1.Container, corev1.Volume, corev1.VolumeMount) {
-	mount := corev1.VolumeMount{Name: "tools", MountPath: toolsDir}
-	install := pods.HelperContainer(ContainerInstall, req.HelperImage, []string{"helper", "install", "--to", WarmHelper}, []corev1.VolumeMount{mount})
-	mount.ReadOnly = true
-	return install, corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, mount
+	return pods.InstallTools(req.HelperImage)
 }

@@ -36,13 +36,13 @@ const (
 	// image: fetch and push run in it, with the credentials.
 	ContainerWarmAgent = "fetch-push"
 	// ContainerInstall copies the helper binary into the tools volume.
-	ContainerInstall = "install"
+	ContainerInstall = pods.ContainerInstall
 
 	// toolsDir holds the helper binary inside the builder image, which
 	// knows nothing of devloop.
-	toolsDir = "/var/run/devloop/tools"
+	toolsDir = pods.ToolsDir
 	// WarmHelper is the helper binary's path in the warm container.
-	WarmHelper = toolsDir + "/devloop"
+	WarmHelper = pods.ToolsHelper
 
 	// AnnotationSpecHash on a warm builder is the hash of its pod spec: a
 	// pod with another hash is replaced.

@@ -139,6 +139,7 @@ func New(mgr ctrl.Manager, o Options) Operator {
 		Logs:         logs,
 		HelperImage:  o.HelperImage,
 		StartTimeout: o.Test.TestStartTimeout,
+		TeamCache:    o.TeamCache.Service(),
 	}
 	// images[].liveUpdate: changed files synced into running pods as the
 	// tenant (pods/exec), over one open session per container, instead of

@@ -103,3 +103,8 @@ func cacheShareKey(source, builder string, paths []string) string {
 func sanitizeName(s string) string {
 	return strings.NewReplacer("/", "-", ".", "-", "_", "-").Replace(s)
 }
+
+// LabelBuildCache on a builder Job, a warm builder pod or a test Job names
+// the build cache claim it mounts: the builders and suites of one claim
+// find one another by it, to take turns.
+const LabelBuildCache = "devloop.dev/build-cache"

@@ -46,6 +46,9 @@ func CacheClaimName(env, suite string) string {
 // user, creates the subPath directories first (the kubelet would create
 // them as root).
 func withSharedCache(job *batchv1.Job, share pods.CacheShare) {
+	// The claim's builder Jobs find the suite's by it, to take turns
+	// (turns.go).
+	job.Labels[pods.LabelBuildCache] = share.Claim
 	spec := &job.Spec.Template.Spec
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeTestCache, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: share.Claim}}})
@@ -65,6 +68,39 @@ func withSharedCache(job *batchv1.Job, share pods.CacheShare) {
 		if c := &spec.InitContainers[i]; c.Name == pods.ContainerFetch {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTestCache, MountPath: sharedCacheRoot})
 			c.Args = append(c.Args, "--cache-root", sharedCacheRoot, "--cache-dirs", strings.Join(subPaths, ","))
+		}
+	}
+}
+
+// withGoCacheProg gives the suite's go command the cache its images'
+// builders use on the claim they share: with the team cache on (tc), the
+// builders' go reads and writes through `helper gocacheprog` with its
+// local entries in pods.GoCacheProgDir on the claim, not in
+// $HOME/.cache/go-build, so a suite running plain go there would find
+// none of them. The suite then runs the same program on the same
+// directory, copied in by an init container as in builder Jobs, and
+// reaches the team cache as they do: as the environment's ServiceAccount
+// with a token for the cache's audience, mounted in the test container
+// only. The service reads through the environment's trust
+// (spec.cache.readFrom) and writes only its own store. Without tc the
+// builders' go uses its own cache on the claim, and so does the suite's.
+// A suite whose image's go is older than 1.24 ignores GOCACHEPROG and
+// starts cold: its builders' go is the same one, so they did too.
+func withGoCacheProg(job *batchv1.Job, share pods.CacheShare, tc *pods.TeamCache, helperImage string) {
+	prog := pods.GoCacheProgEnv(share.Paths, tc)
+	if prog == nil {
+		return
+	}
+	spec := &job.Spec.Template.Spec
+	install, tools, toolsMount := pods.InstallTools(helperImage)
+	spec.InitContainers = append(spec.InitContainers, install)
+	spec.Volumes = append(spec.Volumes, tools)
+	for i := range spec.Containers {
+		if c := &spec.Containers[i]; c.Name == ContainerTest {
+			c.VolumeMounts = append(c.VolumeMounts, toolsMount)
+			// Before the suite's env: a suite may still set its own.
+			c.Env = append(prog, c.Env...)
+			pods.WithTeamCacheToken(spec, c, tc)
 		}
 	}
 }

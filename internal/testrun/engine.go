@@ -285,9 +285,16 @@ func (p *testPass) advance(ctx context.Context, suite *v1alpha1.TestSuite) error
 	case len(waits) > 0:
 		queued.Message = "waiting for " + strings.Join(waits, ", ")
 	default:
-		queued.Message = ""
-		p.start(suite, queued)
-		return nil
+		busy, err := p.busyBuilder(ctx, suite)
+		if err != nil {
+			return err
+		}
+		if busy == "" {
+			queued.Message = ""
+			p.start(suite, queued)
+			return nil
+		}
+		queued.Message = "waiting for " + busy
 	}
 	st.Message = fmt.Sprintf("run #%d is %s", queued.Number, queued.Message)
 	return nil
@@ -509,6 +516,10 @@ type Engine struct {
 	// cannot be pulled) before its run ends with Error;
 	// DefaultStartTimeout when zero.
 	StartTimeout time.Duration
+	// TeamCache is the operator's team build cache, nil when it runs none:
+	// a suite on its images' build cache claim reaches it as their
+	// builders do (withGoCacheProg).
+	TeamCache *pods.TeamCacheService
 }
 
 // Finalize drops what the engine keeps of a deleted environment

@@ -148,6 +148,7 @@ func (p *testPass) testJob(suite *v1alpha1.TestSuite, run *v1alpha1.TestRun) (*b
 	withParams(job, run.Params)
 	if share, ok := pods.SuiteCacheShare(env, suite); ok {
 		withSharedCache(job, share)
+		withGoCacheProg(job, share, p.e.TeamCache.For(sa), p.e.HelperImage)
 	} else if suite.Cache != nil {
 		withCache(job, CacheClaimName(env.Name, suite.Name))
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,15 @@ func TestOneCompilePerTree(t *testing.T) {
 	setTrigger(t, tree, "unit")
 	warm := waitTestRun(t, client.ObjectKeyFromObject(tree), "unit", 1)
 	g.Expect(warm.Result).To(Equal(v1alpha1.ResultPassed), "run failed: "+warm.Message+"\n"+warm.LogTail)
+	// With the team cache on, the suite's go runs through its builders'
+	// GOCACHEPROG, whose summary ends each go command's output: "0 entries
+	// from the team cache, 0 uploaded" after `go build ./...` is every
+	// action found on the claim.
+	if warm.LogTail != "" {
+		summaries := regexp.MustCompile(`devloop build cache: .*`).FindAllString(warm.LogTail, -1)
+		t.Logf("unit suite's cache program: %q", summaries)
+		g.Expect(summaries).NotTo(BeEmpty(), "the suite's go did not run through the builders' GOCACHEPROG:\n"+warm.LogTail)
+	}
 	empty := newEnv(namespace(t, "e2e-onecompile-empty"), "empty").Tests(vcsimSuite(goproxy)).Build()
 	pushOnly(t, empty, sourceDir(t, files))
 	g.Expect(c.Client.Create(ctx, empty)).To(Succeed())
