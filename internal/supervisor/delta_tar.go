@@ -143,26 +143,7 @@ func writeDeltaFile(root *os.Root, rel string, mode fs.FileMode, r io.Reader, n 
 		return err
 	}
 	defer base.Close()
-	tmp, err := prepare(root, rel, n)
-	if err != nil {
-		return err
-	}
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	err = applyDelta(base, st.Size(), r, f, size, pax[DeltaSumRecord])
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Chmod(tmp, mode)
-	}
-	if err == nil {
-		err = root.Rename(tmp, rel)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
+	return replaceFile(root, rel, mode, n, func(f io.Writer) error {
+		return applyDelta(base, st.Size(), r, f, size, pax[DeltaSumRecord])
+	})
 }

@@ -79,6 +79,16 @@ func applyTar(root *os.Root, r io.Reader, deltas bool) ([]string, error) {
 
 // writeFile writes r to rel through a temporary file renamed into place.
 func writeFile(root *os.Root, rel string, mode fs.FileMode, r io.Reader, n int) error {
+	return replaceFile(root, rel, mode, n, func(f io.Writer) error {
+		_, err := io.Copy(f, r)
+		return err
+	})
+}
+
+// replaceFile writes rel's new content with write into a temporary file
+// and renames it into place; on any error the temporary file is removed
+// and rel is left as it was.
+func replaceFile(root *os.Root, rel string, mode fs.FileMode, n int, write func(io.Writer) error) error {
 	tmp, err := prepare(root, rel, n)
 	if err != nil {
 		return err
@@ -87,7 +97,7 @@ func writeFile(root *os.Root, rel string, mode fs.FileMode, r io.Reader, n int) 
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, r)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
