@@ -116,6 +116,10 @@ func TestChartImageLiveUpdatedInPlace(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-vcsim")
 	dir := vcsimSource(t)
+	// The local builds below run with GOPROXY=off, as offline as a
+	// developer's warm machine: the module cache gets the fixture's
+	// dependencies first (CI's first run on an empty cache failed here).
+	downloadModules(t, dir)
 	started := time.Now()
 	for image := range vcsimCommands {
 		buildVcsim(t, dir, image)

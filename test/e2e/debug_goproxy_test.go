@@ -47,6 +47,16 @@ func delveGoProxy(t *testing.T) string {
 // still checks every module).
 func hostGoProxy(t *testing.T, dir string) string {
 	t.Helper()
+	downloadModules(t, dir)
+	return serveModuleCache(t)
+}
+
+// downloadModules runs `go mod download` in the module at dir, so that the
+// host's module cache holds its dependencies: for builder pods (through
+// hostGoProxy) and for local builds with GOPROXY=off on a machine whose
+// module cache starts empty.
+func downloadModules(t *testing.T, dir string) {
+	t.Helper()
 	start := time.Now()
 	download := exec.Command("go", "mod", "download")
 	download.Dir = dir
@@ -54,8 +64,7 @@ func hostGoProxy(t *testing.T, dir string) string {
 	if out, err := download.CombinedOutput(); err != nil {
 		t.Fatalf("go mod download in %s on the host: %v\n%s", dir, err, out)
 	}
-	t.Logf("modules of %s downloaded on the host in %s (served to builder pods)", dir, time.Since(start).Round(time.Millisecond))
-	return serveModuleCache(t)
+	t.Logf("modules of %s downloaded on the host in %s", dir, time.Since(start).Round(time.Millisecond))
 }
 
 // serveModuleCache serves the host's module download cache over HTTP on
