@@ -407,6 +407,20 @@ smoke() {
 
 # ---------------------------------------------------------------- commands
 
+# disk_room says how much disk the cluster's state has and warns when it
+# is little: the kubelet taints the node disk-pressure below 500 MiB free
+# (config/kubelet.yaml), and then no pod is scheduled, the operator's
+# included; the end-to-end suite takes a few GiB of images and logs.
+disk_room() {
+  local free_mib
+  free_mib=$(df -Pm "$STATE" | awk 'NR == 2 {print $4}')
+  if [ "$free_mib" -lt 4096 ]; then
+    log "warning: only ${free_mib} MiB free under $STATE; below 500 MiB the node is tainted disk-pressure and no pod is scheduled (make dev-clean frees the cluster's images)"
+  else
+    log "disk: ${free_mib} MiB free under $STATE"
+  fi
+}
+
 cmd_up() {
   need_root
   local t0=$SECONDS all=1 c t_kubelet=$SECONDS
@@ -421,6 +435,7 @@ cmd_up() {
     return 0
   fi
   tools
+  disk_room
   node_address
   sysctls
   pki

@@ -10,7 +10,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -118,7 +117,11 @@ func (c *Cluster) waitRollout(ctx context.Context, ns, name string, timeout time
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("deployment %s/%s not rolled out after %s: %s", ns, name, timeout, c.podProblems(ns))
+			msg := c.DescribePods(ns)
+			if nodes := c.NodeProblems(); nodes != "" {
+				msg += "\n" + nodes
+			}
+			return fmt.Errorf("deployment %s/%s not rolled out after %s:\n%s", ns, name, timeout, msg)
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
@@ -131,25 +134,4 @@ func rolledOut(d *appsv1.Deployment) bool {
 	}
 	s := d.Status
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
-}
-
-// podProblems names the waiting reasons of the namespace's pods, for
-// error messages.
-func (c *Cluster) podProblems(ns string) string {
-	pods := &corev1.PodList{}
-	if err := c.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, p := range pods.Items {
-		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if s.State.Waiting != nil && s.State.Waiting.Reason != "" {
-				out = append(out, fmt.Sprintf("pod %s container %s: %s %s", p.Name, s.Name, s.State.Waiting.Reason, s.State.Waiting.Message))
-			}
-		}
-	}
-	if len(out) == 0 {
-		return "no pod reports a problem"
-	}
-	return strings.Join(out, "; ")
 }

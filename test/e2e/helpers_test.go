@@ -31,6 +31,7 @@ func namespace(t *testing.T, prefix string) string {
 	NewWithT(t).Expect(c.PrepareNamespace(context.Background(), name)).To(Succeed())
 	t.Cleanup(func() {
 		if t.Failed() {
+			logNamespace(t, name)
 			t.Logf("keeping namespace %s to look at", name)
 			return
 		}
