@@ -54,17 +54,9 @@ func TestChartUpgradeInFlightKeepsTheNewestBuilds(t *testing.T) {
 		files["chart/templates/migrate.yaml"] = migrateHook
 		return files
 	}
-	operatortest.AppFiles(t, ns, source("binary v1"))
-	env := chartLiveEnv(ns)
-	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
+	env := installChartLive(t, ns, source("binary v1"))
 	key := client.ObjectKeyFromObject(env)
-	operatortest.WaitForEnv(t, key, func(g Gomega, cur *v1alpha1.DevEnvironment) {
-		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, webDeploymentNow(g, ns))).To(Succeed(), "status: %+v", cur.Status)
-	})
-	operatortest.MarkDeploymentAvailable(t, ns, "web")
-	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	v1 := *env.Status.Component("web").Image("web")
-	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
 
 	// A binary-only change: served in place, no Helm action.
 	operatortest.AppFiles(t, ns, source("binary v2"))

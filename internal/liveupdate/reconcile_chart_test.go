@@ -59,17 +59,14 @@ func chartLiveEnv(ns string) *v1alpha1.DevEnvironment {
 	return env
 }
 
-// TestChartImageLiveUpdatedInPlace (issue 33): an image a chart receives
-// through helm.imageValues, changed only under liveUpdate.paths, is
-// synced into the running pods with no Helm action (the release's
-// revision stays), the Deployment untouched; a values change then
-// upgrades the release and rolls the newest build out with it, status
-// saying so.
-func TestChartImageLiveUpdatedInPlace(t *testing.T) {
+// installChartLive installs chartLiveEnv in ns from files and waits until
+// it is Ready with its Deployment's template at the image's digest, and a
+// pod of that template runs (web-a, under the supervisor).
+func installChartLive(t *testing.T, ns string, files map[string]string) *v1alpha1.DevEnvironment {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.DeployNamespace(t)
-	operatortest.AppFiles(t, ns, chartSource("binary v1"))
+	operatortest.AppFiles(t, ns, files)
 	env := chartLiveEnv(ns)
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -82,14 +79,29 @@ func TestChartImageLiveUpdatedInPlace(t *testing.T) {
 		ist := env.Status.Component("web").Image("web")
 		g.Expect(ist.TemplateDigest).To(Equal(ist.Digest))
 	})
+	image := webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image
+	g.Expect(image).To(HaveSuffix("@" + env.Status.Component("web").Image("web").Digest))
+	runningPod(t, ns, "web-a", image)
+	return env
+}
+
+// TestChartImageLiveUpdatedInPlace (issue 33): an image a chart receives
+// through helm.imageValues, changed only under liveUpdate.paths, is
+// synced into the running pods with no Helm action (the release's
+// revision stays), the Deployment untouched; a values change then
+// upgrades the release and rolls the newest build out with it, status
+// saying so.
+func TestChartImageLiveUpdatedInPlace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := operatortest.DeployNamespace(t)
+	env := installChartLive(t, ns, chartSource("binary v1"))
+	key := client.ObjectKeyFromObject(env)
 	v1 := *env.Status.Component("web").Image("web")
 	revision := env.Status.Component("web").Release.Revision
 	before := webDeploymentNow(g, ns)
-	image := before.Spec.Template.Spec.Containers[0].Image
-	g.Expect(image).To(HaveSuffix("@" + v1.Digest))
 	g.Expect(before.Spec.Template.Labels).To(HaveKeyWithValue(v1alpha1.LabelLiveUpdate, v1alpha1.LiveUpdateSupervised),
 		"the chart's Deployment runs under the supervisor")
-	runningPod(t, ns, "web-a", image)
 
 	// Only the binary changes: synced in place, no Helm action.
 	operatortest.AppFiles(t, ns, chartSource("binary v2"))
