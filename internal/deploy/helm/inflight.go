@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
@@ -143,6 +144,10 @@ func (a *helmActions) reconcile(ctx context.Context, key string, env client.Obje
 				a.mu.Unlock()
 				return r, true
 			}
+			// Not silently: a failed action for an earlier request
+			// would otherwise leave no trace.
+			log.FromContext(ctx).Info("a Helm action for an earlier request of this release ended; the current request runs anew",
+				"release", key, "action", r.current(), "failed", r.err != nil, "error", errText(r.err))
 		default:
 			a.mu.Unlock()
 			return r, false
@@ -265,4 +270,12 @@ func (r *Run) current() Action {
 func (r *Run) InFlightMessage(namespace, name string) string {
 	return fmt.Sprintf("helm %s of release %s/%s in progress for %s", r.current(), namespace, name,
 		time.Since(r.started).Round(time.Second))
+}
+
+// errText is err's message, or "" for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
