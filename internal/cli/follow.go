@@ -69,19 +69,28 @@ func (p *progress) show(state string) {
 // whether the wait is over, and with what error.
 type check func(env *v1alpha1.DevEnvironment) (state string, done bool, err error)
 
+// maxRead bounds one read of the environment while following it.
+const maxRead = 30 * time.Second
+
 // errTimeout marks a wait that ran out of time.
 var errTimeout = errors.New("timed out")
 
 // follow reads the environment every poll interval until check says done,
-// timeout passes (0: no limit) or ctx is cancelled.
+// timeout passes (0: no limit) or ctx is cancelled. The timeout is the
+// wait's, not each read's: a read cut by it would fail with the client's
+// own words (its rate limiter refuses a wait that would pass the
+// deadline) instead of saying the wait timed out.
 func (a *app) follow(ctx context.Context, s *session, name string, timeout time.Duration, p *progress, c check) error {
+	var expired <-chan time.Time
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
 	}
 	for {
-		env, err := s.getEnv(ctx, name)
+		readCtx, cancel := context.WithTimeout(ctx, maxRead)
+		env, err := s.getEnv(readCtx, name)
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -93,10 +102,9 @@ func (a *app) follow(ctx context.Context, s *session, name string, timeout time.
 			}
 		}
 		select {
+		case <-expired:
+			return &ExitError{Code: 1, Err: fmt.Errorf("%w after %s: %s", errTimeout, seconds(p.elapsed()), p.last)}
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return &ExitError{Code: 1, Err: fmt.Errorf("%w after %s: %s", errTimeout, seconds(p.elapsed()), p.last)}
-			}
 			return &ExitError{Code: 130, Err: errors.New("interrupted: " + p.last)}
 		case <-time.After(a.opts.PollInterval):
 		}
