@@ -16,8 +16,9 @@ import (
 // Current) finds the rollout done. So Observe keeps it from status:
 //
 //   - a component the change deployed (it has a Deploy step) that runs an
-//     image the change built (images[].revision is one of the change's)
-//     and that no live update serves in place, found not Ready at the end
+//     image the change built (images[].revision is one of the change's,
+//     or the change pushed it) and that no live update serves in place,
+//     found not Ready at the end
 //     of a reconcile, is rolling out: its Rollout runs from the end of
 //     its Deploy (which a Helm action still in flight moves on);
 //   - the reconcile that finds it Ready ends the Rollout where that
@@ -72,10 +73,17 @@ func (t *envTimeline) observeRollout(cs *v1alpha1.ComponentStatus) {
 
 // rollsOut reports whether component cs runs an image the change c built
 // that no live update serves in place: deploying it rolls the pods out.
+// An image the change built is one built from a revision the change
+// carries, or one the change pushed (built from another source's
+// revision: a run step's output the change's build produced).
 func rollsOut(c *Change, cs *v1alpha1.ComponentStatus) bool {
 	revisions := strings.Fields(c.Revision)
 	return slices.ContainsFunc(cs.Images, func(ist v1alpha1.ImageStatus) bool {
-		return ist.Digest != "" && ist.Revision != "" && slices.Contains(revisions, ist.Revision) && !ist.ServesLive()
+		if ist.Digest == "" || ist.ServesLive() {
+			return false
+		}
+		_, pushed := stepEnd(c.Steps, Push, cs.Name+"/"+ist.Name)
+		return pushed || (ist.Revision != "" && slices.Contains(revisions, ist.Revision))
 	})
 }
 

@@ -107,6 +107,22 @@ func TestObserveStartsTheRolloutWhereAWidenedDeployEnds(t *testing.T) {
 	})
 }
 
+// An image built from a run step's output (its revision is the output's,
+// not the change's) that the change pushed rolls out too.
+func TestObserveRecordsTheRolloutOfAnImageTheChangePushed(t *testing.T) {
+	r := timeline.NewRecorder()
+	env := builtEnv("dev@sha256:2", "sha256:d2", v1alpha1.PhaseDeploying)
+	env.Status.Components[0].Images[0].Revision = "output@sha256:9"
+	beginChange(r, env)
+	r.Observe(env, t0.Add(2100*time.Millisecond))
+	r.ReconcileStarted("uid", t0.Add(4*time.Second))
+	r.Observe(ready(env), t0.Add(4100*time.Millisecond))
+	expectSteps(t, r.Changes("uid")[0].Steps[4:], []timeline.Step{
+		{Name: timeline.Rollout, Component: "web", Start: t0.Add(2 * time.Second), Duration: 2 * time.Second},
+		{Name: timeline.Ready, Component: "web", Start: t0.Add(4 * time.Second), Duration: 100 * time.Millisecond},
+	})
+}
+
 // What is not a rollout: objects Ready in the reconcile that applied them
 // (nothing was awaited), an image the change did not build, an image a
 // live update serves in place.
@@ -124,7 +140,9 @@ func TestObserveRecordsNoRolloutWhenNoPodsRolledOut(t *testing.T) {
 		// build, and its digest, are the previous revision's.
 		env := builtEnv("dev@sha256:2", "sha256:d1", v1alpha1.PhaseDeploying)
 		env.Status.Components[0].Images[0].Revision = "dev@sha256:1"
-		beginChange(r, env)
+		r.ReconcileStarted("uid", t0)
+		r.Sources(builtEnv("dev@sha256:1", "sha256:d1", v1alpha1.PhaseReady), env, t0, t0.Add(100*time.Millisecond))
+		r.Record("uid", timeline.Deploy, "web", t0.Add(time.Second), t0.Add(2*time.Second))
 		r.Observe(env, t0.Add(2100*time.Millisecond))
 		r.ReconcileStarted("uid", t0.Add(5*time.Second))
 		r.Observe(ready(env), t0.Add(5100*time.Millisecond))
