@@ -109,7 +109,9 @@ func TestTransientErrorKeepsTheChangeInFlight(t *testing.T) {
 	next := operatortest.AppFiles(t, ns, map[string]string{"a": "1"})
 	operatortest.RequestReconcile(t, env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Source(operatortest.AppSource).Digest).To(Equal(next.String()))
+		src := env.Status.Source(operatortest.AppSource)
+		g.Expect(src).NotTo(BeNil())
+		g.Expect(src.Digest).To(Equal(next.String()))
 		reconciling := operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)
 		g.Expect(reconciling).NotTo(BeNil(), "Reconciling; conditions %s", operatortest.ConditionsSummary(env))
 		g.Expect(reconciling.Message).To(ContainSubstring("connection reset by peer"))
