@@ -13,11 +13,13 @@ import (
 )
 
 // loadTimeline reads the environment's change timeline back once after a
-// start (as the tenant) and makes the engines' step times go to it.
+// start (as the tenant) and makes the engines' step times go to it. It
+// notes when the reconcile began: a rollout it finds done ended by then.
 func (r *DevEnvironmentReconciler) loadTimeline(ctx context.Context, s *scope) context.Context {
 	if r.Timeline == nil || s.env.Spec.Suspend {
 		return ctx
 	}
+	r.Timeline.ReconcileStarted(s.env.UID, time.Now())
 	c, err := s.tenant.Client()
 	if err == nil {
 		err = r.Timeline.Load(ctx, c, s.env)

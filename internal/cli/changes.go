@@ -115,7 +115,7 @@ func renderChanges(w io.Writer, changes []timeline.Change, now time.Time) error 
 		}
 		row := []string{changeRevision(c), string(c.Result), toServing}
 		for _, name := range cols {
-			row = append(row, stepSpan(c, name))
+			row = append(row, stepSpan(c, name, now))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -152,10 +152,12 @@ func changeRevision(c timeline.Change) string {
 }
 
 // stepSpan is how long a change's steps named name took, from the first
-// start to the last end ("-" for none, "…" for one still running).
-func stepSpan(c timeline.Change, name timeline.StepName) string {
+// start to the last end ("-" for none). A step of a change in flight
+// still running (no duration yet, such as a Rollout waiting for the
+// pods) runs until now, marked "…".
+func stepSpan(c timeline.Change, name timeline.StepName, now time.Time) string {
 	var start, end time.Time
-	found := false
+	found, running := false, false
 	for _, s := range c.Steps {
 		if s.Name != name {
 			continue
@@ -166,10 +168,16 @@ func stepSpan(c timeline.Change, name timeline.StepName) string {
 		if e := s.Start.Add(s.Duration); !found || e.After(end) {
 			end = e
 		}
+		running = running || (s.Duration == 0 && c.Result == timeline.InFlight)
 		found = true
 	}
-	if !found {
+	switch {
+	case !found:
 		return "-"
+	case running && now.After(end):
+		return duration(now.Sub(start)) + "…"
+	case running:
+		return duration(end.Sub(start)) + "…"
 	}
 	return duration(end.Sub(start))
 }

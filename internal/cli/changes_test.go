@@ -20,7 +20,12 @@ func TestChangesTable(t *testing.T) {
 	}
 	changes := []timeline.Change{
 		{Source: "app", Revision: "dev@sha256:" + strings.Repeat("b", 64), Started: t0.Add(time.Minute), Result: timeline.InFlight,
-			Steps: []timeline.Step{step(timeline.Fetch, "", time.Minute, 20*time.Millisecond)}},
+			Steps: []timeline.Step{
+				step(timeline.Fetch, "", time.Minute, 20*time.Millisecond),
+				step(timeline.Deploy, "web", time.Minute+100*time.Millisecond, 400*time.Millisecond),
+				// Running: the pods are rolling out.
+				step(timeline.Rollout, "web", time.Minute+500*time.Millisecond, 0),
+			}},
 		{Source: "app", Revision: "dev@sha256:" + strings.Repeat("a", 64), Started: t0, Serving: &served, Result: timeline.Serving,
 			Steps: []timeline.Step{
 				step(timeline.Pack, "", 0, 300*time.Millisecond),
@@ -30,7 +35,8 @@ func TestChangesTable(t *testing.T) {
 				step(timeline.Assemble, "web/web", 1200*time.Millisecond, 100*time.Millisecond),
 				step(timeline.Assemble, "web/sidecar", 1250*time.Millisecond, 250*time.Millisecond),
 				step(timeline.Deploy, "web", 1600*time.Millisecond, 1500*time.Millisecond),
-				step(timeline.Ready, "web", 3100*time.Millisecond, 1100*time.Millisecond),
+				step(timeline.Rollout, "web", 3100*time.Millisecond, 900*time.Millisecond),
+				step(timeline.Ready, "web", 4000*time.Millisecond, 200*time.Millisecond),
 			}},
 		{Source: "app", Revision: "dev@sha256:" + strings.Repeat("c", 64), Started: t0.Add(-time.Hour), Result: timeline.Failed,
 			Message: "component web: build failed: exit code 2\nmore"},
@@ -39,10 +45,10 @@ func TestChangesTable(t *testing.T) {
 	if err := renderChanges(&out, changes, t0.Add(time.Minute+3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	want := `REVISION                 RESULT    TO SERVING  PACK   UPLOAD  FETCH  ASSEMBLE  DEPLOY  READY
-dev@sha256:bbbbbbbbbbbb  InFlight  3.0s…       -      -       20ms   -         -       -
-dev@sha256:aaaaaaaaaaaa  Serving   4.2s        300ms  700ms   50ms   300ms     1.5s    1.1s
-dev@sha256:cccccccccccc  Failed    -           -      -       -      -         -       -
+	want := `REVISION                 RESULT    TO SERVING  PACK   UPLOAD  FETCH  ASSEMBLE  DEPLOY  ROLLOUT  READY
+dev@sha256:bbbbbbbbbbbb  InFlight  3.0s…       -      -       20ms   -         400ms   2.5s…    -
+dev@sha256:aaaaaaaaaaaa  Serving   4.2s        300ms  700ms   50ms   300ms     1.5s    900ms    200ms
+dev@sha256:cccccccccccc  Failed    -           -      -       -      -         -       -        -
 dev@sha256:cccccccccccc failed: component web: build failed: exit code 2
 change to serving over 1 changes: median 4.2s, fastest 4.2s, slowest 4.2s
 `

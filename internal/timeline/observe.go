@@ -80,10 +80,12 @@ func (r *Recorder) recordedOther(env *v1alpha1.DevEnvironment, source, revision 
 
 // Observe records, at the end of a reconcile, what only status tells of
 // the change in flight: each image's builder run (Compile, from the
-// builder Job's or warm build's start and completion), each touched
-// component's wait until Ready, and the end — Serving once the
-// environment is Ready on its generation, Failed once it is Stalled or a
-// build of the change failed.
+// builder Job's or warm build's start and completion), each deployed
+// component's rollout to the change's new image (Rollout, rollout.go),
+// each touched component's wait until Ready, and the end — Serving once
+// the environment is Ready on its generation, Failed once it is Stalled
+// or a build of the change failed. An error the reconcile retries
+// (Reconciling, not Stalled) leaves the change in flight.
 func (r *Recorder) Observe(env *v1alpha1.DevEnvironment, now time.Time) {
 	if r == nil {
 		return
@@ -123,6 +125,7 @@ func (r *Recorder) Observe(env *v1alpha1.DevEnvironment, now time.Time) {
 				failed = "image " + cs.Name + "/" + ist.Name + ": build failed"
 			}
 		}
+		t.observeRollout(cs)
 		if cs.Ready() {
 			readyAfter(r, t, cs.Name, now)
 		}

@@ -61,10 +61,13 @@ const (
 	Push     StepName = "Push"
 	// Deploy is a component's Helm upgrade or manifests apply.
 	Deploy StepName = "Deploy"
-	// Rollout and LiveUpdate are how the new image reached the pods.
+	// Rollout and LiveUpdate are how the new image reached the pods:
+	// Rollout the wait after Deploy for the workloads to run it
+	// (rollout.go), LiveUpdate its files synced into the running pods.
 	Rollout    StepName = "Rollout"
 	LiveUpdate StepName = "LiveUpdate"
-	// Ready is the wait for the component's objects to be ready.
+	// Ready is the wait for the component's objects to be ready; after a
+	// Rollout, the rest of the reconcile that found them so.
 	Ready StepName = "Ready"
 )
 

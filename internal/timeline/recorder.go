@@ -39,6 +39,9 @@ type envTimeline struct {
 	foreign bool
 	// told is true once ErrForeign was returned: it is said once.
 	told bool
+	// began is when the reconcile running now began (ReconcileStarted):
+	// a rollout that reconcile finds done ended by then (rollout.go).
+	began time.Time
 }
 
 // NewRecorder makes an empty recorder.

@@ -467,7 +467,7 @@ function renderTimeline(v) {
     el('table', { class: 'bars' }, el('tbody', null, (c.steps || []).map(s => {
       const off = (new Date(s.start) - new Date(c.started)) / 1000, dur = (s.duration || 0) / 1e9;
       return el('tr', null, el('td', null, s.name), el('td', { class: 'muted' }, s.component || ''),
-        el('td', null, el('span', { style: null, class: 'bar-wrap' }, barSvg(off * scale, Math.max(2, dur * scale)))), el('td', null, dur ? dur.toFixed(2) + 's' : 'running'));
+        el('td', null, el('span', { style: null, class: 'bar-wrap' }, barSvg(off * scale, Math.max(2, dur * scale)))), el('td', null, dur ? dur.toFixed(2) + 's' : c.result === 'InFlight' ? 'running' : 'unfinished'));
     }))))));
 }
 
