@@ -200,7 +200,7 @@ func TestUIInABrowser(t *testing.T) {
 	if lvl := browser.EvalString(t, bctx, `document.querySelector('#logview .line.l-error').textContent`); !strings.Contains(lvl, "code=500") {
 		t.Errorf("a JSON error line reads %q, want its fields shown readably", lvl)
 	}
-	browser.Screenshot(t, bctx, "logs")
+	// docs/images/ui-logs.png is test/e2e's TestUI's: a real build log.
 
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/timeline")); err != nil {
 		t.Fatal(err)
