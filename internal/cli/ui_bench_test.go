@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/ui"
+	"github.com/devloop-dev/devloop/test/browser"
 )
 
 // requestCounter counts the API requests the dashboard makes, as LIST or
@@ -83,7 +84,7 @@ func tenComponents() v1alpha1.DevEnvironmentSpec {
 // page latency, the process's memory, and asserts one LIST and one WATCH
 // per kind, not per environment.
 func TestUIFiftyEnvironments(t *testing.T) {
-	bctx := browser(t)
+	bctx := browser.Start(t)
 	ns := testenv.Namespace(t, k8s, "ui-bench")
 	for i := range 50 {
 		name := fmt.Sprintf("env-%02d", i)
@@ -124,7 +125,7 @@ func TestUIFiftyEnvironments(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(m[1]+"/?token="+m[2])); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "50 environments listed", `document.querySelectorAll('#envs tr[data-env]').length === 50`)
+	browser.WaitJS(t, bctx, "50 environments listed", `document.querySelectorAll('#envs tr[data-env]').length === 50`)
 	firstRender := time.Since(start)
 
 	var latencies, writes []time.Duration
@@ -142,7 +143,7 @@ func TestUIFiftyEnvironments(t *testing.T) {
 		// From the write's answer (the API server took the write, as the
 		// operator sees it); writes[] is from before the request was sent.
 		wrote := time.Now()
-		waitJS(t, bctx, name+" Reconciling on the list", `(document.querySelector('tr[data-env="`+ns+`/`+name+`"] .msg') || {}).textContent === '`+msg+`'`)
+		browser.WaitJS(t, bctx, name+" Reconciling on the list", `(document.querySelector('tr[data-env="`+ns+`/`+name+`"] .msg') || {}).textContent === '`+msg+`'`)
 		latencies = append(latencies, time.Since(wrote))
 		writes = append(writes, wrote.Sub(writing))
 	}

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -22,87 +19,8 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/timeline"
+	"github.com/devloop-dev/devloop/test/browser"
 )
-
-// chromium finds Debian's chromium; without it the browser tests skip,
-// unless DEVLOOP_REQUIRE_CHROMIUM says they must run (CI, make test after
-// hack/chromium.sh).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("DEVLOOP_REQUIRE_CHROMIUM") != "" {
-		t.Fatal("DEVLOOP_REQUIRE_CHROMIUM is set and no chromium is on PATH: run hack/chromium.sh")
-	}
-	t.Skip("no chromium on PATH: the dashboard's browser test needs Debian's chromium (hack/chromium.sh installs it; make test runs it)")
-	return ""
-}
-
-// browser starts a headless Chromium for the test.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 860), chromedp.Flag("headless", true), chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return ctx
-}
-
-// waitJS evaluates expr in the page until it is true and returns how long
-// that took; it fails the test after 20 s, showing what last was.
-func waitJS(t *testing.T, ctx context.Context, what, expr string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		if err == nil && ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > 20*time.Second {
-			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(-1500)`))
-			t.Fatalf("timed out waiting for %s (%v); the page shows:\n%s", what, err, body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func evalString(t *testing.T, ctx context.Context, expr string) string {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		t.Fatalf("%s: %v", expr, err)
-	}
-	return s
-}
-
-// screenshot saves the page as docs/images/ui-NAME.png when
-// DEVLOOP_UI_SCREENSHOTS=1.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	if os.Getenv("DEVLOOP_UI_SCREENSHOTS") != "1" {
-		return
-	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(testenv.RepoRoot(), "docs", "images", "ui-"+name+".png")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot %s: %d KiB", path, len(png)/1024)
-}
 
 // streamingLogs stands in for the kubelet in envtest: a followed
 // container's log gets a line every 100 ms until the reader stops.
@@ -139,7 +57,7 @@ func (streamingLogs) Stream(ctx context.Context, _, pod string, o *corev1.PodLog
 // reload, a trigger click writes the trigger once and the run appears, a
 // pod log streams in, and a message with markup is shown as text.
 func TestUIInABrowser(t *testing.T) {
-	bctx := browser(t)
+	bctx := browser.Start(t)
 	ns := testenv.Namespace(t, k8s, "ui-browser")
 	spec := teamSpec()
 	spec.Components[1].Ports = []v1alpha1.PortForward{{Name: "http", Local: freePort(t), Target: "svc/web:80"}}
@@ -180,32 +98,32 @@ func TestUIInABrowser(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/?token="+d.token)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "both environments listed", `document.querySelectorAll('#envs tr[data-env]').length === 2`)
+	browser.WaitJS(t, bctx, "both environments listed", `document.querySelectorAll('#envs tr[data-env]').length === 2`)
 	t.Logf("list rendered %s after navigation", time.Since(start).Round(time.Millisecond))
-	if got := evalString(t, bctx, `document.querySelector('tr[data-env="`+key+`"] .state').textContent`); got != "Reconciling" {
+	if got := browser.EvalString(t, bctx, `document.querySelector('tr[data-env="`+key+`"] .state').textContent`); got != "Reconciling" {
 		t.Errorf("team's state on the list: %q, want Reconciling", got)
 	}
-	msg := evalString(t, bctx, `document.querySelector('tr[data-env="`+ns+`/evil"] .msg').textContent`)
+	msg := browser.EvalString(t, bctx, `document.querySelector('tr[data-env="`+ns+`/evil"] .msg').textContent`)
 	if !strings.Contains(msg, markup) {
 		t.Errorf("evil's message is shown as %q, want the markup as text", msg)
 	}
-	if pwned := evalString(t, bctx, `String(window.__pwned) + ' ' + document.querySelectorAll('#main script, #main img').length`); pwned != "undefined 0" {
+	if pwned := browser.EvalString(t, bctx, `String(window.__pwned) + ' ' + document.querySelectorAll('#main script, #main img').length`); pwned != "undefined 0" {
 		t.Fatalf("the message's markup ran or was parsed: window.__pwned, elements = %s", pwned)
 	}
-	screenshot(t, bctx, "list")
+	browser.Screenshot(t, bctx, "list")
 
 	// The graph.
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/graph")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the graph", `document.querySelector('[data-node="component/web"]')`)
-	phases := evalString(t, bctx, `[...document.querySelectorAll('[data-node]')].map(n => n.dataset.node + '=' + n.dataset.phase).join(' ')`)
+	browser.WaitJS(t, bctx, "the graph", `document.querySelector('[data-node="component/web"]')`)
+	phases := browser.EvalString(t, bctx, `[...document.querySelectorAll('[data-node]')].map(n => n.dataset.node + '=' + n.dataset.phase).join(' ')`)
 	for _, want := range []string{"source/app=Ready", "source/upstream=Pending", "component/crds=Ready", "component/web=Building", "test/unit=Passed", "test/e2e=Idle"} {
 		if !strings.Contains(phases, want) {
 			t.Errorf("graph nodes %q: want %s", phases, want)
 		}
 	}
-	screenshot(t, bctx, "graph")
+	browser.Screenshot(t, bctx, "graph")
 
 	// A status change reaches the page without a reload.
 	var changed time.Time
@@ -218,7 +136,7 @@ func TestUIInABrowser(t *testing.T) {
 		}
 		changed = time.Now()
 	})
-	waitJS(t, bctx, "web Ready on the graph", `document.querySelector('[data-node="component/web"]').dataset.phase === 'Ready' && document.getElementById('env-state').textContent === 'Ready'`)
+	browser.WaitJS(t, bctx, "web Ready on the graph", `document.querySelector('[data-node="component/web"]').dataset.phase === 'Ready' && document.getElementById('env-state').textContent === 'Ready'`)
 	t.Logf("status change to page: %s", time.Since(changed).Round(time.Millisecond))
 
 	// A trigger click: one write of trigger=unit, then the run (written
@@ -231,11 +149,11 @@ func TestUIInABrowser(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/tests")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the tests tab", `document.querySelector('[data-suite="unit"] [data-action="trigger"]')`)
+	browser.WaitJS(t, bctx, "the tests tab", `document.querySelector('[data-suite="unit"] [data-action="trigger"]')`)
 	if _, err := chromedp.Run(bctx, chromedp.Click(chromedp.CSS(`[data-suite="unit"] [data-action="trigger"]`))); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the trigger's answer", `document.querySelector('[data-suite="unit"] [data-result]').textContent === 'trigger: unit'`)
+	browser.WaitJS(t, bctx, "the trigger's answer", `document.querySelector('[data-suite="unit"] [data-result]').textContent === 'trigger: unit'`)
 	writes := triggerWrites(t, w, "unit")
 	if writes != 1 {
 		t.Fatalf("the click wrote trigger=unit %d times, want once", writes)
@@ -245,11 +163,11 @@ func TestUIInABrowser(t *testing.T) {
 		ts := env.Status.Test("unit")
 		ts.Runs = append([]v1alpha1.TestRun{{Number: 2, Trigger: "unit", Result: v1alpha1.ResultRunning, StartTime: &now, JobName: "team-unit-2"}}, ts.Runs...)
 	})
-	waitJS(t, bctx, "run #2 on the page", `document.querySelector('[data-runs="unit"] tr[data-run="2"]')`)
-	if n := evalString(t, bctx, `String(document.querySelectorAll('[data-runs="unit"] tbody tr').length)`); n != "2" {
+	browser.WaitJS(t, bctx, "run #2 on the page", `document.querySelector('[data-runs="unit"] tr[data-run="2"]')`)
+	if n := browser.EvalString(t, bctx, `String(document.querySelectorAll('[data-runs="unit"] tbody tr').length)`); n != "2" {
 		t.Errorf("the unit suite shows %s runs, want 2", n)
 	}
-	screenshot(t, bctx, "tests")
+	browser.Screenshot(t, bctx, "tests")
 
 	// The components tab: opening the applied objects reads their kstatus
 	// (pods without a kubelet are InProgress, a CRD never applied here is
@@ -257,41 +175,38 @@ func TestUIInABrowser(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/components")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the components tab", `document.querySelector('[data-objects="web"] summary')`)
-	// Clicked from the page's script: every status update re-renders the
-	// tab, and a node found by one protocol call may be gone by the next.
-	click := func(selector string) {
-		t.Helper()
-		waitJS(t, bctx, "a click on "+selector, `(() => { const e = document.querySelector('`+selector+`'); if (e) e.click(); return !!e })()`)
-	}
+	browser.WaitJS(t, bctx, "the components tab", `document.querySelector('[data-objects="web"] summary')`)
+	// Clicked from the page's script (browser.Click): every status update
+	// re-renders the tab.
+	click := func(selector string) { t.Helper(); browser.Click(t, bctx, selector) }
 	click(`[data-objects="web"] summary`)
 	click(`[data-objects="crds"] summary`)
-	waitJS(t, bctx, "the objects' kstatus", `document.querySelector('[data-objects="web"] tr[data-object="Pod/web-2"] .k-InProgress') && document.querySelector('[data-objects="crds"] tr[data-object="CustomResourceDefinition/widgets.team.test"] .k-NotFound')`)
+	browser.WaitJS(t, bctx, "the objects' kstatus", `document.querySelector('[data-objects="web"] tr[data-object="Pod/web-2"] .k-InProgress') && document.querySelector('[data-objects="crds"] tr[data-object="CustomResourceDefinition/widgets.team.test"] .k-NotFound')`)
 	click(`[data-port="web/http"] [data-forward="start"]`)
-	waitJS(t, bctx, "the forward's URL", `(document.querySelector('[data-port="web/http"] a[data-url]') || {}).textContent?.startsWith('http://127.0.0.1:')`)
-	screenshot(t, bctx, "components")
+	browser.WaitJS(t, bctx, "the forward's URL", `(document.querySelector('[data-port="web/http"] a[data-url]') || {}).textContent?.startsWith('http://127.0.0.1:')`)
+	browser.Screenshot(t, bctx, "components")
 	click(`[data-port="web/http"] [data-forward="stop"]`)
-	waitJS(t, bctx, "the forward stopped", `document.querySelector('[data-port="web/http"] [data-forward="start"]') && !document.querySelector('[data-port="web/http"] a[data-url]')`)
+	browser.WaitJS(t, bctx, "the forward stopped", `document.querySelector('[data-port="web/http"] [data-forward="start"]') && !document.querySelector('[data-port="web/http"] a[data-url]')`)
 
 	// A pod log streams in, both replicas prefixed.
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/logs")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the log view", `document.getElementById('logtarget')`)
+	browser.WaitJS(t, bctx, "the log view", `document.getElementById('logtarget')`)
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const s = document.getElementById('logtarget'); s.value = [...s.options].find(o => o.textContent === 'pods of web').value; s.dispatchEvent(new Event('change')); return true })()`)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "web-1 and web-2 streaming", `[...document.querySelectorAll('#logview .line')].some(l => l.textContent.includes('[web-1/web] web-1/web line 4')) && [...document.querySelectorAll('#logview .line')].some(l => l.textContent.includes('[web-2/web] web-2/web line 4'))`)
-	if lvl := evalString(t, bctx, `document.querySelector('#logview .line.l-error').textContent`); !strings.Contains(lvl, "code=500") {
+	browser.WaitJS(t, bctx, "web-1 and web-2 streaming", `[...document.querySelectorAll('#logview .line')].some(l => l.textContent.includes('[web-1/web] web-1/web line 4')) && [...document.querySelectorAll('#logview .line')].some(l => l.textContent.includes('[web-2/web] web-2/web line 4'))`)
+	if lvl := browser.EvalString(t, bctx, `document.querySelector('#logview .line.l-error').textContent`); !strings.Contains(lvl, "code=500") {
 		t.Errorf("a JSON error line reads %q, want its fields shown readably", lvl)
 	}
-	screenshot(t, bctx, "logs")
+	// docs/images/ui-logs.png is test/e2e's TestUI's: a real build log.
 
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/timeline")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, bctx, "the timeline", `document.querySelectorAll('[data-change]').length === 3`)
-	screenshot(t, bctx, "timeline")
+	browser.WaitJS(t, bctx, "the timeline", `document.querySelectorAll('[data-change]').length === 3`)
+	browser.Screenshot(t, bctx, "timeline")
 	_ = team
 }
 

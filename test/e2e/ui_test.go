@@ -3,38 +3,47 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/cli"
-	"github.com/devloop-dev/devloop/internal/ui"
+	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/browser"
 )
 
-// TestUI: the sample environment on the real cluster, seen through
-// `kubectl devloop ui` as the page sees it (its stream and its logs
-// endpoint, with the token cookie): Ready, then the web image's real build
-// log (the builder Job's pod) and the web pod's log stream in, read through
-// the API server's pods/log.
+// TestUI: the sample environment on the real cluster, the operator really
+// running, seen through `kubectl devloop ui` in Debian's headless Chromium
+// (as the envtest browser test, internal/cli/ui_browser_test.go, but
+// nothing played): the list and the graph show it Ready with its
+// components coloured Ready; one click on a suite's Trigger writes the
+// trigger once, the operator runs it once, and the run appears and passes
+// on the page without a reload; the web image's real build log and the web
+// pod's log stream into the logs tab. It skips without chromium, as the
+// envtest test does. With DEVLOOP_UI_SCREENSHOTS=1 it writes
+// docs/images/ui-logs.png (the real build log).
 func TestUI(t *testing.T) {
 	c := need(t)
+	bctx := browser.Start(t)
 	g := NewWithT(t)
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
 	defer cancel()
 	ns := namespace(t, "e2e-ui")
 	env := sampleIn(t, ns)
 	pushDir(t, env, copyDir(t, c.SampleDir()))
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
+	key := client.ObjectKeyFromObject(env)
+	row := `document.querySelector('tr[data-env="` + key.String() + `"]')`
 
 	out := &lockedBuffer{}
 	go func() {
@@ -44,82 +53,120 @@ func TestUI(t *testing.T) {
 	urlRE := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]+)`)
 	var m []string
 	g.Eventually(func() []string { m = urlRE.FindStringSubmatch(out.String()); return m }, time.Minute, 50*time.Millisecond).ShouldNot(BeNil(), "the dashboard's URL")
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	resp, err := browser.Get(m[1] + "/?token=" + m[2])
-	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	base := m[1]
+	browser.Navigate(t, bctx, base+"/?token="+m[2])
+	browser.WaitJS(t, bctx, "the sample on the list", row)
+	t.Logf("list: %s %q", browser.EvalString(t, bctx, row+`.querySelector('.state').textContent`), browser.EvalString(t, bctx, `(`+row+`.querySelector('.msg') || {}).textContent || ''`))
 
-	// The page's stream shows the environment Ready.
-	start := time.Now()
-	key := ns + "/" + env.Name
-	readSSE(t, ctx, browser, m[1]+"/api/stream", func(event, data string) bool {
-		var u ui.Update
-		if event != "update" || json.Unmarshal([]byte(data), &u) != nil || u.Kind != "env" || u.Key != key {
-			return false
-		}
-		var v ui.EnvView
-		_ = json.Unmarshal(u.Data, &v)
-		t.Logf("page: %s %s %q", key, v.State, v.Message)
-		return v.State == "Ready"
-	})
-	t.Logf("Ready on the page %s after apply", time.Since(start).Round(time.Second))
+	// Ready: the operator says so in status, then the page within
+	// browser.Wait (the stream, no reload).
+	waitEnv(t, key, 8*time.Minute, false, readyNow)
+	ready := time.Now()
+	browser.WaitJS(t, bctx, "the sample Ready on the list", row+`.querySelector('.state').textContent === 'Ready' && `+row+`.cells[2].textContent === '1/1'`)
+	t.Logf("Ready in status %s after the case began; on the page %s after the test saw it", ready.Sub(began).Round(time.Second), time.Since(ready).Round(time.Millisecond))
 
-	logs := func(kind, name string, follow bool) []ui.LogLine {
-		q := url.Values{"namespace": {ns}, "env": {env.Name}, "kind": {kind}, "name": {name}}
-		if follow {
-			q.Set("follow", "1")
-		}
-		var lines []ui.LogLine
-		readSSE(t, ctx, browser, m[1]+"/api/logs?"+q.Encode(), func(event, data string) bool {
-			switch event {
-			case "lines":
-				var more []ui.LogLine
-				_ = json.Unmarshal([]byte(data), &more)
-				lines = append(lines, more...)
-				return follow
-			case "end":
-				t.Logf("%s %s log ended: %s", kind, name, data)
-				return true
-			}
-			return false
-		})
-		return lines
+	// The graph: each node's phase, and Ready drawn as Ready (the fill of
+	// app.css's .n-Ready), a suite never run as Idle.
+	envPage := base + "/#/env/" + ns + "/" + env.Name + "/"
+	browser.Navigate(t, bctx, envPage+"graph")
+	browser.WaitJS(t, bctx, "the graph", `document.querySelector('[data-node="component/web"]')`)
+	phases := browser.EvalString(t, bctx, `[...document.querySelectorAll('[data-node]')].map(n => n.dataset.node + '=' + n.dataset.phase + ':' + getComputedStyle(n.querySelector('rect')).fill).join('; ')`)
+	t.Logf("graph: %s", phases)
+	const readyFill, idleFill = "rgb(218, 251, 225)", "rgb(246, 248, 250)"
+	for _, want := range []string{"source/app=Ready:" + readyFill, "component/web=Ready:" + readyFill,
+		"test/unit-tests=Idle:" + idleFill, "test/smoke=Idle:" + idleFill, "test/contract=Idle:" + idleFill} {
+		g.Expect(strings.Split(phases, "; ")).To(ContainElement(want))
 	}
-	build := logs("build", "web/web", false)
-	g.Expect(build).NotTo(BeEmpty(), "the web image's build log")
-	t.Logf("build log of web/web: %d lines, first %q", len(build), build[0].Text)
-	pod := logs("component", "web", true)
-	g.Expect(pod).NotTo(BeEmpty(), "the web pod's log")
-	t.Logf("pod log of web: first %q from %q", pod[0].Text, pod[0].Stream)
+
+	// One click on smoke's Trigger: one write of the trigger annotation,
+	// one run by the real operator, on the page without a reload.
+	writes := watchTriggerWrites(t, key, "smoke")
+	browser.Navigate(t, bctx, envPage+"tests")
+	browser.WaitJS(t, bctx, "the tests tab", `document.querySelector('[data-suite="smoke"] [data-action="trigger"]')`)
+	g.Expect(browser.EvalString(t, bctx, `String(document.querySelectorAll('[data-runs="smoke"] tbody tr').length)`)).To(Equal("0"), "smoke has run before the click")
+	browser.EvalString(t, bctx, `String(window.__sameDocument = 'before the click')`)
+	clicked := time.Now()
+	browser.Click(t, bctx, `[data-suite="smoke"] [data-action="trigger"]`)
+	browser.WaitJS(t, bctx, "the trigger's answer", `document.querySelector('[data-suite="smoke"] [data-result]').textContent === 'trigger: smoke'`)
+	browser.WaitJS(t, bctx, "smoke's run on the page", `document.querySelector('[data-runs="smoke"] tbody tr[data-run]')`)
+	t.Logf("click to run on the page: %s", time.Since(clicked).Round(time.Millisecond))
+	browser.WaitJSWithin(t, bctx, "smoke's run Passed on the page", `document.querySelector('[data-runs="smoke"] tbody tr[data-run] .p-Passed')`, 3*time.Minute)
+	t.Logf("click to Passed on the page: %s", time.Since(clicked).Round(time.Millisecond))
+	g.Expect(browser.EvalString(t, bctx, `String(window.__sameDocument)`)).To(Equal("before the click"), "the page was reloaded")
+	done := waitEnv(t, key, time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerAnnotation), "the trigger is consumed")
+		g.Expect(env.Annotations).NotTo(HaveKey(v1alpha1.TriggerPendingAnnotation), "the trigger's runs are recorded")
+	})
+	g.Expect(writes()).To(Equal(1), "writes of trigger=smoke by one click")
+	g.Expect(done.Status.Test("smoke")).NotTo(BeNil(), "smoke in status")
+	g.Expect(done.Status.Test("smoke").Runs).To(HaveLen(1), "smoke's runs in status")
+	g.Expect(browser.EvalString(t, bctx, `String(document.querySelectorAll('[data-runs="smoke"] tbody tr').length)`)).To(Equal("1"), "smoke's runs on the page")
+	run := done.Status.Test("smoke").Runs[0]
+	t.Logf("run #%d %s (job %s), images %v", run.Number, run.Result, run.JobName, run.Images)
+
+	// Logs: the web image's build (the warm builder's, read through the
+	// API server's pods/log), then the web pod's, followed.
+	browser.Navigate(t, bctx, envPage+"logs")
+	browser.WaitJS(t, bctx, "the logs tab", `document.getElementById('logtarget')`)
+	showLog := func(label string) {
+		t.Helper()
+		browser.EvalString(t, bctx, `(() => { const s = document.getElementById('logtarget'); s.value = [...s.options].find(o => o.textContent === '`+label+`').value; s.dispatchEvent(new Event('change')); return '' })()`)
+	}
+	lines := `[...document.querySelectorAll('#logview .line')]`
+	showLog("build of web/web")
+	browser.WaitJS(t, bctx, "the build log", lines+`.some(l => l.dataset.source === 'build' && l.textContent.includes('running [go build -v'))`)
+	// Followed, a warm build's log ends when status says the build did
+	// (its builder's container runs on), with how it ended.
+	browser.WaitJS(t, bctx, "the followed build log's end", `document.getElementById('logstatus').textContent === 'ended' && `+lines+`.some(l => l.textContent.includes('build Succeeded'))`)
+	t.Logf("build log of web/web: %s lines, first %q", browser.EvalString(t, bctx, `String(`+lines+`.length)`), browser.EvalString(t, bctx, lines+`[0].textContent`))
+	browser.Screenshot(t, bctx, "logs")
+	showLog("pods of web")
+	browser.WaitJS(t, bctx, "the web pod's log", lines+`.some(l => l.dataset.source === 'component' && l.textContent.includes('listening on :8080 (hello from devloop)'))`)
+	// Followed: the stream is still open after the line came.
+	g.Expect(browser.EvalString(t, bctx, `document.getElementById('logstatus').textContent`)).To(Equal("streaming pods of web"))
+	t.Logf("pod log of web: %q", browser.EvalString(t, bctx, lines+`[0].textContent`))
+	t.Logf("TestUI took %s", time.Since(began).Round(time.Second))
 }
 
-// readSSE reads server-sent events until done says so or ctx ends.
-func readSSE(t *testing.T, ctx context.Context, c *http.Client, u string, done func(event, data string) bool) {
+// watchTriggerWrites watches the environment from now and returns a
+// function that stops watching and says how many writes set the trigger
+// annotation to value (a change from any other value or none).
+func watchTriggerWrites(t *testing.T, key client.ObjectKey, value string) func() int {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	resp, err := c.Do(req)
+	wc, err := client.NewWithWatch(need(t).Config, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", u, resp.Status)
+	w, err := wc.Watch(context.Background(), &v1alpha1.DevEnvironmentList{}, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
+	if err != nil {
+		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	var event string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if done(event, strings.TrimPrefix(line, "data: ")) {
-				return
+	var mu sync.Mutex
+	writes, last := 0, ""
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for ev := range w.ResultChan() {
+			env, ok := ev.Object.(*v1alpha1.DevEnvironment)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
 			}
+			cur := env.Annotations[v1alpha1.TriggerAnnotation]
+			mu.Lock()
+			if ev.Type == watch.Modified && cur == value && last != value {
+				writes++
+			}
+			last = cur
+			mu.Unlock()
 		}
+	}()
+	var once sync.Once
+	stop := func() int {
+		once.Do(func() { w.Stop(); <-stopped })
+		mu.Lock()
+		defer mu.Unlock()
+		return writes
 	}
-	t.Fatalf("GET %s ended before what was awaited: %v", u, sc.Err())
+	t.Cleanup(func() { stop() })
+	return stop
 }
