@@ -148,6 +148,7 @@ dev-clean: ## Stop the local cluster and remove all its state.
 
 .PHONY: e2e e2e-gitops
 e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux and OLM cases (make e2e-gitops): up, test, down.
+	hack/chromium.sh # TestUI drives the dashboard in Debian's chromium
 	$(CLUSTER_SH) up
 	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip go test -tags e2e ./test/e2e/ -count=1 -v -timeout 55m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
