@@ -18,8 +18,9 @@ import (
 )
 
 // Objects reads the first ui.MaxObjects objects of the component's
-// inventory (status.components[].inventory) as the user, one GET each,
-// and computes their kstatus. An object the user may not read is Unknown
+// inventory (status.components[].inventory; for a Helm component, its
+// release's workloads) as the user, one GET each, and computes their
+// kstatus. An object the user may not read is Unknown
 // with the refusal as its message; one that is gone is NotFound.
 func (u *uiActions) Objects(ctx context.Context, namespace, name, component string) ([]ui.ObjectStatus, int, error) {
 	s := u.in(namespace)
@@ -30,13 +31,8 @@ func (u *uiActions) Objects(ctx context.Context, namespace, name, component stri
 	if env.Spec.Component(component) == nil {
 		return nil, 0, fmt.Errorf("devenvironment/%s has no component %q", name, component)
 	}
-	var inv []v1alpha1.ObjectRef
-	for _, c := range env.Status.Components {
-		if c.Name == component {
-			inv = c.Inventory
-		}
-	}
-	left := max(len(inv)-ui.MaxObjects, 0)
+	inv, more := componentObjects(env, component)
+	left := max(len(inv)-ui.MaxObjects, 0) + more
 	inv = inv[:min(len(inv), ui.MaxObjects)]
 	c, err := u.objectsClient(s)
 	if err != nil {
@@ -56,6 +52,23 @@ func (u *uiActions) Objects(ctx context.Context, namespace, name, component stri
 	}
 	wg.Wait()
 	return out, left, nil
+}
+
+// componentObjects are the objects a component's panel shows: what its
+// manifests applied or, for a Helm component (no inventory: Helm keeps
+// the release's manifest), the workloads status lists of its release,
+// with how many more the status left out.
+func componentObjects(env *v1alpha1.DevEnvironment, component string) ([]v1alpha1.ObjectRef, int) {
+	for _, c := range env.Status.Components {
+		if c.Name != component {
+			continue
+		}
+		if len(c.Inventory) == 0 && c.Release != nil {
+			return c.Release.Workloads, int(c.Release.MoreWorkloads)
+		}
+		return c.Inventory, 0
+	}
+	return nil, 0
 }
 
 // objectsClient is the user's client with room for a panel's GETs: the

@@ -127,3 +127,36 @@ func TestUIObjectsAreBounded(t *testing.T) {
 		t.Fatalf("%d objects (first %+v), %d more; want %d and 5 more", len(got.Objects), got.Objects[0], got.More, ui.MaxObjects)
 	}
 }
+
+// A Helm component has no inventory (Helm keeps the release's manifest):
+// its panel reads the workloads status lists for its release, with their
+// kstatus, and counts the ones status left out as more.
+func TestUIObjectsOfAHelmComponentAreItsReleasesWorkloads(t *testing.T) {
+	ns := testenv.Namespace(t, k8s, "ui-objects-helm")
+	createEnv(t, ns, "team", teamSpec())
+	labels := map[string]string{"app": "vc-scheduler"}
+	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-scheduler"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "s", Image: "example.test/s:dev"}}}}}})
+	playOperator(t, ns, "team", func(env *v1alpha1.DevEnvironment) {
+		env.Status.Components = []v1alpha1.ComponentStatus{{Name: "web", Release: &v1alpha1.ReleaseStatus{
+			Name: "vcsim", Namespace: ns, Revision: 2, Status: "deployed", MoreWorkloads: 3,
+			Workloads: []v1alpha1.ObjectRef{
+				{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "vc-scheduler"},
+				{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: ns, Name: "vc-gone"},
+			},
+		}}}
+	})
+	d := startDashboard(t, testOptions(), "-n", ns)
+	var got struct {
+		Objects []struct{ Kind, Name, Status string }
+		More    int
+	}
+	d.getJSON(t, "/api/objects?"+query("namespace", ns, "env", "team", "component", "web"), &got)
+	if len(got.Objects) != 2 || got.More != 3 ||
+		got.Objects[0].Name != "vc-scheduler" || got.Objects[0].Status != "InProgress" ||
+		got.Objects[1].Name != "vc-gone" || got.Objects[1].Status != "NotFound" {
+		t.Fatalf("objects of a Helm component: %+v; want the scheduler InProgress, vc-gone NotFound and 3 more", got)
+	}
+}

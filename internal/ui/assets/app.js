@@ -200,7 +200,8 @@ function renderComponents(v) {
         im.build ? el('div', null, 'last build ', el('span', { class: 'p-' + im.build.result }, im.build.result), ' ' + (im.build.job || '') + ' ' + ago(im.build.completionTime || im.build.startTime) + ' ago') : null,
         im.updateReason ? el('div', { class: 'muted' }, 'update: ' + im.updateReason) : null)),
       cs.release ? el('div', null, 'release ' + cs.release.name + ' revision ' + cs.release.revision + ' ' + (cs.release.status || '')) : null,
-      cs.inventory && cs.inventory.length ? renderObjects(v, c.name, cs.inventory) : null,
+      cs.inventory && cs.inventory.length ? renderObjects(v, c.name, cs.inventory, 'applied objects')
+        : cs.release && (cs.release.workloads || []).length ? renderObjects(v, c.name, cs.release.workloads, 'workloads of the release') : null,
       (c.ports || []).length ? renderPorts(v, c) : null,
       componentButtons(v, c));
   }));
@@ -210,10 +211,10 @@ function renderComponents(v) {
 // (a GET per object as the user, at most 50, on demand; not watched).
 const openObjects = new Set(), objectStates = new Map();
 
-function renderObjects(v, comp, inventory) {
+function renderObjects(v, comp, inventory, what) {
   const key = v.key + '#' + comp, got = objectStates.get(key);
   const d = el('details', { 'data-objects': comp, open: openObjects.has(key) },
-    el('summary', null, inventory.length + ' applied objects'),
+    el('summary', null, inventory.length + ' ' + what),
     got && got.error ? el('div', { class: 'msg' }, 'could not read them: ' + got.error) : null,
     got && got.objects ? el('table', { class: 'objects' }, el('tbody', null, got.objects.map(o =>
       el('tr', { 'data-object': o.kind + '/' + o.name },
