@@ -8,14 +8,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/internal/message"
 )
 
-// DescribePods says, for an error message, where each of the namespace's
+// Diagnose says, for an error message, where the namespace's pods stand
+// (describePods) and what keeps pods off the nodes (nodeProblems).
+func (c *Cluster) Diagnose(ns string) string {
+	msg := c.describePods(ns)
+	if nodes := c.nodeProblems(); nodes != "" {
+		msg += "\n" + nodes
+	}
+	return msg
+}
+
+// describePods says, for an error message, where each of the namespace's
 // pods stands: its phase, the conditions that are not true and why, each
 // container's state and restarts, and the last lines of a container that
 // runs but is not ready (a failing readiness probe shows nothing else).
 // Bounded: a few lines per pod and container.
-func (c *Cluster) DescribePods(ns string) string {
+func (c *Cluster) describePods(ns string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pods := &corev1.PodList{}
@@ -37,7 +49,7 @@ func (c *Cluster) describePod(ctx context.Context, p *corev1.Pod) string {
 	fmt.Fprintf(&b, "pod %s: %s", p.Name, p.Status.Phase)
 	for _, cond := range p.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue {
-			fmt.Fprintf(&b, "; %s=%s %s %s", cond.Type, cond.Status, cond.Reason, clip(cond.Message, 200))
+			fmt.Fprintf(&b, "; %s=%s %s %s", cond.Type, cond.Status, cond.Reason, message.Truncate(cond.Message, 200))
 		}
 	}
 	for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
@@ -55,7 +67,7 @@ func (c *Cluster) describePod(ctx context.Context, p *corev1.Pod) string {
 func containerState(s corev1.ContainerState) string {
 	switch {
 	case s.Waiting != nil:
-		return "waiting: " + s.Waiting.Reason + " " + clip(s.Waiting.Message, 200)
+		return "waiting: " + s.Waiting.Reason + " " + message.Truncate(s.Waiting.Message, 200)
 	case s.Running != nil:
 		return "running since " + s.Running.StartedAt.Format(time.RFC3339)
 	case s.Terminated != nil:
@@ -71,25 +83,18 @@ func (c *Cluster) logTail(ctx context.Context, p *corev1.Pod, container string, 
 		Container: container, TailLines: &lines, LimitBytes: &limit,
 	}).DoRaw(ctx)
 	if err != nil {
-		return "\n    (no log: " + clip(err.Error(), 200) + ")"
+		return "\n    (no log: " + message.Truncate(err.Error(), 200) + ")"
 	}
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
-		b.WriteString("\n    | " + clip(l, 300))
+		b.WriteString("\n    | " + message.Truncate(l, 300))
 	}
 	return b.String()
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// NodeProblems names the nodes' taints and the conditions that keep pods
+// nodeProblems names the nodes' taints and the conditions that keep pods
 // off them (disk, memory or PID pressure; not Ready), or "" when none.
-func (c *Cluster) NodeProblems() string {
+func (c *Cluster) nodeProblems() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	nodes := &corev1.NodeList{}
@@ -104,7 +109,7 @@ func (c *Cluster) NodeProblems() string {
 				bad = cond.Status != corev1.ConditionTrue
 			}
 			if bad {
-				out = append(out, fmt.Sprintf("node %s: %s=%s %s", n.Name, cond.Type, cond.Status, clip(cond.Message, 200)))
+				out = append(out, fmt.Sprintf("node %s: %s=%s %s", n.Name, cond.Type, cond.Status, message.Truncate(cond.Message, 200)))
 			}
 		}
 		for _, taint := range n.Spec.Taints {

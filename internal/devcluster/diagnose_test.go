@@ -43,7 +43,7 @@ func TestRolloutFailureNamesWhatHoldsThePod(t *testing.T) {
 		Client:    clientfake.NewClientBuilder().WithObjects(pending, unready, node).Build(),
 		Clientset: fake.NewClientset(unready),
 	}
-	pods := c.DescribePods("devloop-system")
+	pods := c.describePods("devloop-system")
 	for _, want := range []string{
 		"pod devloop-manager-1: Pending; PodScheduled=False Unschedulable 0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/disk-pressure: }",
 		"container registry: ready=false restarts=2 running since",
@@ -53,12 +53,12 @@ func TestRolloutFailureNamesWhatHoldsThePod(t *testing.T) {
 			t.Errorf("pods described as\n%s\nwant %q in it", pods, want)
 		}
 	}
-	nodes := c.NodeProblems()
+	nodes := c.nodeProblems()
 	want := "node devloop: DiskPressure=True kubelet has disk pressure; node devloop: taint node.kubernetes.io/disk-pressure:NoSchedule"
 	if nodes != want {
 		t.Errorf("node problems %q, want %q", nodes, want)
 	}
-	if got := c.DescribePods("elsewhere"); got != "no pod in namespace elsewhere" {
+	if got := c.describePods("elsewhere"); got != "no pod in namespace elsewhere" {
 		t.Errorf("empty namespace described as %q", got)
 	}
 }

@@ -117,11 +117,7 @@ func (c *Cluster) waitRollout(ctx context.Context, ns, name string, timeout time
 		}
 		select {
 		case <-ctx.Done():
-			msg := c.DescribePods(ns)
-			if nodes := c.NodeProblems(); nodes != "" {
-				msg += "\n" + nodes
-			}
-			return fmt.Errorf("deployment %s/%s not rolled out after %s:\n%s", ns, name, timeout, msg)
+			return fmt.Errorf("deployment %s/%s not rolled out after %s:\n%s", ns, name, timeout, c.Diagnose(ns))
 		case <-time.After(300 * time.Millisecond):
 		}
 	}

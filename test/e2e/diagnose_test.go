@@ -37,10 +37,7 @@ func logNamespace(t *testing.T, ns string) {
 			b.WriteString("\n")
 		}
 	}
-	b.WriteString(c.DescribePods(ns) + "\n")
-	if nodes := c.NodeProblems(); nodes != "" {
-		b.WriteString(nodes + "\n")
-	}
+	b.WriteString(c.Diagnose(ns) + "\n")
 	slices := &discoveryv1.EndpointSliceList{}
 	if err := c.Client.List(ctx, slices, client.InNamespace(ns)); err == nil {
 		for _, s := range slices.Items {
