@@ -23,7 +23,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -32,6 +34,9 @@ import (
 func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "how long to wait for the sample to be Ready")
 	flag.Parse()
+	// dev-up says what it does itself; unset, controller-runtime's log
+	// prints a warning with a goroutine stack after 30 s.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *timeout); err != nil {
