@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,11 +18,7 @@ import (
 )
 
 // gpuPoliciesCRD is a custom resource shaped like GPU Operator's
-// ClusterPolicy, namespaced so the tests' deployer may apply it. It has
-// no status subresource: the manifest carries the status, so the object
-// is never Ready from the moment it exists, with no operator to play
-// (one written by the test after the apply would race the first
-// readiness check, which reads an object without conditions as Current).
+// ClusterPolicy, namespaced so the tests' deployer may apply it.
 const gpuPoliciesCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -36,27 +31,40 @@ spec:
   - name: v1
     served: true
     storage: true
+    subresources: {status: {}}
     schema:
       openAPIV3Schema:
         type: object
         x-kubernetes-preserve-unknown-fields: true
 `
 
-// gpuPolicy is what GPU Operator writes on a node without GPUs: Ready
-// False with no message (kstatus says only InProgress), the cause in its
-// Error condition.
+// gpuPolicy is the custom resource the component deploys.
 const gpuPolicy = `apiVersion: health.devloop.dev/v1
 kind: GPUPolicy
 metadata:
   name: cluster-policy
 spec:
   validator: {version: dev}
-status:
-  state: notReady
-  conditions:
-  - {type: Ready, status: "False", reason: Error, message: ""}
-  - {type: Error, status: "True", reason: OperandNotReady, message: "ClusterPolicy is not ready, states not ready: [state-driver]"}
 `
+
+// notReadyPolicy writes what GPU Operator writes of its ClusterPolicy on
+// a node without GPUs: Ready False with no message (kstatus says only
+// InProgress), the cause in its Error condition. The test plays the
+// operator, once the component applied the policy.
+func notReadyPolicy(t *testing.T, ns string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		p := &unstructured.Unstructured{}
+		p.SetGroupVersionKind(schema.GroupVersionKind{Group: "health.devloop.dev", Version: "v1", Kind: "GPUPolicy"})
+		g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cluster-policy"}, p)).To(Succeed())
+		g.Expect(unstructured.SetNestedField(p.Object, "notReady", "status", "state")).To(Succeed())
+		g.Expect(unstructured.SetNestedSlice(p.Object, []any{
+			map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": ""},
+			map[string]any{"type": "Error", "status": "True", "reason": "OperandNotReady", "message": "ClusterPolicy is not ready, states not ready: [state-driver]"},
+		}, "status", "conditions")).To(Succeed())
+		g.Expect(operatortest.Admin.Status().Update(context.Background(), p)).To(Succeed())
+	}, operatortest.Timeout, 100*time.Millisecond).Should(Succeed())
+}
 
 // ownReason is the part of the policy's line that only its own
 // conditions tell.
@@ -69,18 +77,16 @@ func createGPUPoliciesCRD(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	g.Expect(yaml.Unmarshal([]byte(gpuPoliciesCRD), crd)).To(Succeed())
+	// Unstructured: the tests' scheme does not know CRDs.
+	crd := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal([]byte(gpuPoliciesCRD), &crd.Object)).To(Succeed())
 	if err := operatortest.Admin.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-		established := false
-		for _, c := range crd.Status.Conditions {
-			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
-		}
-		g.Expect(established).To(BeTrue())
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		g.Expect(conds).To(ContainElement(And(HaveKeyWithValue("type", "Established"), HaveKeyWithValue("status", "True"))))
 	}, operatortest.Timeout, 100*time.Millisecond).Should(Succeed())
 }
 
@@ -120,8 +126,11 @@ func TestHealthWaitNamesTheObjectsOwnReasonAndIgnoreLetsItBeReady(t *testing.T) 
 			pushWebSource(t, ns, policyFiles())
 			key := operatortest.CreateEnv(t, envOf(ns))
 
-			// The Deployment rolls out; the policy alone holds Ready, and
-			// the message says why in the policy's own words.
+			// The operator under development finds the policy cannot be
+			// met, then the Deployment rolls out (so the component cannot
+			// be Ready before the policy says it is not): the policy alone
+			// holds Ready, and the message says why in its own words.
+			notReadyPolicy(t, ns)
 			operatortest.MarkDeploymentAvailable(t, ns, "web")
 			env := operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 				g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
