@@ -11,7 +11,8 @@ type HealthSpec struct {
 	Wait *bool `json:"wait,omitempty"`
 
 	// Ignore lists objects whose health is not waited for, e.g. a custom
-	// resource that cannot turn Ready on this cluster.
+	// resource that cannot turn Ready on this cluster. At most 8 in an
+	// environment.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
 	Ignore []HealthIgnore `json:"ignore,omitempty"`

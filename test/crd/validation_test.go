@@ -218,6 +218,13 @@ func TestBadSpecsRejected(t *testing.T) {
 			s.Components[1].Helm = nil
 			s.Components[1].Health = &v1alpha1.HealthSpec{Ignore: []v1alpha1.HealthIgnore{{Kind: "ClusterPolicy"}}}
 		}, []string{`spec.components[1].health`, `health applies to what helm or manifests deploy`}},
+		{"more than 8 health.ignore entries", func(s *v1alpha1.DevEnvironmentSpec) {
+			four := []v1alpha1.HealthIgnore{{Kind: "A"}, {Kind: "B"}, {Kind: "C"}, {Kind: "D"}}
+			s.Components[0].Health = &v1alpha1.HealthSpec{Ignore: four}
+			s.Components[1].Health = &v1alpha1.HealthSpec{Ignore: four}
+			s.Components = append(s.Components, v1alpha1.Component{Name: "more", Manifests: &v1alpha1.ManifestsSpec{Source: "app"},
+				Health: &v1alpha1.HealthSpec{Ignore: four[:1]}})
+		}, []string{`spec.components`, `at most 8 health.ignore entries in one environment`}},
 		{"health ignore without a kind", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Components[1].Health = &v1alpha1.HealthSpec{Ignore: []v1alpha1.HealthIgnore{{Name: "cluster-policy"}}}
 		}, []string{`spec.components[1].health.ignore[0].kind`}},
