@@ -12,6 +12,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.images) || has(self.helm) || has(self.manifests)",message="a component needs at least one of images, helm or manifests"
 // +kubebuilder:validation:XValidation:rule="!(has(self.helm) && has(self.manifests))",message="set helm or manifests, not both: split them into two components"
+// +kubebuilder:validation:XValidation:rule="!has(self.health) || has(self.helm) || has(self.manifests)",message="health applies to what helm or manifests deploy: set one of them",fieldPath=".health"
 // +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !self.dependsOn.exists(d, d == self.name)",messageExpression="'component ' + self.name + ' depends on itself'",fieldPath=".dependsOn"
 type Component struct {
 	// Name identifies the component; dependsOn and the status refer to it.
@@ -55,6 +56,10 @@ type Component struct {
 	// apply; objects that leave the set are pruned.
 	// +optional
 	Manifests *ManifestsSpec `json:"manifests,omitempty"`
+
+	// Health says which deployed objects Ready waits for. Default: all.
+	// +optional
+	Health *HealthSpec `json:"health,omitempty"`
 
 	// Enabled false turns the component off: nothing of it is built or
 	// deployed (what it deployed is removed), and what depends on it is

@@ -54,7 +54,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	key, digest := appliedKey(string(env.UID), c.Name), req.Digest()
 	inFlight := helm.ReleaseKey(req.Owner, req.Namespace, req.ReleaseName)
 	if rec, ok := applied.get(key); ok && rec.digest == digest && rec.release != nil && !helm.InFlight(inFlight) {
-		res, done, err := e.unchangedRelease(ctx, env, st, cl, key, rec, opts)
+		res, done, err := e.unchangedRelease(ctx, env, c, st, cl, key, rec, opts)
 		if done || err != nil {
 			return res, err
 		}
@@ -140,7 +140,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	for _, o := range objs {
 		deployed = append(deployed, RefOf(o))
 	}
-	return readiness(ctx, env, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
+	return readiness(ctx, env, c, cl, deployed, fmt.Sprintf("release %s revision %d %s", req.ReleaseName, out.Release.Revision, out.Release.Status))
 }
 
 // helmRequest is the release request of c's chart with images pinned as

@@ -45,7 +45,7 @@ func rememberRelease(ctx context.Context, cl client.Reader, key, digest string, 
 // about to be deployed: when its deployed revision is untouched and its
 // objects are unchanged (or the dry run finds them as wanted), the result
 // is their readiness (done). Otherwise the caller reconciles it in full.
-func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironment, st *v1alpha1.ComponentStatus, cl client.Client, key string, rec appliedRecord, opts ApplyOptions) (Result, bool, error) {
+func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, cl client.Client, key string, rec appliedRecord, opts ApplyOptions) (Result, bool, error) {
 	rel := rec.release
 	if st.Release == nil || st.Release.Revision != rel.info.Revision || st.Release.Name != rel.info.Name {
 		return Result{}, false, nil
@@ -59,7 +59,7 @@ func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 	for _, o := range rel.objects {
 		refs = append(refs, RefOf(o))
 	}
-	r, read, err := checkVersions(ctx, snapshotted(ctx, cl, opts.Environment), refs)
+	r, read, err := checkVersions(ctx, snapshotted(ctx, cl, opts.Environment), refs, c.Health)
 	if err != nil {
 		return Result{}, false, err
 	}
@@ -76,5 +76,5 @@ func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 	}
 	st.Drift = nil
 	st.Release.Workloads, st.Release.MoreWorkloads = workloads(rel.objects)
-	return readinessResult(env, r, fmt.Sprintf("release %s revision %d %s", rel.info.Name, rel.info.Revision, rel.info.Status)), true, nil
+	return readinessResult(env, c, r, fmt.Sprintf("release %s revision %d %s", rel.info.Name, rel.info.Revision, rel.info.Status)), true, nil
 }

@@ -84,7 +84,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		if rec, ok := applied.get(key); ok && rec.digest == digest {
 			// Applied by this process: nothing to apply unless something
 			// drifted (applied.go).
-			res, found, done, err := e.unchangedManifests(ctx, env, cl, key, rec, objs, refs, opts)
+			res, found, done, err := e.unchangedManifests(ctx, env, c, cl, key, rec, objs, refs, opts)
 			if done || err != nil {
 				if err == nil {
 					st.Drift = nil
@@ -123,7 +123,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	if len(replaced) > 0 {
 		msg += fmt.Sprintf(", %s deleted and created again (a field that cannot change did)", strings.Join(replaced, ", "))
 	}
-	return readiness(ctx, env, cl, done.Entries, msg)
+	return readiness(ctx, env, c, cl, done.Entries, msg)
 }
 
 func appliedMessage(n int) string { return fmt.Sprintf("%d objects applied", n) }
@@ -134,8 +134,8 @@ func appliedMessage(n int) string { return fmt.Sprintf("%d objects applied", n) 
 // finds no drift in those that moved (their versions recorded for next
 // time), that is all (done). Otherwise the caller applies and reports
 // the drift found.
-func (e *Engine) unchangedManifests(ctx context.Context, env *v1alpha1.DevEnvironment, cl client.Client, key string, rec appliedRecord, objs []*unstructured.Unstructured, refs []ObjRef, opts ApplyOptions) (res Result, drift []string, done bool, err error) {
-	r, read, err := checkVersions(ctx, snapshotted(ctx, cl, opts.Environment), refs)
+func (e *Engine) unchangedManifests(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, cl client.Client, key string, rec appliedRecord, objs []*unstructured.Unstructured, refs []ObjRef, opts ApplyOptions) (res Result, drift []string, done bool, err error) {
+	r, read, err := checkVersions(ctx, snapshotted(ctx, cl, opts.Environment), refs, c.Health)
 	if err != nil {
 		return Result{}, nil, false, err
 	}
@@ -150,7 +150,7 @@ func (e *Engine) unchangedManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		rec.inSync = inSync
 		applied.set(key, rec)
 	}
-	return readinessResult(env, r, appliedMessage(len(refs))), nil, true, nil
+	return readinessResult(env, c, r, appliedMessage(len(refs))), nil, true, nil
 }
 
 // Bounds of ComponentStatus.Drift, as the CRD declares them.
@@ -188,35 +188,6 @@ func manifestsDigest(objs []*unstructured.Unstructured) (string, error) {
 		h.Write([]byte{'\n'})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// readiness is Ready when every object is Current by kstatus, Failed
-// when one failed for good (a Job out of retries), else Deploying with
-// what it waits for — a stuck pod named with its image and, for a built
-// image, the registry field its reference came from.
-func readiness(ctx context.Context, env *v1alpha1.DevEnvironment, cl client.Reader, refs []ObjRef, done string) (Result, error) {
-	r, err := Check(ctx, cl, refs)
-	if err != nil {
-		return Result{}, err
-	}
-	return readinessResult(env, r, done), nil
-}
-
-// readinessResult is the component's result from what Check found.
-func readinessResult(env *v1alpha1.DevEnvironment, r Readiness, done string) Result {
-	if len(r.Failed) > 0 {
-		for i, line := range r.Failed {
-			r.Failed[i] = line + pullHint(env, line)
-		}
-		return Result{Phase: v1alpha1.PhaseFailed, Message: done + "; failed: " + strings.Join(r.Failed, "; ")}
-	}
-	if len(r.NotReady) > 0 {
-		for i, line := range r.NotReady {
-			r.NotReady[i] = line + pullHint(env, line)
-		}
-		return Result{Phase: v1alpha1.PhaseDeploying, Message: done + "; " + waitingMessage(r.NotReady)}
-	}
-	return Result{Phase: v1alpha1.PhaseReady, Message: done + ", all Current"}
 }
 
 // pullHint names the field a built image's reference came from when a

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
 // Ready reads every object of refs and computes its kstatus, as Flux's
@@ -34,11 +36,22 @@ type Readiness struct {
 	// first pod that cannot get going (an image that cannot be pulled, a
 	// crash loop, no node to run on), so status says why it waits.
 	NotReady []string
+	// NotWaited counts the objects the component's health does not wait
+	// for (spec.components[].health); NotWaitedOn are the lines of those
+	// of them that are not Current, for status to say so.
+	NotWaited   int
+	NotWaitedOn []string
 }
 
 // Check is Ready with failures told apart from what is still in flight.
 func Check(ctx context.Context, c client.Reader, refs []ObjRef) (Readiness, error) {
-	r, _, err := checkVersions(ctx, c, refs)
+	return CheckHealth(ctx, c, refs, nil)
+}
+
+// CheckHealth is Check for a component whose health spec leaves some
+// objects out of the wait: they are read and described all the same.
+func CheckHealth(ctx context.Context, c client.Reader, refs []ObjRef, health *v1alpha1.HealthSpec) (Readiness, error) {
+	r, _, err := checkVersions(ctx, c, refs, health)
 	return r, err
 }
 
@@ -49,16 +62,25 @@ type Versions map[ObjRef]string
 // checkVersions is Check, also returning the resourceVersion each object
 // was read at, so the reads readiness needs anyway tell the engine
 // whether anything changed since it last looked (see appliedBook).
-func checkVersions(ctx context.Context, c client.Reader, refs []ObjRef) (Readiness, Versions, error) {
+func checkVersions(ctx context.Context, c client.Reader, refs []ObjRef, health *v1alpha1.HealthSpec) (Readiness, Versions, error) {
 	var r Readiness
 	versions := make(Versions, len(refs))
 	for _, ref := range refs {
+		waited := health.Waits(ref.Group, ref.Kind, ref.Name)
+		if !waited {
+			r.NotWaited++
+		}
 		o := &unstructured.Unstructured{}
 		o.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, o)
 		if apierrors.IsNotFound(err) {
 			versions[ref] = ""
-			r.NotReady = append(r.NotReady, describe(c, ref)+": not found")
+			line := describe(c, ref) + ": not found"
+			if waited {
+				r.NotReady = append(r.NotReady, line)
+			} else {
+				r.NotWaitedOn = append(r.NotWaitedOn, line)
+			}
 			continue
 		}
 		if err != nil {
@@ -67,6 +89,11 @@ func checkVersions(ctx context.Context, c client.Reader, refs []ObjRef) (Readine
 		versions[ref] = o.GetResourceVersion()
 		msg, state := objectState(o)
 		if state == objReady {
+			continue
+		}
+		if !waited {
+			// Listed, not waited for: its pods are not read.
+			r.NotWaitedOn = append(r.NotWaitedOn, describe(c, ref)+": "+msg)
 			continue
 		}
 		// A workload that failed (its progress deadline passed) failed
@@ -102,20 +129,13 @@ func objectState(o *unstructured.Unstructured) (string, objectHealth) {
 	case err != nil:
 		return fmt.Sprintf("computing status: %v", err), objWaiting
 	case res.Status == status.FailedStatus:
-		return nonEmpty(res.Message, string(res.Status)), objFailed
+		return withOwnReason(o, res), objFailed
 	case res.Status != status.CurrentStatus:
-		return nonEmpty(res.Message, string(res.Status)), objWaiting
+		return withOwnReason(o, res), objWaiting
 	case o.GetKind() == "Job" && o.GroupVersionKind().Group == "batch" && !jobComplete(o):
 		return res.Message, objWaiting
 	}
 	return "", objReady
-}
-
-func nonEmpty(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
 }
 
 func jobComplete(o *unstructured.Unstructured) bool {

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
 func TestReadyDeploymentOnceAvailable(t *testing.T) {
@@ -109,4 +111,59 @@ func TestReadyCustomResourceCondition(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(notReady).To(BeEmpty())
 	g.Expect(kstatusOf(g, widget)).To(Equal(status.CurrentStatus))
+}
+
+// A custom resource whose Ready condition has no message (GPU Operator's
+// ClusterPolicy on a node without GPUs) is described by its own reason,
+// the Error condition's, not only kstatus's "InProgress"; left out of the
+// wait by a health spec, it is counted and described, not waited for.
+func TestReadyCustomResourceOwnReasonAndHealthIgnore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// The Widget CRD comes with the plain set (TestApplyPlainDirectory
+	// may run in any order).
+	_, err := Apply(ctx, k8s, renderPlain(t, testdata+"/plain"), shopOpts)
+	g.Expect(err).NotTo(HaveOccurred())
+	createNamespace(t, "ready-reason")
+	w := fromYAML(t, "apiVersion: example.dev/v1\nkind: Widget\nmetadata: {name: policy, namespace: ready-reason}\nspec: {size: 1}\n")
+	g.Expect(k8s.Create(ctx, w)).To(Succeed())
+	g.Expect(unstructured.SetNestedSlice(w.Object, []any{
+		map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": ""},
+		map[string]any{"type": "Error", "status": "True", "reason": "OperandNotReady", "message": "ClusterPolicy is not ready,\n states not ready: [state-driver]"},
+	}, "status", "conditions")).To(Succeed())
+	g.Expect(unstructured.SetNestedField(w.Object, "notReady", "status", "state")).To(Succeed())
+	g.Expect(k8s.Status().Update(ctx, w)).To(Succeed())
+	widget := ObjRef{Group: "example.dev", Version: "v1", Kind: "Widget", Namespace: "ready-reason", Name: "policy"}
+	line := "widgets.example.dev/policy: InProgress: OperandNotReady: ClusterPolicy is not ready, states not ready: [state-driver]"
+
+	r, err := Check(ctx, k8s, []ObjRef{widget})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.NotReady).To(ConsistOf(line))
+	g.Expect(kstatusOf(g, widget)).To(Equal(status.InProgressStatus))
+
+	for _, health := range []*v1alpha1.HealthSpec{
+		{Ignore: []v1alpha1.HealthIgnore{{Kind: "Widget"}}},
+		{Ignore: []v1alpha1.HealthIgnore{{Kind: "Widget", Group: "example.dev", Name: "policy"}}},
+		{Wait: ptr(false)},
+	} {
+		r, err := CheckHealth(ctx, k8s, []ObjRef{widget}, health)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.NotReady).To(BeEmpty(), "health %+v", health)
+		g.Expect(r.NotWaited).To(Equal(1))
+		g.Expect(r.NotWaitedOn).To(ConsistOf(line))
+	}
+	// Another name or group is still waited for.
+	for _, ignore := range []v1alpha1.HealthIgnore{{Kind: "Widget", Name: "other"}, {Kind: "Widget", Group: "other.dev"}, {Kind: "widget"}} {
+		r, err := CheckHealth(ctx, k8s, []ObjRef{widget}, &v1alpha1.HealthSpec{Ignore: []v1alpha1.HealthIgnore{ignore}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.NotReady).To(ConsistOf(line), "ignore %+v", ignore)
+		g.Expect(r.NotWaited).To(BeZero())
+	}
+
+	// Without any condition message, the reason and then status.state.
+	g.Expect(unstructured.SetNestedSlice(w.Object, []any{
+		map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": ""},
+	}, "status", "conditions")).To(Succeed())
+	g.Expect(k8s.Status().Update(ctx, w)).To(Succeed())
+	g.Expect(notReadyOf(g, []ObjRef{widget})).To(ConsistOf("widgets.example.dev/policy: InProgress: Ready Error"))
 }

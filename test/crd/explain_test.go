@@ -54,6 +54,9 @@ func TestKubectlExplain(t *testing.T) {
 		"devenv.spec.components.helm.patches":        {"patch", "target"},
 		"devenv.spec.components.manifests":           {"patches"},
 		"devenv.spec.components.helm.patches.target": {"kind", "name", "labelSelector"},
+		"devenv.spec.components":                     {"health"},
+		"devenv.spec.components.health":              {"wait", "ignore"},
+		"devenv.spec.components.health.ignore":       {"kind", "group", "name"},
 	}
 	for path, want := range fields {
 		text := out("explain", path)

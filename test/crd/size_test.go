@@ -53,6 +53,7 @@ var perEnvironment = map[string]budget{
 	"spec.components[].helm.patches[]":      {"patches", 16},
 	"spec.components[].manifests.patches[]": {"patches", 16},
 	"spec.components[].ports[]":             {"ports", 16},
+	"spec.components[].health.ignore[]":     {"healthIgnore", 8},
 	// Every image may be live-updatable; a CEL total bounds their paths
 	// and command arguments together (one item size: both at most 64).
 	"spec.components[].images[].liveUpdate":           {"liveUpdates", 16},

@@ -38,7 +38,7 @@ func validEnv() *v1alpha1.DevEnvironment {
 				}}, Helm: &v1alpha1.HelmSpec{
 					Chart:       v1alpha1.ChartRef{Source: "app", Path: "deploy/chart"},
 					ImageValues: []v1alpha1.ImageValue{{Image: "controller", Path: "validator.version", From: "Revision"}},
-				}},
+				}, Health: &v1alpha1.HealthSpec{Ignore: []v1alpha1.HealthIgnore{{Kind: "ClusterPolicy", Group: "nvidia.com"}}}},
 			},
 			Tests: []v1alpha1.TestSuite{
 				{Name: "unit-tests", Image: v1alpha1.TestImage{Ref: "golang:1.25"}, Source: "app", Command: []string{"make", "test"},
@@ -214,6 +214,20 @@ func TestBadSpecsRejected(t *testing.T) {
 		{"helm and manifests in one component", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Components[1].Manifests = &v1alpha1.ManifestsSpec{Source: "app"}
 		}, []string{`spec.components[1]`, `set helm or manifests, not both`}},
+		{"health on a component that deploys nothing", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Helm = nil
+			s.Components[1].Health = &v1alpha1.HealthSpec{Ignore: []v1alpha1.HealthIgnore{{Kind: "ClusterPolicy"}}}
+		}, []string{`spec.components[1].health`, `health applies to what helm or manifests deploy`}},
+		{"more than 8 health.ignore entries", func(s *v1alpha1.DevEnvironmentSpec) {
+			four := []v1alpha1.HealthIgnore{{Kind: "A"}, {Kind: "B"}, {Kind: "C"}, {Kind: "D"}}
+			s.Components[0].Health = &v1alpha1.HealthSpec{Ignore: four}
+			s.Components[1].Health = &v1alpha1.HealthSpec{Ignore: four}
+			s.Components = append(s.Components, v1alpha1.Component{Name: "more", Manifests: &v1alpha1.ManifestsSpec{Source: "app"},
+				Health: &v1alpha1.HealthSpec{Ignore: four[:1]}})
+		}, []string{`spec.components`, `at most 8 health.ignore entries in one environment`}},
+		{"health ignore without a kind", func(s *v1alpha1.DevEnvironmentSpec) {
+			s.Components[1].Health = &v1alpha1.HealthSpec{Ignore: []v1alpha1.HealthIgnore{{Name: "cluster-policy"}}}
+		}, []string{`spec.components[1].health.ignore[0].kind`}},
 		{"test image both ref and built", func(s *v1alpha1.DevEnvironmentSpec) {
 			s.Tests[1].Image.Ref = "busybox"
 		}, []string{`spec.tests[1].image`, `exactly one of ref or built`}},
