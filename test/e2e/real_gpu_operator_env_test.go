@@ -248,3 +248,22 @@ func createIgnoringClusterPolicy(t *testing.T, env *v1alpha1.DevEnvironment) {
 	g.Expect(dc.Client.Create(context.Background(), u)).To(Succeed())
 	g.Expect(dc.Client.Get(context.Background(), client.ObjectKeyFromObject(env), env)).To(Succeed())
 }
+
+// initContainerStates says, for each pod, each init container's image ID
+// or why it waits (a validator pod runs the image in init containers).
+func initContainerStates(pods []corev1.Pod) string {
+	var parts []string
+	for _, p := range pods {
+		for _, s := range p.Status.InitContainerStatuses {
+			state := s.ImageID
+			if w := s.State.Waiting; w != nil {
+				state = w.Reason + ": " + w.Message
+			}
+			parts = append(parts, p.Name+"/"+s.Name+" "+state)
+		}
+	}
+	if len(parts) == 0 {
+		return "no init container started"
+	}
+	return strings.Join(parts, "; ")
+}

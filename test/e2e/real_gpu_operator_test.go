@@ -97,7 +97,7 @@ func TestRealGPUOperator(t *testing.T) {
 				ids = append(ids, s.ImageID)
 			}
 		}
-		g.Expect(ids).To(ContainElement(HaveSuffix("@"+val.Digest)), "the pods' image IDs")
+		g.Expect(ids).To(ContainElement(HaveSuffix("@"+val.Digest)), "the pods' image IDs; %s", initContainerStates(pods.Items))
 	})
 	t.Logf("validator DaemonSet's pod runs %s@%s (revision tag %s), %s after Ready", val.Repository, val.Digest, val.RevisionTag, pulled.Round(time.Second))
 
