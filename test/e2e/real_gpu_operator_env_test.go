@@ -48,7 +48,18 @@ func gpuOperatorTree(t *testing.T) string {
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
 		t.Fatalf("go mod download -json %s: %v\n%s", gpuOperatorModule, err, out)
 	}
-	return copyDir(t, mod.Dir)
+	dir := copyDir(t, mod.Dir)
+	// The module cache's files are read-only; the tree is edited.
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return os.Chmod(p, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // gpuOperatorSample reads config/samples/gpu-operator.yaml, the file a team
