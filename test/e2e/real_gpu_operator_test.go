@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,19 +88,38 @@ func TestRealGPUOperator(t *testing.T) {
 		g.Expect(ds.Spec.Template.Spec.InitContainers).NotTo(BeEmpty())
 		g.Expect(ds.Spec.Template.Spec.InitContainers[0].Image).To(Equal(revisionRef))
 	})
-	pulled := waitCheck(t, poll.Wait{What: "a validator pod running the pushed digest", Every: time.Second, Within: 10 * time.Minute}, func(g Gomega) {
+	// The node pulled the revision tag and got the pushed digest: a
+	// validator container's image ID, or, when the containers cannot start
+	// (their host mounts ask for mount propagation, which a host whose /
+	// is not a shared mount refuses), the node's image list naming the
+	// revision tag and the digest as one image.
+	var evidence string
+	pulled := waitCheck(t, poll.Wait{What: "a validator pod's node holding the pushed digest under the revision tag", Every: time.Second, Within: 10 * time.Minute}, func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(c.Client.List(ctx, pods, client.InNamespace(releaseNS), client.MatchingLabels{"app": "nvidia-operator-validator"})).To(Succeed())
-		g.Expect(pods.Items).NotTo(BeEmpty())
-		var ids []string
+		g.Expect(pods.Items).NotTo(BeEmpty(), "validator pods")
 		for _, p := range pods.Items {
 			for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-				ids = append(ids, s.ImageID)
+				if strings.HasSuffix(s.ImageID, "@"+val.Digest) {
+					evidence = "pod " + p.Name + " container " + s.Name + " runs " + s.ImageID
+					return
+				}
+			}
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			node := &corev1.Node{}
+			g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+			for _, img := range node.Status.Images {
+				if slices.Contains(img.Names, revisionRef) && slices.Contains(img.Names, val.Repository+"@"+val.Digest) {
+					evidence = "node " + node.Name + " holds " + revisionRef + " as " + val.Digest + " (validator containers: " + initContainerStates([]corev1.Pod{p}) + ")"
+					return
+				}
 			}
 		}
-		g.Expect(ids).To(ContainElement(HaveSuffix("@"+val.Digest)), "the pods' image IDs; %s", initContainerStates(pods.Items))
+		g.Expect(evidence).NotTo(BeEmpty(), "no validator container runs %s and no node holds it as %s; %s", val.Digest, revisionRef, initContainerStates(pods.Items))
 	})
-	t.Logf("validator DaemonSet's pod runs %s@%s (revision tag %s), %s after Ready", val.Repository, val.Digest, val.RevisionTag, pulled.Round(time.Second))
+	t.Logf("the operator's validator DaemonSet pulled the revision tag %s as the pushed digest %s, %s after Ready: %s", val.RevisionTag, val.Digest, pulled.Round(time.Second), evidence)
 
 	// A second environment of the same tree reads the first's cache.
 	warm := warmGPUOperatorBuild(t, env, tree, goproxy)
