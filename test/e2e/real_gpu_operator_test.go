@@ -30,8 +30,8 @@ import (
 // the CRDs applied, the real chart installed with the images injected, the
 // environment Ready with the ClusterPolicy left out of the health wait
 // (this node has no GPU), and, the node labelled as a GPU node, the
-// running operator's own validator DaemonSet on the revision tag, its pod
-// running the pushed digest. Then an edit of the operator rolled out, a
+// running operator's own validator DaemonSet on the revision tag, its node
+// holding the pushed digest under that tag. Then an edit of the operator rolled out, a
 // second environment building the same tree from the first one's cache,
 // and the unit suite cold and warm; every figure is logged with the load.
 // Its cold compile takes tens of minutes on two cores: `make
