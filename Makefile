@@ -146,11 +146,18 @@ dev-down: ## Stop the local cluster (state kept; dev-up resumes it).
 dev-clean: ## Stop the local cluster and remove all its state.
 	$(CLUSTER_SH) clean
 
-.PHONY: e2e e2e-gitops
-e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux and OLM cases (make e2e-gitops): up, test, down.
+.PHONY: e2e e2e-gitops real-projects
+e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux, OLM and real-project cases: up, test, down.
 	hack/chromium.sh # TestUI drives the dashboard in Debian's chromium
 	$(CLUSTER_SH) up
-	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip go test -tags e2e ./test/e2e/ -count=1 -v -timeout 55m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip go test -tags e2e ./test/e2e/ -count=1 -v -timeout 55m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+
+# The real projects' loops from their real trees, printing figures
+# (docs/real-projects.md): GPU Operator from its Go module. Its cold
+# compile takes tens of minutes on two cores, so `make e2e` skips it.
+real-projects: cluster-binaries ## The real projects' loops (GPU Operator's real tree) on the local cluster, with figures: up, test, down.
+	$(CLUSTER_SH) up
+	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 150m -run '^TestRealGPUOperator$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
 # Flux's and OLM's controllers are built from Go modules first, outside the
 # test timeout (minutes on a cold cache, then cached under bin/flux, bin/olm).
