@@ -182,9 +182,10 @@ func TestDriftCheckFailureSaysTheReleaseDeployed(t *testing.T) {
 }
 
 // TestManifestsWithNullsAreReadyWithoutDrift: a manifests component reads
-// `key: null` as kubectl does, as no key: its server-side apply and the
-// drift check's dry run are not refused for a null the schema does not
-// allow, and the environment is Ready without drift.
+// `key: null` as kubectl does, as no key, in its source and in what its
+// patches write: its server-side apply and the drift check's dry run are
+// not refused for a null the schema does not allow, and the environment
+// is Ready without drift.
 func TestManifestsWithNullsAreReadyWithoutDrift(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -207,7 +208,11 @@ spec:
   migManager:
     config: {name: null, default: all-disabled}
 `})
-	env := operatortest.Env(ns, "policy").Deployer().AppSource().Components(operatortest.Manifests("policy", "deploy")).Create(t)
+	policy := operatortest.Manifests("policy", "deploy")
+	// A patch's null (after the source's were dropped) is no key either.
+	policy.Manifests.Patches = []v1alpha1.Patch{{Target: &v1alpha1.PatchTarget{Kind: "NodePolicy", Name: "applied-policy"},
+		Patch: "- {op: add, path: /spec/validator/plugin, value: null}\n"}}
+	env := operatortest.Env(ns, "policy").Deployer().AppSource().Components(policy).Create(t)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
