@@ -169,6 +169,9 @@ func applyOne(ctx context.Context, c client.Client, o *unstructured.Unstructured
 	unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
 	unstructured.RemoveNestedField(o.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(o.Object, "status")
+	// A null that reached here after parsing (a patch's value) is no key
+	// either: server-side apply refuses one the schema does not allow.
+	helm.DropNulls(o.Object)
 	ref := RefOf(o)
 	applyOpts := append([]client.ApplyOption{client.FieldOwner(opts.fieldManager()), client.ForceOwnership}, extra...)
 	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), applyOpts...)

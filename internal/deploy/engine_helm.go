@@ -126,9 +126,9 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	}
 	st.Drift = nil
 	if !out.Changed() && !recentlyDeployed(rls, e.DriftQuietPeriod) {
-		drift, err := correctReleaseDrift(ctx, cl, objs, opts)
+		drift, err := correctReleaseDrift(ctx, cl, objs, opts, rls.ReleaseInfo)
 		if err != nil {
-			return Result{}, fmt.Errorf("release %s/%s: %w", req.Namespace, req.ReleaseName, err)
+			return Result{}, err
 		}
 		st.Drift = boundDrift(drift)
 	}
@@ -195,18 +195,26 @@ func recentlyDeployedAt(deployed time.Time, quiet time.Duration) bool {
 // drift): an upgrade would not, since Helm sees nothing to change. Only a
 // release with drift is applied, so devloop takes no field ownership from
 // Helm otherwise. Hooks and crds/ are not in the manifest and not checked.
-func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured, opts ApplyOptions) ([]string, error) {
+func correctReleaseDrift(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured, opts ApplyOptions, rls helm.ReleaseInfo) ([]string, error) {
 	drift, err := Drift(ctx, cl, objs, opts)
 	if err != nil {
-		return nil, fmt.Errorf("looking for drift: %w", err)
+		return nil, afterDeploy(rls, "checking drift", err)
 	}
 	if len(drift) == 0 {
 		return nil, nil
 	}
 	if _, err := Apply(ctx, cl, objs, opts); err != nil {
-		return nil, fmt.Errorf("correcting drift: %w", err)
+		return nil, afterDeploy(rls, "correcting drift", err)
 	}
 	return drift, nil
+}
+
+// afterDeploy words a failure of what follows a deployed release (its
+// drift check): the release itself deployed, which the message says
+// first, or a reader of "patch … invalid" alone takes the release for
+// failed. The cause keeps its class (a Permanent one still stalls).
+func afterDeploy(rls helm.ReleaseInfo, doing string, err error) error {
+	return fmt.Errorf("release %s deployed (revision %d); %s failed: %w", rls.Name, rls.Revision, doing, err)
 }
 
 // releaseStatus is the release's entry in status after a reconcile: what

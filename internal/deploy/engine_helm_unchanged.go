@@ -66,7 +66,7 @@ func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 	if !unchangedSince(rec.inSync, read, refs) && !recentlyDeployedAt(rel.deployed, e.DriftQuietPeriod) {
 		drift, inSync, err := driftVersions(ctx, cl, rel.objects, opts)
 		if err != nil {
-			return Result{}, false, fmt.Errorf("release %s/%s: looking for drift: %w", rel.info.Namespace, rel.info.Name, err)
+			return Result{}, false, afterDeploy(rel.info, "checking drift", err)
 		}
 		if len(drift) > 0 {
 			return Result{}, false, nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
 
@@ -48,6 +49,11 @@ func Render(dir string, paths []string, namespace string, mapper meta.RESTMapper
 			return nil, err
 		}
 		objs = append(objs, got...)
+	}
+	for _, o := range objs {
+		// Read as kubectl reads a manifest: `key: null` is no key, for
+		// the patches and image pinning that follow as for the apply.
+		helm.DropNulls(o.Object)
 	}
 	if err := checkUnique(objs); err != nil {
 		return nil, err

@@ -59,7 +59,8 @@ func writeManifests(objs []*unstructured.Unstructured) (*bytes.Buffer, error) {
 }
 
 // parseManifests splits a multi-document YAML stream into objects,
-// skipping empty documents (templates that rendered to nothing).
+// skipping empty documents (templates that rendered to nothing), with
+// null map entries dropped as Helm and kubectl read them (DropNulls).
 func parseManifests(data []byte) ([]*unstructured.Unstructured, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objs []*unstructured.Unstructured
@@ -75,6 +76,7 @@ func parseManifests(data []byte) ([]*unstructured.Unstructured, error) {
 		if err := yaml.Unmarshal(doc, &m); err != nil {
 			return nil, fmt.Errorf("parsing document %d: %w", i, err)
 		}
+		DropNulls(m)
 		if len(m) == 0 {
 			continue
 		}
