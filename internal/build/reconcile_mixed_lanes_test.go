@@ -149,12 +149,12 @@ func TestWarmBuilderAndBuilderJobOfOneTreeTakeTurns(t *testing.T) {
 	})
 	operatortest.RunPod(t, ns, build.WarmPodName(env.Name, "gpu-operator", "linux/amd64"))
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		running, n := compiles.running()
+		g.Expect(running || n > 0).To(BeFalse(), "the warm build compiled while builder job %s ran", job.Name)
 		c := env.Status.Component("operator")
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseBuilding))
 		g.Expect(c.Message).To(ContainSubstring("image gpu-operator waits for builder job " + job.Name + " (image nvidia-validator)"))
-		running, n := compiles.running()
-		g.Expect(running || n > 0).To(BeFalse(), "the warm build compiled while builder job %s ran", job.Name)
 	})
 	jobEnd := time.Now()
 	finishBuild(t, ns, "nvidia-validator", *job)
@@ -175,12 +175,12 @@ func TestWarmBuilderAndBuilderJobOfOneTreeTakeTurns(t *testing.T) {
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		running, _ := compiles.running()
 		g.Expect(running).To(BeTrue(), "the warm build compiles")
+		g.Expect(unfinishedJob(g, ns)).To(BeNil(), "a builder job started while the warm build compiled")
 		c := env.Status.Component("operator")
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseBuilding))
 		g.Expect(c.Message).To(ContainSubstring("image nvidia-validator waits for the build of image gpu-operator"))
 		g.Expect(c.Message).To(ContainSubstring("shares build cache claim " + claim))
-		g.Expect(unfinishedJob(g, ns)).To(BeNil(), "a builder job started while the warm build compiled")
 	})
 	close(hold)
 	var next *batchv1.Job
@@ -243,11 +243,11 @@ func TestBuilderJobWaitsForTheWarmBuildStatusSaysRuns(t *testing.T) {
 
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
+		g.Expect(unfinishedJob(g, ns)).To(BeNil(), "a builder job started while status said the warm build ran")
 		c := env.Status.Component("operator")
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Phase).To(Equal(v1alpha1.PhaseBuilding))
 		g.Expect(c.Message).To(ContainSubstring("image nvidia-validator waits for the build of image gpu-operator in warm builder " + pod))
-		g.Expect(unfinishedJob(g, ns)).To(BeNil(), "a builder job started while status said the warm build ran")
 	})
 	// The warm builder runs: its build is done again, and then the Job's
 	// turn comes.
