@@ -160,8 +160,10 @@ func TestWarmBuilderAndBuilderJobOfOneTreeTakeTurns(t *testing.T) {
 	finishBuild(t, ns, "nvidia-validator", *job)
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	first := compiles.all()
-	g.Expect(first).To(HaveLen(1))
-	g.Expect(first[0].start.Before(jobEnd)).To(BeFalse(), "the warm build compiled before builder job %s ended", job.Name)
+	g.Expect(first).NotTo(BeEmpty())
+	for _, c := range first {
+		g.Expect(c.start.Before(jobEnd)).To(BeFalse(), "the warm build compiled before builder job %s ended", job.Name)
+	}
 
 	// The warm build first: a push of the tree rebuilds both images; the
 	// operator's (first in the spec) compiles, and the validator's Job
