@@ -266,3 +266,56 @@ func TestBuilderJobWaitsForTheWarmBuildStatusSaysRuns(t *testing.T) {
 	finishBuild(t, ns, "nvidia-validator", *job)
 	operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 }
+
+// TestWarmBuildHoldsBackOnlyItsOwnNamespacesJobs: two environments of
+// the same name in two namespaces have build cache claims of the same
+// name; the warm build compiling in one holds back no builder Job of the
+// other.
+func TestWarmBuildHoldsBackOnlyItsOwnNamespacesJobs(t *testing.T) {
+	g := NewWithT(t)
+	nsA, nsB := operatortest.Namespace(t), operatortest.Namespace(t)
+	for _, ns := range []string{nsA, nsB} {
+		operatortest.CreateDeployer(t, ns, operatortest.Deployer)
+		operatortest.AppFiles(t, ns, gpuOperatorTree(ns))
+	}
+	envA, envB := gpuOperatorEnv(nsA), gpuOperatorEnv(nsB)
+	g.Expect(build.CacheClaimName(envA, "gpu-operator")).To(Equal(build.CacheClaimName(envB, "gpu-operator")))
+	hold := make(chan struct{})
+	defer func() {
+		select {
+		case <-hold:
+		default:
+			close(hold)
+		}
+	}()
+	compiles := &compileSpans{hold: hold}
+	operatortest.WarmExec.Answer(compiles.answer(g, nsA))
+
+	// In A the validator's Job goes first, then the operator's warm build
+	// compiles (held).
+	keyA := operatortest.CreateEnv(t, envA)
+	var job *batchv1.Job
+	operatortest.WaitForEnv(t, keyA, func(g Gomega, _ *v1alpha1.DevEnvironment) {
+		job = unfinishedJob(g, nsA)
+		g.Expect(job).NotTo(BeNil())
+	})
+	operatortest.RunPod(t, nsA, build.WarmPodName(envA.Name, "gpu-operator", "linux/amd64"))
+	finishBuild(t, nsA, "nvidia-validator", *job)
+	operatortest.WaitForEnv(t, keyA, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		running, _ := compiles.running()
+		g.Expect(running).To(BeTrue(), "A's warm build compiles")
+		c := env.Status.Component("operator")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Image("gpu-operator")).To(HaveField("Build", HaveField("Result", v1alpha1.BuildRunning)))
+	})
+
+	// B's validator Job starts while A's warm build compiles.
+	operatortest.CreateEnv(t, envB)
+	g.Eventually(func(g Gomega) {
+		g.Expect(unfinishedJob(g, nsB)).NotTo(BeNil())
+	}, operatortest.Timeout).Should(Succeed())
+	running, _ := compiles.running()
+	g.Expect(running).To(BeTrue(), "A's warm build ended before B's Job started: the test shows nothing")
+	close(hold)
+	operatortest.WaitForEnv(t, keyA, operatortest.ExpectReadyAndCurrent)
+}
