@@ -22,6 +22,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,7 +164,9 @@ type imageBuilds struct {
 // until the spec changes, Unavailable while the registry is down.
 func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st *v1alpha1.ComponentStatus) (bool, string, error) {
 	done := true
-	var message string
+	// Every image's word, not only the last one's: an image waiting for
+	// another's builder says so next to the one it waits for.
+	var messages []string
 	for i := range c.Images {
 		img := &c.Images[i]
 		ist := imageStatus(st, img.Name)
@@ -172,11 +175,14 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 			return false, "", err
 		}
 		if !ok {
-			done, message = false, msg
+			done = false
+			if msg != "" {
+				messages = append(messages, msg)
+			}
 		}
 	}
 	pruneImageStatus(st, c)
-	return done, message, nil
+	return done, strings.Join(messages, "; "), nil
 }
 
 // buildImage builds one image if its inputs changed since its digest was

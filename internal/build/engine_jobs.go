@@ -50,7 +50,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		job := &batchv1.Job{}
 		err := s.e.Cache.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: jobName}, job)
 		if apierrors.IsNotFound(err) {
-			busy, err := s.busyLaneJob(ctx, img, p, s.cacheClaimOf(img))
+			busy, err := s.busyLane(ctx, img, p, s.cacheClaimOf(img))
 			if err != nil {
 				return nil, "", err
 			}

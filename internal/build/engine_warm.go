@@ -84,9 +84,11 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 			}
 		}
 		if run == nil {
-			// A suite's Job on the claim compiles what this build would:
-			// the build starts after it (its end reconciles).
-			if busy, err := s.busyTestJob(ctx, img, req.CacheClaim); err != nil || busy != "" {
+			// Another image's builder Job of the lane, or a suite's Job
+			// on the claim, compiles what this build would: the build
+			// starts after it (its end reconciles). Other warm builds of
+			// the lane are waited for in memory (runInLane).
+			if busy, err := s.busyLane(ctx, img, p, req.CacheClaim); err != nil || busy != "" {
 				if err != nil {
 					return nil, "", err
 				}
@@ -106,6 +108,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 				steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
 				timeout: s.e.buildTimeout(img.Run), attempt: attempt,
 				lane: laneOf(req.Namespace, req.CacheClaim, p), holder: "image " + img.Name,
+				image: img.Name, builder: pod.Namespace + "/" + pod.Name,
 			}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
 				if exec != nil {
 					return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,9 @@ func (w *warmBuilds) turn(pod string) func() {
 // warmRun is one build.
 type warmRun struct {
 	pod string
+	// builder (namespace/name of the pod), image and lane say whose build
+	// it is, for builder Jobs of the lane (busyWarmBuild).
+	builder, image, lane string
 	// attempt counts the tries at the same inputs (a timed-out build is
 	// tried again).
 	attempt int
@@ -194,6 +198,42 @@ func (w *warmBuilds) lookup(key string) *warmRun {
 	return w.runs[key]
 }
 
+// runningIn names the image and warm builder of an unfinished build in
+// lane of an image other than image (false when none): started, queued
+// for the lane, or running.
+func (w *warmBuilds) runningIn(lane, image string) (string, string, bool) {
+	if lane == "" {
+		return "", "", false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.runs {
+		if r.lane == lane && r.image != image && !r.finished() {
+			return r.image, r.builder[strings.IndexByte(r.builder, '/')+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// sawEnd says whether this process ran builds in the warm builder
+// namespace/pod and saw every one of them end: what status still says
+// of them is older than that.
+func (w *warmBuilds) sawEnd(namespace, pod string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	known := false
+	for _, r := range w.runs {
+		if r.builder != namespace+"/"+pod {
+			continue
+		}
+		if !r.finished() {
+			return false
+		}
+		known = true
+	}
+	return known
+}
+
 func (w *warmBuilds) forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -210,6 +250,8 @@ type warmPlan struct {
 	// lane is the build's lane (laneOf; "" for none), held from the
 	// claim to the end by holder ("image X").
 	lane, holder string
+	// image is the image built, builder the pod's namespace/name.
+	image, builder string
 }
 
 // claimTimeout bounds the claim step, which may wait for an earlier
@@ -234,7 +276,8 @@ func warmGrace(timeout time.Duration) time.Duration {
 func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan warmPlan,
 	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) *warmRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &warmRun{pod: pod, attempt: plan.attempt, cancel: cancel, log: &message.Tail{Max: logTailBytes}}
+	run := &warmRun{pod: pod, builder: plan.builder, image: plan.image, lane: plan.lane,
+		attempt: plan.attempt, cancel: cancel, log: &message.Tail{Max: logTailBytes}}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
 		for k, r := range w.runs {

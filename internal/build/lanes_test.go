@@ -2,8 +2,12 @@ package build
 
 import (
 	"context"
+	"errors"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
 // TestLanesAreOnePerNamespaceClaimAndPlatform: environments of the same
@@ -49,5 +53,54 @@ func TestLanesAreOnePerNamespaceClaimAndPlatform(t *testing.T) {
 	}
 	if len(l.held) != 0 || len(l.count) != 0 {
 		t.Errorf("lanes left behind: %v %v", l.held, l.count)
+	}
+}
+
+// TestWarmRunsInALaneAreSeenByJobs: a builder Job of a lane learns from
+// this process's memory that another image's warm build of the lane has
+// not ended (started, queued or running), and that every build of a
+// warm builder it ran ended, so status saying one runs is older than
+// that; a warm builder it never ran a build in is not known ended.
+func TestWarmRunsInALaneAreSeenByJobs(t *testing.T) {
+	w := newWarmBuilds()
+	lane := laneOf("a", "gpu-operator-src-1234-gocache", "linux/amd64")
+	env := &v1alpha1.DevEnvironment{}
+	env.Namespace, env.Name = "a", "gpu-operator"
+	release := make(chan struct{})
+	run := w.start("uid-1/inputs", "uid-1", env, warmPlan{
+		claim: WarmStep{Name: WarmStepClaim}, lane: lane, holder: "image gpu-operator",
+		image: "gpu-operator", builder: "a/gpu-operator-warm", timeout: time.Minute,
+	}, func(ctx context.Context, _ WarmStep, _, _ io.Writer) error {
+		<-release
+		return errors.New("the build stopped")
+	})
+	if other, pod, ok := w.runningIn(lane, "nvidia-validator"); !ok || other != "gpu-operator" || pod != "gpu-operator-warm" {
+		t.Errorf("a running warm build of the lane: got %q %q %v", other, pod, ok)
+	}
+	if _, _, ok := w.runningIn(lane, "gpu-operator"); ok {
+		t.Error("an image's own warm build holds back its builder Jobs")
+	}
+	if _, _, ok := w.runningIn(laneOf("b", "gpu-operator-src-1234-gocache", "linux/amd64"), "nvidia-validator"); ok {
+		t.Error("a warm build holds back a lane of another namespace")
+	}
+	if w.sawEnd("a", "gpu-operator-warm") {
+		t.Error("a running warm build seen ended")
+	}
+	close(release)
+	deadline := time.Now().Add(time.Minute)
+	for !run.finished() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !run.finished() {
+		t.Fatal("the warm build did not end")
+	}
+	if _, _, ok := w.runningIn(lane, "nvidia-validator"); ok {
+		t.Error("an ended warm build still holds the lane")
+	}
+	if !w.sawEnd("a", "gpu-operator-warm") {
+		t.Error("the ended warm build is not seen ended")
+	}
+	if w.sawEnd("a", "another-warm") {
+		t.Error("a warm builder this process never ran a build in is seen ended")
 	}
 }
