@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +85,9 @@ func (d *draft) components(s *treeScan, bindings map[int][]binding, images map[i
 			}
 			d.Spec.Components = append(d.Spec.Components, comp)
 		}
+	}
+	if len(charts) == 0 && len(s.Kustomizations) == 0 {
+		d.tiltManifests(s, images, placed)
 	}
 	var rest []v1alpha1.ImageSpec
 	for _, i := range sortedKeys(images) {
@@ -207,13 +211,21 @@ func sortedKeys(m map[int]*v1alpha1.ImageSpec) []int {
 // tests adds a unit test suite per module, run on request, on the
 // images' build cache claim (same source and builder image) so it starts
 // warm.
-func (d *draft) tests(s *treeScan) {
-	for i, m := range s.Modules {
-		if i == 2 {
-			break
+func (d *draft) tests(s *treeScan, images map[int]*v1alpha1.ImageSpec) {
+	built := map[*goModule]bool{}
+	for i := range images {
+		built[s.Mains[i].Module] = true
+	}
+	n := 0
+	for _, m := range s.Modules {
+		// A module nothing is built from (a staging API module) is tested
+		// by its own project, not by this loop.
+		if n == 2 || !built[m] && m.Dir != "." {
+			continue
 		}
+		n++
 		name := "unit-tests"
-		if i > 0 {
+		if n > 1 {
 			name = d.uniqueName(dnsLabel(path.Base(m.Path)) + "-unit-tests")
 		}
 		cmd := []string{"go", "test", "./..."}
@@ -251,8 +263,8 @@ func (d *draft) hints(s *treeScan, bindings map[int][]binding) {
 		if len(t.Resources) > 0 {
 			d.note("Tiltfile resources %s", strings.Join(t.Resources, ", "))
 		}
-		if t.LiveSync {
-			d.note("Tiltfile live-updates with sync(): set images[].liveUpdate.paths to the binary's path for the same loop")
+		if t.LiveSync && !d.liveUpdates() {
+			d.note("Tiltfile live-updates with sync() into %s: set images[].liveUpdate.paths to the binary's path in the image for the same loop", strings.Join(t.SyncTo, ", "))
 		}
 	}
 }
@@ -261,6 +273,46 @@ func boundImage(bindings map[int][]binding, c *helmChart, img chartImage) bool {
 	for _, bs := range bindings {
 		for _, b := range bs {
 			if b.Chart == c && b.Image.Path == img.Path {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tiltManifests deploys the YAML a Tiltfile's k8s_yaml names, when the tree
+// has no chart or kustomization, with the images in the same component:
+// named as the Tiltfile builds them, the manifests' references are the
+// images' bare names, which devloop pins to the built digests.
+func (d *draft) tiltManifests(s *treeScan, images map[int]*v1alpha1.ImageSpec, placed map[int]bool) {
+	if s.Tilt == nil {
+		return
+	}
+	var paths []string
+	for _, y := range s.Tilt.YAML {
+		p := path.Clean(strings.TrimPrefix(y, "./"))
+		if len(paths) < 8 && !strings.HasPrefix(p, "..") && fileExists(filepath.Join(s.Root, filepath.FromSlash(p))) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	comp := v1alpha1.Component{Name: d.uniqueName("app"), Manifests: &v1alpha1.ManifestsSpec{Source: initSource, Paths: paths}}
+	for _, i := range sortedKeys(images) {
+		if !placed[i] {
+			comp.Images = append(comp.Images, *images[i])
+			placed[i] = true
+		}
+	}
+	d.Spec.Components = append(d.Spec.Components, comp)
+	d.note("component %s: the YAML the Tiltfile's k8s_yaml applies (%s), applied server-side", comp.Name, strings.Join(paths, ", "))
+}
+
+func (d *draft) liveUpdates() bool {
+	for _, c := range d.Spec.Components {
+		for _, i := range c.Images {
+			if i.LiveUpdate != nil {
 				return true
 			}
 		}

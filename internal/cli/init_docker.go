@@ -24,8 +24,11 @@ type dockerfile struct {
 	// Context are the files the last stage copies from the build context:
 	// source path → destination.
 	Context [][2]string
-	// Runs are the RUN lines of the build stages (go build, make targets).
+	// Runs are the RUN lines of all stages (go build, make targets).
 	Runs []string
+	// FinalRuns counts the RUN lines of the last stage: what it installs
+	// beside the binary.
+	FinalRuns int
 }
 
 // readDockerfile reads the instructions init uses as hints. Continuation
@@ -63,11 +66,12 @@ func readDockerfile(file, rel string) (*dockerfile, error) {
 			if len(fields) > 1 {
 				d.Base = fields[1]
 			}
-			d.Built, d.Context, d.Entrypoint = map[string]string{}, nil, nil
+			d.Built, d.Context, d.Entrypoint, d.FinalRuns = map[string]string{}, nil, nil, 0
 		case "ENTRYPOINT":
 			d.Entrypoint = execForm(strings.TrimSpace(l[len(fields[0]):]))
 		case "RUN":
 			d.Runs = append(d.Runs, strings.TrimSpace(l[len(fields[0]):]))
+			d.FinalRuns++
 		case "COPY", "ADD":
 			from, args := "", []string{}
 			for _, a := range fields[1:] {

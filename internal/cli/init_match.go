@@ -12,6 +12,8 @@ type binding struct {
 	Chart *helmChart
 	Image chartImage
 	Kust  *kustomization
+	// TiltRef is the image a Tiltfile's docker_build names for the main.
+	TiltRef string
 	// Why is the reason of the match, for the output's comments.
 	Why string
 }
@@ -31,17 +33,17 @@ func matchChartImage(img chartImage, mains []goMain) (int, string) {
 		b := normal(m.Name)
 		switch {
 		case name == b:
-			return i, "the chart's image name " + img.Name + " is the binary's"
+			return i, "the chart's image name " + img.Name + " is binary " + m.Name + "'s"
 		case key == b:
 			if bestLen < 1000 {
-				best, why, bestLen, tie = i, "the values key "+img.Path+" is the binary's name", 1000, false
+				best, why, bestLen, tie = i, "the values key "+img.Path+" names binary "+m.Name, 1000, false
 			}
 		case strings.HasSuffix(name, "-"+b) && len(b) >= bestLen:
 			if len(b) == bestLen {
 				tie = true
 				continue
 			}
-			best, why, bestLen, tie = i, "the chart's image name "+img.Name+" ends in the binary's name", len(b), false
+			best, why, bestLen, tie = i, "the chart's image name "+img.Name+" ends in binary "+m.Name+"'s name", len(b), false
 		}
 	}
 	if tie {
@@ -80,6 +82,13 @@ func bindMains(s *treeScan) map[int][]binding {
 			out[0] = append(out[0], b)
 		}
 	}
+	if s.Tilt != nil && len(s.Charts) == 0 && len(s.Kustomizations) == 0 {
+		for _, ref := range s.Tilt.Images {
+			if i := matchTiltImage(ref, s.Mains, len(s.Tilt.Images)); i >= 0 {
+				out[i] = append(out[i], binding{TiltRef: ref, Why: "the Tiltfile's docker_build of " + ref})
+			}
+		}
+	}
 	for _, k := range s.Kustomizations {
 		i := matchKustomizeImage(k, s.Mains)
 		if i >= 0 {
@@ -105,6 +114,20 @@ func matchKustomizeImage(k *kustomization, mains []goMain) int {
 	}
 	if len(inModule) == 1 {
 		return inModule[0]
+	}
+	return -1
+}
+
+// matchTiltImage is the main a Tiltfile image is built from: the one named
+// like it, or the only main when the Tiltfile builds one image.
+func matchTiltImage(ref string, mains []goMain, refs int) int {
+	for i, m := range mains {
+		if normal(path.Base(repoPath(ref))) == normal(m.Name) {
+			return i
+		}
+	}
+	if refs == 1 && len(mains) == 1 {
+		return 0
 	}
 	return -1
 }

@@ -187,7 +187,10 @@ type tiltHints struct {
 	YAML      []string // k8s_yaml, kustomize, helm
 	Resources []string // k8s_resource, local_resource
 	LiveSync  bool     // live_update with sync()
+	SyncTo    []string // the container paths sync() writes
 }
+
+var tiltSync = regexp.MustCompile(`\bsync\(\s*['"][^'"]+['"]\s*,\s*['"]([^'"]+)['"]`)
 
 var tiltCall = regexp.MustCompile(`\b(docker_build_with_restart|docker_build|custom_build|k8s_yaml|kustomize|helm|k8s_resource|local_resource)\(\s*(?:[a-z_]+\s*=\s*)?['"]([^'"]+)['"]`)
 
@@ -197,6 +200,9 @@ func readTiltfile(file string) (*tiltHints, error) {
 		return nil, err
 	}
 	t := &tiltHints{LiveSync: strings.Contains(string(b), "sync(")}
+	for _, m := range tiltSync.FindAllStringSubmatch(string(b), -1) {
+		t.SyncTo = appendUnique(t.SyncTo, path.Clean(m[1]))
+	}
 	for _, m := range tiltCall.FindAllStringSubmatch(string(b), -1) {
 		switch m[1] {
 		case "docker_build", "docker_build_with_restart", "custom_build":

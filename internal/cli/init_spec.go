@@ -78,7 +78,7 @@ func draftEnvironment(s *treeScan, o initOptions) *draft {
 	bindings := bindMains(s)
 	images := d.images(s, bindings)
 	d.components(s, bindings, images)
-	d.tests(s)
+	d.tests(s, images)
 	d.hints(s, bindings)
 	return d
 }
@@ -95,12 +95,16 @@ func builderImage(m *goModule) string {
 func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha1.ImageSpec {
 	deployed := len(bindings) > 0
 	var chosen []int
+	var skipped []string
 	for i := range s.Mains {
 		if _, ok := bindings[i]; ok || !deployed {
 			chosen = append(chosen, i)
 		} else {
-			d.note("%s (package main) is not built: no chart value or kustomization names its image; add an image if you deploy it", s.Mains[i].Dir)
+			skipped = append(skipped, s.Mains[i].Dir)
 		}
+	}
+	if len(skipped) > 0 {
+		d.note("not built, as no chart value or kustomization names their images (add an image if you deploy one): %s", strings.Join(skipped, ", "))
 	}
 	if len(chosen) > 16 {
 		d.note("%d binaries; the first 16 are built (an environment holds at most 16 images)", len(chosen))
@@ -136,6 +140,9 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 			if len(df.Entrypoint) > 0 && df.Entrypoint[0] == to && len(df.Entrypoint) > 1 {
 				img.Entrypoint = df.Entrypoint
 			}
+			if df.FinalRuns > 0 && !df.shellEntrypoint() {
+				d.note("image %s: %s also runs commands in its runtime stage (packages, tools) on %s: if the binary or its pods need them, use such a base", name, df.Path, df.Base)
+			}
 			if df.shellEntrypoint() && !strings.Contains(df.Base, "$") {
 				img.Base = df.Base
 				d.note("image %s: base %s as %s has it: its ENTRYPOINT is a shell, so its pods run shell commands a distroless base cannot", name, df.Base, df.Path)
@@ -148,6 +155,10 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 			d.contextLayers(s, img, df)
 		} else {
 			d.note("image %s: binary %s of %s at %s (no Dockerfile ships it)", name, m.Binary, m.Dir, to)
+		}
+		if s.Tilt != nil && contains(s.Tilt.SyncTo, to) {
+			img.LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{to}}
+			d.note("image %s: live update of %s, as the Tiltfile's sync() does: a new binary is put into the running pods and the process restarted, no rollout", name, to)
 		}
 		for _, b := range bindings[i] {
 			if b.Chart != nil && b.Chart.reachesCustomResource(b.Image) {
@@ -238,6 +249,8 @@ func imageName(m goMain, bs []binding, used map[string]bool) string {
 		switch {
 		case b.Kust != nil && b.Kust.Image != "":
 			name = strings.ToLower(b.Kust.Image)
+		case b.TiltRef != "":
+			name = strings.ToLower(withoutTag(b.TiltRef))
 		case b.Chart != nil && b.Image.Style == styleNameKey:
 			name = b.Image.Name
 		case b.Chart != nil:
