@@ -22,6 +22,48 @@ type helmChart struct {
 	// templates are the chart's templates, read to tell which values
 	// paths reach a custom resource rather than a workload.
 	templates map[string]string
+	// local are its file:// dependencies: directory → values key.
+	local map[string]string
+}
+
+// foldLocalDependencies deploys a chart that another chart of the tree
+// depends on through file:// (Dynamo's platform chart and its operator
+// chart) with that umbrella: its image references move there, under the
+// dependency's values key, and it is no longer a chart of its own.
+func foldLocalDependencies(charts []*helmChart) []*helmChart {
+	byDir := map[string]*helmChart{}
+	for _, c := range charts {
+		byDir[c.Dir] = c
+	}
+	folded := map[*helmChart]bool{}
+	for _, c := range charts {
+		for dir, key := range c.local {
+			sub := byDir[dir]
+			if sub == nil || sub == c {
+				continue
+			}
+			for _, img := range sub.Images {
+				img.via = sub
+				img.Path = join(key, img.Path)
+				img.subKey = key
+				if img.TagPath != "" {
+					img.TagPath = join(key, img.TagPath)
+				}
+				if img.RegistryPath != "" {
+					img.RegistryPath = join(key, img.RegistryPath)
+				}
+				c.Images = append(c.Images, img)
+			}
+			folded[sub] = true
+		}
+	}
+	var out []*helmChart
+	for _, c := range charts {
+		if !folded[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // imageStyle is how a chart spells an image reference in its values.
@@ -50,6 +92,11 @@ type chartImage struct {
 	TagPath string
 	// RegistryPath is the registry value of styleNameKey.
 	RegistryPath string
+	// via is the subchart whose templates read the reference, and subKey
+	// its values key in the umbrella, for a reference folded into an
+	// umbrella chart (nil: the chart's own).
+	via    *helmChart
+	subKey string
 }
 
 // shortName is the last path segment of the chart's image name.
@@ -60,7 +107,11 @@ func readChart(root, rel string) (*helmChart, error) {
 	dir := filepath.Join(root, filepath.FromSlash(rel))
 	var meta struct {
 		Name         string `json:"name"`
-		Dependencies []any  `json:"dependencies"`
+		Dependencies []struct {
+			Name       string `json:"name"`
+			Alias      string `json:"alias"`
+			Repository string `json:"repository"`
+		} `json:"dependencies"`
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	if err != nil {
@@ -69,7 +120,16 @@ func readChart(root, rel string) (*helmChart, error) {
 	if err := yaml.Unmarshal(data, &meta); err != nil {
 		return nil, err
 	}
-	c := &helmChart{Dir: rel, Name: meta.Name, Deps: len(meta.Dependencies), templates: map[string]string{}}
+	c := &helmChart{Dir: rel, Name: meta.Name, Deps: len(meta.Dependencies), templates: map[string]string{}, local: map[string]string{}}
+	for _, d := range meta.Dependencies {
+		if dir, ok := strings.CutPrefix(d.Repository, "file://"); ok {
+			key := d.Name
+			if d.Alias != "" {
+				key = d.Alias
+			}
+			c.local[path.Clean(path.Join(rel, dir))] = key
+		}
+	}
 	if fi, err := os.Stat(filepath.Join(dir, "crds")); err == nil && fi.IsDir() {
 		c.HasCRDs = true
 	}
@@ -199,6 +259,11 @@ var kindLine = regexp.MustCompile(`(?m)^kind:\s*([A-Za-z0-9]+)`)
 // creates the pods itself (GPU Operator's ClusterPolicy validator), so
 // the reference must be a tag that exists, not a digest devloop pins.
 func (c *helmChart) reachesCustomResource(img chartImage) bool {
+	if img.via != nil {
+		sub := img
+		sub.via, sub.Path = nil, strings.TrimPrefix(img.Path, img.subKey+".")
+		return img.via.reachesCustomResource(sub)
+	}
 	// The keys that make the reference, not the block: the operator's
 	// block may also hold settings its custom resource reads.
 	needles := []string{".Values." + img.Path}

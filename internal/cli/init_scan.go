@@ -107,6 +107,7 @@ func scanTree(root string) (*treeScan, error) {
 		}
 	}
 	sort.Slice(s.Charts, func(i, j int) bool { return s.Charts[i].Dir < s.Charts[j].Dir })
+	s.Charts = foldLocalDependencies(s.Charts)
 	return s, nil
 }
 

@@ -127,7 +127,7 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 		name := imageName(m, bindings[i], used)
 		img := &v1alpha1.ImageSpec{Name: name, Source: initSource, Base: initBase, Run: runs[m.Module].DeepCopy()}
 		from := path.Join(m.Module.Dir, "out", m.Binary)
-		to, df := "/"+m.Binary, (*dockerfile)(nil)
+		to, df := "/"+m.Name, (*dockerfile)(nil)
 		for _, f := range s.Dockerfiles {
 			if t := f.binaryTarget(m, aliases(bindings[i])...); t != "" && (df == nil || f.belongsTo(m)) {
 				to, df = t, f

@@ -178,6 +178,29 @@ func TestInitTiltfile(t *testing.T) {
 	g.Expect(string(data)).To(ContainSubstring("Tiltfile resources sprocket-binary, sprocket"))
 }
 
+// TestInitUmbrellaChart: a chart that another chart of the tree depends on
+// through file:// (Dynamo's platform chart and its operator chart) is
+// deployed with the umbrella, its values under the dependency's key; the
+// module lives in a subdirectory.
+func TestInitUmbrellaChart(t *testing.T) {
+	g := NewWithT(t)
+	env, _ := runInit(t, fixture("umbrella"))
+	g.Expect(env.Spec.Components).To(HaveLen(1))
+	c := env.Spec.Components[0]
+	g.Expect(c.Name).To(Equal("platform"))
+	g.Expect(c.Helm.Chart.Path).To(Equal("helm/platform"))
+	g.Expect(c.Images).To(HaveLen(1))
+	img := c.Images[0]
+	g.Expect(img.Name).To(Equal("platform-operator"))
+	g.Expect(img.Run.Command).To(Equal([]string{"go", "-C", "operator", "build", "-o", "out/", "./cmd"}))
+	g.Expect(img.Layers).To(Equal([]v1alpha1.LayerMapping{{From: "operator/out/cmd", To: "/operator", Mode: "0755"}}))
+	g.Expect(c.Helm.ImageValues).To(Equal([]v1alpha1.ImageValue{
+		{Image: "platform-operator", Path: "platform-operator.controllerManager.manager.image.repository", From: "Repository"},
+		{Image: "platform-operator", Path: "platform-operator.controllerManager.manager.image.tag", From: "Tag"},
+	}))
+	g.Expect(env.Spec.Tests[0].Command).To(Equal([]string{"go", "-C", "operator", "test", "./..."}))
+}
+
 func TestInitRefusesATreeWithNothingToDraftFrom(t *testing.T) {
 	g := NewWithT(t)
 	var out, errOut bytes.Buffer
@@ -192,7 +215,7 @@ func TestInitRefusesATreeWithNothingToDraftFrom(t *testing.T) {
 // DevEnvironment the API server accepts (OpenAPI and CEL, a dry-run
 // create) and devloop's planner builds, as test/crd checks the samples.
 func TestInitOutputIsAccepted(t *testing.T) {
-	for _, tree := range []string{"operator", "kustomize", "tilt"} {
+	for _, tree := range []string{"operator", "kustomize", "tilt", "umbrella"} {
 		t.Run(tree, func(t *testing.T) {
 			g := NewWithT(t)
 			env, _ := runInit(t, fixture(tree))
