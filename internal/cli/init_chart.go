@@ -99,8 +99,14 @@ type chartImage struct {
 	subKey string
 }
 
-// shortName is the last path segment of the chart's image name.
-func (c chartImage) shortName() string { return path.Base(c.Name) }
+// shortName is the last path segment of the chart's image name ("" when
+// the chart leaves the name empty).
+func (c chartImage) shortName() string {
+	if c.Name == "" {
+		return ""
+	}
+	return path.Base(c.Name)
+}
 
 // readChart reads Chart.yaml, values.yaml and the templates of a chart.
 func readChart(root, rel string) (*helmChart, error) {
@@ -194,6 +200,14 @@ func (c *helmChart) findImages(p string, m map[string]any) []chartImage {
 				out = append(out, c.nameKeyImage(p, k, mm[1], v, m))
 			} else if k == "image" && !hasRepo && strings.ContainsAny(v, "/:") && !strings.Contains(v, "{{") {
 				out = append(out, chartImage{Path: join(p, k), Key: path.Base(strings.ReplaceAll(p, ".", "/")), Name: repoPath(v), Style: styleReference})
+			} else if prefix, ok := strings.CutSuffix(k, "Image"); ok && prefix != "" && !strings.Contains(v, "{{") {
+				// An override of a whole reference, often empty by
+				// default (OCM's images.overrides.registrationImage).
+				img := chartImage{Path: join(p, k), Key: prefix, Style: styleReference}
+				if v != "" {
+					img.Name = repoPath(v)
+				}
+				out = append(out, img)
 			}
 		}
 	}

@@ -38,6 +38,10 @@ func matchChartImage(img chartImage, mains []goMain) (int, string) {
 			if bestLen < 1000 {
 				best, why, bestLen, tie = i, "the values key "+img.Path+" names binary "+m.Name, 1000, false
 			}
+		case strings.HasSuffix(b, "-"+key) && bestLen < 1:
+			// The key names the binary's last word (operatorImage for
+			// registration-operator): the weakest match.
+			best, why, bestLen = i, "the values key "+img.Path+" names the last word of binary "+m.Name, 0
 		case strings.HasSuffix(name, "-"+b) && len(b) >= bestLen:
 			if len(b) == bestLen {
 				tie = true
@@ -67,14 +71,16 @@ func bindMains(s *treeScan) map[int][]binding {
 			refs++
 			if i, why := matchChartImage(img, s.Mains); i >= 0 {
 				out[i] = append(out[i], binding{Chart: c, Image: img, Why: why})
-				boundNames[img.Name] = i
+				if img.Name != "" {
+					boundNames[img.Name] = i
+				}
 			} else {
 				unbound = append(unbound, binding{Chart: c, Image: img})
 			}
 		}
 	}
 	for _, b := range unbound {
-		if i, ok := boundNames[b.Image.Name]; ok {
+		if i, ok := boundNames[b.Image.Name]; ok && b.Image.Name != "" {
 			b.Why = "the same image as another value bound to this binary"
 			out[i] = append(out[i], b)
 		} else if refs == 1 && len(s.Mains) == 1 {

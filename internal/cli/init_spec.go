@@ -253,7 +253,7 @@ func imageName(m goMain, bs []binding, used map[string]bool) string {
 			name = strings.ToLower(withoutTag(b.TiltRef))
 		case b.Chart != nil && b.Image.Style == styleNameKey:
 			name = b.Image.Name
-		case b.Chart != nil:
+		case b.Chart != nil && b.Image.Name != "":
 			name = b.Image.shortName()
 		default:
 			continue
