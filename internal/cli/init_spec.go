@@ -122,6 +122,20 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 	}
 	out := map[int]*v1alpha1.ImageSpec{}
 	used := map[string]bool{}
+	usedDockerfiles := map[*dockerfile]bool{}
+	defer func() {
+		var unused []string
+		for _, f := range s.Dockerfiles {
+			if !usedDockerfiles[f] {
+				unused = append(unused, f.Path)
+			}
+		}
+		if len(unused) > 0 && len(unused) <= 8 {
+			d.note("Dockerfiles that ship none of these images, not used (an OLM bundle or catalog, a test or tool image: add a run step for them): %s", strings.Join(unused, ", "))
+		} else if len(unused) > 8 {
+			d.note("%d Dockerfiles ship none of these images and are not used", len(unused))
+		}
+	}()
 	for _, i := range chosen {
 		m := s.Mains[i]
 		name := imageName(m, bindings[i], used)
@@ -132,6 +146,9 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 			if t := f.binaryTarget(m, aliases(bindings[i])...); t != "" && (df == nil || f.belongsTo(m)) {
 				to, df = t, f
 			}
+		}
+		if df != nil {
+			usedDockerfiles[df] = true
 		}
 		img.Layers = []v1alpha1.LayerMapping{{From: from, To: to, Mode: "0755"}}
 		img.Entrypoint = []string{to}

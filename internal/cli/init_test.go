@@ -201,6 +201,34 @@ func TestInitUmbrellaChart(t *testing.T) {
 	g.Expect(env.Spec.Tests[0].Command).To(Equal([]string{"go", "-C", "operator", "test", "./..."}))
 }
 
+// TestInitFlatImageKeys: a chart that names images in flat keys next to
+// one registry value (Volcano's basic.scheduler_image_name and
+// basic.image_registry); the image named in a key ends in the binary's
+// name, and the longest such binary wins (hypernode-controller-manager's
+// image is not controller-manager's).
+func TestInitFlatImageKeys(t *testing.T) {
+	g := NewWithT(t)
+	env, _ := runInit(t, fixture("scheduler"))
+	g.Expect(env.Spec.Components).To(HaveLen(1))
+	c := env.Spec.Components[0]
+	var names []string
+	for _, img := range c.Images {
+		names = append(names, img.Name)
+		g.Expect(img.Run.Command).To(Equal([]string{"go", "build", "-o", "out/", "./cmd/controller-manager", "./cmd/hypernode-controller-manager", "./cmd/scheduler"}))
+	}
+	g.Expect(names).To(Equal([]string{"batchsh/b-controller-manager", "batchsh/b-hypernode-controller-manager", "batchsh/b-scheduler"}))
+	g.Expect(c.Images[1].Layers[0].From).To(Equal("out/hypernode-controller-manager"))
+	g.Expect(c.Helm.ImageValues).To(Equal([]v1alpha1.ImageValue{
+		{Image: "batchsh/b-controller-manager", Path: "basic.image_registry", From: "Registry"},
+		{Image: "batchsh/b-controller-manager", Path: "basic.controller_image_name", From: "Name"},
+		{Image: "batchsh/b-controller-manager", Path: "basic.controller_image_tag_version", From: "Tag"},
+		{Image: "batchsh/b-hypernode-controller-manager", Path: "basic.hypernode_controller_image_name", From: "Name"},
+		{Image: "batchsh/b-hypernode-controller-manager", Path: "basic.hypernode_controller_image_tag_version", From: "Tag"},
+		{Image: "batchsh/b-scheduler", Path: "basic.scheduler_image_name", From: "Name"},
+		{Image: "batchsh/b-scheduler", Path: "basic.scheduler_image_tag_version", From: "Tag"},
+	}))
+}
+
 func TestInitRefusesATreeWithNothingToDraftFrom(t *testing.T) {
 	g := NewWithT(t)
 	var out, errOut bytes.Buffer
@@ -215,7 +243,7 @@ func TestInitRefusesATreeWithNothingToDraftFrom(t *testing.T) {
 // DevEnvironment the API server accepts (OpenAPI and CEL, a dry-run
 // create) and devloop's planner builds, as test/crd checks the samples.
 func TestInitOutputIsAccepted(t *testing.T) {
-	for _, tree := range []string{"operator", "kustomize", "tilt", "umbrella"} {
+	for _, tree := range []string{"operator", "kustomize", "tilt", "umbrella", "scheduler"} {
 		t.Run(tree, func(t *testing.T) {
 			g := NewWithT(t)
 			env, _ := runInit(t, fixture(tree))
