@@ -140,9 +140,14 @@ func (d *dockerfile) binaryTarget(m goMain, aliases ...string) string {
 		}
 	}
 	if d.belongsTo(m) {
-		for base, to := range d.Built {
+		bases := make([]string, 0, len(d.Built))
+		for base := range d.Built {
+			bases = append(bases, base)
+		}
+		sort.Strings(bases) // the same answer on every run
+		for _, base := range bases {
 			if path.Ext(base) == "" && strings.Contains(base, m.Name) {
-				return to
+				return d.Built[base]
 			}
 		}
 	}
