@@ -57,6 +57,7 @@ func (d *draft) components(s *treeScan, bindings map[int][]binding, images map[i
 				d.note("%s -> image %s: %s", b.Image.Path, images[i].Name, b.Why)
 			}
 		}
+		d.boundImageValues(&comp)
 		d.Spec.Components = append(d.Spec.Components, comp)
 	}
 	if len(charts) == 0 {
@@ -141,13 +142,18 @@ func (d *draft) crdComponent(s *treeScan, c *helmChart, k *kustomization) string
 	return name
 }
 
+// maxImageValues is helm.imageValues' limit.
+const maxImageValues = 8
+
 // appendImageValues writes where chart c reads image img's reference, in
-// the chart's own spelling, once per path.
+// the chart's own spelling, once per path, and only what is needed: where
+// the image is (registry, repository or whole reference), its name when
+// the chart's differs, and its tag only for a reference that reaches a
+// custom resource. A reference rendered into a workload is pinned to the
+// built digest by devloop whatever its tag, so a tag value would only
+// spend the list's eight entries (Volcano has six images).
 func appendImageValues(list []v1alpha1.ImageValue, img *v1alpha1.ImageSpec, b binding, c *helmChart) []v1alpha1.ImageValue {
-	tagFrom := "Tag"
-	if c.reachesCustomResource(b.Image) {
-		tagFrom = "Revision"
-	}
+	custom := c.reachesCustomResource(b.Image)
 	add := func(p, from string) {
 		if p == "" {
 			return
@@ -159,22 +165,46 @@ func appendImageValues(list []v1alpha1.ImageValue, img *v1alpha1.ImageSpec, b bi
 		}
 		list = append(list, v1alpha1.ImageValue{Image: img.Name, Path: p, From: from})
 	}
+	tag := func() {
+		if custom {
+			add(b.Image.TagPath, "Revision")
+		}
+	}
+	sameName := b.Image.Name == img.Name
 	switch b.Image.Style {
 	case styleRepository:
 		add(join(b.Image.Path, "repository"), "Repository")
-		add(b.Image.TagPath, tagFrom)
+		tag()
 	case styleSplit:
 		add(join(b.Image.Path, "repository"), "Registry")
-		add(join(b.Image.Path, "image"), "Name")
-		add(b.Image.TagPath, tagFrom)
+		if !sameName {
+			add(join(b.Image.Path, "image"), "Name")
+		}
+		tag()
 	case styleNameKey:
 		add(b.Image.RegistryPath, "Registry")
-		add(b.Image.Path, "Name")
-		add(b.Image.TagPath, tagFrom)
+		if !sameName {
+			add(b.Image.Path, "Name")
+		}
+		tag()
 	case styleReference:
 		add(b.Image.Path, "Reference")
 	}
 	return list
+}
+
+// boundImageValues keeps a component's imageValues within the API's limit
+// and says what it left out.
+func (d *draft) boundImageValues(comp *v1alpha1.Component) {
+	if comp.Helm == nil || len(comp.Helm.ImageValues) <= maxImageValues {
+		return
+	}
+	var left []string
+	for _, v := range comp.Helm.ImageValues[maxImageValues:] {
+		left = append(left, v.Path)
+	}
+	comp.Helm.ImageValues = comp.Helm.ImageValues[:maxImageValues]
+	d.note("component %s: imageValues holds %d entries; not written (set them in values or valuesFrom): %s", comp.Name, maxImageValues, strings.Join(left, ", "))
 }
 
 func (d *draft) uniqueName(n string) string {
