@@ -134,6 +134,7 @@ command could not run.`,
 		newPortForwardCommand(a),
 		newDebugCommand(a),
 		newUICommand(a),
+		newInitCommand(a),
 	)
 	return root
 }

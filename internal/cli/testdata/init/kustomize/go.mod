@@ -1,0 +1,3 @@
+module example.com/gadget-controller
+
+go 1.24.0

@@ -1,0 +1,3 @@
+module example.com/widget-operator
+
+go 1.25.3

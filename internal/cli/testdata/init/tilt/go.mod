@@ -1,0 +1,3 @@
+module example.com/sprocket
+
+go 1.25

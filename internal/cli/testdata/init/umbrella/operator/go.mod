@@ -1,0 +1,3 @@
+module example.com/platform/operator
+
+go 1.24.0
