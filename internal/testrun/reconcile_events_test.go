@@ -30,7 +30,7 @@ func TestEveryRunStartAndEndIsItsOwnEvent(t *testing.T) {
 	expectOneEventPerRun(t, ns, v1alpha1.ReasonTestStarted, suites)
 
 	for _, name := range jobs {
-		operatortest.EndTestJob(t, operatortest.WaitForJob(t, ns, name), 0, "Completed", "ok")
+		operatortest.EndTestJob(t, operatortest.WaitForJob(t, ns, name), 0, "", "ok\n")
 	}
 	for _, s := range suites {
 		operatortest.ExpectRun(t, env, s, 1, v1alpha1.ResultPassed)
