@@ -38,7 +38,7 @@ func Summary(msg string) string {
 		return s
 	}
 	hint := ""
-	if f := fieldPath.FindString(s); f != "" {
+	if f := fieldPath.FindString(s); f != "" && len(f) < MaxSummary/2 {
 		hint = " (check " + f + ")"
 	}
 	return Truncate(headAndTail(strings.Split(s, ": "), MaxSummary-len(hint)), MaxSummary-len(hint)) + hint

@@ -60,3 +60,18 @@ func TestSummaryKeepsShortMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryIsBoundedWhateverTheMessage: long messages of every shape
+// (one long part, many parts, a long field path) stay within MaxSummary.
+func TestSummaryIsBoundedWhateverTheMessage(t *testing.T) {
+	for _, msg := range []string{
+		strings.Repeat("x", 5000),
+		strings.Repeat("part: ", 500),
+		"component a: check spec." + strings.Repeat("long.", 60) + "field: " + strings.Repeat("cause ", 50),
+		strings.Repeat("a; ", 300) + "spec.registry.prefix",
+	} {
+		if got := Summary(msg); len(got) > MaxSummary || got == "" {
+			t.Errorf("Summary of a %d-byte message is %d bytes: %q", len(msg), len(got), got)
+		}
+	}
+}
