@@ -50,9 +50,10 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		st.WaitingFor = nil
 		if err := r.reconcileComponent(ctx, s, name, st, &w); err != nil {
 			st.Phase = v1alpha1.PhaseFailed
-			if fault.IsUnavailable(err) {
+			if fault.IsUnavailable(err) && fault.AsStalled(err) == nil {
 				// A registry that is down is waited for, not a failure of
-				// the component.
+				// the component; one that stalled the environment (a host
+				// that never resolves) is the component's failure.
 				st.Phase = v1alpha1.PhaseBuilding
 			}
 			st.Message = message.Truncate(message.Condense(err.Error()), v1alpha1.MaxComponentMessage)

@@ -11,7 +11,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,7 +26,6 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
 	"github.com/devloop-dev/devloop/internal/fairqueue"
-	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/liveupdate"
 	"github.com/devloop-dev/devloop/internal/plan"
@@ -184,13 +182,14 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			env.Status.LastHandledReconcileAt = env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 		}
 		summarize(env, outcome)
-		r.recordTransition(read, env, outcome)
+		keepTransitionTimes(read, env)
+		r.recordTransition(ctx, read, env, outcome)
 		r.flushTimeline(ctx, s)
 		if err := r.writeStatus(ctx, env, before); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("patching status: %w", err))
 			return
 		}
-		result, retErr = resultFor(outcome)
+		result, retErr = resultFor(outcome, notReadyFor(read, time.Now()))
 		if next := s.next.RequeueAfter; retErr == nil && next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
 			// Even a Ready or Stalled environment looks again when a
 			// moving reference (a branch, a tag) is due to be resolved.
@@ -273,29 +272,4 @@ func (e *deadlineError) Unwrap() error { return nil }
 
 func (r *DevEnvironmentReconciler) cutShort(cause error) error {
 	return &deadlineError{limit: r.reconcileTimeout(), cause: cause}
-}
-
-// recordTransition emits an event when Ready changes status or message:
-// Warning when the environment stalls or fails, Normal when it becomes Ready.
-// Repeating the same state emits nothing, so events stay readable.
-func (r *DevEnvironmentReconciler) recordTransition(before, after *v1alpha1.DevEnvironment, outcome error) {
-	if r.Recorder == nil {
-		return
-	}
-	old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady)
-	now := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionReady)
-	if now == nil || (old != nil && old.Status == now.Status && old.Message == now.Message) {
-		return
-	}
-	stalling, waiting := fault.AsStalled(outcome), fault.AsWaiting(outcome)
-	switch {
-	case stalling != nil:
-		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, stalling.Reason, "Reconcile", "%s", now.Message)
-	case waiting != nil:
-		// Progress is not news; the condition carries it.
-	case outcome != nil:
-		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1alpha1.ReasonReconcileError, "Reconcile", "%s", now.Message)
-	case now.Status == "True" && (old == nil || old.Status != now.Status):
-		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, now.Reason, "Reconcile", "%s", now.Message)
-	}
 }

@@ -61,10 +61,10 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 		st.ObservedGeneration = env.Generation
 	case fault.IsUnavailable(outcome):
 		// Something the environment needs (a registry, a git server) is
-		// down: retried with backoff, and it heals by itself when it
-		// comes back.
+		// down: retried on the wait schedule (resultFor), and it heals by
+		// itself when it comes back.
 		setReady(env, metav1.ConditionFalse, v1alpha1.ReasonWaiting, outcome.Error())
-		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonWaiting, "retrying with backoff: "+outcome.Error())
+		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonWaiting, "retrying: "+outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
 		st.ObservedGeneration = env.Generation
 	default:
@@ -74,6 +74,12 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonReconcileError, "retrying after error: "+outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
 		st.ObservedGeneration = env.Generation
+	}
+	// The STATUS column: Ready's message in one short sentence; the
+	// condition keeps it whole.
+	st.Summary = ""
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+		st.Summary = message.Summary(c.Message)
 	}
 }
 

@@ -18,23 +18,23 @@ import (
 func TestResultFor(t *testing.T) {
 	g := NewWithT(t)
 
-	res, err := resultFor(nil)
+	res, err := resultFor(nil, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeZero())
 
-	res, err = resultFor(&fault.StalledError{Reason: "X", Err: errors.New("bad spec")})
+	res, err = resultFor(&fault.StalledError{Reason: "X", Err: errors.New("bad spec")}, 0)
 	g.Expect(err).NotTo(HaveOccurred(), "a stalled environment waits for a spec change, not a backoff")
 	g.Expect(res.RequeueAfter).To(BeZero())
 
-	res, err = resultFor(&fault.WaitingError{Err: errors.New("rolling out"), RequeueAfter: time.Second})
+	res, err = resultFor(&fault.WaitingError{Err: errors.New("rolling out"), RequeueAfter: time.Second}, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(time.Second))
 
-	res, err = resultFor(&fault.WaitingError{Err: errors.New("rolling out")})
+	res, err = resultFor(&fault.WaitingError{Err: errors.New("rolling out")}, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(defaultWaitInterval))
 
-	_, err = resultFor(errors.New("connection refused"))
+	_, err = resultFor(errors.New("connection refused"), 0)
 	g.Expect(err).To(MatchError("connection refused"), "transient errors go to controller-runtime's backoff")
 }
 

@@ -153,7 +153,7 @@ type LocalObjectReference struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=devenv;devenvs,categories=devloop
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
-// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.summary"
 // +kubebuilder:printcolumn:name="Components",type="string",JSONPath=".status.componentsReady"
 // +kubebuilder:printcolumn:name="Last-Test",type="string",JSONPath=".status.lastTestResult"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"

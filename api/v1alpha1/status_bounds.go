@@ -19,6 +19,7 @@ const (
 	MaxRunLogTail         = 4096
 	MaxLastHandledTrigger = 1024
 	MaxLastTestResult     = 128
+	MaxSummary            = 256
 	MaxConditionMessage   = 1024
 )
 
@@ -31,6 +32,7 @@ const (
 func (s *DevEnvironmentStatus) Bound() {
 	s.LastHandledTrigger = cutEnd(s.LastHandledTrigger, MaxLastHandledTrigger)
 	s.LastTestResult = cutEnd(s.LastTestResult, MaxLastTestResult)
+	s.Summary = cutEnd(s.Summary, MaxSummary)
 	for i := range s.Conditions {
 		s.Conditions[i].Message = cutEnd(s.Conditions[i].Message, MaxConditionMessage)
 	}

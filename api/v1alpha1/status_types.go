@@ -61,6 +61,11 @@ type DevEnvironmentStatus struct {
 	// +kubebuilder:validation:XValidation:rule="self.map(t, has(t.runs) ? t.runs.map(r, has(r.params) ? size(r.params) : 0).sum() : 0).sum() <= 32",message="at most 32 params (tests[].runs[].params) in one environment's status"
 	Tests []TestStatus `json:"tests,omitempty"`
 
+	// Summary is Ready's message in one short sentence, for `kubectl get`.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Summary string `json:"summary,omitempty"`
+
 	// ComponentsReady is "<ready>/<total>", for `kubectl get`.
 	// +optional
 	// +kubebuilder:validation:MaxLength=16

@@ -9,8 +9,10 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
@@ -52,6 +54,46 @@ func TestRegistryHostThatDoesNotResolveStalls(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	fmt.Printf("Stalled %s after creation: %s\n", time.Since(created).Round(time.Second), operatortest.EnvCondition(env, v1alpha1.ConditionStalled).Message)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
+	expectStalledStaysPut(t, key, env)
+}
+
+// expectStalledStaysPut (issue 43 item 6): the component of an
+// environment stalled on a host that does not resolve reads Failed (it
+// read Building); a later try (a reconcile request) keeps the Stalled
+// condition's lastTransitionTime and emits no second BuildFailed event
+// (one came every minute, each with new tries in its message).
+func expectStalledStaysPut(t *testing.T, key client.ObjectKey, env *v1alpha1.DevEnvironment) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(operatortest.PhaseOf(env, env.Spec.Components[0].Name)).To(Equal(v1alpha1.PhaseFailed))
+	since := operatortest.EnvCondition(env, v1alpha1.ConditionStalled).LastTransitionTime
+	operatortest.ExpectEvent(t, key.Namespace, v1alpha1.ReasonBuildFailed, "does not resolve")
+	// Two later tries, each seen in status.
+	for range 2 {
+		request := operatortest.RequestReconcile(t, env)
+		env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+			g.Expect(env.Status.LastHandledReconcileAt).To(Equal(request))
+		})
+	}
+	stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
+	g.Expect(stalled).NotTo(BeNil())
+	g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(stalled.LastTransitionTime).To(Equal(since), "Stalled since")
+	g.Expect(operatortest.PhaseOf(env, env.Spec.Components[0].Name)).To(Equal(v1alpha1.PhaseFailed))
+	// The first try's event, if it sent one, went out before the second
+	// try's status was written.
+	list := &eventsv1.EventList{}
+	g.Expect(operatortest.Admin.List(context.Background(), list, client.InNamespace(key.Namespace))).To(Succeed())
+	var count int32
+	for _, e := range list.Items {
+		if e.Reason == v1alpha1.ReasonBuildFailed {
+			count++
+			if e.Series != nil {
+				count += e.Series.Count - 1
+			}
+		}
+	}
+	g.Expect(count).To(Equal(int32(1)), "BuildFailed events")
 }
 
 // TestRegistryHostThatDoesNotResolveStallsABuilderJob: the same in a
@@ -88,4 +130,5 @@ func TestRegistryHostThatDoesNotResolveStallsABuilderJob(t *testing.T) {
 	failed := start
 	fmt.Printf("Stalled %s after the first Job started (%d Jobs): %s\n", time.Since(failed).Round(time.Second), len(finished), operatortest.EnvCondition(env, v1alpha1.ConditionStalled).Message)
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
+	g.Expect(operatortest.PhaseOf(env, "api")).To(Equal(v1alpha1.PhaseFailed))
 }

@@ -7,14 +7,17 @@
 //
 //   - Unavailable: something the environment depends on is down or
 //     overloaded (a registry answering 5xx, a refused connection). The
-//     environment is Reconciling with a Waiting reason and is retried with
-//     backoff.
+//     environment is Reconciling with a Waiting reason and is retried on
+//     the reconciler's wait schedule (at most about 30 s apart), logged
+//     at Info, not as an error.
 //
 //   - Stalled (with a reason): like Permanent, where the engine knows the
 //     condition reason to show.
 //
 //   - Waiting (with a reason): work under way elsewhere, looked at again
-//     after an interval without counting as a failure.
+//     after an interval without counting as a failure. With the reason
+//     Waiting and no interval it is a wait on something outside (a tag
+//     not pushed yet), retried on the wait schedule like Unavailable.
 //
 // Anything else is a plain error, retried with backoff.
 package fault

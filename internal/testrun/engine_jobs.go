@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -209,7 +210,7 @@ func (p *testPass) create(ctx context.Context, cl client.Client, idErr error, jo
 	}
 	run.StartTime = &metav1.Time{Time: p.now}
 	log.FromContext(ctx).Info("started test run", "suite", suite, "run", run.Number, "job", job.Name)
-	p.event(corev1.EventTypeNormal, v1alpha1.ReasonTestStarted, "RunTest",
+	p.runEvent(corev1.EventTypeNormal, v1alpha1.ReasonTestStarted, job.Name,
 		fmt.Sprintf("%s #%d started in job %s (%s)", suite, run.Number, job.Name, run.Trigger))
 	return nil
 }
@@ -250,8 +251,26 @@ func (p *testPass) finished(suite string, run *v1alpha1.TestRun) {
 		} else if last := message.LastLine(r.LogTail); last != "" && r.Result != v1alpha1.ResultPassed {
 			note += ": " + last
 		}
-		p.event(typ, reason, "RunTest", note)
+		p.runEvent(typ, reason, r.JobName, note)
 	})
+}
+
+// runEvent is the event of a run's start or end, related to its Job. The
+// events API merges the events of one object with the same reason and
+// action into one series whatever their notes say (the note is not in its
+// key): three suites started by one trigger showed as one "x2" and the
+// third never appeared. The Job, different for every run, keeps each its
+// own event.
+func (p *testPass) runEvent(typ, reason, jobName, note string) {
+	if p.e.Events == nil {
+		return
+	}
+	var related runtime.Object
+	if jobName != "" {
+		related = &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.env.Namespace, Name: jobName}}
+	}
+	p.e.Events.Eventf(p.env, related, typ, reason, "RunTest", "%s", message.Truncate(note, message.MaxEventNote))
 }
 
 func (p *testPass) event(typ, reason, action, note string) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -86,7 +87,8 @@ func run(m *testing.M, before []func() error) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	// ERROR lines are kept by namespace as well (ErrorLogLines).
+	ctrl.SetLogger(logr.New(recordErrors(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())).GetSink())))
 	// The tests act as the cluster admin; the operator acts as its
 	// ServiceAccount with exactly the chart's ClusterRole, as installed.
 	admin, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})

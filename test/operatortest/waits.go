@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
@@ -30,7 +31,21 @@ func WaitForEnv(t testing.TB, key client.ObjectKey, check func(g Gomega, env *v1
 		g.Expect(Admin.Get(context.Background(), key, env)).To(Succeed())
 		check(g, env)
 	}, Timeout, 100*time.Millisecond).Should(Succeed())
+	ExpectShortSummary(t, env)
 	return env
+}
+
+// ExpectShortSummary: the STATUS column (status.summary) says Ready's
+// message in at most message.MaxSummary bytes; every environment a test
+// reads or checks passes here, so every message the tests produce is
+// checked.
+func ExpectShortSummary(t testing.TB, env *v1alpha1.DevEnvironment) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(len(env.Status.Summary)).To(BeNumerically("<=", message.MaxSummary), "status.summary: %s", env.Status.Summary)
+	if ready := EnvCondition(env, v1alpha1.ConditionReady); ready != nil && ready.Message != "" {
+		g.Expect(env.Status.Summary).NotTo(BeEmpty(), "status.summary of Ready: %s", ready.Message)
+	}
 }
 
 // ExpectKstatus is the conformance check every reconciler test ends with:
@@ -41,6 +56,7 @@ func ExpectKstatus(t testing.TB, env *v1alpha1.DevEnvironment, want status.Statu
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal(want), "kstatus message: %s", res.Message)
+	ExpectShortSummary(t, env)
 }
 
 // EnvCondition is the environment's condition of type typ, or nil.
