@@ -232,7 +232,8 @@ func TestWarmBuildPastItsTimeoutIsTriedAgain(t *testing.T) {
 // TestRunningWarmBuildShowsItsLogTail is issue 18 item 11 in status: a
 // warm build still compiling has the end of its output in
 // status.components[].images[].build.logTail, brought up to date while it
-// runs, not only once it failed.
+// runs, not only once it failed; and (issue 42) the component's message
+// counts the packages the go command said it compiled.
 func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 	ns, _ := apiNamespace(t)
 	operatortest.WarmExec.HangIn(ns)
@@ -248,6 +249,7 @@ func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 		g.Expect(st.Build).NotTo(BeNil())
 		g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildRunning))
 		g.Expect(st.Build.LogTail).To(ContainSubstring("compiling forever"))
+		g.Expect(env.Status.Component("api").Message).To(MatchRegexp(`building image api in warm builder \S+: 2 packages compiled in \d+s`))
 	})
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }
