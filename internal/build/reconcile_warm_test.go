@@ -81,8 +81,10 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
 	g.Expect(st.Build.Job).To(Equal(podKey.Name))
 	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(1), "one exec, naming the resolved source digest")
-	g.Expect(operatortest.WarmExec.CallsWith(`{"name":"DEVLOOP_REVISION","value":"`+first.Hex+`"},{"name":"DEVLOOP_SHORT_REVISION","value":"`+first.Hex[:12]+`"},{"name":"CGO_ENABLED","value":"0"}`)).
-		To(Equal(1), "the run step gets the revision, then the spec's env")
+	g.Expect(operatortest.WarmExec.CallsWith(`{"name":"DEVLOOP_REVISION","value":"`+first.Hex+`"},{"name":"DEVLOOP_SHORT_REVISION","value":"`+first.Hex[:12]+`"},`+
+		`{"name":"GOCACHE","value":"/home/devloop/.cache/go-build"},{"name":"GOMODCACHE","value":"/go/pkg/mod"},{"name":"GOFLAGS","value":"-v"},`+
+		`{"name":"CGO_ENABLED","value":"0"}`)).
+		To(Equal(1), "the run step gets the revision, the go command's caches and -v, then the spec's env")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// A change that does not compile: exit code and log tail in status.
