@@ -45,6 +45,7 @@ func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Resu
 func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 	if req.Component == nil {
 		e.recent.Forget(req.Env.UID)
+		e.progress.Forget(req.Env.UID)
 		e.noSuchHosts.forget(req.Env.UID)
 	}
 	return nil

@@ -111,7 +111,9 @@ type Engine struct {
 	// pushed before the build step returns.
 	PushBehind bool
 
-	recent   memo.Map[memoEntry]
+	recent memo.Map[memoEntry]
+	// progress is the running builder Jobs' last counts (progress.go).
+	progress memo.Map[jobsProgress]
 	warmOnce sync.Once
 	warm     *warmBuilds
 	// jobRetries counts builder Jobs that failed for a registry down.

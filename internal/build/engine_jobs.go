@@ -128,7 +128,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		}
 	}
 	if len(running) > 0 {
-		waiting = append(waiting, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")))
+		waiting = append(waiting, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", "))+s.jobProgress(img.Name, running).String())
 	}
 	if len(waiting) > 0 {
 		return nil, strings.Join(waiting, "; "), nil

@@ -137,7 +137,7 @@ func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, is
 				s.next.RequeueWithin(runningTailInterval) // its turn comes without an event
 				break
 			}
-			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name))
+			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name)+run.progress().String())
 			// Status shows how the build goes, looked at again while it
 			// runs (its end wakes the environment at once anyway).
 			ist.Build.LogTail = run.liveTail()

@@ -137,10 +137,12 @@ type warmRun struct {
 	started time.Time
 	// log keeps the end of the steps' output (stderr) as it comes, for
 	// status while the build runs.
-	log  *message.Tail
-	mu   sync.Mutex
-	done bool
-	out  warmOutcome
+	log *message.Tail
+	// packages counts the packages the build compiled (progress.go).
+	packages *packageCounter
+	mu       sync.Mutex
+	done     bool
+	out      warmOutcome
 	// queuedBehind is who holds the build's lane while it waits for it
 	// ("" once it has it, or never waited).
 	queuedBehind string
@@ -277,7 +279,7 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan w
 	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) *warmRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &warmRun{pod: pod, builder: plan.builder, image: plan.image, lane: plan.lane,
-		attempt: plan.attempt, cancel: cancel, log: &message.Tail{Max: logTailBytes}}
+		attempt: plan.attempt, cancel: cancel, log: &message.Tail{Max: logTailBytes}, packages: &packageCounter{}}
 	w.mu.Lock()
 	if len(w.runs) >= maxWarmRuns {
 		for k, r := range w.runs {
@@ -365,12 +367,14 @@ func (w *warmBuilds) runPlan(ctx context.Context, run *warmRun, plan warmPlan,
 	ctx, cancel := context.WithDeadline(ctx, claim.Started.Add(plan.timeout+warmGrace(plan.timeout)))
 	defer cancel()
 	stdout = &message.Tail{Max: 4096}
+	// The steps' stderr is also counted for progress (progress.go).
+	counted := io.MultiWriter(stderr, run.packages)
 	for i, step := range steps {
-		to := io.Writer(stderr)
+		to := counted
 		if i == len(steps)-1 {
 			to = stdout
 		}
-		if err := exec(ctx, step, to, stderr); err != nil {
+		if err := exec(ctx, step, to, counted); err != nil {
 			var code utilexec.CodeExitError
 			out.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) ||
 				(step.Name == WarmStepRun && errors.As(err, &code) && code.Code == WarmExitTimedOut)

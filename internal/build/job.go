@@ -214,15 +214,18 @@ func platformEnv(req JobRequest) []corev1.EnvVar {
 }
 
 // runEnv is what changes from build to build: the source revision as tags
-// render it (for version ldflags; the source has no .git), then the
-// spec's entries, rendered (imageBuilds.renderRun). A warm builder gets it
-// with each build (WarmBuildSteps), so a new revision does not replace
-// the pod.
+// render it (for version ldflags; the source has no .git), the go
+// command's settings (goEnv), then the spec's entries, rendered
+// (imageBuilds.renderRun). A warm builder gets it with each build
+// (WarmBuildSteps), so a new revision does not replace the pod.
 func runEnv(req JobRequest) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "DEVLOOP_REVISION", Value: req.Source.ID},
 		{Name: "DEVLOOP_SHORT_REVISION", Value: plan.ShortRevision(req.Source.ID)},
 	}
+	// With the run step's env: a warm builder's pod stays as it is when
+	// an entry is added that replaces one of these.
+	env = append(env, goEnv(req)...)
 	for _, e := range req.Run.Env {
 		// Later entries win in a container's env, so the spec overrides
 		// the defaults above.

@@ -17,7 +17,8 @@ const runningTailInterval = 10 * time.Second
 
 // refreshJobTail brings the log tail of a running builder Job up to date
 // in status, at most every runningTailInterval: the end of its build
-// container's log, read as the tenant like a failed build's. A log that
+// container's log, read as the tenant like a failed build's, and the
+// packages compiled so far (progress.go). A log that
 // cannot be read (not started yet, no kubelet) leaves the tail as it was.
 func (s *imageBuilds) refreshJobTail(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, jobPods []corev1.Pod) {
 	s.next.RequeueWithin(runningTailInterval)
@@ -40,6 +41,7 @@ func (s *imageBuilds) refreshJobTail(ctx context.Context, img *v1alpha1.ImageSpe
 			return
 		}
 	}
+	s.countJobProgress(ctx, logs, img.Name, ist.Build.Job, pod)
 	out, err := logs.TailLog(ctx, s.env.Namespace, pod.Name, ContainerBuild, 40)
 	if err != nil || out == "" {
 		return

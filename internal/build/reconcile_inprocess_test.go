@@ -190,14 +190,18 @@ func TestRegistryCredentialsFromDockerConfigSecret(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 }
 
-func TestUnknownSourceTagStallsNamingTheSource(t *testing.T) {
+// TestMissingSourceDigestStallsNamingTheSource: a digest the registry
+// does not have is a mistake to fix (a tag not pushed yet is waited for
+// instead: internal/source's TestEnvironmentWaitsForTheFirstPush).
+func TestMissingSourceDigestStallsNamingTheSource(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	env := operatortest.WebEnv(ns)
-	env.Spec.Sources[0].OCI.Tag = "missing"
+	missing := "sha256:" + strings.Repeat("a", 64)
+	env.Spec.Sources[0].OCI.Tag, env.Spec.Sources[0].OCI.Digest = "", missing
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 
-	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonSourceFailed, `source "app"`, "missing")
+	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonSourceFailed, `source "app"`, missing, "not found")
 	g.Expect(env.Status.Sources).To(ConsistOf(HaveField("Name", "app")))
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 }

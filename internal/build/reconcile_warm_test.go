@@ -81,8 +81,10 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildSucceeded))
 	g.Expect(st.Build.Job).To(Equal(podKey.Name))
 	g.Expect(operatortest.WarmExec.CallsWith(first.String())).To(Equal(1), "one exec, naming the resolved source digest")
-	g.Expect(operatortest.WarmExec.CallsWith(`{"name":"DEVLOOP_REVISION","value":"`+first.Hex+`"},{"name":"DEVLOOP_SHORT_REVISION","value":"`+first.Hex[:12]+`"},{"name":"CGO_ENABLED","value":"0"}`)).
-		To(Equal(1), "the run step gets the revision, then the spec's env")
+	g.Expect(operatortest.WarmExec.CallsWith(`{"name":"DEVLOOP_REVISION","value":"`+first.Hex+`"},{"name":"DEVLOOP_SHORT_REVISION","value":"`+first.Hex[:12]+`"},`+
+		`{"name":"GOCACHE","value":"/home/devloop/.cache/go-build"},{"name":"GOMODCACHE","value":"/go/pkg/mod"},{"name":"GOFLAGS","value":"-v"},`+
+		`{"name":"CGO_ENABLED","value":"0"}`)).
+		To(Equal(1), "the run step gets the revision, the go command's caches and -v, then the spec's env")
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)
 
 	// A change that does not compile: exit code and log tail in status.
@@ -232,7 +234,8 @@ func TestWarmBuildPastItsTimeoutIsTriedAgain(t *testing.T) {
 // TestRunningWarmBuildShowsItsLogTail is issue 18 item 11 in status: a
 // warm build still compiling has the end of its output in
 // status.components[].images[].build.logTail, brought up to date while it
-// runs, not only once it failed.
+// runs, not only once it failed; and (issue 42) the component's message
+// counts the packages the go command said it compiled.
 func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 	ns, _ := apiNamespace(t)
 	operatortest.WarmExec.HangIn(ns)
@@ -248,6 +251,7 @@ func TestRunningWarmBuildShowsItsLogTail(t *testing.T) {
 		g.Expect(st.Build).NotTo(BeNil())
 		g.Expect(st.Build.Result).To(Equal(v1alpha1.BuildRunning))
 		g.Expect(st.Build.LogTail).To(ContainSubstring("compiling forever"))
+		g.Expect(env.Status.Component("api").Message).To(MatchRegexp(`building image api in warm builder \S+: 2 packages compiled in \d+s`))
 	})
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 }

@@ -77,9 +77,13 @@ func TestRunEnvCarriesTheRevision(t *testing.T) {
 	req := warmRequest()
 	req.Source = source.Ref{Source: "app", Kind: source.KindGit, ID: "0123456789abcdef0123", Commit: "0123456789abcdef0123"}
 	req.Run.Env = []v1alpha1.EnvVar{{Name: "DEVLOOP_SHORT_REVISION", Value: "mine"}, {Name: "VERSION", Value: "v1"}}
+	// The revision, the go command's settings (goEnv), then the spec's.
 	want := []corev1.EnvVar{
 		{Name: "DEVLOOP_REVISION", Value: "0123456789abcdef0123"},
 		{Name: "DEVLOOP_SHORT_REVISION", Value: "0123456789ab"},
+		{Name: "GOCACHE", Value: v1alpha1.BuilderHome + "/.cache/go-build"},
+		{Name: "GOMODCACHE", Value: "/go/pkg/mod"},
+		{Name: "GOFLAGS", Value: "-v"},
 		{Name: "DEVLOOP_SHORT_REVISION", Value: "mine"},
 		{Name: "VERSION", Value: "v1"},
 	}

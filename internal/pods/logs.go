@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -11,9 +12,12 @@ import (
 	"github.com/devloop-dev/devloop/internal/identity"
 )
 
-// LogReader reads the end of a container's log.
+// LogReader reads the end of a container's log, or counts its lines.
 type LogReader interface {
 	TailLog(ctx context.Context, namespace, pod, container string, lines int64) (string, error)
+	// CountLines reads the container's whole log and counts the lines
+	// match says yes to, without keeping them.
+	CountLines(ctx context.Context, namespace, pod, container string, match func(line string) bool) (int, error)
 }
 
 // Logs reads container logs through the API server.
@@ -39,6 +43,50 @@ func (p Logs) TailLog(ctx context.Context, namespace, pod, container string, lin
 	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(io.LimitReader(rc, maxTail))
 	return string(b), err
+}
+
+// maxCounted bounds what CountLines reads of a log: a build printing one
+// line per package compiled writes a few hundred kilobytes in a long
+// compile; past the bound the count is what was read.
+const maxCounted = 16 << 20
+
+// CountLines counts the lines of a container's log that match, reading
+// the log as a stream (at most maxCounted bytes, asked of the kubelet as
+// LimitBytes) and keeping none of it.
+func (p Logs) CountLines(ctx context.Context, namespace, pod, container string, match func(string) bool) (int, error) {
+	limit := int64(maxCounted)
+	rc, err := p.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
+		Container: container, LimitBytes: &limit,
+	}).Stream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = rc.Close() }()
+	return CountMatching(io.LimitReader(rc, maxCounted), match)
+}
+
+// CountMatching counts the lines of r that match; a line longer than 64
+// KiB is skipped, not an error.
+func CountMatching(r io.Reader, match func(string) bool) (int, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	n := 0
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if isPrefix {
+			// Too long to be what is counted: skip to its end.
+			for isPrefix && err == nil {
+				_, isPrefix, err = br.ReadLine()
+			}
+		} else if err == nil && match(string(line)) {
+			n++
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // WaitingReason is ": <container> <reason>" of the first container that

@@ -35,3 +35,38 @@ func TestTailLogReadsAtMost64KiB(t *testing.T) {
 	g.Expect(asked).To(Equal("65536"))
 	g.Expect(len(out)).To(Equal(64 << 10))
 }
+
+// CountLines counts the matching lines of a whole log (a build's packages
+// compiled), skipping a line too long to match, and reads no more than
+// its bound from a server that ignores limitBytes.
+func TestCountLinesReadsTheLogWithinItsBound(t *testing.T) {
+	g := NewWithT(t)
+	var asked, tail string
+	body := "go: downloading a.b/c v1\nruntime\n" + strings.Repeat("y", 100<<10) + "\nk8s.io/api/core/v1\nlast"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked, tail = r.URL.Query().Get("limitBytes"), r.URL.Query().Get("tailLines")
+		if r.URL.Query().Get("container") == "endless" {
+			line := []byte("runtime\n")
+			for {
+				if _, err := w.Write(line); err != nil {
+					return
+				}
+			}
+		}
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	g.Expect(err).NotTo(HaveOccurred())
+	noSpace := func(l string) bool { return l != "" && !strings.Contains(l, " ") && len(l) < 1000 }
+
+	n, err := Logs{Clientset: cs}.CountLines(context.Background(), "team-a", "build-1", "build", noSpace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(3), "runtime, k8s.io/api/core/v1 and the unterminated last line")
+	g.Expect(tail).To(BeEmpty(), "the whole log is counted")
+	g.Expect(asked).To(Equal("16777216"))
+
+	n, err = Logs{Clientset: cs}.CountLines(context.Background(), "team-a", "build-1", "endless", noSpace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(maxCounted / len("runtime\n")))
+}

@@ -144,7 +144,12 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src v1alpha1
 	}
 	desc, err := remote.Head(repo.Tag(tag), c.opts...)
 	if err != nil {
-		return Ref{}, c.error(s, fmt.Sprintf("tag %q", tag), err)
+		classified := c.error(s, fmt.Sprintf("tag %q", tag), err)
+		if notFound(err) && !c.guard.refused.Load() {
+			// Not pushed yet (not_pushed.go): waited for, not stalled.
+			return Ref{}, &notPushedError{repository: o.Repository, tag: tag, err: classified}
+		}
+		return Ref{}, classified
 	}
 	d := desc.Digest.String()
 	ref.Revision, ref.ID, ref.Digest = tag+"@"+d, desc.Digest.Hex, d
@@ -301,7 +306,7 @@ func (c *ociClient) error(s subject, what string, err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch {
-		case te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode, transport.BlobUnknownErrorCode):
+		case notFound(err):
 			return s.permanent("%s not found", what)
 		case te.StatusCode == http.StatusUnauthorized || hasCode(te, transport.UnauthorizedErrorCode):
 			return s.permanent("%s: authentication required or credentials rejected (HTTP %d)", what, te.StatusCode)
@@ -317,6 +322,14 @@ func (c *ociClient) error(s subject, what string, err error) error {
 		return s.permanent("%s: content does not match its digest: %v", what, err)
 	}
 	return s.wrap(fmt.Errorf("%s: %w", what, err))
+}
+
+// notFound says whether the registry answered that what was asked for
+// (a tag, a digest, the repository itself) is not there.
+func notFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.StatusCode == http.StatusNotFound ||
+		hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode, transport.BlobUnknownErrorCode))
 }
 
 func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {

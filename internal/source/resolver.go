@@ -121,6 +121,9 @@ func (s *Sources) Resolve(ctx context.Context) (time.Duration, error) {
 					kept = append(kept, sourceStatus(s.env, rest.Name))
 				}
 				s.env.Status.Sources = kept
+				if waiting, ok := waitingForPush(s.env, i, err); ok {
+					return next, waiting
+				}
 				return next, sourceError(fieldError(s.env, src.Name, err))
 			}
 			changed := !ok || last.spec != specHash || last.request != request || last.ref.Key() != ref.Key()

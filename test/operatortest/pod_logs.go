@@ -3,7 +3,10 @@ package operatortest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // FakeLogs serves container logs the way the kubelet would, from what a
@@ -31,4 +34,13 @@ func (f *FakeLogs) TailLog(_ context.Context, ns, pod, container string, _ int64
 		return "", fmt.Errorf("no log for %s/%s/%s", ns, pod, container)
 	}
 	return l, nil
+}
+
+// CountLines counts the lines of the log the test set that match.
+func (f *FakeLogs) CountLines(ctx context.Context, ns, pod, container string, match func(string) bool) (int, error) {
+	l, err := f.TailLog(ctx, ns, pod, container, 0)
+	if err != nil {
+		return 0, err
+	}
+	return pods.CountMatching(strings.NewReader(l), match)
 }

@@ -41,6 +41,9 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 		return t.Exec(ctx, namespace, pod, container, command, stdout, stderr)
 	}
 	if hang && IsStep(command, build.WarmStepRun) {
+		// What the go command prints with -v of the packages it
+		// compiled, then a compile that does not end.
+		fmt.Fprint(stderr, "go: downloading k8s.io/api v0.34.0\nruntime\nk8s.io/api/core/v1\n")
 		fmt.Fprintln(stderr, "compiling forever")
 		<-ctx.Done()
 		return ctx.Err()

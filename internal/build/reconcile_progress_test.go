@@ -1,0 +1,75 @@
+package build_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/operatortest"
+)
+
+// TestRunningBuildCountsPackagesCompiled (issue 42): during a long cold
+// compile in a builder Job the component's message named only the Job,
+// and the log's last line said "go: downloading …". The build command
+// runs with GOFLAGS=-v, so the go command prints each package it
+// compiles; the message counts them, as `make dev-up` does locally, and
+// the count moves as the log grows. Other lines (module downloads, a
+// make command) are not counted.
+func TestRunningBuildCountsPackagesCompiled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	key := operatortest.CreateEnv(t, amd64APIEnv(ns))
+	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
+	builder := job.Spec.Template.Spec.InitContainers[len(job.Spec.Template.Spec.InitContainers)-1]
+	g.Expect(builder.Name).To(Equal(build.ContainerBuild))
+	g.Expect(builder.Env).To(ContainElement(corev1.EnvVar{Name: "GOFLAGS", Value: "-v"}), "the go command prints what it compiles")
+
+	// The kubelet's part: the Job's pod, its build container running for
+	// two minutes, and its log so far.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-" + string(job.UID)[:5],
+			Labels:          map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: job.Spec.Template.Spec,
+	}
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{
+		operatortest.Terminated(pods.ContainerFetch, 0, ""),
+		{Name: build.ContainerBuild, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-2 * time.Minute))}}},
+	}
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	compiled := []string{"internal/goarch", "internal/abi", "runtime", "k8s.io/api/core/v1", "github.com/NVIDIA/gpu-operator/api/v1"}
+	logged := "go: downloading k8s.io/api v0.34.0\ngo: downloading github.com/go-logr/logr v1.4.3\n" + strings.Join(compiled, "\n") + "\n"
+	operatortest.PodLogs.Set(ns, pod.Name, build.ContainerBuild, logged)
+
+	progress := func(n int) func(g Gomega, env *v1alpha1.DevEnvironment) {
+		return func(g Gomega, env *v1alpha1.DevEnvironment) {
+			api := env.Status.Component("api")
+			g.Expect(api).NotTo(BeNil())
+			g.Expect(api.Phase).To(Equal(v1alpha1.PhaseBuilding))
+			g.Expect(api.Message).To(MatchRegexp(`building image api in job %s: %d packages compiled in 2m\d+s`, job.Name, n))
+		}
+	}
+	env := operatortest.WaitForEnv(t, key, progress(len(compiled)))
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+
+	// The compile goes on: the count follows the log.
+	more := []string{"make build-validator", "k8s.io/client-go/kubernetes", "sigs.k8s.io/controller-runtime/pkg/client", "# sigs.k8s.io/x", "PASS"}
+	operatortest.PodLogs.Set(ns, pod.Name, build.ContainerBuild, logged+strings.Join(more, "\n")+"\n")
+	env = operatortest.WaitForEnv(t, key, progress(len(compiled)+2))
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	t.Log(fmt.Sprint(env.Status.Component("api").Message))
+}
