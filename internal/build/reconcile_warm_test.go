@@ -106,9 +106,11 @@ func TestWarmBuilderBuildsByExec(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
 	// A new builder image replaces the pod.
-	g.Expect(operatortest.Admin.Get(ctx, key, env)).To(Succeed())
-	env.Spec.Components[0].Images[0].Run.Image = "golang:1.26"
-	g.Expect(operatortest.Admin.Update(ctx, env)).To(Succeed())
+	// (an edit retried on a conflict: the operator may write status between
+	// a read and the update)
+	operatortest.EditSpec(t, key, func(env *v1alpha1.DevEnvironment) {
+		env.Spec.Components[0].Images[0].Run.Image = "golang:1.26"
+	})
 	g.Eventually(func(g Gomega) {
 		replaced := &corev1.Pod{}
 		g.Expect(operatortest.Admin.Get(ctx, podKey, replaced)).To(Succeed())
