@@ -69,7 +69,9 @@ func TestRealGPUOperator(t *testing.T) {
 		g.Expect(registryDigest(t, val.Repository+":"+tag)).To(Equal(val.Digest), "%s:%s", val.Repository, tag)
 	}
 	// The CRDs, and the chart with the images injected.
-	g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: "clusterpolicies.nvidia.com"}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: "clusterpolicies.nvidia.com"}, crd)).To(Succeed())
 	op := imageOf(env, "gpu-operator")
 	d := &appsv1.Deployment{}
 	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "gpu-operator"}, d)).To(Succeed())
