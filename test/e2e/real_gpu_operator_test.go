@@ -166,8 +166,12 @@ func clusterPolicy(g Gomega) *unstructured.Unstructured {
 func deleteOnCleanup(t *testing.T, env *v1alpha1.DevEnvironment) {
 	t.Helper()
 	t.Cleanup(func() {
+		// Deleted even after a failure (what it says is logged first): the
+		// chart's cluster-scoped objects (ClusterPolicy, ClusterRoles) would
+		// otherwise outlive the ClusterRoleBinding its finalizer needs, and
+		// the next run's release could not own them.
 		if t.Failed() {
-			return
+			logNamespace(t, env.Namespace)
 		}
 		start := time.Now()
 		_ = dc.Client.Delete(context.Background(), env)
