@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/devloop-dev/devloop/internal/build"
+	"github.com/devloop-dev/devloop/internal/reviewguard"
 	"github.com/devloop-dev/devloop/internal/teamcache"
 )
 
@@ -41,9 +42,15 @@ func (o buildCacheOptions) options(cs kubernetes.Interface) (*build.TeamCacheOpt
 }
 
 // addBuildCacheService serves the store under workDir on the leader.
-func addBuildCacheService(mgr ctrl.Manager, cs kubernetes.Interface, o buildCacheOptions, workDir, defaultSA string) error {
+func addBuildCacheService(mgr ctrl.Manager, cfg *rest.Config, o buildCacheOptions, workDir, defaultSA string) error {
 	if o.listen == "" {
 		return nil
+	}
+	// Its own connection, bounded: callers' tokens are reviewed at most
+	// reviewguard.ReviewQPS a second, whatever they send.
+	cs, err := kubernetes.NewForConfig(reviewguard.ReviewConfig(cfg))
+	if err != nil {
+		return err
 	}
 	return mgr.Add(teamcache.Listener{Addr: o.listen, Server: &teamcache.Server{
 		Store:    &teamcache.Store{Root: filepath.Join(workDir, "build-cache"), MaxBytes: o.maxBytes},

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/devloop-dev/devloop/internal/registryauth"
+	"github.com/devloop-dev/devloop/internal/reviewguard"
 )
 
 // registryTokenOptions configure the bundled registry's token service
@@ -49,7 +50,9 @@ func addRegistryTokenService(mgr ctrl.Manager, cfg *rest.Config, o registryToken
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	// Its own connection, bounded: a flood of requests waits on it rather
+	// than become a flood of TokenReviews.
+	cs, err := kubernetes.NewForConfig(reviewguard.ReviewConfig(cfg))
 	if err != nil {
 		return err
 	}
