@@ -111,15 +111,21 @@ func (g *Guard) Refused(token string) {
 // reaching the operator directly may vary the header, but never its peer
 // address, and the review client's bound caps what it gains.
 func Source(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
+	host := Peer(r)
 	if fwd := r.Header.Get("X-Forwarded-For"); fwd != "" {
 		if len(fwd) > 256 {
 			fwd = fwd[:256]
 		}
 		return host + "|" + fwd
+	}
+	return host
+}
+
+// Peer is the IP address of the request's peer.
+func Peer(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
 	}
 	return host
 }

@@ -3,9 +3,11 @@ package teamcache
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/devloop-dev/devloop/internal/httpserve"
+	"github.com/devloop-dev/devloop/internal/reviewguard"
 )
 
 // Listener serves the Server on Addr while the manager runs, on the
@@ -24,7 +26,7 @@ func (l Listener) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(actionsPath, l.Server)
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           l.guarded(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		// A body of DefaultMaxObjectBytes on a slow link.
 		ReadTimeout:    10 * time.Minute,
@@ -32,4 +34,28 @@ func (l Listener) Start(ctx context.Context) error {
 		MaxHeaderBytes: 64 << 10,
 	}
 	return httpserve.Until(ctx, l.Addr, srv)
+}
+
+// guarded answers, before next, a request whose token would cost a
+// TokenReview when the token was refused moments ago (401) or its source
+// asked for too many reviews (429): an anonymous flood is not a flood of
+// reviews. Known callers (a build's thousands of requests) pass. Sources
+// are peer addresses: builder pods reach the service directly.
+func (l Listener) guarded(next http.Handler) http.Handler {
+	c := &l.Server.callers
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok && token != "" && len(token) <= maxTokenBytes && !c.known(token) {
+			switch c.guard.Check(token, reviewguard.Peer(r)) {
+			case reviewguard.RefusedRecently:
+				http.Error(w, errUnauthenticated.Error()+" (refused moments ago)", http.StatusUnauthorized)
+				return
+			case reviewguard.TooMany:
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "too many token reviews from this address", http.StatusTooManyRequests)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
