@@ -2,6 +2,8 @@ package teamcache
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -16,6 +18,11 @@ import (
 type Listener struct {
 	Addr   string
 	Server *Server
+	// TLS is the server's certificate: required. The bearer builder pods
+	// send is a write credential of their environment's store, and what
+	// the service answers is compiled into their images: neither crosses
+	// the pod network in clear.
+	TLS *tls.Config
 }
 
 // NeedLeaderElection is true: only the leader serves its store.
@@ -23,6 +30,9 @@ func (l Listener) NeedLeaderElection() bool { return true }
 
 // Start serves until ctx ends.
 func (l Listener) Start(ctx context.Context) error {
+	if l.TLS == nil {
+		return errors.New("the build cache service serves TLS only: no certificate given")
+	}
 	mux := http.NewServeMux()
 	mux.Handle(actionsPath, l.Server)
 	srv := &http.Server{
@@ -32,6 +42,7 @@ func (l Listener) Start(ctx context.Context) error {
 		ReadTimeout:    10 * time.Minute,
 		WriteTimeout:   10 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
+		TLSConfig:      l.TLS,
 	}
 	return httpserve.Until(ctx, l.Addr, srv)
 }
