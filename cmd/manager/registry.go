@@ -26,7 +26,7 @@ import (
 type registryTokenOptions struct {
 	listen, keyFile, certFile string
 	// tlsCert and tlsKey are the service's serving certificate.
-	tlsCert, tlsKey string
+	tlsCert, tlsKey           string
 	service, issuer, audience string
 	ttl                       time.Duration
 }

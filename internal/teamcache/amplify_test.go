@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/devloop-dev/devloop/internal/httpserve"
 	"github.com/devloop-dev/devloop/internal/reviewguard"
 )
 
@@ -50,14 +52,23 @@ func startListener(t *testing.T, s *Server) (string, *http.Client) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	if err := (Listener{Addr: addr, Server: s}).Start(context.Background()); err == nil {
+		t.Fatal("a listener without a certificate started")
+	}
+	serving, ca, err := httpserve.SelfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (Listener{Addr: addr, Server: s}).Start(ctx) }()
+	go func() { done <- (Listener{Addr: addr, Server: s, TLS: serving}).Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	hc := &http.Client{}
-	url := "http://" + addr
+	clientTLS, err := httpserve.ClientTLS(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitListening(t, addr)
-	return url, hc
+	return "https://" + addr, &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}}
 }
 
 func waitListening(t *testing.T, addr string) {
@@ -133,4 +144,31 @@ func TestCacheBoundsTokenReviews(t *testing.T) {
 		t.Fatalf("requests with new bad tokens from one source: %d answered 429, %d neither 401 nor 429", limited.Load(), other.Load())
 	}
 	t.Logf("%d TokenReviews sent in all, %d requests answered 429", reviews.Load(), limited.Load())
+}
+
+// The service answers only TLS: a builder pod's bearer (a write
+// credential of its environment's store) sent in clear reaches no
+// handler, and the same pod over TLS, trusting the CA it was given, is
+// served.
+func TestCacheAnswersOnlyTLS(t *testing.T) {
+	s, _ := newService(t)
+	url, hc := startListener(t, s)
+	a := newTenantEnvAt(t, "tls-a-", url, hc)
+	token, err := os.ReadFile(a.client.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodGet, "http://"+strings.TrimPrefix(url, "https://")+actionsPath+strings.Repeat("ab", 32), nil)
+	r.Header.Set("Authorization", "Bearer "+string(token))
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderOutputID) != "" {
+		t.Errorf("plain HTTP: %d, want the TLS layer's 400", resp.StatusCode)
+	}
+	if _, _, miss, err := a.client.Get(context.Background(), make([]byte, IDLen), &strings.Builder{}); err != nil || !miss {
+		t.Errorf("over TLS: miss %v, %v; want a miss", miss, err)
+	}
 }

@@ -79,7 +79,7 @@ spec:
         {{- if $root.Values.buildCache.enabled }}
         # The team Go build cache (docs/team-cache.md): builder pods of
         # every instance ask the main instance, which keeps the store.
-        - --build-cache-url=http://{{ include "devloop.fullname" $root }}-build-cache.{{ $root.Release.Namespace }}.svc:{{ $root.Values.buildCache.port }}
+        - --build-cache-url=https://{{ include "devloop.fullname" $root }}-build-cache.{{ $root.Release.Namespace }}.svc:{{ $root.Values.buildCache.port }}
         {{- if not $shard }}
         - --build-cache-bind-address=:{{ $root.Values.buildCache.port }}
         - --build-cache-max-bytes={{ int64 $root.Values.buildCache.maxBytes }}
