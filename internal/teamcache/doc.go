@@ -21,5 +21,8 @@
 //     received, so a body cannot pass for another output. An action ID's
 //     answer cannot be checked (the go command computes it from inputs
 //     the cache never sees): that is what the trust above is for;
-//   - the store is bounded: least recently used entries go first.
+//   - the store is bounded, per namespace and whole (shares.go): a
+//     namespace's writes evict its own least recently used entries first,
+//     an upload's room is reserved before its body is read, a namespace
+//     has a bounded number of uploads at once, and a slow body is cut.
 package teamcache
