@@ -12,8 +12,9 @@
 //     ServiceAccount;
 //   - it writes only its own environment's entries;
 //   - it reads its own, then those of the environments its spec.cache.
-//     readFrom names, each only while its ServiceAccount may get that
-//     DevEnvironment (SubjectAccessReview, CheckReadFrom): an entry
+//     readFrom names, each only while its ServiceAccount may readcache
+//     that DevEnvironment (a verb of its own, not in view;
+//     SubjectAccessReview, CheckReadFrom): an entry
 //     another tenant wrote is never read by an environment that did not
 //     name it;
 //   - every body is checked against its output ID (the SHA-256 the go
