@@ -36,8 +36,8 @@ const (
 	// DefaultMaxObjectBytes bounds one body. What the go command puts
 	// through GOCACHEPROG are package archives, export data, vet and test
 	// outputs (linked executables are never sent: its program cache has
-	// no PutExecutable); the largest of a cold build of this operator,
-	// client-go, Helm and controller-runtime included, is 30 MB.
+	// no PutExecutable); the largest in a GOCACHE of this operator's
+	// builds and tests (client-go, Helm, controller-runtime) is 30 MB.
 	DefaultMaxObjectBytes = 128 << 20
 	// DefaultBodyGrace and DefaultMinBodyRate bound how long a body may
 	// take: the grace plus its size at the rate. A body slower than that
