@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -49,7 +50,7 @@ func TestDebugRefusedOnTheHostNetwork(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("spec.template.spec.hostNetwork"))
 		g.Expect(stalled.Message).To(ContainSubstring(v1alpha1.DebugAnnotation))
 	})
-	operatortest.ExpectShortSummary(t, cur)
+	operatortest.ExpectKstatus(t, cur, status.FailedStatus)
 	d := &appsv1.Deployment{}
 	err := operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, d)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing runs delve on the node's loopback: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -107,7 +108,7 @@ func TestPreDeleteHookNamedLikeAnotherEnvironmentsObjectIsRefused(t *testing.T) 
 	g.Expect(operatortest.Admin.Patch(ctx, patched, client.MergeFrom(envB))).To(Succeed())
 	operatortest.ExpectEnvGone(t, keyB.Namespace, keyB.Name)
 	expectUntouched(t, owned)
-	operatortest.WaitForEnv(t, keyA, operatortest.ExpectReadyAndCurrent)
+	operatortest.ExpectKstatus(t, operatortest.WaitForEnv(t, keyA, operatortest.ExpectReadyAndCurrent), status.CurrentStatus)
 }
 
 // TestHookTheServiceAccountCannotReadIsRefused: team-b's ServiceAccount
@@ -124,7 +125,8 @@ func TestHookTheServiceAccountCannotReadIsRefused(t *testing.T) {
 	grantIn(t, nsA, nsB, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete"}})
 	keyB := preDeleteEnv(t, nsB, nsA, "settings")
 
-	operatortest.WaitForStalled(t, keyB, v1alpha1.ReasonDeployFailed, "helm hook settings", "configmaps/settings", "may not read")
+	stalled := operatortest.WaitForStalled(t, keyB, v1alpha1.ReasonDeployFailed, "helm hook settings", "configmaps/settings", "may not read")
+	operatortest.ExpectKstatus(t, stalled, status.FailedStatus)
 	expectUntouched(t, owned)
 
 	envB := &v1alpha1.DevEnvironment{}

@@ -253,7 +253,7 @@ func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1
 	if errors.Is(err, ErrLayerNotItsDiffID) {
 		// A human must fix the image (its base, most likely): the
 		// kubelet would refuse to unpack it too.
-		return nil, nil, fault.Permanentf("live update of image %s: %v", img.Name, err)
+		return nil, nil, fault.Permanentf("live update of image %s: %v; a base image's config most likely lies (%s.base)", img.Name, err, imageField(req.Env, img.Name))
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: comparing %s with %s: %w", img.Name, ist.TemplateDigest, ist.Digest, err)
@@ -296,4 +296,16 @@ func describeFiles(files []File) string {
 		return "synced in place: " + names[0]
 	}
 	return fmt.Sprintf("synced in place: %d files: %s", len(files), strings.Join(names, ", "))
+}
+
+// imageField is "spec.components[i].images[j]" of the image named image.
+func imageField(env *v1alpha1.DevEnvironment, image string) string {
+	for i, c := range env.Spec.Components {
+		for j, img := range c.Images {
+			if img.Name == image {
+				return fmt.Sprintf("spec.components[%d].images[%d]", i, j)
+			}
+		}
+	}
+	return "images[]"
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -30,6 +31,7 @@ import (
 // one. Team-a's next live update (binary v1 to v2) still syncs exactly
 // its change, /web, into its pod: a listing made from the lie would have
 // found nothing changed, synced nothing and said the build was live.
+// Team-b's own image is Stalled: its layer is not what its config says.
 func TestLiveUpdateIgnoresAnotherTenantsClaimOfItsLayerID(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -85,6 +87,12 @@ func TestLiveUpdateIgnoresAnotherTenantsClaimOfItsLayerID(t *testing.T) {
 	for _, s := range syncs {
 		g.Expect(s.Files).To(Equal(map[string]string{"/web": "755:binary v2"}), "team-a's sync carries exactly its change")
 	}
+	// Team-b's image, whose layer is not the ID its config claims, is
+	// neither synced nor said to be live.
+	envB = operatortest.WaitForStalled(t, keyB, v1alpha1.ReasonDeployFailed, "image web", "diff ID", "spec.components[0].images[0].base")
+	g.Expect(envB.Status.Component("web").Image("web").LastUpdate).NotTo(Equal(v1alpha1.UpdateLive))
+	operatortest.ExpectKstatus(t, envB, status.FailedStatus)
+	operatortest.ExpectKstatus(t, envA, status.CurrentStatus)
 }
 
 // forgeBinaryLayer finds the layer of image ref holding a file whose
