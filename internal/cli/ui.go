@@ -27,9 +27,11 @@ DevEnvironments you can list (-n NAMESPACE, the kubeconfig's namespace by
 default, or -A for all namespaces; -l to select by label) and acts as you,
 with your kubeconfig: what your RBAC refuses, the page cannot do either.
 
-The URL it prints carries a random token for this run; the page trades it for
-a cookie. Requests with another Host header, without the token, or from
-another site are refused. Ctrl-C stops it.`,
+The URL it prints carries a one-time code: the page trades it for a token of
+its own, kept in the tab and sent as a header (never a cookie, so no other
+server on 127.0.0.1 receives it). The URL works once; the page's "new tab"
+link opens another. Requests with another Host header, without a token, or
+from another site are refused. Ctrl-C stops it.`,
 		Example: `  kubectl devloop ui
   kubectl devloop ui -A -l team=scheduling
   kubectl devloop ui -n dev --port 8765 --no-open`,
@@ -74,9 +76,9 @@ func (a *app) serveUI(ctx context.Context, s *session, scope ui.Scope, port int,
 	forwards := ui.NewForwards(uiForwarder{u: actions}, ui.MaxForwards)
 	// Every port-forward started from the page ends with the server.
 	defer forwards.Close()
-	h := &ui.Handlers{Store: store, Actions: actions, CSRF: guard.CSRF, Scope: scope, Forwards: forwards}
+	h := &ui.Handlers{Store: store, Actions: actions, Scope: scope, Forwards: forwards}
 	srv := &http.Server{Handler: guard.Wrap(h.Handler()), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(a.out(), "devloop dashboard: %s\n(Ctrl-C stops it; the URL's token is valid for this run only)\n", guard.URL())
+	fmt.Fprintf(a.out(), "devloop dashboard: %s\n(Ctrl-C stops it; the URL opens one page, once)\n", guard.URL())
 	if open {
 		openBrowser(guard.URL())
 	}

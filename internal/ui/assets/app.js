@@ -3,9 +3,9 @@
 // message is data, not markup.
 'use strict';
 
-const state = { envs: new Map(), events: new Map(), timelines: new Map(), problems: new Map(), csrf: '', synced: false };
+const state = { envs: new Map(), events: new Map(), timelines: new Map(), problems: new Map(), token: '', synced: false };
 let renderQueued = false;
-let logSource = null;
+let logAbort = null;
 
 function el(tag, attrs, ...children) {
   const e = tag === 'svg' || attrs && attrs.svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
@@ -32,22 +32,115 @@ function ago(t) {
 }
 const short = d => d ? String(d).replace(/^sha256:/, '').slice(0, 12) : '';
 
-// ---- live data ----
-async function start() {
-  const s = await fetch('/api/session').then(r => r.json());
-  state.csrf = s.csrf;
-  document.getElementById('scope').textContent = (s.namespace ? 'namespace ' + s.namespace : 'all namespaces') + (s.selector ? ' · ' + s.selector : '');
-  const es = new EventSource('/api/stream');
+// ---- session and live data ----
+// The URL the plugin opened carries a one-time code; the page trades it
+// for a token of its own, kept in this tab's sessionStorage (it survives
+// a reload) and sent as a header on every request: never a cookie, which
+// the browser would also send to any other server on 127.0.0.1.
+const TOKEN_KEY = 'devloop-token';
+
+async function session() {
+  const u = new URL(location.href);
+  const code = u.searchParams.get('code');
+  if (code) {
+    // Out of the address bar and the history before anything else.
+    history.replaceState(null, '', u.pathname + u.hash);
+    const r = await fetch('/session', { method: 'POST', headers: { 'X-Devloop-Code': code } });
+    if (r.ok) sessionStorage.setItem(TOKEN_KEY, (await r.json()).token);
+    else if (!sessionStorage.getItem(TOKEN_KEY)) { state.problems.set('session', (await r.text()).trim()); return false; }
+  }
+  state.token = sessionStorage.getItem(TOKEN_KEY);
+  if (!state.token) { state.problems.set('session', 'No session: open the URL kubectl devloop ui printed.'); return false; }
+  return true;
+}
+
+// api is fetch with the page's token.
+function api(path, opts) {
+  const o = Object.assign({}, opts);
+  o.headers = Object.assign({ 'X-Devloop-Token': state.token }, o.headers);
+  if (o.json !== undefined) { o.method = 'POST'; o.headers['Content-Type'] = 'application/json'; o.body = JSON.stringify(o.json); delete o.json; }
+  return fetch(path, o);
+}
+
+// streamEvents reads path's server-sent events, calling on[event](data),
+// until the stream ends or signal aborts (EventSource cannot send a
+// header). opened is called once the server answered.
+async function streamEvents(path, on, signal, opened) {
+  const r = await api(path, { signal });
+  if (!r.ok) { const e = new Error((await r.text()).trim() || r.statusText); e.status = r.status; throw e; }
+  if (opened) opened();
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let ev = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) ev = line.slice(7);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (data.length && on[ev]) on[ev](data.join('\n'));
+    }
+  }
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// live follows the store; when the server is gone the page says so
+// (Disconnected, the states greyed: they are no longer known) and retries.
+async function live() {
+  for (;;) {
+    let seen = null;
+    try {
+      await streamEvents('/api/stream', {
+        update: d => { const u = JSON.parse(d); if (seen) seen.add(u.kind + ' ' + u.key); apply(u); queueRender(); },
+        synced: () => {
+          // A reconnect resends everything: drop what is gone meanwhile.
+          for (const [name, m] of [['env', state.envs], ['events', state.events], ['timeline', state.timelines]]) for (const k of [...m.keys()]) if (!seen.has(name + ' ' + k)) m.delete(k);
+          seen = null; state.synced = true; queueRender();
+        },
+      }, undefined, () => { seen = new Set(); setConnected(true); });
+    } catch (e) {
+      if (e.status === 401) { state.problems.set('session', e.message); setConnected(false); render(); return; }
+    }
+    state.synced = false;
+    setConnected(false);
+    await sleep(2000);
+  }
+}
+
+function setConnected(ok) {
   const conn = document.getElementById('conn');
-  es.addEventListener('open', () => { conn.textContent = 'live'; });
-  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; state.synced = false; });
-  es.addEventListener('update', m => { apply(JSON.parse(m.data)); queueRender(); });
-  es.addEventListener('synced', () => { state.synced = true; queueRender(); });
+  conn.textContent = ok ? 'live' : 'Disconnected: retrying…';
+  conn.classList.toggle('offline', !ok);
+  document.body.classList.toggle('offline', !ok);
+}
+
+async function start() {
+  if (!await session()) { render(); return; }
+  const s = await api('/api/session').then(r => r.json());
+  document.getElementById('scope').textContent = (s.namespace ? 'namespace ' + s.namespace : 'all namespaces') + (s.selector ? ' · ' + s.selector : '');
+  live();
+  document.getElementById('newtab').addEventListener('click', newTab);
   loadForwards();
   // The forwards' lines (which pod, waiting for one) change on their own.
   setInterval(() => { if (forwards.length) loadForwards(); }, 2000);
   window.addEventListener('hashchange', () => { closeLogs(); render(); document.getElementById('main').focus(); });
   render();
+}
+
+// newTab opens the dashboard in another tab: a fresh one-time URL (the
+// token is this tab's).
+async function newTab(ev) {
+  ev.preventDefault();
+  const r = await api('/api/session/code', { method: 'POST' });
+  if (r.ok) window.open((await r.json()).url + location.hash, '_blank', 'noopener');
 }
 
 function apply(u) {
@@ -235,7 +328,7 @@ async function loadObjects(v, comp) {
   const key = v.key + '#' + comp;
   try {
     const q = new URLSearchParams({ namespace: v.namespace, env: v.name, component: comp });
-    objectStates.set(key, await fetch('/api/objects?' + q).then(r => r.json()));
+    objectStates.set(key, await api('/api/objects?' + q).then(r => r.json()));
   } catch (e) { objectStates.set(key, { error: String(e) }); }
   queueRender();
 }
@@ -244,7 +337,7 @@ async function loadObjects(v, comp) {
 let forwards = [];
 
 async function loadForwards() {
-  try { forwards = await fetch('/api/portforwards').then(r => r.json()); } catch (e) { /* shown as not running */ }
+  try { forwards = await api('/api/portforwards').then(r => r.json()); } catch (e) { /* shown as not running */ }
   queueRender();
 }
 
@@ -269,7 +362,7 @@ async function forwardAct(v, comp, port, action) {
   actionResults.set(key, action + '…');
   queueRender();
   try {
-    const r = await fetch('/api/portforward', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: comp, port, action, requestId: crypto.randomUUID() }) });
+    const r = await api('/api/portforward', { json: ({ namespace: v.namespace, env: v.name, component: comp, port, action, requestId: crypto.randomUUID() }) });
     const j = await r.json();
     actionResults.set(key, j.error ? 'refused: ' + j.error : '');
   } catch (e) { actionResults.set(key, 'failed: ' + e); }
@@ -303,7 +396,7 @@ async function componentAct(v, target, action, comp) {
   const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-result="${CSS.escape(comp)}"]`); if (out) out.textContent = text; };
   show(action + '…');
   try {
-    const r = await fetch('/api/component', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
+    const r = await api('/api/component', { json: ({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
     const j = await r.json();
     show(j.error ? 'refused: ' + j.error : j.value);
   } catch (e) { show('failed: ' + e); }
@@ -353,7 +446,7 @@ async function act(what, v, suite, form, params) {
   for (const name of params) { const val = formValues.get(key + '/' + name) || ''; if (val !== '') p[name] = val; }
   show(what + '…');
   try {
-    const r = await fetch('/api/' + what, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
+    const r = await api('/api/' + what, { json: ({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
     const j = await r.json();
     show(j.error ? 'refused: ' + j.error : what + ': ' + j.value);
   } catch (e) { show('failed: ' + e); }
@@ -365,7 +458,7 @@ async function act(what, v, suite, form, params) {
 let pendingLog = null;
 const MAX_LOG_LINES = 5000;
 
-function closeLogs() { if (logSource) { logSource.close(); logSource = null; } }
+function closeLogs() { if (logAbort) { logAbort.abort(); logAbort = null; } }
 
 function renderLogs(v) {
   const o = v.object;
@@ -392,11 +485,12 @@ function renderLogs(v) {
     if (t.kind === 'test' && run) q.set('run', run);
     if (t.kind === 'component' && container.value) q.set('container', container.value);
     status.textContent = 'streaming ' + t.label;
-    logSource = new EventSource('/api/logs?' + q);
-    logSource.addEventListener('lines', m => appendLines(view, t.kind, JSON.parse(m.data)));
-    logSource.addEventListener('dropped', m => appendLines(view, t.kind, [{ text: '… ' + m.data + ' lines dropped (the page fell behind)' }]));
-    logSource.addEventListener('end', m => { const e = JSON.parse(m.data); status.textContent = e.error ? 'ended: ' + e.error : 'ended'; closeLogs(); });
-    logSource.addEventListener('error', () => { status.textContent = 'disconnected'; closeLogs(); });
+    const abort = logAbort = new AbortController();
+    streamEvents('/api/logs?' + q, {
+      lines: d => appendLines(view, t.kind, JSON.parse(d)),
+      dropped: d => appendLines(view, t.kind, [{ text: '… ' + d + ' lines dropped (the page fell behind)' }]),
+      end: d => { const e = JSON.parse(d); status.textContent = e.error ? 'ended: ' + e.error : 'ended'; closeLogs(); },
+    }, abort.signal).catch(e => { if (!abort.signal.aborted) { status.textContent = 'disconnected: ' + e.message; closeLogs(); } });
   };
   if (pendingLog) { const i = opts.findIndex(x => x.kind === pendingLog.kind && x.name === pendingLog.name); if (i >= 0) sel.value = i; run = pendingLog.run || 0; pendingLog = null; }
   sel.addEventListener('change', () => { run = 0; open(); });
