@@ -207,11 +207,26 @@ function renderRows() {
     el('td', null, el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) }, v.key)),
     el('td', null, el('span', { class: 'state s-' + v.state }, v.state), v.message ? el('div', { class: 'msg' }, v.message) : null),
     el('td', null, v.componentsReady || ''),
-    el('td', null, v.lastPush ? [el('span', { class: 'mono' }, v.lastPush.source + ' ' + short(v.lastPush.revision.split('@').pop())), ' ', el('span', { class: 'muted' }, ago(v.lastPush.when) + ' ago')] : ''),
+    el('td', { 'data-col': 'push' }, pushCell(lastPushOf(v))),
     el('td', null, v.lastTest || ''),
     el('td', null, v.lastActivity ? ago(v.lastActivity) : '')));
   if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, state.synced ? 'No environments you can see match.' : 'Loading…')));
   tbody.replaceChildren(...rows);
+}
+
+// lastPushOf is the newest change of the timeline (what the operator
+// recorded of the push: source, revision, start) or else status' newest
+// resolved revision.
+function lastPushOf(v) {
+  const c = (state.timelines.get(v.key) || [])[0];
+  const p = v.lastPush;
+  if (c && (!p || new Date(c.started) >= new Date(p.when))) return { source: c.source, revision: c.revision, when: c.started };
+  return p;
+}
+
+function pushCell(p) {
+  if (!p) return '';
+  return [el('span', { class: 'mono' }, p.source + ' ' + short(String(p.revision).split('@').pop())), ' ', el('span', { class: 'muted', 'data-ago': p.when }, ago(p.when) + ' ago')];
 }
 
 // ---- one environment ----
