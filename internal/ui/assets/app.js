@@ -11,7 +11,7 @@ function el(tag, attrs, ...children) {
   const e = tag === 'svg' || attrs && attrs.svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (k === 'svg' || v === undefined || v === null || v === false) continue;
-    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    if (k.startsWith('on')) on(e, k.slice(2), v);
     else e.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children.flat()) {
@@ -21,6 +21,54 @@ function el(tag, attrs, ...children) {
   return e;
 }
 const svg = (tag, attrs, ...c) => el(tag, Object.assign({ svg: true }, attrs), ...c);
+
+// on sets an element's handler for an event through one listener that
+// calls e._on[type]: patch hands a kept element the new render's handlers
+// (they hold the newest status) without stacking listeners.
+function on(e, type, fn) {
+  if (!e._on) e._on = {};
+  if (!(type in e._on)) e.addEventListener(type, ev => { const f = e._on[type]; if (f) f(ev); });
+  e._on[type] = fn;
+}
+
+// ---- updating the page in place ----
+// A live update re-renders the view into new nodes, then patch carries
+// the differences into the nodes on the page: an element with the same
+// key (its tag and id or data- key) is kept and updated, so a field being
+// typed into keeps its focus, caret and text, a selection stays, an open
+// panel stays open; only what changed is touched.
+const KEY_ATTRS = ['id', 'data-env', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
+
+function keyOf(n) {
+  if (n.nodeType !== 1) return '#' + n.nodeType;
+  for (const a of KEY_ATTRS) if (n.hasAttribute(a)) return n.nodeName + '|' + a + '=' + n.getAttribute(a);
+  return n.nodeName;
+}
+
+// patch makes parent's children look like children (new, unattached).
+function patch(parent, ...children) {
+  const want = children.flat().filter(c => c !== null && c !== undefined && c !== false).map(c => c instanceof Node ? c : document.createTextNode(String(c)));
+  const pool = new Map();
+  for (const o of [...parent.childNodes]) { const k = keyOf(o); if (!pool.has(k)) pool.set(k, []); pool.get(k).push(o); }
+  let at = parent.firstChild;
+  for (const n of want) {
+    const same = pool.get(keyOf(n));
+    const o = same && same.length ? same.shift() : null;
+    const node = o ? update(o, n) : n;
+    if (node !== at) parent.insertBefore(node, at); else at = at.nextSibling;
+  }
+  for (const rest of pool.values()) for (const o of rest) o.remove();
+}
+
+// update carries n's attributes, handlers and children into o; returns o.
+function update(o, n) {
+  if (o.nodeType !== 1) { if (o.nodeValue !== n.nodeValue) o.nodeValue = n.nodeValue; return o; }
+  for (const a of [...o.attributes]) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name);
+  for (const a of n.attributes) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value);
+  if (n._on) for (const [type, fn] of Object.entries(n._on)) on(o, type, fn);
+  patch(o, ...n.childNodes);
+  return o;
+}
 
 function ago(t) {
   if (!t) return '';
@@ -167,7 +215,7 @@ function route() {
 
 function render() {
   const p = document.getElementById('problems');
-  p.replaceChildren(...[...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
+  patch(p, [...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
   const r = route();
   if (r.page === 'env') renderEnv(r); else renderList();
 }
@@ -211,7 +259,7 @@ function renderRows() {
     el('td', null, v.lastTest || ''),
     el('td', null, v.lastActivity ? ago(v.lastActivity) : '')));
   if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, state.synced ? 'No environments you can see match.' : 'Loading…')));
-  tbody.replaceChildren(...rows);
+  patch(tbody, rows);
 }
 
 // lastPushOf is the newest change of the timeline (what the operator
@@ -233,21 +281,22 @@ function pushCell(p) {
 function renderEnv(r) {
   const main = document.getElementById('main');
   const v = state.envs.get(r.key);
-  if (!v) { main.replaceChildren(el('p', null, state.synced ? 'No environment ' + r.key + ' that you can see.' : 'Loading…'), el('a', { href: '#/' }, 'All environments')); return; }
+  if (!v) { patch(main, el('p', null, state.synced ? 'No environment ' + r.key + ' that you can see.' : 'Loading…'), el('a', { href: '#/' }, 'All environments')); return; }
   const base = '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/';
   const tabs = ['graph', 'components', 'tests', 'logs', 'timeline', 'events'];
   // The logs tab keeps its stream and DOM across updates.
   if (r.tab === 'logs' && document.getElementById('logview') && document.getElementById('logview').dataset.env === v.key) {
-    document.getElementById('envstate').replaceChildren(...envState(v));
+    patch(document.getElementById('envstate'), envState(v));
     return;
   }
   const body = { graph: renderGraph, components: renderComponents, tests: renderTests, logs: renderLogs, timeline: renderTimeline, events: renderEvents }[r.tab] || renderGraph;
-  main.replaceChildren(
+  patch(main,
     el('p', null, el('a', { href: '#/' }, '← all environments')),
     el('h1', null, v.key),
     el('div', { id: 'envstate' }, ...envState(v)),
     el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
-    body(v, r));
+    // Keyed by environment and tab: another tab is new nodes.
+    el('div', { 'data-key': v.key + ' ' + r.tab }, body(v, r)));
 }
 
 function envState(v) {
@@ -429,10 +478,12 @@ function renderTests(v) {
   return el('div', null, (o.spec.tests || []).map(t => {
     const ts = (st.tests || []).find(x => x.name === t.name) || { runs: [] };
     const params = t.params || [];
-    const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, form, params); } },
+    // Disabled while its action is in flight (a render must not enable it).
+    const busy = inFlight.has(v.key + '/' + t.name);
+    const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, ev.currentTarget, params); } },
       params.map(p => el('label', null, p + ' ', el('input', { name: p, value: formValues.get(v.key + '/' + t.name + '/' + p) || '', oninput: e => formValues.set(v.key + '/' + t.name + '/' + p, e.target.value) }))),
-      el('button', { type: 'submit', 'data-action': 'trigger' }, 'Trigger ' + t.name),
-      el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act('cancel', v, t.name, form, []) }, 'Cancel'),
+      el('button', { type: 'submit', 'data-action': 'trigger', disabled: busy }, 'Trigger ' + t.name),
+      el('button', { type: 'button', 'data-action': 'cancel', disabled: busy, onclick: ev => act('cancel', v, t.name, ev.currentTarget.form, []) }, 'Cancel'),
       el('span', { class: 'msg', 'data-result': '' }, actionResults.get(v.key + '/' + t.name) || ''));
     return el('section', { class: 'card', 'data-suite-card': t.name },
       el('h3', null, t.name), ts.message ? el('div', { class: 'msg' }, ts.message) : null, form,
