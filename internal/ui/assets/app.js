@@ -591,7 +591,7 @@ function appendLines(view, source, lines) {
   for (const l of lines) {
     const [text, obj] = readable(l.text);
     const lvl = levelOf(l.text, obj);
-    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source },
+    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source, 'data-time': l.time },
       l.time ? el('span', { class: 'ts' }, new Date(l.time).toISOString().slice(11, 23) + ' ') : null,
       l.stream ? el('span', { class: 'st' }, '[' + l.stream + '] ') : null, text);
     d.hidden = !lineMatches(d);
