@@ -489,12 +489,17 @@ function renderTests(v) {
       el('h3', null, t.name), ts.message ? el('div', { class: 'msg' }, ts.message) : null, form,
       el('table', { 'data-runs': t.name }, el('thead', null, el('tr', null, ['#', 'Result', 'Started', 'Duration', 'Tests', 'Images', 'Logs'].map(h => el('th', { scope: 'col' }, h)))),
         el('tbody', null, (ts.runs || []).map(r => el('tr', { 'data-run': r.number },
-          el('td', null, '#' + r.number), el('td', null, el('span', { class: 'p-' + (r.result || 'Pending') }, r.result || 'Pending'), r.message ? el('div', { class: 'msg' }, r.message) : null),
+          el('td', null, '#' + r.number), el('td', null, el('span', { class: 'p-' + (r.result || 'Pending') }, r.result || 'Pending'),
+            r.exitCode !== undefined && r.exitCode !== null && r.result !== 'Passed' ? el('span', { class: 'exit' }, ' exit ' + r.exitCode) : null,
+            r.message && r.message !== r.result ? el('div', { class: 'msg' }, r.message) : null,
+            // The last lines status keeps of a run that did not pass: what
+            // failed, without opening the log.
+            r.logTail && r.result !== 'Passed' ? el('pre', { class: 'tail', 'aria-label': 'last lines of run ' + r.number }, r.logTail) : null),
           el('td', null, r.startTime ? ago(r.startTime) + ' ago' : ''),
           el('td', null, r.startTime && r.completionTime ? ((new Date(r.completionTime) - new Date(r.startTime)) / 1000).toFixed(1) + 's' : ''),
           el('td', null, r.results ? `${r.results.passed} passed, ${r.results.failed} failed, ${r.results.skipped} skipped` + (r.results.flaky && r.results.flaky.length ? ' · flaky: ' + r.results.flaky.join(', ') : '') + (r.results.failures && r.results.failures.length ? ' · failed: ' + r.results.failures.join(', ') : '') : ''),
           el('td', { class: 'mono' }, Object.entries(r.images || {}).map(([k, d]) => el('div', null, k + '@' + short(d)))),
-          el('td', null, r.jobName ? el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/logs', onclick: () => { pendingLog = { kind: 'test', name: t.name, run: r.number }; } }, 'logs') : ''))))));
+          el('td', null, r.jobName ? el('a', { 'data-logs': r.number, href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/logs', onclick: () => { pendingLog = { kind: 'test', name: t.name, run: r.number }; } }, 'logs') : ''))))));
   }));
 }
 
@@ -550,7 +555,8 @@ function renderLogs(v) {
     const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: follow.checked ? '1' : '0' });
     if (t.kind === 'test' && run) q.set('run', run);
     if (t.kind === 'component' && container.value) q.set('container', container.value);
-    status.textContent = 'streaming ' + t.label;
+    // A history row's link opens its run, and says so.
+    status.textContent = 'streaming ' + (t.kind === 'test' && run ? 'test ' + t.name + ' run #' + run : t.label);
     const abort = logAbort = new AbortController();
     streamEvents('/api/logs?' + q, {
       lines: d => appendLines(view, t.kind, JSON.parse(d)),
