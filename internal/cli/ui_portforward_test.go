@@ -102,8 +102,8 @@ func TestUIStartsAndStopsPortForwards(t *testing.T) {
 		t.Fatalf("%s does not accept connections after the second start", addr)
 	}
 	cancel()
-	if code := wait(); code != 0 {
-		t.Fatalf("dashboard exit %d after Ctrl-C", code)
+	if code := wait(); code != 130 {
+		t.Fatalf("dashboard exit %d after Ctrl-C, want 130", code)
 	}
 	if dialable(addr) {
 		t.Fatalf("%s still accepts connections after the dashboard stopped", addr)

@@ -172,7 +172,7 @@ function setConnected(ok) {
 
 async function start() {
   if (!await session()) { render(); return; }
-  const s = await api('/api/session').then(r => r.json());
+  const s = state.scope = await api('/api/session').then(r => r.json());
   document.getElementById('scope').textContent = (s.namespace ? 'namespace ' + s.namespace : 'all namespaces') + (s.selector ? ' · ' + s.selector : '');
   live();
   document.getElementById('newtab').addEventListener('click', newTab);
@@ -258,7 +258,7 @@ function renderRows() {
     el('td', { 'data-col': 'push' }, pushCell(lastPushOf(v))),
     el('td', null, v.lastTest || ''),
     el('td', null, v.lastActivity ? ago(v.lastActivity) : '')));
-  if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, state.synced ? 'No environments you can see match.' : 'Loading…')));
+  if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, !state.synced ? 'Loading…' : state.envs.size ? 'No environments you can see match the filters.' : noEnvironments())));
   patch(tbody, rows);
 }
 
@@ -275,6 +275,13 @@ function lastPushOf(v) {
 function pushCell(p) {
   if (!p) return '';
   return [el('span', { class: 'mono' }, p.source + ' ' + short(String(p.revision).split('@').pop())), ' ', el('span', { class: 'muted', 'data-ago': p.when }, ago(p.when) + ' ago')];
+}
+
+// noEnvironments says where else to look when the scope is empty.
+function noEnvironments() {
+  const s = state.scope || {};
+  if (!s.namespace) return 'No environments in any namespace you can list' + (s.selector ? ' with labels ' + s.selector : '') + '.';
+  return 'No environments in namespace ' + s.namespace + (s.selector ? ' with labels ' + s.selector : '') + '. Another namespace: kubectl devloop ui -n NAMESPACE; every namespace you may list: kubectl devloop ui -A.';
 }
 
 // ---- one environment ----
