@@ -177,6 +177,9 @@ async function start() {
   live();
   document.getElementById('newtab').addEventListener('click', newTab);
   loadForwards();
+  // "idle" and "ago" count on a quiet page: a render each second patches
+  // only the texts that changed.
+  setInterval(queueRender, 1000);
   // The forwards' lines (which pod, waiting for one) change on their own.
   setInterval(() => { if (forwards.length) loadForwards(); }, 2000);
   window.addEventListener('hashchange', () => { closeLogs(); render(); document.getElementById('main').focus(); });
