@@ -43,7 +43,6 @@ hack/cluster/cluster.sh down
 
 # Each case's time, in the order they ended (the parallel ones last).
 echo "e2e: case times (go test's own figures):"
-sed -n -E 's/^--- (PASS|FAIL|SKIP): ([^ ]+) \(([0-9.]+)s\)$/\2 \3 \1/p' "$log" |
-	awk '{ printf "e2e: %-46s took %5.0fs (%s)\n", "'"'"'" $1 "'"'"'", $2, $3 }'
+hack/e2e-times.sh <"$log"
 echo "e2e: 'go test' took ${took}s; in all (with cluster up and down) $((SECONDS - start))s; exit $rc"
 exit "$rc"
