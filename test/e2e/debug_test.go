@@ -127,7 +127,6 @@ func freeLocalPort(t *testing.T) int {
 // the request; `debug --off` brings the normal build back.
 func TestDebugAttachesDelve(t *testing.T) {
 	c := need(t)
-	t.Parallel() // a namespace and local ports of its own; mostly waits
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-debug")
