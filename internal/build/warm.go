@@ -31,7 +31,7 @@ import (
 const (
 	// ContainerWarm is the warm builder's long-running container, in the
 	// builder image: the author's build command runs in it.
-	ContainerWarm = "build"
+	ContainerWarm = v1alpha1.ContainerWarmBuild
 	// ContainerWarmAgent is the warm builder's container in the operator's
 	// image: fetch and push run in it, with the credentials.
 	ContainerWarmAgent = "fetch-push"

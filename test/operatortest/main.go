@@ -28,7 +28,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/operator"
-	"github.com/devloop-dev/devloop/internal/ownwrites"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/teamcache"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -159,15 +158,13 @@ func run(m *testing.M, before []func() error) int {
 	routed := &routedEngine{scripted: ScriptedDeploy, real: op.Engines.Deploy, strict: strict, defaulted: defaulted}
 	op.Engines.Deploy = routed
 	deployRoutes = routed
-	r := &controllers.DevEnvironmentReconciler{
-		Client:       ownwrites.New(mgr.GetClient(), mgr.GetAPIReader()),
-		Recorder:     mgr.GetEventRecorder("devloop"),
+	r := controllers.New(mgr, controllers.Wiring{
 		Identity:     routed,
 		Sources:      op.Sources,
 		Engines:      op.Engines,
 		Policy:       plan.Policy{NoCrossNamespaceRefs: true},
 		WaitInterval: 200 * time.Millisecond,
-	}
+	})
 	if err := r.SetupWithManager(mgr, 4); err != nil {
 		return fail(err)
 	}
