@@ -78,6 +78,10 @@ func Main(m *testing.M, before ...func() error) {
 }
 
 func run(m *testing.M, before []func() error) int {
+	// ERROR lines go to the log of the test they are about, and are kept
+	// by namespace (test_log.go). Set before envtest starts, which logs
+	// through it too.
+	ctrl.SetLogger(logr.New(newTestSink(verboseSink(), os.Stderr, testLog)))
 	env, err := testenv.Start()
 	if err != nil {
 		return fail(err)
@@ -87,9 +91,6 @@ func run(m *testing.M, before []func() error) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
-	// ERROR lines go to the log of the test they are about, and are kept
-	// by namespace (test_log.go).
-	ctrl.SetLogger(logr.New(newTestSink(verboseSink(), os.Stderr, testLog)))
 	// The tests act as the cluster admin; the operator acts as its
 	// ServiceAccount with exactly the chart's ClusterRole, as installed.
 	admin, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
