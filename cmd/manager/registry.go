@@ -33,7 +33,7 @@ func registerRegistryTokenFlags(fs *flag.FlagSet, o *registryTokenOptions) {
 	fs.StringVar(&o.certFile, "registry-token-cert", "", "PEM certificate of that key: the registry's auth.token.rootcertbundle")
 	fs.StringVar(&o.service, "registry-token-service", registryauth.DefaultService, "the registry's auth.token.service")
 	fs.StringVar(&o.issuer, "registry-token-issuer", registryauth.DefaultIssuer, "the registry's auth.token.issuer")
-	fs.StringVar(&o.audience, "registry-token-audience", registryauth.DefaultAudience, "a Kubernetes token audience accepted besides the API server's own (`kubectl create token SA --audience=...`)")
+	fs.StringVar(&o.audience, "registry-token-audience", registryauth.DefaultAudience, "the one Kubernetes token audience /token accepts (`kubectl create token SA --audience=...`); API-server tokens are refused")
 	fs.DurationVar(&o.ttl, "registry-token-ttl", registryauth.DefaultTTL, "lifetime of the registry tokens issued")
 }
 

@@ -9,10 +9,10 @@
 // Kubernetes bearer token as the password of HTTP Basic (or of OAuth2's
 // password grant, which containerd tries first). The service
 //
-//  1. authenticates it with a TokenReview: first for the API server's own
-//     audiences, then for Audience ("devloop-registry"), so a token made
-//     with `kubectl create token SA --audience=devloop-registry` works here
-//     and nowhere else;
+//  1. authenticates it with a TokenReview for Audience ("devloop-registry")
+//     only, so a token made with `kubectl create token SA
+//     --audience=devloop-registry` works here and nowhere else, and an API
+//     credential (a token of the API server's audience) is refused;
 //  2. for every repository scope asked, takes the namespace from the
 //     repository's first path component (`team-a/src` is team-a's) and asks
 //     a SubjectAccessReview whether the caller may create pods in that

@@ -45,8 +45,9 @@ type Server struct {
 	Signer   *Signer
 	// Service is the registry's auth.token.service, Issuer its issuer.
 	Service, Issuer string
-	// Audience is the extra token audience accepted besides the API
-	// server's own.
+	// Audience is the one token audience accepted (DefaultAudience): a
+	// token of the API server's own audience is an API credential, never
+	// to be sent to a registry.
 	Audience string
 	TTL      time.Duration
 	Log      logr.Logger
@@ -86,7 +87,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Basic realm="devloop registry: a Kubernetes token as the password"`)
-		http.Error(w, "the Kubernetes API server does not accept this token", http.StatusUnauthorized)
+		http.Error(w, "not a Kubernetes token of audience "+s.audience()+" (kubectl create token SA --audience="+s.audience()+")", http.StatusUnauthorized)
 		return
 	}
 	access, err := s.authorize(r.Context(), user, scopes)
@@ -160,14 +161,9 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (service st
 	return service, scopes, password, 0, ""
 }
 
-// authenticate reviews the token for the API server's audiences, then for
-// the registry's own.
+// authenticate reviews the token for the registry's audience only.
 func (s *Server) authenticate(ctx context.Context, token string) (authnv1.UserInfo, bool, error) {
-	user, ok, err := s.Reviewer.Authenticate(ctx, token, nil)
-	if err != nil || ok || s.Audience == "" {
-		return user, ok, err
-	}
-	return s.Reviewer.Authenticate(ctx, token, []string{s.Audience})
+	return s.Reviewer.Authenticate(ctx, token, []string{s.audience()})
 }
 
 // authorize grants each scope whose namespace the user may create pods in;
@@ -197,6 +193,13 @@ func (s *Server) authorize(ctx context.Context, user authnv1.UserInfo, scopes []
 		}
 	}
 	return granted, nil
+}
+
+func (s *Server) audience() string {
+	if s.Audience == "" {
+		return DefaultAudience
+	}
+	return s.Audience
 }
 
 func (s *Server) clock() time.Time {

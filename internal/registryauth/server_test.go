@@ -154,3 +154,31 @@ func TestFrontRewritesTheRealm(t *testing.T) {
 		t.Errorf("/token reached %q", body)
 	}
 }
+
+// A token of the API server's own audience (a plain `kubectl create
+// token`) is an API credential: /token refuses it, so a team that forgot
+// --audience learns so at once instead of sending it on every push; the
+// same ServiceAccount's devloop-registry token is accepted.
+func TestTokenServiceAcceptsOnlyTheRegistryAudience(t *testing.T) {
+	a := newTenant(t, "audience-")
+	signer, _ := testSigner(t)
+	srv := httptest.NewServer(&Server{Reviewer: KubeReviewer{Client: operatorCS}, Signer: signer,
+		Service: DefaultService, Issuer: DefaultIssuer, Audience: DefaultAudience, Log: testr.New(t)})
+	defer srv.Close()
+	ask := func(token string) int {
+		r, _ := http.NewRequest(http.MethodGet, srv.URL+"?service="+DefaultService+"&scope=repository:"+a.ns+"/app:pull", nil)
+		r.SetBasicAuth("k8s", token)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := ask(a.builderToken); got != http.StatusUnauthorized {
+		t.Errorf("a token of the API server's audience: %d, want 401", got)
+	}
+	if got := ask(a.builderRegistryToken); got != http.StatusOK {
+		t.Errorf("a token of the devloop-registry audience: %d, want 200", got)
+	}
+}

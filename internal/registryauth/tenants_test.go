@@ -30,6 +30,7 @@ type tenant struct {
 	builderToken         string
 	builderRegistryToken string // audience devloop-registry only
 	viewerToken          string
+	viewerRegistryToken  string
 }
 
 // newTenant makes a namespace, its two ServiceAccounts and a Role
@@ -62,6 +63,7 @@ func newTenant(t *testing.T, prefix string) tenant {
 	tn.builderToken = requestToken(t, tn.ns, tn.builderSA, nil)
 	tn.builderRegistryToken = requestToken(t, tn.ns, tn.builderSA, []string{DefaultAudience})
 	tn.viewerToken = requestToken(t, tn.ns, tn.viewerSA, nil)
+	tn.viewerRegistryToken = requestToken(t, tn.ns, tn.viewerSA, []string{DefaultAudience})
 	return tn
 }
 
