@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -58,7 +57,7 @@ func ownedConfigMap(t *testing.T, nsA, name string) (client.ObjectKey, *corev1.C
 	operatortest.WaitForEnv(t, keyA, operatortest.ExpectReadyAndCurrent)
 	cm := &corev1.ConfigMap{}
 	NewWithT(t).Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: nsA, Name: name}, cm)).To(Succeed())
-	NewWithT(t).Expect(cm.Annotations).To(HaveKeyWithValue(deploy.AnnotationOwner, keyA.String()))
+	NewWithT(t).Expect(cm.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, keyA.String()))
 	return keyA, cm
 }
 
