@@ -25,14 +25,7 @@ import (
 func TestDebugRefusedOnTheHostNetwork(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.UseDeployEngine(ns)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
-		"deploy/api.yaml": hostNetworkDeployment})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := amd64APIEnv(ns)
-	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
-	env.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
+	ns, env := debugAPIEnv(t, hostNetworkDeployment)
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	var job batchv1.Job
