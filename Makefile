@@ -147,10 +147,16 @@ dev-clean: ## Stop the local cluster and remove all its state.
 	$(CLUSTER_SH) clean
 
 .PHONY: e2e e2e-gitops real-projects
-e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux, OLM and real-project cases: up, test, down.
+e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux, OLM and real-project cases: up, test, down; each case's time (RUN=regexp to select).
 	hack/chromium.sh # TestUI drives the dashboard in Debian's chromium
-	$(CLUSTER_SH) up
-	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip go test -tags e2e ./test/e2e/ -count=1 -v -timeout 55m; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 55m $(if $(RUN),-run '$(RUN)')
+
+# The two cold compiles of one tree that TestOneCompilePerTree measures
+# only for ratios (the largest binary alone; the unit suite with an empty
+# cache): a benchmark, not part of make e2e.
+.PHONY: bench-onecompile
+bench-onecompile: cluster-binaries ## TestOneCompilePerTree with its cold-compile ratios (docs/performance.md) on the local cluster: up, test, down.
+	DEVLOOP_E2E_RATIOS=1 hack/e2e.sh -timeout 60m -run '^TestOneCompilePerTree$$'
 
 # The real projects' loops from their real trees, printing figures
 # (docs/real-projects.md): GPU Operator from its Go module. Its cold

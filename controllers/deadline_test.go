@@ -58,11 +58,10 @@ func TestReconcileDeadline(t *testing.T) {
 	blocking := &blockingDeployer{Engine: s.Engines.Deploy, deadline: make(chan time.Time, 1)}
 	engines := s.Engines
 	engines.Deploy = blocking
-	r := &controllers.DevEnvironmentReconciler{
-		Client: &requestingClient{Client: s.Client}, APIReader: s.APIReader, Recorder: s.Recorder,
-		Identity: s.Identity, Engines: engines, Policy: s.Policy, WaitInterval: s.WaitInterval, Sources: s.Sources,
-		ReconcileTimeout: 2 * time.Second,
-	}
+	// The suite's reconciler (controllers.New) under a 2 s deadline.
+	r := new(controllers.DevEnvironmentReconciler)
+	*r = *s
+	r.Client, r.Engines, r.ReconcileTimeout = &requestingClient{Client: s.Client}, engines, 2*time.Second
 	started := time.Now()
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	g.Expect(err).To(MatchError(ContainSubstring("reconcile stopped at the operator's limit of 2s (--reconcile-timeout)")))

@@ -103,16 +103,10 @@ spec:
 	tests := *engines.Tests.(*testrun.Engine)
 	tests.Client = cl
 	engines.Tests, engines.Triggers = &tests, testrun.Triggers{Engine: &tests}
-	r := &controllers.DevEnvironmentReconciler{
-		Client:       cl,
-		APIReader:    s.APIReader,
-		Recorder:     s.Recorder,
-		Identity:     s.Identity,
-		Engines:      engines,
-		Policy:       s.Policy,
-		WaitInterval: s.WaitInterval,
-		Sources:      s.Sources,
-	}
+	// The suite's reconciler (controllers.New), its client counting.
+	r := new(controllers.DevEnvironmentReconciler)
+	*r = *s
+	r.Client, r.Engines = cl, engines
 	req := ctrl.Request{NamespacedName: key}
 	// Warm up: the bench reconciler resolves the sources once.
 	_, err := r.Reconcile(context.Background(), req)

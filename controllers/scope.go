@@ -10,7 +10,8 @@ import (
 
 // scope is what one reconcile of one environment observed and decided,
 // shared by the steps. Steps write status through it; only summarize sets
-// the conditions.
+// the reconciler's conditions (v1alpha1.ConditionOwners: the test run
+// engine owns TriggerHandled).
 type scope struct {
 	env *v1alpha1.DevEnvironment
 	// read is env as the reconcile read it: what changed since, for

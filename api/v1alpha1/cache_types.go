@@ -5,8 +5,8 @@ package v1alpha1
 // builder pods through GOCACHEPROG).
 type EnvironmentCache struct {
 	// ReadFrom names environments whose cached compiles this one's builds
-	// may use after their own, in order. Each needs get on that
-	// DevEnvironment for this environment's ServiceAccount: without it the
+	// may use after their own, in order. Each needs the verb readcache on
+	// that DevEnvironment for this environment's ServiceAccount: without it the
 	// environment is Stalled naming the entry. Nothing is ever written into
 	// another environment's cache, and an entry is only ever read from an
 	// environment named here.

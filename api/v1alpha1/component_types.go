@@ -237,11 +237,10 @@ type ImageSpec struct {
 	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^([a-zA-Z0-9_.-]|\{\{ ?\.(ContentHash|Revision|ShortRevision|Source|Image|Component) ?\}\})+$')`,message="must be a tag template of letters, digits, '_', '.', '-' and {{ .ContentHash }}, {{ .Revision }}, {{ .ShortRevision }}, {{ .Source }}, {{ .Image }} or {{ .Component }}"
 	Tags []string `json:"tags,omitempty"`
 
-	// SharedRepository says the image's repository is shared on purpose
-	// with other environments or tools: a build may move a tag that names
-	// a digest this environment did not push (a TagMoved Warning event
-	// says so). Without it such a build is refused and the environment
-	// Stalled, so no environment moves another's tags.
+	// SharedRepository says the image's repository is shared on purpose:
+	// a tag pushed by another image that also sets it (or a tool) is moved
+	// only when this image's content changed, never back. Without it, on
+	// either side, such a build is Stalled (TagMoved).
 	// +optional
 	SharedRepository bool `json:"sharedRepository,omitempty"`
 

@@ -17,6 +17,22 @@ const (
 	ConditionTriggerHandled = "TriggerHandled"
 )
 
+// ConditionOwners names, for each condition type devloop writes, the one
+// package that sets and removes it, as source-controller lists a
+// reconciler's owned conditions. Two writers of one condition undo each
+// other's work; test/layout fails when any other package writes one.
+var ConditionOwners = map[string]string{
+	// The kstatus conditions are summarized once, at the end of a
+	// reconcile (controllers/status.go), and written early as progress.
+	ConditionReady:       "controllers",
+	ConditionReconciling: "controllers",
+	ConditionStalled:     "controllers",
+	// How the test run engine handled the last trigger annotation: its
+	// own answer to the one who wrote it, never part of Ready (a typo in
+	// a trigger is not an environment failure), so summarize leaves it be.
+	ConditionTriggerHandled: "internal/testrun",
+}
+
 // Condition reasons.
 const (
 	ReasonSucceeded          = "Succeeded"

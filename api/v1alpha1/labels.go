@@ -26,6 +26,13 @@ const (
 	LabelLiveUpdate = "devloop.dev/live-update"
 )
 
+// AnnotationOwner is "<namespace>/<name>" of the DevEnvironment that
+// created or applied an object (the deploy engine sets it next to
+// LabelEnvironment, which holds only the name two environments in two
+// namespaces may share); live update syncs only pods under an object
+// carrying it.
+const AnnotationOwner = "devloop.dev/owner"
+
 // LiveUpdateSupervised is the value of LabelLiveUpdate.
 const LiveUpdateSupervised = "supervised"
 
@@ -36,6 +43,11 @@ const (
 	RoleBuildCache = "build-cache"
 	RoleTest       = "test"
 )
+
+// ContainerWarmBuild is the container of a warm builder pod
+// (run.keepWarm) that runs the build command: the build engine names it,
+// and `kubectl devloop logs` reads a warm build's output from it.
+const ContainerWarmBuild = "build"
 
 // ControllerRef is the owner reference of what the operator creates for
 // the environment (builder Jobs, cache claims, test Jobs): garbage

@@ -57,6 +57,7 @@ func (s *DevEnvironmentStatus) Bound() {
 			}
 		}
 	}
+	s.boundMessages()
 	for i := range s.Tests {
 		t := &s.Tests[i]
 		t.Message = cutEnd(t.Message, MaxTestMessage)

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // Totals per environment of the status lists that grow with the cluster,
 // as the CEL rules on DevEnvironmentStatus state them (test/crd checks
 // the worst case they admit). A bound per list alone would multiply by the
@@ -27,6 +29,10 @@ const (
 	// counts it in MoreWorkloads.
 	MaxWorkloads     = 64
 	MaxWorkloadsText = 8192
+	// MaxComponentMessages is the characters of all components' messages
+	// together: 16 at their full MaxComponentMessage, or 32 at 512. Bound
+	// cuts the longest to share it (test/crd: 16 kB of the headroom).
+	MaxComponentMessages = 16384
 	// MaxWaitingFor and MaxDrift bound the components' waitingFor entries
 	// and drift lines together; the message still says what a component
 	// waits for.
@@ -108,4 +114,36 @@ func cutList(l []string, n int) []string {
 		return nil
 	}
 	return l[:n]
+}
+
+// boundMessages cuts the components' messages to MaxComponentMessages
+// together. The messages within an equal share of what is left stay
+// whole; the longer ones are cut to that share, keeping their start (what
+// a message says first is what it is about), so no component loses its
+// message to the ones before it.
+func (s *DevEnvironmentStatus) boundMessages() {
+	lengths := make([]int, 0, len(s.Components))
+	total := 0
+	for _, c := range s.Components {
+		lengths = append(lengths, len(c.Message))
+		total += len(c.Message)
+	}
+	if total <= MaxComponentMessages {
+		return
+	}
+	slices.Sort(lengths)
+	share, left := 0, MaxComponentMessages
+	for i, n := range lengths {
+		share = left / (len(lengths) - i)
+		if n > share {
+			break
+		}
+		left -= n
+	}
+	// cutEnd marks the cut with "...": a share under that only happens
+	// past the schema's 32 components.
+	share = max(share, 3)
+	for i := range s.Components {
+		s.Components[i].Message = cutEnd(s.Components[i].Message, share)
+	}
 }

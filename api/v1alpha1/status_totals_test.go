@@ -76,3 +76,33 @@ func TestInventorySizeLeavesOneComponentOut(t *testing.T) {
 		t.Errorf("InventorySize without a: %d objects, %d characters; want 2, %d", objects, text, 2*(4+2+10+2+5))
 	}
 }
+
+// Component messages share one total: when all of them would pass it, the
+// long ones are cut to an equal share of what the short ones leave, each
+// keeping its start, and the short ones stay whole.
+func TestBoundCutsComponentMessagesToTheirTotal(t *testing.T) {
+	var s DevEnvironmentStatus
+	for i := range 32 {
+		s.Components = append(s.Components, ComponentStatus{Name: fmt.Sprintf("c%d", i), Message: fmt.Sprintf("c%d: ", i) + strings.Repeat("m", 2000)})
+	}
+	s.Components[3].Message = "ready"
+	s.Bound()
+	total := 0
+	for i, c := range s.Components {
+		total += len(c.Message)
+		if i != 3 && (!strings.HasPrefix(c.Message, fmt.Sprintf("c%d: m", i)) || !strings.HasSuffix(c.Message, "...")) {
+			t.Errorf("components[%d].message %.20q…%q: want its start kept and the cut marked", i, c.Message, c.Message[max(0, len(c.Message)-5):])
+		}
+	}
+	if total > MaxComponentMessages {
+		t.Errorf("component messages: %d characters together, want at most %d", total, MaxComponentMessages)
+	}
+	if s.Components[3].Message != "ready" {
+		t.Errorf("a short message was cut: %q", s.Components[3].Message)
+	}
+	again := *s.DeepCopy()
+	again.Bound()
+	if !reflect.DeepEqual(again, s) {
+		t.Errorf("a second Bound changed the messages")
+	}
+}

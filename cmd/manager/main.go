@@ -23,7 +23,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/egress"
 	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/operator"
-	"github.com/devloop-dev/devloop/internal/ownwrites"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
 )
@@ -135,11 +134,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		SourceStoreMaxBytes:    opts.sourceStoreMaxBytes,
 		SourceStoreEnvMaxBytes: opts.sourceStoreEnvMaxBytes,
 	})
-	r := &controllers.DevEnvironmentReconciler{
-		// Never a version older than its own last write (internal/ownwrites).
-		Client:           ownwrites.New(mgr.GetClient(), mgr.GetAPIReader()),
-		APIReader:        mgr.GetAPIReader(),
-		Recorder:         mgr.GetEventRecorder("devloop"),
+	r := controllers.New(mgr, controllers.Wiring{
 		Identity:         op.Identity,
 		Sources:          op.Sources,
 		Engines:          op.Engines,
@@ -147,7 +142,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		DriftInterval:    opts.driftInterval,
 		ReconcileTimeout: opts.reconcileTimeout,
 		NamespaceShare:   opts.namespaceShare,
-	}
+	})
 	if err := r.SetupWithManager(mgr, opts.concurrent); err != nil {
 		return nil, fmt.Errorf("setting up controller: %w", err)
 	}

@@ -57,7 +57,14 @@ func TestManagerServesRegistryTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "builder", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	// The registry's own audience: a token of the API server's audience is
+	// an API credential the token service refuses (issue 44 item 3).
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "builder", &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{Audiences: []string{"devloop-registry"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiToken, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "builder", &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +92,9 @@ func TestManagerServesRegistryTokens(t *testing.T) {
 	}
 	if code := ask(""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", code)
+	}
+	if code := ask(apiToken.Status.Token); code != http.StatusUnauthorized {
+		t.Errorf("a token of the API server's audience: %d, want 401", code)
 	}
 	if code := ask("forged"); code != http.StatusUnauthorized {
 		t.Errorf("a forged token: %d, want 401", code)

@@ -158,6 +158,9 @@ type imageBuilds struct {
 	// pushing are the in-process builds being pushed while the live
 	// update syncs them (pushbehind.go).
 	pushing pushesBehind
+	// tagOwners names, by digest, the environments whose tags the tag
+	// guard found this reconcile (tag_owner.go), for the TagMoved event.
+	tagOwners map[string]string
 }
 
 // buildImages brings every image of a component to its inputs. It
@@ -251,7 +254,7 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		s.progress("building image " + img.Name)
 	}
 	spec := imageSpec(img, ref, baseDigest)
-	ctx = image.WithTagGuard(ctx, tagGuard(img, ist.Digest))
+	ctx = image.WithTagGuard(ctx, s.tagGuard(ctx, img, imageField(s.env, img.Name), ist.Digest, inputs))
 	var res *image.Result
 	if img.Run == nil {
 		dir := ""
@@ -335,7 +338,7 @@ func (s *imageBuilds) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, 
 	if err != nil {
 		return false, err
 	}
-	held, err := b.Holds(ctx, img.Name, ist.Digest, ist.Tags)
+	held, err := s.tagsHeld(ctx, b, img, ist)
 	if err != nil || !held {
 		return false, err
 	}
@@ -345,6 +348,21 @@ func (s *imageBuilds) stillPushed(ctx context.Context, img *v1alpha1.ImageSpec, 
 	s.e.recent.Put(key, memoEntry{digest: ist.Digest, at: time.Now()})
 	s.next.RequeueWithin(interval)
 	return true, nil
+}
+
+// tagsHeld reports whether the registry holds the image and its tags. In
+// a repository shared on purpose a tag another environment (or tool)
+// moved since is theirs now: it is held, not pushed back (tag_owner.go's
+// rule), and only a tag missing is pushed again.
+func (s *imageBuilds) tagsHeld(ctx context.Context, b *image.Builder, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) (bool, error) {
+	if !img.SharedRepository {
+		return b.Holds(ctx, img.Name, ist.Digest, ist.Tags)
+	}
+	held, moved, err := b.Tagged(ctx, img.Name, ist.Digest, ist.Tags)
+	if held && len(moved) > 0 {
+		log.FromContext(ctx).V(1).Info("shared tags name another build; left there", "image", img.Name, "tags", slices.Sorted(maps.Keys(moved)))
+	}
+	return held, err
 }
 
 // reportedMissing checks, after the registry lost an image, that the
@@ -534,25 +552,6 @@ type memoEntry struct {
 	at              time.Time
 }
 
-// tagGuard refuses a push that would move a tag away from a digest this
-// environment did not push (previous is the one it recorded last): it
-// names another environment's build, and moving it would run this one's
-// in the other's pods. An image whose repository is shared on purpose
-// moves it, and reportMovedTags says so.
-func tagGuard(img *v1alpha1.ImageSpec, previous string) image.TagGuard {
-	if img.SharedRepository {
-		return nil
-	}
-	return func(tag, from string) error {
-		if from == previous {
-			return nil
-		}
-		return fault.Stalledf(v1alpha1.ReasonTagMoved,
-			"image %s: tag %s names %s, which this environment did not push: another environment or tool pushes to this repository; not moved (set sharedRepository: true on the image if it is shared on purpose)",
-			img.Name, tag, from)
-	}
-}
-
 // reportMovedTags emits a Warning for each tag the push moved away from a
 // digest this environment had not pushed (previous is the digest it
 // recorded last): two environments pushing to one repository move each
@@ -564,9 +563,13 @@ func (s *imageBuilds) reportMovedTags(image, previous string, res *image.Result)
 	}
 	for _, tag := range slices.Sorted(maps.Keys(res.MovedFrom)) {
 		if from := res.MovedFrom[tag]; from != previous {
+			by := "another environment or tool"
+			if owner := s.tagOwners[from]; owner != "" {
+				by = "environment " + owner
+			}
 			s.e.Events.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonTagMoved, "Build",
-				"image %s: tag %s named %s, which this environment did not push, and now names %s: another environment or tool pushes to %s",
-				image, tag, from, res.Digest, res.Repository)
+				"image %s: tag %s named %s, which this environment did not push, and now names %s: %s pushes to %s too",
+				image, tag, from, res.Digest, by, res.Repository)
 		}
 	}
 }

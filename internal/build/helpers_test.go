@@ -92,3 +92,19 @@ func waitForWebBuilt(t *testing.T, key client.ObjectKey) *v1alpha1.DevEnvironmen
 		g.Expect(env.Status.Component("web").Image("web")).NotTo(BeNil())
 	})
 }
+
+// debugAPIEnv is amd64APIEnv in a namespace of its own, deploying the
+// manifest deployment with the api image in devloop.dev/debug: the
+// debug tests' common start (the caller creates it).
+func debugAPIEnv(t *testing.T, deployment string) (string, *v1alpha1.DevEnvironment) {
+	t.Helper()
+	ns := operatortest.Namespace(t)
+	operatortest.UseDeployEngine(ns)
+	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
+		"deploy/api.yaml": deployment})
+	operatortest.CreateDeployer(t, ns, "deployer")
+	env := amd64APIEnv(ns)
+	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
+	env.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
+	return ns, env
+}

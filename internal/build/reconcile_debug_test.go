@@ -25,16 +25,9 @@ import (
 func TestDebugAnnotationBuildsADebugImage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := operatortest.Namespace(t)
-	operatortest.UseDeployEngine(ns)
-	operatortest.AppFiles(t, ns, map[string]string{"cmd/api/main.go": "package main\nfunc main() {}\n",
-		"deploy/api.yaml": debugDeployment})
-	operatortest.CreateDeployer(t, ns, "deployer")
-	env := amd64APIEnv(ns)
+	ns, env := debugAPIEnv(t, debugDeployment)
 	env.Spec.Components[0].Images[0].Cmd = []string{"--port=8080"}
-	env.Spec.Components[0].Manifests.Paths = []string{"deploy"}
 	env.Spec.Components[0].Images[0].Run.Env = append(env.Spec.Components[0].Images[0].Run.Env, v1alpha1.EnvVar{Name: "GOFLAGS", Value: "-mod=vendor"})
-	env.Annotations = map[string]string{v1alpha1.DebugAnnotation: "api/api"}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 
 	builder := func(g Gomega) (batchv1.Job, corev1.Container) {

@@ -287,9 +287,10 @@ func TestImagePathsScopeRebuilds(t *testing.T) {
 // TestTagMovedByAnotherEnvironmentIsRefused: two environments of two
 // namespaces push one image name to one repository under the same fixed
 // tag. The second push would move the tag away from the first's digest,
-// which the second did not push: it is refused (Stalled, naming the tag)
-// and the tag stays. Once the second image says its repository is shared
-// on purpose, the tag moves and a Warning event says so.
+// which the second did not push: it is refused (Stalled, naming the tag,
+// the repository and the first environment) and the tag stays. The second
+// alone saying its repository is shared does not take the first's tag;
+// once both say so, the tag moves and a Warning event names the first.
 func TestTagMovedByAnotherEnvironmentIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -305,17 +306,33 @@ func TestTagMovedByAnotherEnvironmentIsRefused(t *testing.T) {
 		g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 		return env
 	}
-	first := operatortest.WaitForEnv(t, client.ObjectKeyFromObject(create("first binary")), operatortest.ExpectReadyAndCurrent).
+	firstEnv := create("first binary")
+	first := operatortest.WaitForEnv(t, client.ObjectKeyFromObject(firstEnv), operatortest.ExpectReadyAndCurrent).
 		Status.Component("web").Image("web").Digest
+	owner := firstEnv.Namespace + "/" + firstEnv.Name
 	second := operatortest.WaitForStalled(t, client.ObjectKeyFromObject(create("second binary")), v1alpha1.ReasonTagMoved,
-		"image web: tag latest names "+first+", which this environment did not push", "sharedRepository: true")
+		"image web: tag latest in "+shared+"/web names "+first[:len("sha256:")+12]+", pushed by environment "+owner,
+		"spec.registry.prefix", "sharedRepository: true on both images")
 	operatortest.ExpectKstatus(t, second, status.FailedStatus)
 	g.Expect(operatortest.Registry.TagDigest(t, repo, "latest")).To(Equal(first))
 
-	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(second), second)).To(Succeed())
-	second.Spec.Components[0].Images[0].SharedRepository = true
-	g.Expect(operatortest.Admin.Update(ctx, second)).To(Succeed())
+	operatortest.EditSpec(t, client.ObjectKeyFromObject(second), func(env *v1alpha1.DevEnvironment) {
+		env.Spec.Components[0].Images[0].SharedRepository = true
+	})
+	second = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(second), func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.ObservedGeneration).To(Equal(env.Generation))
+		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Message).To(ContainSubstring("pushed by environment " + owner + ", which does not share it"))
+	})
+	g.Expect(operatortest.Registry.TagDigest(t, repo, "latest")).To(Equal(first))
+
+	operatortest.EditSpec(t, client.ObjectKeyFromObject(firstEnv), func(env *v1alpha1.DevEnvironment) {
+		env.Spec.Components[0].Images[0].SharedRepository = true
+	})
+	_ = operatortest.RequestReconcile(t, second)
 	second = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(second), operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectEvent(t, second.Namespace, v1alpha1.ReasonTagMoved, "tag latest named "+first+", which this environment did not push")
+	operatortest.ExpectEvent(t, second.Namespace, v1alpha1.ReasonTagMoved, "environment "+owner+" pushes to")
 	g.Expect(operatortest.Registry.TagDigest(t, repo, "latest")).To(Equal(second.Status.Component("web").Image("web").Digest))
 }

@@ -93,9 +93,11 @@ func TestBuilderPodsUseTheTeamCacheAsTheEnvironment(t *testing.T) {
 }
 
 // An environment naming another's cache in spec.cache.readFrom without
-// get on that DevEnvironment is Stalled naming the entry, and builds
-// nothing; once granted, it builds.
-func TestReadFromWithoutGetStalls(t *testing.T) {
+// the verb readcache on that DevEnvironment is Stalled naming the entry,
+// and builds nothing; get, list and watch (what the chart aggregates into
+// the built-in view role) do not open the cache (issue 44); once
+// readcache is granted, it builds.
+func TestReadFromWithoutReadCacheStalls(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	nsA, _ := apiNamespace(t)
@@ -105,23 +107,37 @@ func TestReadFromWithoutGetStalls(t *testing.T) {
 	envB := amd64APIEnv(nsB)
 	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: nsA, Name: "api"}}}
 	key := operatortest.CreateEnv(t, envB)
-	stalled := operatortest.WaitForStalled(t, key, v1alpha1.ReasonForbidden, "spec.cache.readFrom[0]", nsA+"/api")
+	stalled := operatortest.WaitForStalled(t, key, v1alpha1.ReasonForbidden, "spec.cache.readFrom[0]", nsA+"/api", teamcache.VerbReadCache)
 	t.Logf("Stalled: %s", operatortest.EnvCondition(stalled, v1alpha1.ConditionStalled).Message)
 	operatortest.ExpectKstatus(t, stalled, "Failed")
 	g.Expect(operatortest.BuilderJobs(g, nsB)).To(BeEmpty(), "a refused environment builds nothing")
 
-	// Grant B's deployer get on A's environment, by name.
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "read-api"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"devenvironments"},
-			ResourceNames: []string{"api"}, Verbs: []string{"get"}}},
+	grant := func(name string, verbs ...string) {
+		role := &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"devenvironments"},
+				ResourceNames: []string{"api"}, Verbs: verbs}},
+		}
+		g.Expect(operatortest.Admin.Create(ctx, role)).To(Succeed())
+		g.Expect(operatortest.Admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: nsB, Name: operatortest.Deployer}},
+		})).To(Succeed())
 	}
-	g.Expect(operatortest.Admin.Create(ctx, role)).To(Succeed())
-	g.Expect(operatortest.Admin.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "read-api"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: nsB, Name: operatortest.Deployer}},
-	})).To(Succeed())
+	// What view carries: a reconcile after the grant still stalls.
+	grant("view-api", "get", "list", "watch")
+	asked := operatortest.RequestReconcile(t, stalled)
+	still := operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.LastHandledReconcileAt).To(Equal(asked))
+	})
+	c := operatortest.EnvCondition(still, v1alpha1.ConditionStalled)
+	g.Expect(c).NotTo(BeNil(), "not stalled with get on A: %s", operatortest.ConditionsSummary(still))
+	g.Expect(c.Message).To(ContainSubstring("spec.cache.readFrom[0]"))
+	g.Expect(operatortest.BuilderJobs(g, nsB)).To(BeEmpty(), "an environment with view on A builds reading A's cache")
+
+	// Grant B's deployer readcache on A's environment, by name.
+	grant("read-api-cache", teamcache.VerbReadCache)
 	operatortest.RequestReconcile(t, stalled)
 	g.Eventually(func(g Gomega) {
 		g.Expect(operatortest.BuilderJobs(g, nsB)).To(HaveLen(1))

@@ -47,8 +47,9 @@ func (o *TeamCacheOptions) Service() *pods.TeamCacheService {
 // teamCache is the team cache of this environment's builder pods, nil
 // when the operator runs none or the environment acts as the operator
 // itself (it has no ServiceAccount to run a pod as). An entry of
-// spec.cache.readFrom the ServiceAccount may not get stalls the build,
-// naming the entry.
+// spec.cache.readFrom whose cache the ServiceAccount may not read (the
+// verb teamcache.VerbReadCache, not get) stalls the build, naming the
+// entry.
 func (s *imageBuilds) teamCache(ctx context.Context) (*PodTeamCache, error) {
 	o := s.e.Options.TeamCache
 	sa := s.tenant.ServiceAccount()

@@ -31,7 +31,7 @@ import (
 const (
 	// ContainerWarm is the warm builder's long-running container, in the
 	// builder image: the author's build command runs in it.
-	ContainerWarm = "build"
+	ContainerWarm = v1alpha1.ContainerWarmBuild
 	// ContainerWarmAgent is the warm builder's container in the operator's
 	// image: fetch and push run in it, with the credentials.
 	ContainerWarmAgent = "fetch-push"
@@ -51,6 +51,12 @@ const (
 	// volumeAgentTmp is the agent's own /tmp: what fetch and push leave
 	// there is not shared with the build container.
 	volumeAgentTmp = "agent-tmp"
+	// volumeAgentState is where the agent keeps its own answers (a push
+	// step's result), mounted in no other container: the build command
+	// cannot plant one (issue 44).
+	volumeAgentState = "agent-state"
+	// WarmAgentState is where the agent mounts volumeAgentState.
+	WarmAgentState = "/var/run/devloop/agent-state"
 
 	// WarmBuildLog is the named pipe, in the build container's own /tmp,
 	// that the run step writes the build command's output to and the
@@ -75,7 +81,8 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 	workspace := corev1.VolumeMount{Name: pods.VolumeWorkspace, MountPath: pods.WorkspaceDir}
 	volumes := append(pods.WorkspaceVolumes(),
 		corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		corev1.Volume{Name: volumeAgentTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		corev1.Volume{Name: volumeAgentTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: volumeAgentState, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	cacheVol, cacheMounts, subPaths := cacheVolume(req)
 	volumes = append(volumes, cacheVol)
 
@@ -96,7 +103,7 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 	}
 
 	// The agent: the workspace and the credentials.
-	agentMounts := []corev1.VolumeMount{workspace, {Name: volumeAgentTmp, MountPath: "/tmp"}}
+	agentMounts := []corev1.VolumeMount{workspace, {Name: volumeAgentTmp, MountPath: "/tmp"}, {Name: volumeAgentState, MountPath: WarmAgentState}}
 	if req.SourceSecret != "" {
 		volumes = append(volumes, pods.SecretVolume("source-credentials", req.SourceSecret))
 		agentMounts = append(agentMounts, corev1.VolumeMount{Name: "source-credentials", MountPath: pods.SourceCredentialsDir, ReadOnly: true})
@@ -180,7 +187,7 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	run = append(run, "--command", string(commandJSON), "--env", string(envJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String(),
 		"--build-log", WarmBuildLog)
 	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
-	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON))
+	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON), "--state", WarmAgentState)
 	outputs, err := outputsArgs(req)
 	if err != nil {
 		return nil, err

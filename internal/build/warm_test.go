@@ -181,3 +181,44 @@ func TestExecRefusedReadsTheStatus(t *testing.T) {
 	g.Expect(execRefused(errors.New("build output: forbidden import of package internal"))).To(BeFalse())
 	g.Expect(execRefused(apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x"))).To(BeFalse())
 }
+
+// TestWarmPodStateIsTheAgentsOnly: the state the agent answers from (its
+// push results) is on a volume only the agent mounts: the build
+// container, which runs the author's command, cannot write it, nor can
+// any other container.
+func TestWarmPodStateIsTheAgentsOnly(t *testing.T) {
+	g := NewWithT(t)
+	req := warmRequest()
+	pod, err := WarmPod(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	steps, err := WarmBuildSteps(req, "t1")
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, step := range steps {
+		if step.Name != WarmStepPush {
+			continue
+		}
+		i := slices.Index(step.Command, "--state")
+		g.Expect(i).To(BeNumerically(">", 0), "the push step names its state directory: %v", step.Command)
+		state := step.Command[i+1]
+		var volume string
+		for _, c := range pod.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				if m.MountPath == state {
+					g.Expect(c.Name).To(Equal(ContainerWarmAgent), "the state is mounted in %s", c.Name)
+					g.Expect(m.ReadOnly).To(BeFalse())
+					volume = m.Name
+				}
+			}
+		}
+		g.Expect(volume).NotTo(BeEmpty(), "the agent mounts %s", state)
+		g.Expect(volume).NotTo(Equal(pods.VolumeWorkspace))
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			if c.Name == ContainerWarmAgent {
+				continue
+			}
+			for _, m := range c.VolumeMounts {
+				g.Expect(m.Name).NotTo(Equal(volume), "container %s mounts the agent's state", c.Name)
+			}
+		}
+	}
+}

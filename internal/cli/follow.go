@@ -56,9 +56,9 @@ func (p *progress) show(state string) {
 	case state == "":
 		return
 	case state != p.last:
-		fmt.Fprintf(p.w, "[%6s] %s\n", seconds(now.Sub(p.start)), state)
+		fmt.Fprintf(p.w, "[%6s] %s\n", seconds(now.Sub(p.start)), printable(state))
 	case now.Sub(p.lastPrint) >= p.every:
-		fmt.Fprintf(p.w, "[%6s] still %s\n", seconds(now.Sub(p.start)), state)
+		fmt.Fprintf(p.w, "[%6s] still %s\n", seconds(now.Sub(p.start)), printable(state))
 	default:
 		return
 	}

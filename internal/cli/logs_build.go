@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/build"
 )
 
 // buildTarget is an image's latest build, as status names it: a builder
@@ -103,7 +102,7 @@ func (b *buildTarget) logOptions(f *logsFlags) (container string, since *metav1.
 		return f.container, nil
 	}
 	if f.container == "" {
-		return build.ContainerWarm, b.since
+		return v1alpha1.ContainerWarmBuild, b.since
 	}
 	return f.container, b.since
 }

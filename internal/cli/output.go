@@ -93,8 +93,9 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// firstLine is the first line of a message, for one-line summaries.
+// firstLine is the first line of a message, for one-line summaries,
+// printable.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
+	return printable(s)
 }

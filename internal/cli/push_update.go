@@ -45,6 +45,6 @@ func howUpdated(env *v1alpha1.DevEnvironment, affected []string) []string {
 // printHowUpdated prints howUpdated's lines after a push's rollout.
 func (a *app) printHowUpdated(env *v1alpha1.DevEnvironment, affected []string) {
 	for _, line := range howUpdated(env, affected) {
-		fmt.Fprintln(a.out(), line)
+		fmt.Fprintln(a.out(), printable(line))
 	}
 }

@@ -49,6 +49,6 @@ func printResults(w io.Writer, suite string, r *v1alpha1.TestRun) {
 	}
 	fmt.Fprintf(w, "%s #%d: %s\n", suite, r.Number, resultCounts(r.Results))
 	for _, l := range resultLines(r.Results) {
-		fmt.Fprintf(w, "  %s\n", l)
+		fmt.Fprintf(w, "  %s\n", printable(l))
 	}
 }

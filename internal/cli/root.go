@@ -80,7 +80,8 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(streams.ErrOut, "Error:", err)
+	// Errors quote status messages (failed(...)): printed printable.
+	fmt.Fprintln(streams.ErrOut, "Error:", printable(err.Error()))
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code

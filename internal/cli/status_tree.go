@@ -78,14 +78,14 @@ func header(v *StatusView, p palette) string {
 	case r == nil:
 		h += "  " + p.state("Unknown") + "  no status yet: is the devloop operator running?"
 	case r.Status == "True":
-		h += "  " + p.state("Ready") + "  " + r.Message
+		h += "  " + p.state("Ready") + "  " + printable(r.Message)
 	default:
-		h += "  " + p.state("NotReady") + " (" + r.Reason + ")"
+		h += "  " + p.state("NotReady") + " (" + printable(r.Reason) + ")"
 	}
 	if s := meta.FindStatusCondition(v.Conditions, v1alpha1.ConditionStalled); s != nil && s.Status == "True" {
-		h += "\n" + p.state("Stalled") + " (" + s.Reason + "): " + s.Message
+		h += "\n" + p.state("Stalled") + " (" + printable(s.Reason) + "): " + printable(s.Message)
 	} else if r != nil && r.Status != "True" && r.Message != "" {
-		h += "\n" + r.Message
+		h += "\n" + printable(r.Message)
 	}
 	if v.ObservedGeneration != v.Generation {
 		h += "\n" + p.faint(fmt.Sprintf("(spec generation %d not observed yet; status is of generation %d)", v.Generation, v.ObservedGeneration))
@@ -211,12 +211,13 @@ func ago(d time.Duration) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
+// lastLine is the last line of a log tail, printable.
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")
 	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		return s[i+1:]
+		return printable(s[i+1:])
 	}
-	return s
+	return printable(s)
 }
 
 func plural(n int, one, many string) string {

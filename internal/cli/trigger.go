@@ -208,7 +208,7 @@ func runsOutcome(a *app, env string, suites []string, runs map[string]*v1alpha1.
 		}
 		bad = append(bad, runState(suite, r))
 		if r.LogTail != "" {
-			fmt.Fprintf(a.out(), "--- %s #%d log tail (full log: kubectl devloop logs %s %s --run %d)\n%s\n", suite, r.Number, env, suite, r.Number, strings.TrimRight(r.LogTail, "\n"))
+			fmt.Fprintf(a.out(), "--- %s #%d log tail (full log: kubectl devloop logs %s %s --run %d)\n%s\n", suite, r.Number, env, suite, r.Number, printable(strings.TrimRight(r.LogTail, "\n")))
 		}
 	}
 	if len(bad) > 0 {

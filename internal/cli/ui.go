@@ -27,9 +27,11 @@ DevEnvironments you can list (-n NAMESPACE, the kubeconfig's namespace by
 default, or -A for all namespaces; -l to select by label) and acts as you,
 with your kubeconfig: what your RBAC refuses, the page cannot do either.
 
-The URL it prints carries a random token for this run; the page trades it for
-a cookie. Requests with another Host header, without the token, or from
-another site are refused. Ctrl-C stops it.`,
+The URL it prints carries a one-time code: the page trades it for a token of
+its own, kept in the tab and sent as a header (never a cookie, so no other
+server on 127.0.0.1 receives it). The URL works once; the page's "new tab"
+link opens another. Requests with another Host header, without a token, or
+from another site are refused. Ctrl-C stops it.`,
 		Example: `  kubectl devloop ui
   kubectl devloop ui -A -l team=scheduling
   kubectl devloop ui -n dev --port 8765 --no-open`,
@@ -53,8 +55,9 @@ another site are refused. Ctrl-C stops it.`,
 	return cmd
 }
 
-// serveUI runs the dashboard until ctx ends.
-func (a *app) serveUI(ctx context.Context, s *session, scope ui.Scope, port int, open bool) error {
+// serveUI runs the dashboard until ctx ends (Ctrl-C): then it returns
+// exit code 130, interrupted, as every command of the plugin does.
+func (a *app) serveUI(parent context.Context, s *session, scope ui.Scope, port int, open bool) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(port)))
 	if err != nil {
 		return fmt.Errorf("listening on 127.0.0.1:%d: %w", port, err)
@@ -64,7 +67,7 @@ func (a *app) serveUI(ctx context.Context, s *session, scope ui.Scope, port int,
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	store, err := ui.NewStore(ctx, s.config, scope)
 	if err != nil {
@@ -74,9 +77,13 @@ func (a *app) serveUI(ctx context.Context, s *session, scope ui.Scope, port int,
 	forwards := ui.NewForwards(uiForwarder{u: actions}, ui.MaxForwards)
 	// Every port-forward started from the page ends with the server.
 	defer forwards.Close()
-	h := &ui.Handlers{Store: store, Actions: actions, CSRF: guard.CSRF, Scope: scope, Forwards: forwards}
-	srv := &http.Server{Handler: guard.Wrap(h.Handler()), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(a.out(), "devloop dashboard: %s\n(Ctrl-C stops it; the URL's token is valid for this run only)\n", guard.URL())
+	h := &ui.Handlers{Store: store, Actions: actions, Scope: scope, Forwards: forwards}
+	srv := &http.Server{Handler: guard.Wrap(h.Handler()), ReadHeaderTimeout: 10 * time.Second,
+		// Requests end with the server: the page's live streams close at
+		// once, so an open page says Disconnected instead of showing the
+		// last states as if they were current.
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	fmt.Fprintf(a.out(), "devloop dashboard: %s\n(Ctrl-C stops it; the URL opens one page, once)\n", guard.URL())
 	if open {
 		openBrowser(guard.URL())
 	}
@@ -84,10 +91,15 @@ func (a *app) serveUI(ctx context.Context, s *session, scope ui.Scope, port int,
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 2*time.Second)
 		defer done()
-		_ = srv.Shutdown(shut)
+		if srv.Shutdown(shut) != nil {
+			_ = srv.Close()
+		}
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	if parent.Err() != nil {
+		return &ExitError{Code: 130, Err: errors.New("interrupted: the dashboard stopped")}
 	}
 	return nil
 }

@@ -134,6 +134,10 @@ func (u *uiActions) Logs(ctx context.Context, namespace, name string, t ui.LogTa
 	if err != nil {
 		return err
 	}
+	if t.Kind == "component" {
+		pl := &podLogs{a: u.a, s: s, envName: name, target: target, container: t.Container, emit: emit}
+		return pl.run(ctx, t.Follow)
+	}
 	b := *u.a
 	b.streams = genericiooptions.IOStreams{Out: &lineEmitter{emit: emit}, ErrOut: &lineEmitter{emit: emit, stream: "devloop"}}
 	return b.printLogs(ctx, s, env, target, &logsFlags{follow: t.Follow, container: t.Container, tail: -1})

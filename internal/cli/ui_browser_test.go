@@ -90,12 +90,12 @@ func TestUIInABrowser(t *testing.T) {
 
 	opts := testOptions()
 	opts.Logs = streamingLogs{}
-	d := startDashboard(t, opts, "-n", ns)
+	base, url := launchDashboard(t, opts, "-n", ns)
 	key := ns + "/team"
 
 	// The list.
 	start := time.Now()
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/?token="+d.token)); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "both environments listed", `document.querySelectorAll('#envs tr[data-env]').length === 2`)
@@ -113,7 +113,7 @@ func TestUIInABrowser(t *testing.T) {
 	browser.Screenshot(t, bctx, "list")
 
 	// The graph.
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/graph")); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/graph")); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the graph", `document.querySelector('[data-node="component/web"]')`)
@@ -146,7 +146,7 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/tests")); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/tests")); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the tests tab", `document.querySelector('[data-suite="unit"] [data-action="trigger"]')`)
@@ -172,7 +172,7 @@ func TestUIInABrowser(t *testing.T) {
 	// The components tab: opening the applied objects reads their kstatus
 	// (pods without a kubelet are InProgress, a CRD never applied here is
 	// NotFound); a port-forward starts from the page, shows its URL, stops.
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/components")); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/components")); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the components tab", `document.querySelector('[data-objects="web"] summary')`)
@@ -189,7 +189,7 @@ func TestUIInABrowser(t *testing.T) {
 	browser.WaitJS(t, bctx, "the forward stopped", `document.querySelector('[data-port="web/http"] [data-forward="start"]') && !document.querySelector('[data-port="web/http"] a[data-url]')`)
 
 	// A pod log streams in, both replicas prefixed.
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/logs")); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/logs")); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the log view", `document.getElementById('logtarget')`)
@@ -202,7 +202,7 @@ func TestUIInABrowser(t *testing.T) {
 	}
 	// docs/images/ui-logs.png is test/e2e's TestUI's: a real build log.
 
-	if _, err := chromedp.Run(bctx, chromedp.Navigate(d.base+"/#/env/"+ns+"/team/timeline")); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/timeline")); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the timeline", `document.querySelectorAll('[data-change]').length === 3`)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -17,16 +16,50 @@ import (
 	"github.com/devloop-dev/devloop/internal/ui"
 )
 
-// dashboard is a running `kubectl devloop ui` and a browser-like client
-// that opened its URL (so it holds the cookie).
+// dashboard is a running `kubectl devloop ui` and a client that opened
+// its URL as the page does: it traded the one-time code for a page token
+// and sends it as the header on every request.
 type dashboard struct {
 	base   string // http://127.0.0.1:PORT
-	token  string
+	code   string // the printed URL's one-time code (spent)
+	token  string // the page token it was traded for
 	client *http.Client
-	csrf   string
 }
 
-var dashboardURL = regexp.MustCompile(`devloop dashboard: (http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]+)`)
+// tokenTransport adds the page token to every request.
+type tokenTransport struct{ token string }
+
+func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	// A test may send a request with an empty or wrong token on purpose.
+	if _, set := r.Header[ui.TokenHeader]; !set {
+		r.Header.Set(ui.TokenHeader, tt.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// exchange trades a one-time code for a page token as the page does.
+func exchange(base, code string) (*http.Response, error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/session", nil)
+	req.Header.Set(ui.CodeHeader, code)
+	return http.DefaultClient.Do(req)
+}
+
+var dashboardURL = regexp.MustCompile(`devloop dashboard: (http://127\.0\.0\.1:\d+)/\?(?:token|code)=([0-9a-f]+)`)
+
+// launchDashboard runs `kubectl devloop ui --no-open --port 0 ARGS` in
+// the background and returns the URL it printed, not yet opened: for a
+// browser to open.
+func launchDashboard(t *testing.T, opts Options, args ...string) (base, url string) {
+	t.Helper()
+	out, errOut, _ := pluginInBackground(t, opts, append([]string{"ui", "--no-open", "--port", "0"}, args...)...)
+	var m []string
+	waitUntil(t, "the dashboard's URL (stderr so far: "+errOut.String()+")", func() bool {
+		m = dashboardURL.FindStringSubmatch(out.String())
+		return m != nil
+	})
+	return m[1], strings.TrimPrefix(m[0], "devloop dashboard: ")
+}
 
 // startDashboard runs `kubectl devloop ui --no-open --port 0 ARGS` in the
 // background and opens its URL.
@@ -53,19 +86,18 @@ func openDashboard(t *testing.T, out, errOut *syncBuffer) *dashboard {
 		m = dashboardURL.FindStringSubmatch(out.String())
 		return m != nil
 	})
-	jar, _ := cookiejar.New(nil)
-	d := &dashboard{base: m[1], token: m[2], client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	resp, err := d.client.Get(d.base + "/?token=" + m[2])
+	d := &dashboard{base: m[1], code: m[2]}
+	resp, err := exchange(d.base, d.code)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("opening the dashboard's URL: %s", resp.Status)
+	defer resp.Body.Close()
+	var s struct{ Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("trading the URL's code for a token: %s %v", resp.Status, err)
 	}
-	var s struct{ CSRF string }
-	d.getJSON(t, "/api/session", &s)
-	d.csrf = s.CSRF
+	d.token = s.Token
+	d.client = &http.Client{Transport: tokenTransport{d.token}, Timeout: 30 * time.Second}
 	return d
 }
 
@@ -89,11 +121,10 @@ func (d *dashboard) post(t *testing.T, path, body string, headers map[string]str
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, d.base+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(ui.CSRFHeader, d.csrf)
 	req.Header.Set("Origin", d.base)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	for k, v := range headers {
-		if v == "" {
+		if v == "" && k != ui.TokenHeader {
 			req.Header.Del(k)
 		} else {
 			req.Header.Set(k, v)
@@ -125,7 +156,7 @@ func (d *dashboard) readEvents(t *testing.T, path string, until func(sse) bool) 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.base+path, nil)
-	client := &http.Client{Jar: d.client.Jar}
+	client := &http.Client{Transport: d.client.Transport}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,25 +19,24 @@ import (
 
 // The attacks on a dashboard bound to 127.0.0.1 with the user's
 // credentials: a DNS-rebound page (another Host), a local process or page
-// without the token, and a cross-site form or fetch. Each must be refused
-// and write nothing; the same request from the page itself goes through,
-// so the refusals are the checks and not a broken action.
+// without the token, a second use of the printed URL's one-time code, and
+// a cross-site form or fetch. Each must be refused and write nothing; the
+// same request from the page itself goes through, so the refusals are the
+// checks and not a broken action.
 func TestUIRefusesWrongHostNoTokenAndCrossSite(t *testing.T) {
 	ns := testenv.Namespace(t, k8s, "ui-guard")
 	createEnv(t, ns, "team", teamSpec())
 	d := startDashboard(t, testOptions(), "-n", ns)
 
-	get := func(path, host string, withCookie bool) int {
-		req, _ := http.NewRequest(http.MethodGet, d.base+path, nil)
+	do := func(method, path, host string, headers map[string]string) int {
+		req, _ := http.NewRequest(method, d.base+path, nil)
 		if host != "" {
 			req.Host = host
 		}
-		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		if withCookie {
-			// Set by hand: a cookie jar picks cookies by the Host header.
-			req.AddCookie(&http.Cookie{Name: ui.CookieName, Value: d.token})
+		for k, v := range headers {
+			req.Header.Set(k, v)
 		}
-		resp, err := c.Do(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,37 +44,46 @@ func TestUIRefusesWrongHostNoTokenAndCrossSite(t *testing.T) {
 		return resp.StatusCode
 	}
 	port := strings.TrimPrefix(d.base, "http://127.0.0.1:")
+	tok := map[string]string{ui.TokenHeader: d.token}
 	for _, c := range []struct {
-		name       string
-		path, host string
-		cookie     bool
-		want       int
+		name, method, path, host string
+		headers                  map[string]string
+		want                     int
 	}{
-		{"rebound host with the token", "/?token=" + d.token, "evil.test:" + port, false, http.StatusForbidden},
-		{"rebound host with the cookie", "/api/session", "evil.test:" + port, true, http.StatusForbidden},
-		{"another port", "/api/session", "127.0.0.1:1", true, http.StatusForbidden},
-		{"no token", "/api/session", "", false, http.StatusUnauthorized},
-		{"no token, stream", "/api/stream", "", false, http.StatusUnauthorized},
-		{"wrong token", "/?token=" + strings.Repeat("0", len(d.token)), "", false, http.StatusUnauthorized},
-		{"the token", "/?token=" + d.token, "", false, http.StatusSeeOther},
-		{"localhost with the cookie", "/api/session", "localhost:" + port, true, http.StatusOK},
+		{"rebound host, the page", "GET", "/", "evil.test:" + port, nil, http.StatusForbidden},
+		{"rebound host with the token", "GET", "/api/session", "evil.test:" + port, tok, http.StatusForbidden},
+		{"another port", "GET", "/api/session", "127.0.0.1:1", tok, http.StatusForbidden},
+		{"no token", "GET", "/api/session", "", nil, http.StatusUnauthorized},
+		{"no token, stream", "GET", "/api/stream", "", nil, http.StatusUnauthorized},
+		{"the code is no token", "GET", "/api/session", "", map[string]string{ui.TokenHeader: d.code}, http.StatusUnauthorized},
+		{"a cookie is no token", "GET", "/api/session", "", map[string]string{"Cookie": "devloop_ui=" + d.token}, http.StatusUnauthorized},
+		{"the spent code again", "POST", "/session", "", map[string]string{ui.CodeHeader: d.code}, http.StatusUnauthorized},
+		{"a wrong code", "POST", "/session", "", map[string]string{ui.CodeHeader: strings.Repeat("0", len(d.code))}, http.StatusUnauthorized},
+		{"a code from another site", "POST", "/session", "", map[string]string{ui.CodeHeader: d.code, "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a new code without a token", "POST", "/api/session/code", "", nil, http.StatusUnauthorized},
+		{"the page (nothing secret)", "GET", "/", "", nil, http.StatusOK},
+		{"localhost with the token", "GET", "/api/session", "localhost:" + port, tok, http.StatusOK},
 	} {
-		if got := get(c.path, c.host, c.cookie); got != c.want {
-			t.Errorf("%s: GET %s (Host %q): %d, want %d", c.name, c.path, c.host, got, c.want)
+		if got := do(c.method, c.path, c.host, c.headers); got != c.want {
+			t.Errorf("%s: %s %s (Host %q): %d, want %d", c.name, c.method, c.path, c.host, got, c.want)
 		}
 	}
 
-	// The cookie the token is traded for is out of scripts' and other
-	// sites' reach.
-	req, _ := http.NewRequest(http.MethodGet, d.base+"/?token="+d.token, nil)
-	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-	if err != nil {
-		t.Fatal(err)
+	// A page's "new tab" link: a fresh one-time URL, good once.
+	var fresh struct{ URL string }
+	if code, out := d.post(t, "/api/session/code", "", nil); code != http.StatusOK || json.Unmarshal([]byte(out), &fresh) != nil || !strings.HasPrefix(fresh.URL, d.base+"/?code=") {
+		t.Fatalf("a new tab's URL: %d %s", code, out)
 	}
-	resp.Body.Close()
-	setCookie := resp.Header.Get("Set-Cookie")
-	if !strings.Contains(setCookie, "HttpOnly") || !strings.Contains(setCookie, "SameSite=Strict") {
-		t.Errorf("Set-Cookie %q: want HttpOnly and SameSite=Strict", setCookie)
+	newCode := strings.TrimPrefix(fresh.URL, d.base+"/?code=")
+	for i, want := range []int{http.StatusOK, http.StatusUnauthorized} {
+		resp, err := exchange(d.base, newCode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("use %d of the new tab's code: %s, want %d", i+1, resp.Status, want)
+		}
 	}
 
 	body := `{"namespace":"` + ns + `","env":"team","suite":"unit","requestId":"r1"}`
@@ -85,11 +94,11 @@ func TestUIRefusesWrongHostNoTokenAndCrossSite(t *testing.T) {
 		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}},
 		{"same-site other origin", map[string]string{"Sec-Fetch-Site": "same-site"}},
 		{"foreign Origin", map[string]string{"Origin": "http://evil.test"}},
-		{"no CSRF token", map[string]string{"X-Devloop-CSRF": ""}},
-		{"wrong CSRF token", map[string]string{"X-Devloop-CSRF": "0000"}},
+		{"no token", map[string]string{ui.TokenHeader: ""}},
+		{"wrong token", map[string]string{ui.TokenHeader: "0000"}},
 	} {
-		if code, out := d.post(t, "/api/trigger", body, c.headers); code != http.StatusForbidden {
-			t.Errorf("%s: POST /api/trigger: %d %s, want 403", c.name, code, out)
+		if code, out := d.post(t, "/api/trigger", body, c.headers); code != http.StatusForbidden && code != http.StatusUnauthorized {
+			t.Errorf("%s: POST /api/trigger: %d %s, want 403 or 401", c.name, code, out)
 		}
 	}
 	env := &v1alpha1.DevEnvironment{}

@@ -41,7 +41,7 @@ func newWaitCommand(a *app) *cobra.Command {
 // components that are not Ready.
 func waitReady(env *v1alpha1.DevEnvironment) (string, bool, error) {
 	if ready(env) {
-		return "Ready: " + meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReady).Message, true, nil
+		return "Ready: " + printable(meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReady).Message), true, nil
 	}
 	if c := stalled(env); c != nil {
 		return "Stalled (" + c.Reason + ")", true, failed("devenvironment/%s is Stalled (%s): %s", env.Name, c.Reason, c.Message)

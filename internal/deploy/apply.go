@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 )
@@ -57,31 +58,25 @@ func (o ApplyOptions) fieldManager() string {
 	return FieldManagerFor(o.Owner)
 }
 
-// Labels set on every applied object. Prune deletes only objects that
-// carry the environment's label, so a Namespace (or anything else) that
-// existed before devloop applied it is never deleted.
-const (
-	LabelEnvironment = "devloop.dev/environment"
-	LabelComponent   = "devloop.dev/component"
-	// AnnotationOwner is "<namespace>/<name>" of the DevEnvironment that
-	// created an object: the label holds only the name, which two
-	// environments in two namespaces may share.
-	AnnotationOwner = "devloop.dev/owner"
-)
+// Every applied object carries the environment's and component's labels
+// and the owner annotation (v1alpha1.LabelEnvironment, LabelComponent,
+// AnnotationOwner; setOwnerLabels). Prune deletes only objects that carry
+// the environment's label, so a Namespace (or anything else) that existed
+// before devloop applied it is never deleted.
 
 // DefaultEstablishTimeout bounds the wait for applied CRDs to be served.
 const DefaultEstablishTimeout = 30 * time.Second
 
 // ApplyOptions say who applies.
 type ApplyOptions struct {
-	// Environment is the value of LabelEnvironment: a label value that
-	// identifies the DevEnvironment (the engine's choice, e.g. its name).
+	// Environment is the value of v1alpha1.LabelEnvironment: a label
+	// value that identifies the DevEnvironment (the engine's choice, e.g. its name).
 	Environment string
-	// Component is the value of LabelComponent.
+	// Component is the value of v1alpha1.LabelComponent.
 	Component string
-	// Owner is the value of AnnotationOwner: "<namespace>/<name>" of the
-	// environment. Empty leaves ownership to the label (tests of the
-	// mechanics alone).
+	// Owner is the value of v1alpha1.AnnotationOwner:
+	// "<namespace>/<name>" of the environment. Empty leaves ownership to
+	// the label (tests of the mechanics alone).
 	Owner string
 	// Known reports objects this environment applied before (its
 	// inventory); any other object that exists already is taken over only
@@ -213,7 +208,7 @@ func replace(ctx context.Context, c client.Client, o *unstructured.Unstructured,
 	if err := c.Get(ctx, key, existing); err != nil {
 		return classify(c, client.IgnoreNotFound(err), "get", ref)
 	}
-	if existing.GetLabels()[LabelEnvironment] != opts.Environment {
+	if existing.GetLabels()[v1alpha1.LabelEnvironment] != opts.Environment {
 		return fault.Permanentf("%s has a field that cannot change, and it was not applied by this environment: delete it to let devloop create it", describe(c, ref))
 	}
 	uid := existing.GetUID()
@@ -261,15 +256,15 @@ func setOwnerLabels(o *unstructured.Unstructured, opts ApplyOptions) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelEnvironment] = opts.Environment
-	labels[LabelComponent] = opts.Component
+	labels[v1alpha1.LabelEnvironment] = opts.Environment
+	labels[v1alpha1.LabelComponent] = opts.Component
 	o.SetLabels(labels)
 	if opts.Owner != "" {
 		annotations := o.GetAnnotations()
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[AnnotationOwner] = opts.Owner
+		annotations[v1alpha1.AnnotationOwner] = opts.Owner
 		o.SetAnnotations(annotations)
 	}
 }
@@ -278,10 +273,10 @@ func setOwnerLabels(o *unstructured.Unstructured, opts ApplyOptions) {
 // annotation names it, or (objects applied before the annotation existed)
 // there is none and the label names it.
 func ownedBy(o metav1.Object, opts ApplyOptions) bool {
-	if owner, ok := o.GetAnnotations()[AnnotationOwner]; ok && opts.Owner != "" {
+	if owner, ok := o.GetAnnotations()[v1alpha1.AnnotationOwner]; ok && opts.Owner != "" {
 		return owner == opts.Owner
 	}
-	return o.GetLabels()[LabelEnvironment] == opts.Environment
+	return o.GetLabels()[v1alpha1.LabelEnvironment] == opts.Environment
 }
 
 // checkOwner decides whether o may be applied as this environment's: an
@@ -323,10 +318,10 @@ func checkOwner(ctx context.Context, c client.Client, o *unstructured.Unstructur
 // ownerOf names, for messages, who created an existing object that this
 // environment does not own.
 func ownerOf(existing *unstructured.Unstructured) string {
-	if other := existing.GetAnnotations()[AnnotationOwner]; other != "" {
+	if other := existing.GetAnnotations()[v1alpha1.AnnotationOwner]; other != "" {
 		return "DevEnvironment " + other
 	}
-	if other := existing.GetLabels()[LabelEnvironment]; other != "" {
+	if other := existing.GetLabels()[v1alpha1.LabelEnvironment]; other != "" {
 		return "DevEnvironment " + other
 	}
 	return "no DevEnvironment (created outside devloop)"

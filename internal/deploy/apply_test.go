@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
@@ -57,15 +58,15 @@ func TestApplyPlainDirectory(t *testing.T) {
 	inv, err := Apply(ctx, k8s, objs, shopOpts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(inv.Entries).To(HaveLen(6))
-	g.Expect(objs[0].GetLabels()).NotTo(HaveKey(LabelEnvironment), "Apply does not modify its input")
+	g.Expect(objs[0].GetLabels()).NotTo(HaveKey(v1alpha1.LabelEnvironment), "Apply does not modify its input")
 
 	// The workload runs the digest-pinned image; everything carries the labels.
 	d := &appsv1.Deployment{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, d)).To(Succeed())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(apiDigest))
 	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal("nginx:1.27"))
-	g.Expect(d.Labels).To(HaveKeyWithValue(LabelEnvironment, "shop-env"))
-	g.Expect(d.Labels).To(HaveKeyWithValue(LabelComponent, "web"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "shop-env"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(v1alpha1.LabelComponent, "web"))
 	g.Expect(d.ManagedFields).To(ContainElement(HaveField("Manager", FieldManager)))
 
 	// The custom resource was applied once its CRD served it.
@@ -75,7 +76,7 @@ func TestApplyPlainDirectory(t *testing.T) {
 	widget.SetAPIVersion("example.dev/v1")
 	widget.SetKind("Widget")
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "big"}, widget)).To(Succeed())
-	g.Expect(widget.GetLabels()).To(HaveKeyWithValue(LabelComponent, "web"))
+	g.Expect(widget.GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelComponent, "web"))
 
 	// Re-applying the same objects writes nothing.
 	before := resourceVersions(g, inv)
@@ -117,7 +118,7 @@ func TestApplyKustomizeOverlay(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "kustomized", Name: "api"}, d)).To(Succeed())
 	g.Expect(*d.Spec.Replicas).To(BeEquivalentTo(3))
 	g.Expect(d.Labels).To(HaveKeyWithValue("tier", "backend"))
-	g.Expect(d.Labels).To(HaveKeyWithValue(LabelEnvironment, "k-env"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "k-env"))
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(apiDigest))
 	g.Expect(kstatusOf(g, RefOf(objs[0]))).To(Equal(status.InProgressStatus))
 }

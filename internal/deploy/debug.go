@@ -39,6 +39,27 @@ var debugArgs = []string{"exec", "--headless", "--listen=" + debugListenAddress,
 // pod's loopback, on DebugPort.
 var debugListenAddress = "127.0.0.1:" + strconv.Itoa(v1alpha1.DebugPort)
 
+// refuseDebugOnHostNetwork refuses a pod spec (at specPath in its
+// object) on the node's network whose containers run an image in debug
+// mode: there the pod's loopback, where delve listens with no
+// authentication, is the node's, which every process of the node and
+// every other hostNetwork pod on it reaches.
+func refuseDebugOnHostNetwork(spec map[string]any, index map[string]*BuiltImage, specPath string) error {
+	if host, _ := spec["hostNetwork"].(bool); !host {
+		return nil
+	}
+	containers, _ := spec["containers"].([]any)
+	for _, item := range containers {
+		c, _ := item.(map[string]any)
+		image, _ := c["image"].(string)
+		if img, ok := lookupImage(index, image); ok && img.Debug != nil {
+			return fmt.Errorf("%s.hostNetwork is true, and delve cannot listen on the node's loopback: take image %s out of debug mode (annotation %s) or the pod off the host network",
+				specPath, img.Name, v1alpha1.DebugAnnotation)
+		}
+	}
+	return nil
+}
+
 // debugContainer rewrites one container (an unstructured object) running
 // a debug build to start its program under delve at DebugDelvePath:
 // command = [dlv exec ... PROGRAM -- ARGS], args removed. What the

@@ -336,7 +336,7 @@ func (e *Engine) uninstallRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 	}
 	return helm.UninstallOwned(ctx, helm.NewConfigFactory(t.BaseConfig(), user), owner,
 		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why},
-		hookRemover(cl, e.Mapper, namespace, ownerOptions(env, c)))
+		hookOwnerCheck(cl, e.Mapper, namespace, ownerOptions(env, c)), hookRemover(cl, e.Mapper, namespace, ownerOptions(env, c)))
 }
 
 // Wake reports environments whose Helm action ended outside a reconcile,

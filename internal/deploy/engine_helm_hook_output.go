@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/pods"
@@ -32,7 +33,7 @@ const hookOutputLines = 10
 func (e *Engine) hookFailureOutput(ctx context.Context, cl client.Client, t *identity.Tenant, namespace string, opts ApplyOptions) string {
 	jobs := &batchv1.JobList{}
 	if err := cl.List(ctx, jobs, client.InNamespace(namespace),
-		client.MatchingLabels{LabelEnvironment: opts.Environment, LabelComponent: opts.Component}); err != nil {
+		client.MatchingLabels{v1alpha1.LabelEnvironment: opts.Environment, v1alpha1.LabelComponent: opts.Component}); err != nil {
 		return ""
 	}
 	var failed *batchv1.Job

@@ -21,17 +21,21 @@ import (
 // (another environment's ConfigMap, a CRD, a ClusterRole: whatever the
 // ServiceAccount may delete) to create the hook in its place. Hooks this
 // environment ran before carry its owner annotation (the post-render
-// labels them like the manifest) and pass.
+// labels them like the manifest) and pass. It checks the hooks an
+// install, upgrade or rollback stores and, before an uninstall, its
+// pre- and post-delete hooks (UninstallOwned). A hook where the
+// ServiceAccount may not read is refused: whose the object there is
+// cannot be told, and Helm's delete needs no read.
 func hookOwnerCheck(cl client.Client, mapper meta.RESTMapper, namespace string, opts ApplyOptions) helm.HookFunc {
 	return func(ctx context.Context, hooks []*unstructured.Unstructured) error {
 		for _, h := range hooks {
 			o, existing, err := existingHook(ctx, cl, mapper, namespace, h)
 			switch {
-			case o == nil, apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-				// Nothing to replace, or nothing the ServiceAccount may
-				// read (nor, then, delete: Helm's delete fails as the
-				// tenant and says so).
-				continue
+			case o == nil, apierrors.IsNotFound(err):
+				continue // nothing to replace
+			case apierrors.IsForbidden(err):
+				return fault.Permanentf("helm hook %s goes where %s may be, which this environment's ServiceAccount may not read: devloop cannot tell whose it is, and Helm deletes an existing object named like a hook; grant get on it, or rename the hook in the chart",
+					o.GetName(), describe(cl, RefOf(o)))
 			case err != nil:
 				return classify(cl, err, "get", RefOf(o))
 			case ownedBy(existing, opts):

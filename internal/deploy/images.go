@@ -78,6 +78,9 @@ func RewriteImages(objs []*unstructured.Unstructured, images []BuiltImage) (int,
 		if !found {
 			continue
 		}
+		if err := refuseDebugOnHostNetwork(spec, index, strings.Join(path, ".")); err != nil {
+			return rewritten, fault.Permanentf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
 		n, wrapped, err := rewriteContainers(spec, index)
 		if err != nil {
 			return rewritten, fault.Permanentf("%s %s: %v", obj.GetKind(), obj.GetName(), err)

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
 var (
@@ -94,7 +96,7 @@ func TestPruneRemovedFiles(t *testing.T) {
 	g.Expect(first.Entries).To(HaveLen(3))
 	pre := &corev1.Namespace{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pre-existing"}, pre)).To(Succeed())
-	g.Expect(pre.Labels).NotTo(HaveKey(LabelEnvironment), "a namespace devloop did not create is not labelled as its own")
+	g.Expect(pre.Labels).NotTo(HaveKey(v1alpha1.LabelEnvironment), "a namespace devloop did not create is not labelled as its own")
 
 	// Every file is removed but an unrelated one: all the component had goes.
 	for _, f := range []string{"deployment.yaml", "ns.yaml", "kept.yaml"} {
@@ -134,7 +136,7 @@ func TestPruneSkipsOtherEnvironments(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	createNamespace(t, "other-env")
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other-env", Name: "theirs", Labels: map[string]string{LabelEnvironment: "someone-else"}}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other-env", Name: "theirs", Labels: map[string]string{v1alpha1.LabelEnvironment: "someone-else"}}}
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
 	deleted, err := Prune(ctx, k8s, ApplyOptions{Environment: "prune-env"}, []ObjRef{
 		{Version: "v1", Kind: "ConfigMap", Namespace: "other-env", Name: "theirs"},

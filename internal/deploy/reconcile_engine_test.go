@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -36,8 +35,8 @@ func TestManifestsDeployPinnedImageUntilAvailable(t *testing.T) {
 	d := &appsv1.Deployment{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("localhost:5001/" + ns + "/web@" + img.Digest))
-	g.Expect(d.Labels).To(HaveKeyWithValue(deploy.LabelEnvironment, "web"))
-	g.Expect(d.Labels).To(HaveKeyWithValue(deploy.LabelComponent, "web"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "web"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(v1alpha1.LabelComponent, "web"))
 	g.Expect(env.Status.Component("web").Inventory).To(ConsistOf(
 		v1alpha1.ObjectRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
 		v1alpha1.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "extra"},
@@ -101,7 +100,7 @@ func TestHelmReleaseWithImageValuesThenUninstall(t *testing.T) {
 	// The release's objects carry the environment's labels, as applied
 	// manifests do.
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site"}, d)).To(Succeed())
-	g.Expect(d.Labels).To(HaveKeyWithValue(deploy.LabelEnvironment, "web"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(v1alpha1.LabelEnvironment, "web"))
 
 	// A hand edit of an object of the release is shown and put back
 	// without a new revision (Helm itself would see nothing to upgrade).

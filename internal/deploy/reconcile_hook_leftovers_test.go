@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -28,7 +27,7 @@ func installHookEnv(t *testing.T) (client.ObjectKey, client.ObjectKey) {
 	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: operatortest.AppSource, Path: "chart"}}
 	key := operatortest.CreateEnv(t, env)
 	job := operatortest.WaitForJob(t, ns, "init-setup")
-	NewWithT(t).Expect(job.Annotations).To(HaveKeyWithValue(deploy.AnnotationOwner, key.String()))
+	NewWithT(t).Expect(job.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, key.String()))
 	return key, client.ObjectKeyFromObject(job)
 }
 

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/deploy"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -77,7 +76,7 @@ func TestHookNamedLikeAnotherObjectIsRefused(t *testing.T) {
 	operatortest.WaitForEnv(t, keyA, operatortest.ExpectReadyAndCurrent)
 	owned := &rbacv1.ClusterRole{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, owned)).To(Succeed())
-	g.Expect(owned.Annotations).To(HaveKeyWithValue(deploy.AnnotationOwner, keyA.String()))
+	g.Expect(owned.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, keyA.String()))
 
 	// team-b: a ConfigMap made by hand, and a chart.
 	nsB := operatortest.Namespace(t)
@@ -104,7 +103,7 @@ func TestHookNamedLikeAnotherObjectIsRefused(t *testing.T) {
 	after := &rbacv1.ClusterRole{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: role}, after)).To(Succeed())
 	g.Expect(after.UID).To(Equal(owned.UID), "team-a's ClusterRole was not replaced")
-	g.Expect(after.Annotations).To(HaveKeyWithValue(deploy.AnnotationOwner, keyA.String()))
+	g.Expect(after.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, keyA.String()))
 	operatortest.WaitForEnv(t, keyA, operatortest.ExpectReadyAndCurrent)
 
 	// A hook of its own name: installed, and run again by an upgrade
@@ -113,7 +112,7 @@ func TestHookNamedLikeAnotherObjectIsRefused(t *testing.T) {
 	envB = operatortest.WaitForEnv(t, keyB, operatortest.ExpectReadyAndCurrent)
 	hook := &corev1.ConfigMap{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: nsB, Name: "own-hook"}, hook)).To(Succeed())
-	g.Expect(hook.Annotations).To(HaveKeyWithValue(deploy.AnnotationOwner, keyB.String()))
+	g.Expect(hook.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, keyB.String()))
 	revision := envB.Status.Component("init").Release.Revision
 	operatortest.EditSpec(t, keyB, hookValues(`{"configMap": "own-hook", "version": "2"}`))
 	operatortest.WaitForEnv(t, keyB, func(g Gomega, env *v1alpha1.DevEnvironment) {

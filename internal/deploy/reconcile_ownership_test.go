@@ -57,7 +57,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(crd.GroupVersionKind())
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
-	g.Expect(got.GetLabels()).NotTo(HaveKey(deploy.LabelEnvironment), "not relabelled")
+	g.Expect(got.GetLabels()).NotTo(HaveKey(v1alpha1.LabelEnvironment), "not relabelled")
 
 	g.Expect(operatortest.Admin.Delete(ctx, env)).To(Succeed())
 	operatortest.ExpectEnvGone(t, ns, env.Name)
@@ -69,7 +69,7 @@ func TestExistingCRDIsNotTakenOver(t *testing.T) {
 	g.Expect(operatortest.Admin.Create(ctx, adopting)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(adopting), operatortest.ExpectReadyAndCurrent)
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got)).To(Succeed())
-	g.Expect(got.GetAnnotations()).To(HaveKeyWithValue(deploy.AnnotationOwner, ns+"/adopts"))
+	g.Expect(got.GetAnnotations()).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, ns+"/adopts"))
 	g.Expect(operatortest.Admin.Delete(ctx, adopting)).To(Succeed())
 	operatortest.ExpectGone(t, got)
 }

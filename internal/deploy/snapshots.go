@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
 // A no-op reconcile reads every object its components deployed, for
@@ -82,7 +84,7 @@ func (s *objectSnapshots) list(ctx context.Context, cl client.Reader, k listKey)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
-	opts := []client.ListOption{client.MatchingLabels{LabelEnvironment: k.environment}}
+	opts := []client.ListOption{client.MatchingLabels{v1alpha1.LabelEnvironment: k.environment}}
 	if k.namespace != "" {
 		opts = append(opts, client.InNamespace(k.namespace))
 	}

@@ -84,11 +84,11 @@ func (b *Builder) publish(ctx context.Context, repo name.Repository, top pushabl
 	if err != nil {
 		return 0, false, nil, err
 	}
+	if err := checkTagMoves(ctx, &state, digest.String()); err != nil {
+		return 0, false, nil, err
+	}
 	if !state.manifestMissing && len(state.tagsToMove) == 0 {
 		return 0, false, nil, nil
-	}
-	if err := checkTagMoves(ctx, state); err != nil {
-		return 0, false, nil, err
 	}
 
 	pusher, err := b.newPusher()
@@ -180,4 +180,25 @@ func (b *Builder) Holds(ctx context.Context, name, digest string, tags []string)
 		return false, err
 	}
 	return !state.manifestMissing && len(state.tagsToMove) == 0, nil
+}
+
+// Tagged is Holds for a repository shared with others: held is whether
+// the registry has name@digest and every one of tags, and moved names,
+// for each tag that names another digest now, that digest. A tag that is
+// missing is not held; a tag moved is for the caller to judge.
+func (b *Builder) Tagged(ctx context.Context, name, digest string, tags []string) (held bool, moved map[string]string, err error) {
+	repo, err := b.repository(name)
+	if err != nil {
+		return false, nil, err
+	}
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return false, nil, fault.Permanentf("image %s: digest %q: %v", name, digest, err)
+	}
+	state, err := b.inRegistry(ctx, repo, h, tags)
+	if err != nil {
+		return false, nil, err
+	}
+	// tagsToMove holds the missing tags and the moved ones (previous).
+	return !state.manifestMissing && len(state.tagsToMove) == len(state.previous), state.previous, nil
 }

@@ -29,8 +29,13 @@ func (e *Engine) Reconcile(ctx context.Context, req engine.Request) (engine.Resu
 }
 
 // Finalize has nothing to remove: synced pods belong to what the deploy
-// engine deployed.
-func (e *Engine) Finalize(context.Context, engine.Request) error { return nil }
+// engine deployed. An environment being deleted is forgotten.
+func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
+	if req.Component == nil && req.Env != nil {
+		e.forget(req.Env.UID)
+	}
+	return nil
+}
 
 // Deployed notes, once the deploy step applied the component, the digest
 // its pod templates now run: a live update compares new builds with it.

@@ -64,7 +64,7 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // pods synced and a *SyncError when a sync failed.
 func (e *Engine) converge(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
 	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, func() (map[string][]byte, error) {
-		if tars, ok := e.recall(img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
+		if tars, ok := e.recall(req.Env.UID, img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
 			return tars, nil
 		}
 		// The operator restarted since the live update: plan it again.
@@ -75,7 +75,7 @@ func (e *Engine) converge(ctx context.Context, req engine.Request, img *v1alpha1
 		if !d.Live {
 			return nil, errors.New(d.Reason)
 		}
-		e.remember(img.Name, ist.TemplateDigest, ist.LiveDigest, data)
+		e.remember(req.Env.UID, img.Name, ist.TemplateDigest, ist.LiveDigest, data)
 		return data, nil
 	})
 }

@@ -240,15 +240,44 @@ func layerChanges(old, next v1.Layer, entriesOf func(v1.Layer) (map[string]entry
 	return out, nil
 }
 
-// layerEntries reads a layer's tar into entries by absolute path.
+// ErrLayerNotItsDiffID is a layer whose uncompressed bytes are not the
+// diff ID its image's config names for it.
+var ErrLayerNotItsDiffID = errors.New("a layer's content is not the diff ID its image config names")
+
+// layerEntries reads a layer's tar into entries by absolute path. The
+// whole uncompressed stream is hashed and must be the layer's diff ID:
+// an image's config may name any ID for any bytes (a base another
+// tenant pushed), and a listing is remembered by what it claims
+// (Engine.entriesOf). Reading to the end also lets a registry layer
+// check its compressed digest, which it does at EOF.
 func layerEntries(l v1.Layer) (map[string]entry, error) {
+	claimed, err := l.DiffID()
+	if err != nil {
+		return nil, err
+	}
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rc.Close() }()
+	whole := sha256.New()
+	out, err := readEntries(io.TeeReader(rc, whole))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(whole, rc); err != nil {
+		return nil, err
+	}
+	if got := "sha256:" + hex.EncodeToString(whole.Sum(nil)); got != claimed.String() {
+		return nil, fmt.Errorf("%w (%s is %s)", ErrLayerNotItsDiffID, claimed, got)
+	}
+	return out, nil
+}
+
+// readEntries reads a tar into entries by absolute path.
+func readEntries(r io.Reader) (map[string]entry, error) {
 	out := map[string]entry{}
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/internal/timeline"
@@ -63,11 +64,11 @@ type Engine struct {
 
 	mu sync.Mutex
 	// tars keeps the last few live updates' tars, so a pod started later
-	// is synced without reading the images again.
+	// is synced without reading the images again (deliver_cache.go).
 	tars []cachedTar
-	// entries keeps the last few layers' listings by diff ID: the next
-	// live update compares with the layer this one brought, which is
-	// then not read from the registry again.
+	// entries keeps the last few layers' listings, per environment: the
+	// next live update compares with the layer this one brought, which
+	// is then not read from the registry again (deliver_cache.go).
 	entries []cachedEntries
 	// sessions are the open sync sessions by sessionKey; noStream the
 	// containers whose supervisor cannot stream.
@@ -147,7 +148,7 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 			rollout(ist, d.Reason)
 			return nil
 		}
-		e.remember(img.Name, ist.TemplateDigest, ist.Digest, tars)
+		e.remember(req.Env.UID, img.Name, ist.TemplateDigest, ist.Digest, tars)
 		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
 		ist.UpdateReason = message.Truncate(describeFiles(d.Files), v1alpha1.MaxUpdateReason)
 	}
@@ -248,7 +249,12 @@ func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
-	d, err := decide(old, next, img.LiveUpdate.Paths, e.layerEntries)
+	d, err := decide(old, next, img.LiveUpdate.Paths, e.entriesOf(req.Env.UID))
+	if errors.Is(err, ErrLayerNotItsDiffID) {
+		// A human must fix the image (its base, most likely): the
+		// kubelet would refuse to unpack it too.
+		return nil, nil, fault.Permanentf("live update of image %s: %v; a base image's config most likely lies (%s.base)", img.Name, err, imageField(req.Env, img.Name))
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: comparing %s with %s: %w", img.Name, ist.TemplateDigest, ist.Digest, err)
 	}
@@ -292,67 +298,14 @@ func describeFiles(files []File) string {
 	return fmt.Sprintf("synced in place: %d files: %s", len(files), strings.Join(names, ", "))
 }
 
-// cachedTar is one live update's tars, by platform (plan).
-type cachedTar struct {
-	image, from, to string
-	data            map[string][]byte
-}
-
-// maxCachedTars bounds the live updates whose tars are kept in memory.
-const maxCachedTars = 8
-
-func (e *Engine) remember(image, from, to string, data map[string][]byte) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.tars = append(e.tars, cachedTar{image: image, from: from, to: to, data: data})
-	if len(e.tars) > maxCachedTars {
-		e.tars = e.tars[1:]
-	}
-}
-
-func (e *Engine) recall(image, from, to string) (map[string][]byte, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, t := range e.tars {
-		if t.image == image && t.from == from && t.to == to {
-			return t.data, true
+// imageField is "spec.components[i].images[j]" of the image named image.
+func imageField(env *v1alpha1.DevEnvironment, image string) string {
+	for i, c := range env.Spec.Components {
+		for j, img := range c.Images {
+			if img.Name == image {
+				return fmt.Sprintf("spec.components[%d].images[%d]", i, j)
+			}
 		}
 	}
-	return nil, false
-}
-
-// cachedEntries is one layer's listing.
-type cachedEntries struct {
-	diffID  v1.Hash
-	entries map[string]entry
-}
-
-// maxCachedLayers bounds the listings kept in memory.
-const maxCachedLayers = 16
-
-// layerEntries lists a layer, from memory when it was listed lately.
-func (e *Engine) layerEntries(l v1.Layer) (map[string]entry, error) {
-	id, err := l.DiffID()
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	for _, c := range e.entries {
-		if c.diffID == id {
-			e.mu.Unlock()
-			return c.entries, nil
-		}
-	}
-	e.mu.Unlock()
-	entries, err := layerEntries(l)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.entries = append(e.entries, cachedEntries{diffID: id, entries: entries})
-	if len(e.entries) > maxCachedLayers {
-		e.entries = e.entries[1:]
-	}
-	return entries, nil
+	return "images[]"
 }

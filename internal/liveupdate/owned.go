@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/devloop-dev/devloop/internal/deploy"
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
 )
 
@@ -52,7 +52,7 @@ func (o *ownership) owns(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	var walked []types.UID
 	owned := false
 	for depth := 0; ; depth++ {
-		if obj.GetAnnotations()[deploy.AnnotationOwner] == o.owner {
+		if obj.GetAnnotations()[v1alpha1.AnnotationOwner] == o.owner {
 			owned = true
 			break
 		}

@@ -38,7 +38,7 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 		started := time.Now()
 		d, tarball, err := e.planFrom(ctx, req, img, &pending, "", assembled)
 		if err == nil && d.Live {
-			e.remember(img.Name, pending.TemplateDigest, digest, map[string][]byte{"": tarball})
+			e.remember(req.Env.UID, img.Name, pending.TemplateDigest, digest, map[string][]byte{"": tarball})
 			pending.LiveDigest = digest
 			synced, err := e.converge(ctx, req, img, &pending)
 			out.Synced = append(out.Synced, synced...)

@@ -168,8 +168,14 @@ func TestFetchesInFlightCountAgainstTheStoreBound(t *testing.T) {
 	_, err := f.Serve(ctx, "b", small, nil)
 	expectError(t, err, unavailable, []string{"the source store is full"})
 	close(release)
-	if err := <-done; err != nil {
-		t.Fatalf("the fetch in progress: %v", err)
+	// The big fetch ends either way: its archive and its extracted tree
+	// (1.5 MiB each, random text) are on disk together for a moment, 3 MiB
+	// against the 2 MiB store, so a watch tick that lands during the
+	// extraction (on a busy machine) rightly stops it, naming itself.
+	if err := <-done; err != nil && !strings.Contains(err.Error(), `source "big"`) {
+		t.Fatalf("the fetch in progress ended with another source's error: %v", err)
+	} else if err != nil {
+		t.Logf("the fetch in progress was stopped by the store's bound: %v", err)
 	}
 }
 

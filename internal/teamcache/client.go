@@ -136,9 +136,10 @@ func (e *StatusError) Error() string {
 }
 
 // refusedEntry says the service refused this one entry (too large, not
-// matching its ID), not the caller nor every request.
+// matching its ID, its namespace's share or uploads busy), not the
+// caller nor every request.
 func (e *StatusError) refusedEntry() bool {
-	return e.Code == http.StatusBadRequest || e.Code == http.StatusRequestEntityTooLarge
+	return e.Code == http.StatusBadRequest || e.Code == http.StatusRequestEntityTooLarge || e.Code == http.StatusTooManyRequests
 }
 
 func statusError(resp *http.Response) error {

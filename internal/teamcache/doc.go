@@ -12,8 +12,9 @@
 //     ServiceAccount;
 //   - it writes only its own environment's entries;
 //   - it reads its own, then those of the environments its spec.cache.
-//     readFrom names, each only while its ServiceAccount may get that
-//     DevEnvironment (SubjectAccessReview, CheckReadFrom): an entry
+//     readFrom names, each only while its ServiceAccount may readcache
+//     that DevEnvironment (a verb of its own, not in view;
+//     SubjectAccessReview, CheckReadFrom): an entry
 //     another tenant wrote is never read by an environment that did not
 //     name it;
 //   - every body is checked against its output ID (the SHA-256 the go
@@ -21,5 +22,8 @@
 //     received, so a body cannot pass for another output. An action ID's
 //     answer cannot be checked (the go command computes it from inputs
 //     the cache never sees): that is what the trust above is for;
-//   - the store is bounded: least recently used entries go first.
+//   - the store is bounded, per namespace and whole (shares.go): a
+//     namespace's writes evict its own least recently used entries first,
+//     an upload's room is reserved before its body is read, a namespace
+//     has a bounded number of uploads at once, and a slow body is cut.
 package teamcache

@@ -48,7 +48,7 @@ func TestGoBuildReadsTeamCache(t *testing.T) {
 	a := newTenantEnv(t, "gobuild-a-", srv)
 	b := newTenantEnv(t, "gobuild-b-", srv, sourceOf(a))
 	c := newTenantEnv(t, "gobuild-c-", srv)
-	grantGet(t, a, b)
+	grantReadCache(t, a, b)
 
 	// DEVLOOP_TEAMCACHE_MODULE and DEVLOOP_TEAMCACHE_PACKAGE build another
 	// tree (its modules in the host's module cache), e.g.

@@ -4,9 +4,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,9 +33,18 @@ const (
 	// DefaultAudience is the audience of the projected token builder pods
 	// present: a token made for the cache is good for nothing else.
 	DefaultAudience = "devloop-build-cache"
-	// DefaultMaxObjectBytes bounds one body.
-	DefaultMaxObjectBytes = 512 << 20
-	maxTokenBytes         = 16 << 10
+	// DefaultMaxObjectBytes bounds one body. What the go command puts
+	// through GOCACHEPROG are package archives, export data, vet and test
+	// outputs (linked executables are never sent: its program cache has
+	// no PutExecutable); the largest in a GOCACHE of this operator's
+	// builds and tests (client-go, Helm, controller-runtime) is 30 MB.
+	DefaultMaxObjectBytes = 128 << 20
+	// DefaultBodyGrace and DefaultMinBodyRate bound how long a body may
+	// take: the grace plus its size at the rate. A body slower than that
+	// is cut and its room released (a trickle would hold it for good).
+	DefaultBodyGrace   = 10 * time.Second
+	DefaultMinBodyRate = 1 << 20 // bytes per second
+	maxTokenBytes      = 16 << 10
 )
 
 // Server serves the store to builder pods.
@@ -47,7 +59,11 @@ type Server struct {
 	DefaultServiceAccount string
 	// MaxObjectBytes bounds a PUT's body (DefaultMaxObjectBytes).
 	MaxObjectBytes int64
-	Log            logr.Logger
+	// BodyGrace and MinBodyRate bound the time a PUT's body may take
+	// (DefaultBodyGrace, DefaultMinBodyRate).
+	BodyGrace   time.Duration
+	MinBodyRate int64
+	Log         logr.Logger
 
 	callers callers
 }
@@ -128,17 +144,58 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, who caller, action 
 		http.Error(w, "a body of known length up to "+strconv.FormatInt(limit, 10)+" bytes is required", http.StatusRequestEntityTooLarge)
 		return
 	}
+	// The listener's read timeout is for the largest body on a slow
+	// link; this one's is for its own size.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout(r.ContentLength))); err != nil {
+		s.Log.Error(err, "setting a build cache upload's deadline")
+	}
 	err = s.Store.Put(who.Own, action, output, r.Body, r.ContentLength)
-	if errors.Is(err, ErrCorrupt) {
-		http.Error(w, "the body does not match its output ID", http.StatusBadRequest)
-		return
-	}
-	if err != nil {
+	switch code := statusOf(err); {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case code == http.StatusInternalServerError:
 		s.Log.Error(err, "writing the build cache", "caller", who.describe())
-		http.Error(w, "cannot write the cache", http.StatusInternalServerError)
-		return
+		http.Error(w, "cannot write the cache", code)
+	default:
+		s.Log.V(1).Info("build cache upload refused", "caller", who.describe(), "reason", err.Error())
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		http.Error(w, err.Error(), code)
 	}
-	w.WriteHeader(http.StatusNoContent)
+}
+
+// bodyTimeout is how long a body of size bytes may take.
+func (s *Server) bodyTimeout(size int64) time.Duration {
+	grace, rate := s.BodyGrace, s.MinBodyRate
+	if grace <= 0 {
+		grace = DefaultBodyGrace
+	}
+	if rate <= 0 {
+		rate = DefaultMinBodyRate
+	}
+	return grace + time.Duration(size/rate)*time.Second
+}
+
+// statusOf is the answer to a PUT the store failed with err: the
+// refusals of one entry are 4xx (the program skips the entry and keeps
+// the cache, client.go), the service's own failures 500.
+func statusOf(err error) int {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrFull):
+		return http.StatusTooManyRequests
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return http.StatusRequestTimeout
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// The client went away mid-body.
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }
 
 func actionID(path string) ([]byte, bool) {

@@ -44,16 +44,33 @@ func (e Env) valid() bool {
 // file the output ID in hex, a newline, and the body. A body is checked
 // against its output ID (SHA-256 of the bytes, as the go command computes
 // it) when it is written and again every time it is read, so a file
-// changed on disk is never served. The whole store is bounded by MaxBytes:
-// past it, the least recently used entries go first, whoever wrote them.
+// changed on disk is never served.
+//
+// The store is shared by every tenant, so it is bounded per namespace as
+// well as whole (shares.go): an upload reserves its room before its body
+// is read, within its namespace's share, evicting that namespace's own
+// least recently used entries first and then the store's; a namespace
+// has at most MaxUploads uploads at once.
 type Store struct {
-	Root     string
+	Root string
+	// MaxBytes bounds the whole store, uploads in progress included (0:
+	// unbounded).
 	MaxBytes int64
+	// NamespaceMaxBytes bounds what the environments of one namespace
+	// hold together (0: half of MaxBytes).
+	NamespaceMaxBytes int64
+	// MaxUploads bounds one namespace's uploads at once
+	// (DefaultMaxUploads).
+	MaxUploads int
 
 	mu      sync.Mutex
 	scanned bool
 	total   int64
 	entries map[string]*entry // by path relative to Root
+	// byNamespace is what each namespace's entries hold; uploads, what
+	// its uploads in progress have reserved.
+	byNamespace map[string]int64
+	uploads     map[string]*uploads
 }
 
 type entry struct {
@@ -144,6 +161,13 @@ func (s *Store) Put(env Env, action, output []byte, body io.Reader, size int64) 
 	if err := s.scan(); err != nil {
 		return err
 	}
+	// The room is taken before a byte of the body is read: what is being
+	// written counts as written.
+	room, err := s.Reserve(env, size)
+	if err != nil {
+		return err
+	}
+	defer room.Release()
 	if err := os.MkdirAll(filepath.Join(s.Root, tmpDir), 0o700); err != nil {
 		return err
 	}
@@ -172,7 +196,7 @@ func (s *Store) Put(env Env, action, output []byte, body io.Reader, size int64) 
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return err
 	}
-	s.add(rel, int64(2*IDLen+1)+size)
+	room.commit(rel)
 	return nil
 }
 
@@ -189,6 +213,7 @@ func (s *Store) Forget(env Env) error {
 	for rel, e := range s.entries {
 		if strings.HasPrefix(rel, prefix) {
 			s.total -= e.size
+			s.byNamespace[env.Namespace] -= e.size
 			delete(s.entries, rel)
 		}
 	}
@@ -196,11 +221,11 @@ func (s *Store) Forget(env Env) error {
 	return os.RemoveAll(filepath.Join(s.Root, env.Namespace, env.Name))
 }
 
-// Size is the bytes the store holds.
+// Size is the bytes the store holds, uploads in progress included.
 func (s *Store) Size() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.total
+	return s.total + s.reserved("")
 }
 
 // scan learns what a store left by an earlier operator process holds,
@@ -212,6 +237,8 @@ func (s *Store) scan() error {
 		return nil
 	}
 	s.entries = map[string]*entry{}
+	s.byNamespace = map[string]int64{}
+	s.uploads = map[string]*uploads{}
 	_ = os.RemoveAll(filepath.Join(s.Root, tmpDir))
 	err := filepath.WalkDir(s.Root, func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -230,6 +257,7 @@ func (s *Store) scan() error {
 		}
 		s.entries[rel] = &entry{size: info.Size(), used: info.ModTime()}
 		s.total += info.Size()
+		s.byNamespace[namespaceOf(rel)] += info.Size()
 		return nil
 	})
 	if err != nil {
@@ -257,36 +285,14 @@ func (s *Store) remove(rel string) {
 func (s *Store) drop(rel string) {
 	if e := s.entries[rel]; e != nil {
 		s.total -= e.size
+		s.byNamespace[namespaceOf(rel)] -= e.size
 		delete(s.entries, rel)
 	}
 	_ = os.Remove(filepath.Join(s.Root, rel))
 }
 
-// add accounts a written entry and, when the store is over its bound,
-// collects the least recently used entries (the new one last of all).
-func (s *Store) add(rel string, size int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old := s.entries[rel]; old != nil {
-		s.total -= old.size
-	}
-	s.entries[rel] = &entry{size: size, used: time.Now()}
-	s.total += size
-	if s.MaxBytes <= 0 || s.total <= s.MaxBytes {
-		return
-	}
-	byUse := make([]string, 0, len(s.entries))
-	for p := range s.entries {
-		byUse = append(byUse, p)
-	}
-	slices.SortFunc(byUse, func(a, b string) int { return s.entries[a].used.Compare(s.entries[b].used) })
-	// Down to nine tenths of the bound, so a store at its bound does not
-	// sort its entries on every write.
-	target := s.MaxBytes / 10 * 9
-	for _, p := range byUse {
-		if s.total <= target {
-			break
-		}
-		s.drop(p)
-	}
+// namespaceOf is the namespace of the entry at rel.
+func namespaceOf(rel string) string {
+	ns, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return ns
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // The store stays within its bound, dropping the least recently used
-// entries first whoever wrote them; an entry read recently stays.
+// entries of the writer's namespace first (its share is half the
+// store); an entry read recently stays.
 func TestStoreCollectsLeastRecentlyUsed(t *testing.T) {
 	const bound = 20 << 10
 	s := &Store{Root: t.TempDir(), MaxBytes: bound}

@@ -93,21 +93,23 @@ func podToken(t *testing.T, pod *corev1.Pod, audience string) string {
 	return f
 }
 
-// grantGet lets reader's ServiceAccount get the DevEnvironment of target.
-func grantGet(t *testing.T, target, reader tenantEnv) {
+// grantReadCache lets reader's ServiceAccount read the build cache of
+// target's DevEnvironment (the verb readcache on it, as
+// docs/team-cache.md shows).
+func grantReadCache(t *testing.T, target, reader tenantEnv) {
 	t.Helper()
 	ctx := context.Background()
 	ns := target.env.Namespace
 	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "read-devenv-"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "read-cache-"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"devenvironments"},
-			ResourceNames: []string{target.env.Name}, Verbs: []string{"get"}}},
+			ResourceNames: []string{target.env.Name}, Verbs: []string{VerbReadCache}}},
 	}
 	if err := admin.Create(ctx, role); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "read-devenv-"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "read-cache-"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: reader.env.Namespace, Name: reader.env.Spec.ServiceAccountName}},
 	}

@@ -14,12 +14,18 @@ import (
 	"github.com/devloop-dev/devloop/internal/registryauth"
 )
 
+// VerbReadCache is the verb on a DevEnvironment that lets a
+// ServiceAccount's environment read its build cache (spec.cache.readFrom).
+// It is a verb of its own, not get: get is in the built-in view role, and
+// viewing an environment must not open its cache.
+const VerbReadCache = "readcache"
+
 // Reviewer is the API server's judgement: who a token is (TokenReview)
-// and whether a ServiceAccount may get a DevEnvironment
+// and whether a ServiceAccount may read a DevEnvironment's build cache
 // (SubjectAccessReview). KubeReviewer is the real one.
 type Reviewer interface {
 	Authenticate(ctx context.Context, token string, audiences []string) (user authnv1.UserInfo, ok bool, err error)
-	MayGetEnvironment(ctx context.Context, user string, env Env) (bool, error)
+	MayReadCache(ctx context.Context, user string, env Env) (bool, error)
 }
 
 // KubeReviewer asks the API server as the operator (its ClusterRole may
@@ -34,9 +40,9 @@ func NewKubeReviewer(c kubernetes.Interface) KubeReviewer {
 	return KubeReviewer{registryauth.KubeReviewer{Client: c}}
 }
 
-// MayGetEnvironment is a SubjectAccessReview: may user get the
+// MayReadCache is a SubjectAccessReview: may user readcache the
 // DevEnvironment env?
-func (k KubeReviewer) MayGetEnvironment(ctx context.Context, user string, env Env) (bool, error) {
+func (k KubeReviewer) MayReadCache(ctx context.Context, user string, env Env) (bool, error) {
 	sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
 		Spec: authzv1.SubjectAccessReviewSpec{
 			User: user,
@@ -45,7 +51,7 @@ func (k KubeReviewer) MayGetEnvironment(ctx context.Context, user string, env En
 			Groups: serviceAccountGroups(user),
 			ResourceAttributes: &authzv1.ResourceAttributes{
 				Group: v1alpha1.GroupVersion.Group, Resource: "devenvironments",
-				Namespace: env.Namespace, Name: env.Name, Verb: "get",
+				Namespace: env.Namespace, Name: env.Name, Verb: VerbReadCache,
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -71,8 +77,8 @@ func serviceAccountGroups(user string) []string {
 	return groups
 }
 
-// ReadRefusedError is an entry of spec.cache.readFrom the environment's
-// ServiceAccount may not get.
+// ReadRefusedError is an entry of spec.cache.readFrom whose cache the
+// environment's ServiceAccount may not read.
 type ReadRefusedError struct {
 	Index int
 	From  Env
@@ -80,11 +86,11 @@ type ReadRefusedError struct {
 }
 
 func (e *ReadRefusedError) Error() string {
-	return fmt.Sprintf("spec.cache.readFrom[%d]: %s may not get DevEnvironment %s, so this environment may not read its build cache (grant get on it)", e.Index, e.User, e.From)
+	return fmt.Sprintf("spec.cache.readFrom[%d]: %s may not %s DevEnvironment %s, so this environment may not read its build cache (grant the verb %s on it)", e.Index, e.User, VerbReadCache, e.From, VerbReadCache)
 }
 
 // CheckReadFrom asks, for each entry of env's spec.cache.readFrom, whether
-// the environment's ServiceAccount (sa) may get that DevEnvironment, and
+// the environment's ServiceAccount (sa) may readcache that DevEnvironment, and
 // returns the environments it may read, in order, or a ReadRefusedError
 // for the first it may not. An entry naming env itself is left out: its
 // own cache is read first anyway.
@@ -97,7 +103,7 @@ func CheckReadFrom(ctx context.Context, r Reviewer, env *v1alpha1.DevEnvironment
 		if e == self {
 			continue
 		}
-		ok, err := r.MayGetEnvironment(ctx, user, e)
+		ok, err := r.MayReadCache(ctx, user, e)
 		if err != nil {
 			return nil, fmt.Errorf("spec.cache.readFrom[%d]: cannot review access to %s: %w", i, e, err)
 		}

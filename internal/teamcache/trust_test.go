@@ -47,7 +47,7 @@ func get(t *testing.T, c *Client, e testEntry) (body, from string) {
 }
 
 // Two tenants in two namespaces: B names A in spec.cache.readFrom and
-// may get A's DevEnvironment; C names A too but may not. The service
+// may read A's cache (readcache on A); C names A too but may not. The service
 // runs as the operator under the chart's ClusterRole and knows callers
 // only by their pods' tokens.
 func TestReadFromIsTrustedAndOneWay(t *testing.T) {
@@ -56,7 +56,7 @@ func TestReadFromIsTrustedAndOneWay(t *testing.T) {
 	a := newTenantEnv(t, "cache-a-", srv)
 	b := newTenantEnv(t, "cache-b-", srv, sourceOf(a))
 	c := newTenantEnv(t, "cache-c-", srv, sourceOf(a))
-	grantGet(t, a, b)
+	grantReadCache(t, a, b)
 
 	shared := newEntry("compile k8s.io/client-go/informers", "compiled by A")
 	put(t, a.client, shared)
@@ -86,10 +86,10 @@ func TestReadFromIsTrustedAndOneWay(t *testing.T) {
 		t.Fatalf("B read %q from %q, want its own entry first", body, from)
 	}
 
-	// C names A but may not get it: the service reads nothing of A for C,
+	// C names A but may not readcache it: the service reads nothing of A for C,
 	// and the check the reconcile stalls on names the field.
 	if body, from := get(t, c.client, shared); body != "" {
-		t.Fatalf("C read %q from %s without get on A", body, from)
+		t.Fatalf("C read %q from %s without readcache on A", body, from)
 	}
 	_, err := CheckReadFrom(ctx, svc.Reviewer, c.env, "builder")
 	var refused *ReadRefusedError
@@ -145,7 +145,7 @@ func TestCorruptEntriesAreRefused(t *testing.T) {
 	svc, srv := newService(t)
 	a := newTenantEnv(t, "cache-corrupt-", srv)
 	b := newTenantEnv(t, "cache-corrupt-", srv, sourceOf(a))
-	grantGet(t, a, b)
+	grantReadCache(t, a, b)
 
 	lie := newEntry("compile fmt", "the real object")
 	lie.body = []byte("something else")

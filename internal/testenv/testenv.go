@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -49,6 +50,31 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// startTimeout bounds the start of etcd, of kube-apiserver and the wait
+// for the CRDs. envtest's defaults (20 s, 10 s) are for an idle machine:
+// at a load average of 30 on 2 cores, kube-apiserver took longer than 20 s
+// to answer, five times over, and every suite of `make test` failed before
+// its first test. KUBEBUILDER_CONTROLPLANE_START_TIMEOUT still overrides.
+const startTimeout = 3 * time.Minute
+
+// environment is the envtest of Start, not started.
+func environment(assets string) *envtest.Environment {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                Scheme(),
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: startTimeout},
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = startTimeout
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") == "" {
+		env.ControlPlaneStopTimeout = time.Minute
+	}
+	return env
+}
+
 // Start starts etcd and kube-apiserver with the CRDs of config/crd/bases
 // installed. Stop the returned environment when done.
 func Start() (*envtest.Environment, error) {
@@ -56,12 +82,7 @@ func Start() (*envtest.Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                Scheme(),
-	}
+	env := environment(assets)
 	if _, err := env.Start(); err != nil {
 		// Start may fail after etcd and the apiserver are up (a CRD the
 		// server refuses, say); stop them so no process outlives the test.

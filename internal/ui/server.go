@@ -47,9 +47,6 @@ type Actions interface {
 type Handlers struct {
 	Store   *Store
 	Actions Actions
-	// CSRF is the token the page must send back on actions (the guard
-	// checks it); it is handed to the page by /api/session.
-	CSRF string
 	// Scope is shown on the page.
 	Scope Scope
 	// Forwards are the port-forwards started from the page; nil: the page
@@ -83,7 +80,7 @@ func (h *Handlers) Handler() http.Handler {
 		_, _ = io.Copy(w, f)
 	})
 	mux.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"csrf": h.CSRF, "namespace": h.Scope.Namespace, "selector": h.Scope.Selector})
+		writeJSON(w, http.StatusOK, map[string]any{"namespace": h.Scope.Namespace, "selector": h.Scope.Selector})
 	})
 	mux.HandleFunc("GET /api/stream", h.stream)
 	mux.HandleFunc("GET /api/logs", h.logs)

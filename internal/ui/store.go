@@ -194,13 +194,8 @@ type EventView struct {
 	uid     string
 }
 
-func (s *Store) onEvent(obj any) {
-	ev, ok := obj.(*corev1.Event)
-	if !ok {
-		return
-	}
-	s.clearProblem("events")
-	key := ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
+// eventViewOf is what the page shows of an Event.
+func eventViewOf(ev *corev1.Event) EventView {
 	last := ev.LastTimestamp.Time
 	if last.IsZero() {
 		last = ev.EventTime.Time
@@ -208,7 +203,31 @@ func (s *Store) onEvent(obj any) {
 	if last.IsZero() {
 		last = ev.CreationTimestamp.Time
 	}
-	v := EventView{Type: ev.Type, Reason: ev.Reason, Message: bounded(ev.Message, 1024), Count: ev.Count, Last: last, uid: string(ev.UID)}
+	// An Event written through events.k8s.io leaves the core count at 0
+	// and counts repeats in its series; seen at all, it happened once.
+	count := ev.Count
+	if se := ev.Series; se != nil {
+		if se.Count > count {
+			count = se.Count
+		}
+		if se.LastObservedTime.After(last) {
+			last = se.LastObservedTime.Time
+		}
+	}
+	if count < 1 {
+		count = 1
+	}
+	return EventView{Type: ev.Type, Reason: ev.Reason, Message: bounded(ev.Message, 1024), Count: count, Last: last, uid: string(ev.UID)}
+}
+
+func (s *Store) onEvent(obj any) {
+	ev, ok := obj.(*corev1.Event)
+	if !ok {
+		return
+	}
+	s.clearProblem("events")
+	key := ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
+	v := eventViewOf(ev)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	list := s.events[key]

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/plan"
@@ -30,7 +31,7 @@ type EnvView struct {
 	Object          any        `json:"object"`
 }
 
-// PushView is the newest source revision the operator fetched.
+// PushView is the newest source revision the operator took.
 type PushView struct {
 	Source   string    `json:"source"`
 	Revision string    `json:"revision"`
@@ -103,14 +104,19 @@ func stateOf(env *v1alpha1.DevEnvironment) (string, string) {
 	return "Unknown", "not reconciled yet"
 }
 
+// lastPush is the newest source revision the operator took: it stamps
+// lastResolveTime when a reference resolves to new content (a push to an
+// OCI source, a new commit) and lastFetchTime when a fetch brings content
+// of another digest; an OCI source's content is never fetched for a new
+// digest (the reference named it), so lastFetchTime alone misses pushes.
+// The page prefers the timeline's newest change when it has one.
 func lastPush(env *v1alpha1.DevEnvironment) *PushView {
 	var p *PushView
 	for _, s := range env.Status.Sources {
-		if s.LastFetchTime == nil {
-			continue
-		}
-		if p == nil || s.LastFetchTime.After(p.When) {
-			p = &PushView{Source: s.Name, Revision: s.Revision, When: s.LastFetchTime.Time}
+		for _, t := range []*metav1.Time{s.LastFetchTime, s.LastResolveTime} {
+			if t != nil && (p == nil || t.After(p.When)) {
+				p = &PushView{Source: s.Name, Revision: s.Revision, When: t.Time}
+			}
 		}
 	}
 	return p
@@ -129,6 +135,9 @@ func lastActivity(env *v1alpha1.DevEnvironment) *time.Time {
 	for _, s := range env.Status.Sources {
 		if s.LastFetchTime != nil {
 			see(&s.LastFetchTime.Time)
+		}
+		if s.LastResolveTime != nil {
+			see(&s.LastResolveTime.Time)
 		}
 	}
 	for _, c := range env.Status.Components {

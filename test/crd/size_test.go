@@ -86,6 +86,7 @@ var perEnvironment = map[string]budget{
 // sharedText are strings whose characters a CEL rule totals across the
 // environment: each counts its quotes, the total is added once.
 var sharedText = map[string]budget{
+	"status.components[].message":                       {"componentMessages", v1alpha1.MaxComponentMessages},
 	"status.components[].inventory[].group":             {"inventoryText", v1alpha1.MaxInventoryText},
 	"status.components[].inventory[].version":           {"inventoryText", v1alpha1.MaxInventoryText},
 	"status.components[].inventory[].kind":              {"inventoryText", v1alpha1.MaxInventoryText},

@@ -39,6 +39,15 @@ var statusTotals = map[string]statusTotal{
 		},
 		message: "at most 16 images (components[].images)",
 	},
+	"component messages": {
+		status: func(over bool) v1alpha1.DevEnvironmentStatus {
+			return withComponents(spread(v1alpha1.MaxComponentMessages, over, v1alpha1.MaxComponentMessage), func(c *v1alpha1.ComponentStatus, n int) {
+				c.Message = strings.Repeat("m", n)
+			})
+		},
+		message: "at most 16384 characters of messages (components[].message)",
+		fit:     bound,
+	},
 	"inventory objects": {
 		status: func(over bool) v1alpha1.DevEnvironmentStatus {
 			return withComponents(spread(v1alpha1.MaxInventory, over, 200), func(c *v1alpha1.ComponentStatus, n int) {

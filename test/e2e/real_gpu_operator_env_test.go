@@ -223,15 +223,16 @@ func editOperator(t *testing.T, dir string, n int) string {
 
 var errStillThere = errors.New("still there")
 
-// allowReadEnvironment lets the deployer of ns get first, which
-// spec.cache.readFrom needs.
+// allowReadEnvironment lets the deployer of ns read first's build cache
+// (the verb readcache, teamcache.VerbReadCache), which spec.cache.readFrom
+// needs.
 func allowReadEnvironment(t *testing.T, first *v1alpha1.DevEnvironment, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	g := NewWithT(t)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: first.Namespace, Name: "read-" + first.Name},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"devenvironments"},
-			ResourceNames: []string{first.Name}, Verbs: []string{"get"}}}}
+			ResourceNames: []string{first.Name}, Verbs: []string{"readcache"}}}}
 	g.Expect(dc.Client.Create(ctx, role)).To(Succeed())
 	g.Expect(dc.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: first.Namespace, Name: "read-" + first.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},

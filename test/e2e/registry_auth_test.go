@@ -140,17 +140,23 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	// A pod of each team asks the token service for push on team-a's
 	// source repository and starts a blob upload with what it got.
 	target := nsA + "/src"
-	g.Expect(pushAttempt(t, nsA, target)).To(ContainSubstring("push: accepted"))
+	accepted := pushAttempt(t, nsA, target)
+	// The pod's own token is of the API server's audience: the token
+	// service refuses it (issue 44 item 3), and the registry token pushes.
+	g.Expect(accepted).To(And(ContainSubstring("api token: refused"), ContainSubstring("401"), ContainSubstring("push: accepted")))
 	refused := pushAttempt(t, nsB, target)
 	g.Expect(refused).To(And(ContainSubstring("push: refused"), ContainSubstring("401")))
 	t.Logf("team-b's pod: %s", refused)
 }
 
-// pushAttemptScript gets a registry token with the pod's ServiceAccount
-// token and starts a blob upload into $REPO with it.
-const pushAttemptScript = `T=$(cat /var/run/secrets/kubernetes.io/serviceaccount/token)
-R=http://` + bundledService + `
-A=$(printf 'k8s:%s' "$T" | base64 | tr -d '\n')
+// pushAttemptScript first offers the pod's own ServiceAccount token (of
+// the API server's audience: an API credential the token service must
+// refuse), then gets a registry token with the projected token of the
+// devloop-registry audience and starts a blob upload into $REPO with it.
+const pushAttemptScript = `R=http://` + bundledService + `
+A=$(printf 'k8s:%s' "$(cat /var/run/secrets/kubernetes.io/serviceaccount/token)" | base64 | tr -d '\n')
+if wget -q -O /dev/null --header "Authorization: Basic $A" "$R/token?service=devloop-registry&scope=repository:$REPO:pull" 2>/tmp/api; then echo "api token: accepted"; else echo "api token: refused $(cat /tmp/api)"; fi
+A=$(printf 'k8s:%s' "$(cat /var/run/secrets/devloop-registry/token)" | base64 | tr -d '\n')
 J=$(wget -q -O - --header "Authorization: Basic $A" "$R/token?service=devloop-registry&scope=repository:$REPO:pull,push" 2>&1) || { echo "token: refused $J"; exit 0; }
 B=$(echo "$J" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
 if wget -q -O /dev/null --header "Authorization: Bearer $B" --post-data '' "$R/v2/$REPO/blobs/uploads/" 2>/tmp/err; then echo "push: accepted"; else echo "push: refused $(cat /tmp/err)"; fi`
@@ -166,11 +172,15 @@ func pushAttempt(t *testing.T, ns, repo string) string {
 		Spec: corev1.PodSpec{
 			ServiceAccountName: "deployer",
 			RestartPolicy:      corev1.RestartPolicyNever,
+			Volumes: []corev1.Volume{{Name: "registry-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+					Audience: "devloop-registry", ExpirationSeconds: ptr.To(int64(600)), Path: "token"}}}}}}},
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "push", Image: busybox, Command: []string{"sh", "-c", pushAttemptScript},
-				Env: []corev1.EnvVar{{Name: "REPO", Value: repo}},
+				Env:          []corev1.EnvVar{{Name: "REPO", Value: repo}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "registry-token", MountPath: "/var/run/secrets/devloop-registry", ReadOnly: true}},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},

@@ -77,17 +77,22 @@ func vcsimSuite(goproxy string) v1alpha1.TestSuite {
 }
 
 // TestOneCompilePerTree is issue 34's first and third goals on the real
-// cluster, measured in one run: the fixture's largest binary built alone
-// from a cold cache; then the three images of the same tree in another
-// environment, cold, one run spec, one shared cache claim, their builder
-// Jobs one after the other; then the unit-test suite's first run in that
-// environment (its cache is the images' cache) against the same suite in
-// an environment of its own (an empty cache). The figures are printed for
-// docs/performance.md, not asserted; the Jobs taking turns is asserted.
+// cluster: the three images of the fixture's tree, cold, one run spec, one
+// shared cache claim, their builder Jobs one after the other (asserted);
+// the unit-test suite's first run in that environment (its cache is the
+// images' cache); then a second environment in another namespace that
+// reads the tree's team cache (spec.cache.readFrom) and builds the same
+// binary: the tree is compiled cold once for both goals (issue 43: the
+// e2e suite compiles each tree once). The two cold compiles that only
+// give ratios (the largest binary alone; the suite with an empty cache)
+// run with DEVLOOP_E2E_RATIOS=1 (make bench-onecompile), not in make e2e.
+// It runs in parallel with the cases that only wait.
 func TestOneCompilePerTree(t *testing.T) {
 	c := need(t)
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
+	ratios := os.Getenv("DEVLOOP_E2E_RATIOS") == "1"
 	dir, files := vcsimFiles(t)
 	goproxy := hostGoProxy(t, dir)
 	loadAtStart, _ := os.ReadFile("/proc/loadavg")
@@ -105,14 +110,14 @@ func TestOneCompilePerTree(t *testing.T) {
 		return time.Since(start)
 	}
 
-	// The largest binary alone, cold; or its figure from an earlier
-	// session (DEVLOOP_E2E_ALONE_TOOK=4m45s), when one locked session on
-	// a loaded machine cannot hold every phase.
+	// The largest binary alone, cold, for the ratio (benchmark only); or
+	// its figure from an earlier session (DEVLOOP_E2E_ALONE_TOOK=4m45s).
 	largest := "webhook-manager"
 	aloneTook, err := time.ParseDuration(os.Getenv("DEVLOOP_E2E_ALONE_TOOK"))
-	if err == nil {
+	switch {
+	case err == nil:
 		t.Logf("%s alone, cold cache: Ready in %s (an earlier session's figure)", largest, aloneTook)
-	} else {
+	case ratios:
 		alone := newEnv(namespace(t, "e2e-onecompile-alone"), "alone").PushingImages().
 			Components(Component("vcsim", Images(vcsimImage(largest, goproxy)))).Build()
 		aloneTook = readyIn(alone, 8*time.Minute)
@@ -126,9 +131,16 @@ func TestOneCompilePerTree(t *testing.T) {
 		images = append(images, vcsimImage(name, goproxy))
 	}
 	tree := newEnv(treeNS, "vcsim").PushingImages().Components(Component("vcsim", Images(images...))).Tests(vcsimSuite(goproxy)).Build()
-	treeTook := readyIn(tree, 10*time.Minute)
-	t.Logf("three images of one tree, cold cache: Ready in %s = %.2f x %s alone", treeTook.Round(100*time.Millisecond),
-		treeTook.Seconds()/aloneTook.Seconds(), largest)
+	// 20 minutes: the one cold compile of client-go in the suite, beside
+	// the waiting cases and whatever else loads the machine (at load
+	// 30-40 on 2 cores it took longer than 10).
+	treeTook := readyIn(tree, 20*time.Minute)
+	if aloneTook > 0 {
+		t.Logf("three images of one tree, cold cache: Ready in %s = %.2f x %s alone", treeTook.Round(100*time.Millisecond),
+			treeTook.Seconds()/aloneTook.Seconds(), largest)
+	} else {
+		t.Logf("three images of one tree, cold cache: Ready in %s", treeTook.Round(100*time.Millisecond))
+	}
 
 	// Their builder Jobs mounted one claim and took turns.
 	claim := build.CacheClaimName(tree, vcsimImages[0])
@@ -163,11 +175,27 @@ func TestOneCompilePerTree(t *testing.T) {
 		t.Logf("unit suite's cache program: %q", summaries)
 		g.Expect(summaries).NotTo(BeEmpty(), "the suite's go did not run through the builders' GOCACHEPROG:\n"+warm.LogTail)
 	}
+	t.Logf("unit suite's first run after the images were built: %s", took(warm).Round(100*time.Millisecond))
+
+	secondEnvironmentReadsTheTreesCache(t, tree, files, goproxy, treeTook)
+
+	if ratios {
+		suiteWithAnEmptyCache(t, files, goproxy, took(warm), loadAtStart)
+	}
+}
+
+// suiteWithAnEmptyCache runs the fixture's unit suite in an environment of
+// its own (an empty cache) and prints it against the warm run: a second
+// cold compile of the tree, for the ratio only (make bench-onecompile).
+func suiteWithAnEmptyCache(t *testing.T, files Files, goproxy string, warm time.Duration, loadAtStart []byte) {
+	c := need(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	took := func(r *v1alpha1.TestRun) time.Duration { return r.CompletionTime.Sub(r.StartTime.Time) }
 	empty := newEnv(namespace(t, "e2e-onecompile-empty"), "empty").Tests(vcsimSuite(goproxy)).Build()
 	pushOnly(t, empty, sourceDir(t, files))
 	g.Expect(c.Client.Create(ctx, empty)).To(Succeed())
 	setTrigger(t, empty, "unit")
-	t.Logf("unit suite's first run after the images were built: %s", took(warm).Round(100*time.Millisecond))
 	// Bounded by the test's deadline: a run not finished by then is said
 	// so (and its namespace deleted), not waited for past it.
 	within := 10 * time.Minute
@@ -194,6 +222,6 @@ func TestOneCompilePerTree(t *testing.T) {
 	}
 	g.Expect(cold.Result).To(Equal(v1alpha1.ResultPassed), "run failed: "+cold.Message+"\n"+cold.LogTail)
 	t.Logf("unit suite's first run after the images were built: %s; with an empty cache: %s (%.1f x); load average at start %s, at end %s",
-		took(warm).Round(100*time.Millisecond), took(cold).Round(100*time.Millisecond), took(cold).Seconds()/took(warm).Seconds(),
+		warm.Round(100*time.Millisecond), took(cold).Round(100*time.Millisecond), took(cold).Seconds()/warm.Seconds(),
 		strings.TrimSpace(string(loadAtStart)), strings.TrimSpace(string(loadAtEnd)))
 }

@@ -50,11 +50,11 @@ func TestUI(t *testing.T) {
 		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
 		cli.Run(ctx, []string{"--kubeconfig", c.Kubeconfig, "-n", ns, "ui", "--no-open"}, streams, cli.Options{})
 	}()
-	urlRE := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]+)`)
+	urlRE := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/\?code=[0-9a-f]+`)
 	var m []string
 	g.Eventually(func() []string { m = urlRE.FindStringSubmatch(out.String()); return m }, time.Minute, 50*time.Millisecond).ShouldNot(BeNil(), "the dashboard's URL")
 	base := m[1]
-	browser.Navigate(t, bctx, base+"/?token="+m[2])
+	browser.Navigate(t, bctx, m[0])
 	browser.WaitJS(t, bctx, "the sample on the list", row)
 	t.Logf("list: %s %q", browser.EvalString(t, bctx, row+`.querySelector('.state').textContent`), browser.EvalString(t, bctx, `(`+row+`.querySelector('.msg') || {}).textContent || ''`))
 

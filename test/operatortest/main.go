@@ -28,7 +28,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/operator"
-	"github.com/devloop-dev/devloop/internal/ownwrites"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/teamcache"
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -78,6 +77,10 @@ func Main(m *testing.M, before ...func() error) {
 }
 
 func run(m *testing.M, before []func() error) int {
+	// ERROR lines go to the log of the test they are about, and are kept
+	// by namespace (test_log.go). Set before envtest starts, which logs
+	// through it too.
+	ctrl.SetLogger(logr.New(newTestSink(verboseSink(), os.Stderr, testLog)))
 	env, err := testenv.Start()
 	if err != nil {
 		return fail(err)
@@ -87,8 +90,6 @@ func run(m *testing.M, before []func() error) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
-	// ERROR lines are kept by namespace as well (ErrorLogLines).
-	ctrl.SetLogger(logr.New(recordErrors(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())).GetSink())))
 	// The tests act as the cluster admin; the operator acts as its
 	// ServiceAccount with exactly the chart's ClusterRole, as installed.
 	admin, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
@@ -159,15 +160,13 @@ func run(m *testing.M, before []func() error) int {
 	routed := &routedEngine{scripted: ScriptedDeploy, real: op.Engines.Deploy, strict: strict, defaulted: defaulted}
 	op.Engines.Deploy = routed
 	deployRoutes = routed
-	r := &controllers.DevEnvironmentReconciler{
-		Client:       ownwrites.New(mgr.GetClient(), mgr.GetAPIReader()),
-		Recorder:     mgr.GetEventRecorder("devloop"),
+	r := controllers.New(mgr, controllers.Wiring{
 		Identity:     routed,
 		Sources:      op.Sources,
 		Engines:      op.Engines,
 		Policy:       plan.Policy{NoCrossNamespaceRefs: true},
 		WaitInterval: 200 * time.Millisecond,
-	}
+	})
 	if err := r.SetupWithManager(mgr, 4); err != nil {
 		return fail(err)
 	}
@@ -200,10 +199,11 @@ func fail(err error) int {
 	return 1
 }
 
-// zapLevel is quiet unless DEVLOOP_TEST_VERBOSE is set.
-func zapLevel() zapcore.Level {
-	if os.Getenv("DEVLOOP_TEST_VERBOSE") != "" {
-		return -1
+// verboseSink writes every line to stderr when DEVLOOP_TEST_VERBOSE is
+// set; it is nil otherwise.
+func verboseSink() logr.LogSink {
+	if os.Getenv("DEVLOOP_TEST_VERBOSE") == "" {
+		return nil
 	}
-	return 2
+	return zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.DebugLevel)).GetSink()
 }

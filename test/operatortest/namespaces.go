@@ -30,6 +30,8 @@ func Namespace(t testing.TB) string {
 	if err := Admin.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
+	// The operator's ERROR lines about this namespace go to t's log.
+	logTo(t, ns.Name)
 	if err := testenv.CreateDeployer(context.Background(), Admin, ns.Name, DefaultDeployer); err != nil {
 		t.Fatal(err)
 	}

@@ -36,11 +36,14 @@ type RecordingRegistry struct {
 	// blobReads counts the GETs of each blob by digest, in any
 	// repository: what was read back of a pushed image.
 	blobReads map[string]int
-	fault     func(r *http.Request) int
+	// tagPuts counts the manifest PUTs by tag, per "repository:tag":
+	// how many times a tag was (re)pointed.
+	tagPuts map[string]int
+	fault   func(r *http.Request) int
 }
 
 func newRecordingRegistry() *RecordingRegistry {
-	tr := &RecordingRegistry{blobReads: map[string]int{}}
+	tr := &RecordingRegistry{blobReads: map[string]int{}, tagPuts: map[string]int{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tr.mu.Lock()
@@ -62,6 +65,9 @@ func newRecordingRegistry() *RecordingRegistry {
 		if _, digest, ok := strings.Cut(r.URL.Path, "/blobs/"); ok && r.Method == http.MethodGet && strings.HasPrefix(digest, "sha256:") {
 			tr.blobReads[digest]++
 		}
+		if repo, ref, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v2/"), "/manifests/"); ok && r.Method == http.MethodPut && !strings.HasPrefix(ref, "sha256:") {
+			tr.tagPuts[repo+":"+ref]++
+		}
 		tr.mu.Unlock()
 		inner.ServeHTTP(w, r)
 	}))
@@ -82,6 +88,14 @@ func (tr *RecordingRegistry) BlobReads(digest string) int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.blobReads[digest]
+}
+
+// TagPuts is how many times repo:tag was pushed (a manifest PUT by tag)
+// so far.
+func (tr *RecordingRegistry) TagPuts(repo, tag string) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.tagPuts[repo+":"+tag]
 }
 
 // SetFault makes the registry answer with the status f returns (0 passes).

@@ -41,15 +41,13 @@ func startOperator(b *testing.B) *controllers.DevEnvironmentReconciler {
 	}
 	workDir := b.TempDir()
 	op := operator.New(mgr, operator.Options{HelperImage: "registry.test/devloop/manager:bench", WorkDir: workDir})
-	r := &controllers.DevEnvironmentReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("devloop"),
-		Policy:    plan.Policy{NoCrossNamespaceRefs: true},
-		Identity:  op.Identity,
-		Sources:   op.Sources,
-		Engines:   op.Engines,
-	}
+	// The manager's reconciler, ownwrites client included.
+	r := controllers.New(mgr, controllers.Wiring{
+		Policy:   plan.Policy{NoCrossNamespaceRefs: true},
+		Identity: op.Identity,
+		Sources:  op.Sources,
+		Engines:  op.Engines,
+	})
 	if err := r.SetupWithManager(mgr, concurrentReconciles); err != nil {
 		b.Fatal(err)
 	}

@@ -86,6 +86,7 @@ func buildStep(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
 	buildLog := fs.String("build-log", "", "a named pipe the build command's output is also written to (run), see idleStep")
 	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON (push)")
+	agentState := fs.String("state", "", "a directory only the agent's container mounts, where the push step keeps its result (push); empty: the workspace's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,8 +154,15 @@ func buildStep(ctx context.Context, args []string) error {
 		if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 			return fmt.Errorf("--image: %w", err)
 		}
+		// The push result is the agent's word that it pushed: kept where
+		// the build container cannot write, or a result the build command
+		// planted would be answered as if the agent had pushed.
+		resultDir := *dir
+		if *agentState != "" {
+			resultDir = *agentState
+		}
 		var done stepResult
-		if ok, err := readState(*dir, resultName(*token, build.WarmStepPush), &done); err != nil || ok {
+		if ok, err := readState(resultDir, resultName(*token, build.WarmStepPush), &done); err != nil || ok {
 			// Exec'd again (the operator restarted): the same answer.
 			if err == nil && done.Err != "" {
 				err = errors.New(done.Err)
@@ -177,7 +185,7 @@ func buildStep(ctx context.Context, args []string) error {
 			// A registry outage is worth another try: not remembered.
 			return err
 		}
-		if err := writeState(*dir, resultName(*token, build.WarmStepPush), stepResult{Report: string(report)}); err != nil {
+		if err := writeState(resultDir, resultName(*token, build.WarmStepPush), stepResult{Report: string(report)}); err != nil {
 			return err
 		}
 		_, err = fmt.Printf("%s\n", report)
@@ -214,7 +222,14 @@ func (e ExitError) Unwrap() error { return e.err }
 // lockWorkspace takes the workspace's lock file, waiting for a build that
 // holds it.
 func lockWorkspace(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".devloop-lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	// The build command can replace the lock file too: created or
+	// opened here, never through a symlink, never a FIFO.
+	dirfd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	f, err := openRegularAt(dirfd, ".devloop-lock", syscall.O_CREAT|syscall.O_RDWR, 0o600)
+	_ = syscall.Close(dirfd)
 	if err != nil {
 		return nil, err
 	}
@@ -249,12 +264,13 @@ func plainWord(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsAny(s, "/\\\n\x00") && s != "." && s != ".."
 }
 
-// readSmall reads at most max bytes of path, not through a symlink.
+// readSmall reads at most max bytes of path, a regular file, not through
+// a symlink and without blocking on a FIFO (openRegularAt).
 func readSmall(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	dirfd, err := syscall.Open(filepath.Dir(path), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
 	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
+	defer syscall.Close(dirfd)
+	return readAt(dirfd, filepath.Base(path), max)
 }

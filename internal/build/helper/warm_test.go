@@ -46,13 +46,24 @@ func runSteps(t *testing.T, steps []build.WarmStep, workspace string) (string, e
 	t.Helper()
 	var stdout string
 	for _, step := range steps {
-		out, err := captureStdout(t, func() error { return runHelper(withFlag(step.Command[2:], "--dir", workspace)) })
+		out, err := captureStdout(t, func() error { return runHelper(inTestDirs(t, step.Command[2:], workspace)) })
 		if err != nil {
 			return out, err
 		}
 		stdout = out
 	}
 	return stdout, nil
+}
+
+// inTestDirs points a step's --dir at workspace and its --state (the
+// agent's own volume) at a directory beside it, as the pod mounts them.
+func inTestDirs(t *testing.T, args []string, workspace string) []string {
+	t.Helper()
+	state := workspace + ".agent-state"
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return withFlag(withFlag(args, "--dir", workspace), "--state", state)
 }
 
 // TestHelperBuildInAWarmWorkspace runs the helper with the steps

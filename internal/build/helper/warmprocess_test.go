@@ -57,7 +57,7 @@ type helperProcess struct {
 func startStep(t *testing.T, step build.WarmStep, workspace string) *helperProcess {
 	t.Helper()
 	p := &helperProcess{done: make(chan error, 1)}
-	p.cmd = exec.Command(os.Args[0], withFlag(step.Command[2:], "--dir", workspace)...)
+	p.cmd = exec.Command(os.Args[0], inTestDirs(t, step.Command[2:], workspace)...)
 	p.cmd.Env = append(os.Environ(), helperProcessEnv+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -65,37 +65,77 @@ func resultName(token, step string) string { return "result-" + token + "-" + st
 // author's code, can write into the workspace, the state included.
 const maxStateBytes = 64 << 10
 
-// stateDirChecked refuses a state directory that is not one (a symlink
-// the build command left there would send the agent's reads and writes,
-// which hold the credentials, elsewhere).
-func stateDirChecked(dir string) error {
-	fi, err := os.Lstat(filepath.Join(dir, stateDir))
+// The build command can rewrite the workspace, the state directory
+// included, at any moment: the state is read and written relative to the
+// directory opened once, not followed through a symlink (openat), never a
+// path looked up again, so a symlink swapped in after a check leads
+// nowhere; a file is opened without blocking and read only if it is a
+// regular one, so a FIFO planted there cannot hold the agent (and the
+// workspace lock) waiting.
+
+// openStateDir opens dir's state directory, not through a symlink; with
+// create it is made first when missing.
+func openStateDir(dir string, create bool) (int, error) {
+	path := filepath.Join(dir, stateDir)
+	if create {
+		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return -1, err
+		}
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+		return -1, fmt.Errorf("%s is not a directory", stateDir)
+	}
 	if err != nil {
-		return err
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", stateDir)
+	return fd, nil
+}
+
+// openRegularAt opens name in the directory dirfd with flags, not through
+// a symlink and without blocking, and refuses what is not a regular file.
+func openRegularAt(dirfd int, name string, flags int, perm uint32) (*os.File, error) {
+	fd, err := syscall.Openat(dirfd, name, flags|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	return nil
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		_ = syscall.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// readAt reads at most max bytes of the regular file name in dirfd.
+func readAt(dirfd int, name string, max int64) ([]byte, error) {
+	f, err := openRegularAt(dirfd, name, syscall.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // readState reads a state file into v; a missing file is (false, nil).
-// Symlinks are not followed and the read is bounded.
+// The read is confined (openStateDir, openRegularAt) and bounded.
 func readState(dir, name string, v any) (bool, error) {
-	if err := stateDirChecked(dir); errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	} else if err != nil {
-		return false, err
-	}
-	f, err := os.OpenFile(statePath(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	dirfd, err := openStateDir(dir, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	defer syscall.Close(dirfd)
+	data, err := readAt(dirfd, name, maxStateBytes+1)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -109,24 +149,23 @@ func readState(dir, name string, v any) (bool, error) {
 }
 
 // writeState writes v to a state file at once (rename): a reader never
-// sees half of it. The temporary file is created anew, never opened
-// through a symlink.
+// sees half of it. The temporary file is created anew in the directory
+// opened, never through a symlink.
 func writeState(dir, name string, v any) error {
-	if err := os.Mkdir(filepath.Join(dir, stateDir), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	dirfd, err := openStateDir(dir, true)
+	if err != nil {
 		return err
 	}
-	if err := stateDirChecked(dir); err != nil {
-		return err
-	}
+	defer syscall.Close(dirfd)
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := statePath(dir, name+".tmp")
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	tmp := name + ".tmp"
+	if err := syscall.Unlinkat(dirfd, tmp); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return &os.PathError{Op: "unlink", Path: tmp, Err: err}
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	f, err := openRegularAt(dirfd, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -137,7 +176,23 @@ func writeState(dir, name string, v any) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, statePath(dir, name))
+	if err := syscall.Renameat(dirfd, tmp, dirfd, name); err != nil {
+		return &os.PathError{Op: "rename", Path: name, Err: err}
+	}
+	return nil
+}
+
+// removeState removes a state file, in the directory opened.
+func removeState(dir, name string) error {
+	dirfd, err := openStateDir(dir, false)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dirfd)
+	if err := syscall.Unlinkat(dirfd, name); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return &os.PathError{Op: "unlink", Path: name, Err: err}
+	}
+	return nil
 }
 
 // claimedBy fails unless token is the workspace's claimed build: a step
@@ -197,7 +252,7 @@ func forgetResults(dir, token string) {
 	entries, _ := os.ReadDir(filepath.Join(dir, stateDir))
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "result-") && !strings.HasPrefix(e.Name(), "result-"+token+"-") {
-			_ = os.Remove(filepath.Join(dir, stateDir, e.Name()))
+			_ = removeState(dir, e.Name())
 		}
 	}
 }
@@ -227,7 +282,7 @@ func stopRun(dir, keep string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return os.Remove(statePath(dir, runFile))
+	return removeState(dir, runFile)
 }
 
 // runStepAlive reports whether r's run step still runs: its pid is a

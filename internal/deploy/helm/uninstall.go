@@ -3,6 +3,9 @@ package helm
 import (
 	"context"
 	"fmt"
+	"slices"
+
+	"helm.sh/helm/v3/pkg/release"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -22,7 +25,12 @@ import (
 // so a failure leaves the release (and its record of the hooks) for the
 // next attempt, and again after it, for the pre-delete hooks the
 // uninstall itself ran.
-func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o ActionOptions, removeHooks HookFunc) error {
+//
+// checkHooks, when set, is told the objects of the hooks the uninstall
+// runs (pre- and post-delete, of the last revision) before it starts: a
+// refusal leaves the release, and no hook runs. What their names stand
+// on may have appeared since the install checked them.
+func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o ActionOptions, checkHooks, removeHooks HookFunc) error {
 	cfg, err := configs(o.Namespace)
 	if err != nil {
 		return err
@@ -37,6 +45,17 @@ func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o 
 	if !ReleaseOwnedBy(rls, owner) {
 		log.FromContext(ctx).Info("leaving a release this environment does not own", "release", o.ReleaseName, "namespace", o.Namespace)
 		return nil
+	}
+	if checkHooks != nil {
+		deleteHooks, err := uninstallHooks(rls)
+		if err != nil {
+			return fmt.Errorf("reading the hooks of release %s/%s: %w", o.Namespace, o.ReleaseName, err)
+		}
+		if len(deleteHooks) > 0 {
+			if err := checkHooks(ctx, deleteHooks); err != nil {
+				return err
+			}
+		}
 	}
 	var hooks []*unstructured.Unstructured
 	if removeHooks != nil {
@@ -57,4 +76,20 @@ func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o 
 		}
 	}
 	return nil
+}
+
+// uninstallHooks parses the objects of the hooks an uninstall of rls runs.
+func uninstallHooks(rls *release.Release) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, h := range rls.Hooks {
+		if !slices.Contains(h.Events, release.HookPreDelete) && !slices.Contains(h.Events, release.HookPostDelete) {
+			continue
+		}
+		objs, err := parseManifests([]byte(h.Manifest))
+		if err != nil {
+			return nil, fmt.Errorf("hook %s: %w", h.Path, err)
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
 }

@@ -3,15 +3,15 @@
 // message is data, not markup.
 'use strict';
 
-const state = { envs: new Map(), events: new Map(), timelines: new Map(), problems: new Map(), csrf: '', synced: false };
+const state = { envs: new Map(), events: new Map(), timelines: new Map(), problems: new Map(), token: '', synced: false };
 let renderQueued = false;
-let logSource = null;
+let logAbort = null;
 
 function el(tag, attrs, ...children) {
   const e = tag === 'svg' || attrs && attrs.svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (k === 'svg' || v === undefined || v === null || v === false) continue;
-    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    if (k.startsWith('on')) on(e, k.slice(2), v);
     else e.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children.flat()) {
@@ -21,6 +21,54 @@ function el(tag, attrs, ...children) {
   return e;
 }
 const svg = (tag, attrs, ...c) => el(tag, Object.assign({ svg: true }, attrs), ...c);
+
+// on sets an element's handler for an event through one listener that
+// calls e._on[type]: patch hands a kept element the new render's handlers
+// (they hold the newest status) without stacking listeners.
+function on(e, type, fn) {
+  if (!e._on) e._on = {};
+  if (!(type in e._on)) e.addEventListener(type, ev => { const f = e._on[type]; if (f) f(ev); });
+  e._on[type] = fn;
+}
+
+// ---- updating the page in place ----
+// A live update re-renders the view into new nodes, then patch carries
+// the differences into the nodes on the page: an element with the same
+// key (its tag and id or data- key) is kept and updated, so a field being
+// typed into keeps its focus, caret and text, a selection stays, an open
+// panel stays open; only what changed is touched.
+const KEY_ATTRS = ['id', 'data-env', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
+
+function keyOf(n) {
+  if (n.nodeType !== 1) return '#' + n.nodeType;
+  for (const a of KEY_ATTRS) if (n.hasAttribute(a)) return n.nodeName + '|' + a + '=' + n.getAttribute(a);
+  return n.nodeName;
+}
+
+// patch makes parent's children look like children (new, unattached).
+function patch(parent, ...children) {
+  const want = children.flat().filter(c => c !== null && c !== undefined && c !== false).map(c => c instanceof Node ? c : document.createTextNode(String(c)));
+  const pool = new Map();
+  for (const o of [...parent.childNodes]) { const k = keyOf(o); if (!pool.has(k)) pool.set(k, []); pool.get(k).push(o); }
+  let at = parent.firstChild;
+  for (const n of want) {
+    const same = pool.get(keyOf(n));
+    const o = same && same.length ? same.shift() : null;
+    const node = o ? update(o, n) : n;
+    if (node !== at) parent.insertBefore(node, at); else at = at.nextSibling;
+  }
+  for (const rest of pool.values()) for (const o of rest) o.remove();
+}
+
+// update carries n's attributes, handlers and children into o; returns o.
+function update(o, n) {
+  if (o.nodeType !== 1) { if (o.nodeValue !== n.nodeValue) o.nodeValue = n.nodeValue; return o; }
+  for (const a of [...o.attributes]) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name);
+  for (const a of n.attributes) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value);
+  if (n._on) for (const [type, fn] of Object.entries(n._on)) on(o, type, fn);
+  patch(o, ...n.childNodes);
+  return o;
+}
 
 function ago(t) {
   if (!t) return '';
@@ -32,22 +80,118 @@ function ago(t) {
 }
 const short = d => d ? String(d).replace(/^sha256:/, '').slice(0, 12) : '';
 
-// ---- live data ----
-async function start() {
-  const s = await fetch('/api/session').then(r => r.json());
-  state.csrf = s.csrf;
-  document.getElementById('scope').textContent = (s.namespace ? 'namespace ' + s.namespace : 'all namespaces') + (s.selector ? ' · ' + s.selector : '');
-  const es = new EventSource('/api/stream');
+// ---- session and live data ----
+// The URL the plugin opened carries a one-time code; the page trades it
+// for a token of its own, kept in this tab's sessionStorage (it survives
+// a reload) and sent as a header on every request: never a cookie, which
+// the browser would also send to any other server on 127.0.0.1.
+const TOKEN_KEY = 'devloop-token';
+
+async function session() {
+  const u = new URL(location.href);
+  const code = u.searchParams.get('code');
+  if (code) {
+    // Out of the address bar and the history before anything else.
+    history.replaceState(null, '', u.pathname + u.hash);
+    const r = await fetch('/session', { method: 'POST', headers: { 'X-Devloop-Code': code } });
+    if (r.ok) sessionStorage.setItem(TOKEN_KEY, (await r.json()).token);
+    else if (!sessionStorage.getItem(TOKEN_KEY)) { state.problems.set('session', (await r.text()).trim()); return false; }
+  }
+  state.token = sessionStorage.getItem(TOKEN_KEY);
+  if (!state.token) { state.problems.set('session', 'No session: open the URL kubectl devloop ui printed.'); return false; }
+  return true;
+}
+
+// api is fetch with the page's token.
+function api(path, opts) {
+  const o = Object.assign({}, opts);
+  o.headers = Object.assign({ 'X-Devloop-Token': state.token }, o.headers);
+  if (o.json !== undefined) { o.method = 'POST'; o.headers['Content-Type'] = 'application/json'; o.body = JSON.stringify(o.json); delete o.json; }
+  return fetch(path, o);
+}
+
+// streamEvents reads path's server-sent events, calling on[event](data),
+// until the stream ends or signal aborts (EventSource cannot send a
+// header). opened is called once the server answered.
+async function streamEvents(path, on, signal, opened) {
+  const r = await api(path, { signal });
+  if (!r.ok) { const e = new Error((await r.text()).trim() || r.statusText); e.status = r.status; throw e; }
+  if (opened) opened();
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let ev = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) ev = line.slice(7);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (data.length && on[ev]) on[ev](data.join('\n'));
+    }
+  }
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// live follows the store; when the server is gone the page says so
+// (Disconnected, the states greyed: they are no longer known) and retries.
+async function live() {
+  for (;;) {
+    let seen = null;
+    try {
+      await streamEvents('/api/stream', {
+        update: d => { const u = JSON.parse(d); if (seen) seen.add(u.kind + ' ' + u.key); apply(u); queueRender(); },
+        synced: () => {
+          // A reconnect resends everything: drop what is gone meanwhile.
+          for (const [name, m] of [['env', state.envs], ['events', state.events], ['timeline', state.timelines]]) for (const k of [...m.keys()]) if (!seen.has(name + ' ' + k)) m.delete(k);
+          seen = null; state.synced = true; queueRender();
+        },
+      }, undefined, () => { seen = new Set(); setConnected(true); });
+    } catch (e) {
+      if (e.status === 401) { state.problems.set('session', e.message); setConnected(false); render(); return; }
+    }
+    state.synced = false;
+    setConnected(false);
+    await sleep(2000);
+  }
+}
+
+function setConnected(ok) {
   const conn = document.getElementById('conn');
-  es.addEventListener('open', () => { conn.textContent = 'live'; });
-  es.addEventListener('error', () => { conn.textContent = 'reconnecting…'; state.synced = false; });
-  es.addEventListener('update', m => { apply(JSON.parse(m.data)); queueRender(); });
-  es.addEventListener('synced', () => { state.synced = true; queueRender(); });
+  conn.textContent = ok ? 'live' : 'Disconnected: retrying…';
+  conn.classList.toggle('offline', !ok);
+  document.body.classList.toggle('offline', !ok);
+}
+
+async function start() {
+  if (!await session()) { render(); return; }
+  const s = state.scope = await api('/api/session').then(r => r.json());
+  document.getElementById('scope').textContent = (s.namespace ? 'namespace ' + s.namespace : 'all namespaces') + (s.selector ? ' · ' + s.selector : '');
+  live();
+  document.getElementById('newtab').addEventListener('click', newTab);
   loadForwards();
+  // "idle" and "ago" count on a quiet page: a render each second patches
+  // only the texts that changed.
+  setInterval(queueRender, 1000);
   // The forwards' lines (which pod, waiting for one) change on their own.
   setInterval(() => { if (forwards.length) loadForwards(); }, 2000);
   window.addEventListener('hashchange', () => { closeLogs(); render(); document.getElementById('main').focus(); });
   render();
+}
+
+// newTab opens the dashboard in another tab: a fresh one-time URL (the
+// token is this tab's).
+async function newTab(ev) {
+  ev.preventDefault();
+  const r = await api('/api/session/code', { method: 'POST' });
+  if (r.ok) window.open((await r.json()).url + location.hash, '_blank', 'noopener');
 }
 
 function apply(u) {
@@ -74,7 +218,7 @@ function route() {
 
 function render() {
   const p = document.getElementById('problems');
-  p.replaceChildren(...[...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
+  patch(p, [...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
   const r = route();
   if (r.page === 'env') renderEnv(r); else renderList();
 }
@@ -114,32 +258,55 @@ function renderRows() {
     el('td', null, el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) }, v.key)),
     el('td', null, el('span', { class: 'state s-' + v.state }, v.state), v.message ? el('div', { class: 'msg' }, v.message) : null),
     el('td', null, v.componentsReady || ''),
-    el('td', null, v.lastPush ? [el('span', { class: 'mono' }, v.lastPush.source + ' ' + short(v.lastPush.revision.split('@').pop())), ' ', el('span', { class: 'muted' }, ago(v.lastPush.when) + ' ago')] : ''),
+    el('td', { 'data-col': 'push' }, pushCell(lastPushOf(v))),
     el('td', null, v.lastTest || ''),
     el('td', null, v.lastActivity ? ago(v.lastActivity) : '')));
-  if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, state.synced ? 'No environments you can see match.' : 'Loading…')));
-  tbody.replaceChildren(...rows);
+  if (rows.length === 0) rows.push(el('tr', null, el('td', { colspan: 6, class: 'muted' }, !state.synced ? 'Loading…' : state.envs.size ? 'No environments you can see match the filters.' : noEnvironments())));
+  patch(tbody, rows);
+}
+
+// lastPushOf is the newest change of the timeline (what the operator
+// recorded of the push: source, revision, start) or else status' newest
+// resolved revision.
+function lastPushOf(v) {
+  const c = (state.timelines.get(v.key) || [])[0];
+  const p = v.lastPush;
+  if (c && (!p || new Date(c.started) >= new Date(p.when))) return { source: c.source, revision: c.revision, when: c.started };
+  return p;
+}
+
+function pushCell(p) {
+  if (!p) return '';
+  return [el('span', { class: 'mono' }, p.source + ' ' + short(String(p.revision).split('@').pop())), ' ', el('span', { class: 'muted', 'data-ago': p.when }, ago(p.when) + ' ago')];
+}
+
+// noEnvironments says where else to look when the scope is empty.
+function noEnvironments() {
+  const s = state.scope || {};
+  if (!s.namespace) return 'No environments in any namespace you can list' + (s.selector ? ' with labels ' + s.selector : '') + '.';
+  return 'No environments in namespace ' + s.namespace + (s.selector ? ' with labels ' + s.selector : '') + '. Another namespace: kubectl devloop ui -n NAMESPACE; every namespace you may list: kubectl devloop ui -A.';
 }
 
 // ---- one environment ----
 function renderEnv(r) {
   const main = document.getElementById('main');
   const v = state.envs.get(r.key);
-  if (!v) { main.replaceChildren(el('p', null, state.synced ? 'No environment ' + r.key + ' that you can see.' : 'Loading…'), el('a', { href: '#/' }, 'All environments')); return; }
+  if (!v) { patch(main, el('p', null, state.synced ? 'No environment ' + r.key + ' that you can see.' : 'Loading…'), el('a', { href: '#/' }, 'All environments')); return; }
   const base = '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/';
   const tabs = ['graph', 'components', 'tests', 'logs', 'timeline', 'events'];
   // The logs tab keeps its stream and DOM across updates.
   if (r.tab === 'logs' && document.getElementById('logview') && document.getElementById('logview').dataset.env === v.key) {
-    document.getElementById('envstate').replaceChildren(...envState(v));
+    patch(document.getElementById('envstate'), envState(v));
     return;
   }
   const body = { graph: renderGraph, components: renderComponents, tests: renderTests, logs: renderLogs, timeline: renderTimeline, events: renderEvents }[r.tab] || renderGraph;
-  main.replaceChildren(
+  patch(main,
     el('p', null, el('a', { href: '#/' }, '← all environments')),
     el('h1', null, v.key),
     el('div', { id: 'envstate' }, ...envState(v)),
     el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
-    body(v, r));
+    // Keyed by environment and tab: another tab is new nodes.
+    el('div', { 'data-key': v.key + ' ' + r.tab }, body(v, r)));
 }
 
 function envState(v) {
@@ -235,7 +402,7 @@ async function loadObjects(v, comp) {
   const key = v.key + '#' + comp;
   try {
     const q = new URLSearchParams({ namespace: v.namespace, env: v.name, component: comp });
-    objectStates.set(key, await fetch('/api/objects?' + q).then(r => r.json()));
+    objectStates.set(key, await api('/api/objects?' + q).then(r => r.json()));
   } catch (e) { objectStates.set(key, { error: String(e) }); }
   queueRender();
 }
@@ -244,7 +411,7 @@ async function loadObjects(v, comp) {
 let forwards = [];
 
 async function loadForwards() {
-  try { forwards = await fetch('/api/portforwards').then(r => r.json()); } catch (e) { /* shown as not running */ }
+  try { forwards = await api('/api/portforwards').then(r => r.json()); } catch (e) { /* shown as not running */ }
   queueRender();
 }
 
@@ -269,7 +436,7 @@ async function forwardAct(v, comp, port, action) {
   actionResults.set(key, action + '…');
   queueRender();
   try {
-    const r = await fetch('/api/portforward', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: comp, port, action, requestId: crypto.randomUUID() }) });
+    const r = await api('/api/portforward', { json: ({ namespace: v.namespace, env: v.name, component: comp, port, action, requestId: crypto.randomUUID() }) });
     const j = await r.json();
     actionResults.set(key, j.error ? 'refused: ' + j.error : '');
   } catch (e) { actionResults.set(key, 'failed: ' + e); }
@@ -303,7 +470,7 @@ async function componentAct(v, target, action, comp) {
   const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-result="${CSS.escape(comp)}"]`); if (out) out.textContent = text; };
   show(action + '…');
   try {
-    const r = await fetch('/api/component', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
+    const r = await api('/api/component', { json: ({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
     const j = await r.json();
     show(j.error ? 'refused: ' + j.error : j.value);
   } catch (e) { show('failed: ' + e); }
@@ -321,21 +488,28 @@ function renderTests(v) {
   return el('div', null, (o.spec.tests || []).map(t => {
     const ts = (st.tests || []).find(x => x.name === t.name) || { runs: [] };
     const params = t.params || [];
-    const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, form, params); } },
+    // Disabled while its action is in flight (a render must not enable it).
+    const busy = inFlight.has(v.key + '/' + t.name);
+    const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, ev.currentTarget, params); } },
       params.map(p => el('label', null, p + ' ', el('input', { name: p, value: formValues.get(v.key + '/' + t.name + '/' + p) || '', oninput: e => formValues.set(v.key + '/' + t.name + '/' + p, e.target.value) }))),
-      el('button', { type: 'submit', 'data-action': 'trigger' }, 'Trigger ' + t.name),
-      el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act('cancel', v, t.name, form, []) }, 'Cancel'),
+      el('button', { type: 'submit', 'data-action': 'trigger', disabled: busy }, 'Trigger ' + t.name),
+      el('button', { type: 'button', 'data-action': 'cancel', disabled: busy, onclick: ev => act('cancel', v, t.name, ev.currentTarget.form, []) }, 'Cancel'),
       el('span', { class: 'msg', 'data-result': '' }, actionResults.get(v.key + '/' + t.name) || ''));
     return el('section', { class: 'card', 'data-suite-card': t.name },
       el('h3', null, t.name), ts.message ? el('div', { class: 'msg' }, ts.message) : null, form,
       el('table', { 'data-runs': t.name }, el('thead', null, el('tr', null, ['#', 'Result', 'Started', 'Duration', 'Tests', 'Images', 'Logs'].map(h => el('th', { scope: 'col' }, h)))),
         el('tbody', null, (ts.runs || []).map(r => el('tr', { 'data-run': r.number },
-          el('td', null, '#' + r.number), el('td', null, el('span', { class: 'p-' + (r.result || 'Pending') }, r.result || 'Pending'), r.message ? el('div', { class: 'msg' }, r.message) : null),
+          el('td', null, '#' + r.number), el('td', null, el('span', { class: 'p-' + (r.result || 'Pending') }, r.result || 'Pending'),
+            r.exitCode !== undefined && r.exitCode !== null && r.result !== 'Passed' ? el('span', { class: 'exit' }, ' exit ' + r.exitCode) : null,
+            r.message && r.message !== r.result ? el('div', { class: 'msg' }, r.message) : null,
+            // The last lines status keeps of a run that did not pass: what
+            // failed, without opening the log.
+            r.logTail && r.result !== 'Passed' ? el('pre', { class: 'tail', 'aria-label': 'last lines of run ' + r.number }, r.logTail) : null),
           el('td', null, r.startTime ? ago(r.startTime) + ' ago' : ''),
           el('td', null, r.startTime && r.completionTime ? ((new Date(r.completionTime) - new Date(r.startTime)) / 1000).toFixed(1) + 's' : ''),
           el('td', null, r.results ? `${r.results.passed} passed, ${r.results.failed} failed, ${r.results.skipped} skipped` + (r.results.flaky && r.results.flaky.length ? ' · flaky: ' + r.results.flaky.join(', ') : '') + (r.results.failures && r.results.failures.length ? ' · failed: ' + r.results.failures.join(', ') : '') : ''),
           el('td', { class: 'mono' }, Object.entries(r.images || {}).map(([k, d]) => el('div', null, k + '@' + short(d)))),
-          el('td', null, r.jobName ? el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/logs', onclick: () => { pendingLog = { kind: 'test', name: t.name, run: r.number }; } }, 'logs') : ''))))));
+          el('td', null, r.jobName ? el('a', { 'data-logs': r.number, href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/logs', onclick: () => { pendingLog = { kind: 'test', name: t.name, run: r.number }; } }, 'logs') : ''))))));
   }));
 }
 
@@ -353,7 +527,7 @@ async function act(what, v, suite, form, params) {
   for (const name of params) { const val = formValues.get(key + '/' + name) || ''; if (val !== '') p[name] = val; }
   show(what + '…');
   try {
-    const r = await fetch('/api/' + what, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Devloop-CSRF': state.csrf }, body: JSON.stringify({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
+    const r = await api('/api/' + what, { json: ({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
     const j = await r.json();
     show(j.error ? 'refused: ' + j.error : what + ': ' + j.value);
   } catch (e) { show('failed: ' + e); }
@@ -365,7 +539,7 @@ async function act(what, v, suite, form, params) {
 let pendingLog = null;
 const MAX_LOG_LINES = 5000;
 
-function closeLogs() { if (logSource) { logSource.close(); logSource = null; } }
+function closeLogs() { if (logAbort) { logAbort.abort(); logAbort = null; } }
 
 function renderLogs(v) {
   const o = v.object;
@@ -391,12 +565,14 @@ function renderLogs(v) {
     const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: follow.checked ? '1' : '0' });
     if (t.kind === 'test' && run) q.set('run', run);
     if (t.kind === 'component' && container.value) q.set('container', container.value);
-    status.textContent = 'streaming ' + t.label;
-    logSource = new EventSource('/api/logs?' + q);
-    logSource.addEventListener('lines', m => appendLines(view, t.kind, JSON.parse(m.data)));
-    logSource.addEventListener('dropped', m => appendLines(view, t.kind, [{ text: '… ' + m.data + ' lines dropped (the page fell behind)' }]));
-    logSource.addEventListener('end', m => { const e = JSON.parse(m.data); status.textContent = e.error ? 'ended: ' + e.error : 'ended'; closeLogs(); });
-    logSource.addEventListener('error', () => { status.textContent = 'disconnected'; closeLogs(); });
+    // A history row's link opens its run, and says so.
+    status.textContent = 'streaming ' + (t.kind === 'test' && run ? 'test ' + t.name + ' run #' + run : t.label);
+    const abort = logAbort = new AbortController();
+    streamEvents('/api/logs?' + q, {
+      lines: d => appendLines(view, t.kind, JSON.parse(d)),
+      dropped: d => appendLines(view, t.kind, [{ text: '… ' + d + ' lines dropped (the page fell behind)' }]),
+      end: d => { const e = JSON.parse(d); status.textContent = e.error ? 'ended: ' + e.error : 'ended'; closeLogs(); },
+    }, abort.signal).catch(e => { if (!abort.signal.aborted) { status.textContent = 'disconnected: ' + e.message; closeLogs(); } });
   };
   if (pendingLog) { const i = opts.findIndex(x => x.kind === pendingLog.kind && x.name === pendingLog.name); if (i >= 0) sel.value = i; run = pendingLog.run || 0; pendingLog = null; }
   sel.addEventListener('change', () => { run = 0; open(); });
@@ -431,7 +607,7 @@ function appendLines(view, source, lines) {
   for (const l of lines) {
     const [text, obj] = readable(l.text);
     const lvl = levelOf(l.text, obj);
-    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source },
+    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source, 'data-time': l.time },
       l.time ? el('span', { class: 'ts' }, new Date(l.time).toISOString().slice(11, 23) + ' ') : null,
       l.stream ? el('span', { class: 'st' }, '[' + l.stream + '] ') : null, text);
     d.hidden = !lineMatches(d);

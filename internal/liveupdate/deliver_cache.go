@@ -1,0 +1,110 @@
+package liveupdate
+
+import (
+	"slices"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// What the engine remembers between live updates is kept per
+// environment (by UID): two tenants' images may name the same digests
+// or layer IDs, and what one tenant's images say must never stand for
+// another's. A listing is also keyed by the layer's compressed digest
+// (what a registry checks) besides its diff ID (what an image's config
+// claims), and made only from bytes that hash to that diff ID
+// (layerEntries).
+
+// cachedTar is one live update's tars, by platform (plan).
+type cachedTar struct {
+	env             types.UID
+	image, from, to string
+	data            map[string][]byte
+}
+
+// maxCachedTars bounds the live updates whose tars are kept in memory.
+const maxCachedTars = 8
+
+func (e *Engine) remember(env types.UID, image, from, to string, data map[string][]byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tars = append(e.tars, cachedTar{env: env, image: image, from: from, to: to, data: data})
+	if len(e.tars) > maxCachedTars {
+		e.tars = e.tars[1:]
+	}
+}
+
+func (e *Engine) recall(env types.UID, image, from, to string) (map[string][]byte, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.tars {
+		if t.env == env && t.image == image && t.from == from && t.to == to {
+			return t.data, true
+		}
+	}
+	return nil, false
+}
+
+// layerKey names one environment's listing of one layer.
+type layerKey struct {
+	env            types.UID
+	digest, diffID v1.Hash
+}
+
+// cachedEntries is one layer's listing.
+type cachedEntries struct {
+	key     layerKey
+	entries map[string]entry
+}
+
+// maxCachedLayers bounds the listings kept in memory.
+const maxCachedLayers = 16
+
+// entriesOf lists layers for the environment env, from memory when it
+// listed the same layer lately.
+func (e *Engine) entriesOf(env types.UID) func(v1.Layer) (map[string]entry, error) {
+	return func(l v1.Layer) (map[string]entry, error) {
+		digest, err := l.Digest()
+		if err != nil {
+			return nil, err
+		}
+		diffID, err := l.DiffID()
+		if err != nil {
+			return nil, err
+		}
+		key := layerKey{env: env, digest: digest, diffID: diffID}
+		if entries, ok := e.cachedListing(key); ok {
+			return entries, nil
+		}
+		entries, err := layerEntries(l)
+		if err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.entries = append(e.entries, cachedEntries{key: key, entries: entries})
+		if len(e.entries) > maxCachedLayers {
+			e.entries = e.entries[1:]
+		}
+		return entries, nil
+	}
+}
+
+func (e *Engine) cachedListing(key layerKey) (map[string]entry, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.entries {
+		if c.key == key {
+			return c.entries, true
+		}
+	}
+	return nil, false
+}
+
+// forget drops what is remembered for the environment env.
+func (e *Engine) forget(env types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tars = slices.DeleteFunc(e.tars, func(t cachedTar) bool { return t.env == env })
+	e.entries = slices.DeleteFunc(e.entries, func(c cachedEntries) bool { return c.key.env == env })
+}
