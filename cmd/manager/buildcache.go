@@ -24,6 +24,8 @@ import (
 type buildCacheOptions struct {
 	listen, url, audience string
 	maxBytes              int64
+	// namespaceMaxBytes is one namespace's share of maxBytes (0: half).
+	namespaceMaxBytes int64
 	// The service's certificate and key, and the CA builder pods trust;
 	// none: a certificate made at start for --build-cache-url's host
 	// (one instance serving and building: no shards).
@@ -41,6 +43,7 @@ func registerBuildCacheFlags(fs *flag.FlagSet, o *buildCacheOptions) {
 	fs.StringVar(&o.tlsKey, "build-cache-tls-key", "", "PEM key of --build-cache-tls-cert")
 	fs.StringVar(&o.caFile, "build-cache-ca-file", "", "PEM bundle builder pods check the build cache's certificate against")
 	fs.Int64Var(&o.maxBytes, "build-cache-max-bytes", 10<<30, "bound of the build cache store under --work-dir, in bytes: least recently used entries are removed to stay within it")
+	fs.Int64Var(&o.namespaceMaxBytes, "build-cache-namespace-max-bytes", 0, "what the environments of one namespace may hold of the build cache store together, in bytes; a write past it evicts that namespace's own entries; 0 is half of --build-cache-max-bytes")
 }
 
 // options are the engine's side of the build cache, nil when off: a
@@ -49,6 +52,9 @@ func registerBuildCacheFlags(fs *flag.FlagSet, o *buildCacheOptions) {
 func (o *buildCacheOptions) options(cs kubernetes.Interface) (*build.TeamCacheOptions, error) {
 	if o.listen != "" && o.url == "" {
 		return nil, errors.New("--build-cache-bind-address needs --build-cache-url")
+	}
+	if o.namespaceMaxBytes < 0 || (o.maxBytes > 0 && o.namespaceMaxBytes > o.maxBytes) {
+		return nil, fmt.Errorf("--build-cache-namespace-max-bytes must be between 0 and --build-cache-max-bytes (%d), got %d", o.maxBytes, o.namespaceMaxBytes)
 	}
 	if o.url == "" {
 		return nil, nil
@@ -100,11 +106,16 @@ func addBuildCacheService(mgr ctrl.Manager, cfg *rest.Config, o *buildCacheOptio
 		return err
 	}
 	return mgr.Add(teamcache.Listener{Addr: o.listen, TLS: o.serving, Server: &teamcache.Server{
-		Store:    &teamcache.Store{Root: filepath.Join(workDir, "build-cache"), MaxBytes: o.maxBytes},
+		Store:    o.store(workDir),
 		Reviewer: teamcache.NewKubeReviewer(cs), Reader: mgr.GetAPIReader(),
 		Audience: o.audience, DefaultServiceAccount: defaultSA,
 		Log: ctrl.Log.WithName("build-cache"),
 	}})
+}
+
+// store is the build cache's store under workDir, with its bounds.
+func (o *buildCacheOptions) store(workDir string) *teamcache.Store {
+	return &teamcache.Store{Root: filepath.Join(workDir, "build-cache"), MaxBytes: o.maxBytes, NamespaceMaxBytes: o.namespaceMaxBytes}
 }
 
 func kubeClientset(cfg *rest.Config) (kubernetes.Interface, error) {

@@ -344,3 +344,18 @@ func TestChartManagerSurvivesALoadedNode(t *testing.T) {
 		t.Errorf("GOMEMLIMIT = %+v, want it from the container's limits.memory", memLimit)
 	}
 }
+
+// buildCache.namespaceMaxBytes reaches the manager; unset, the manager's
+// default (half of the store) holds and no flag is rendered.
+func TestChartBuildCacheNamespaceShare(t *testing.T) {
+	vals := everything()
+	vals["buildCache"] = map[string]any{"enabled": true, "port": 5003, "maxBytes": 4294967296, "namespaceMaxBytes": 1073741824}
+	args := containerNamed(t, deploymentOf(t, renderChart(t, vals), "devloop-manager"), "manager").Args
+	if got := argValue(args, "--build-cache-namespace-max-bytes"); got != "1073741824" {
+		t.Errorf("--build-cache-namespace-max-bytes=%q, want 1073741824", got)
+	}
+	args = containerNamed(t, deploymentOf(t, renderChart(t, everything()), "devloop-manager"), "manager").Args
+	if got := argValue(args, "--build-cache-namespace-max-bytes"); got != "" {
+		t.Errorf("default values render --build-cache-namespace-max-bytes=%q", got)
+	}
+}

@@ -89,6 +89,9 @@ spec:
         - --build-cache-tls-cert=/etc/devloop-tls/cache.crt
         - --build-cache-tls-key=/etc/devloop-tls/cache.key
         - --build-cache-max-bytes={{ int64 $root.Values.buildCache.maxBytes }}
+        {{- with $root.Values.buildCache.namespaceMaxBytes }}
+        - --build-cache-namespace-max-bytes={{ int64 . }}
+        {{- end }}
         {{- end }}
         {{- end }}
         {{- if $shard }}
