@@ -50,3 +50,27 @@ func TestConcurrentPerNamespaceFlag(t *testing.T) {
 		t.Errorf("a share above --concurrent: err %v, want one naming the flag", err)
 	}
 }
+
+// One namespace's share of the team build cache is the operator's to set
+// (issue 44: many teams on one operator); a share above the store is
+// refused naming the flag.
+func TestBuildCacheNamespaceShareFlag(t *testing.T) {
+	cache := []string{"--build-cache-url=https://devloop-build-cache.devloop-system.svc:5003", "--build-cache-bind-address=:5003", "--build-cache-max-bytes=1000"}
+	o, err := parseFlags(append(cache, "--build-cache-namespace-max-bytes=300"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.buildCache.options(nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := o.buildCache.store(t.TempDir()); st.MaxBytes != 1000 || st.NamespaceMaxBytes != 300 {
+		t.Errorf("store bounds %d/%d, want 1000 and a namespace share of 300", st.MaxBytes, st.NamespaceMaxBytes)
+	}
+	o, err = parseFlags(append(cache, "--build-cache-namespace-max-bytes=2000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.buildCache.options(nil); err == nil || !strings.Contains(err.Error(), "--build-cache-namespace-max-bytes") {
+		t.Errorf("a share above the store: err %v, want one naming the flag", err)
+	}
+}

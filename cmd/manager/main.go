@@ -149,7 +149,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 	if err := addRegistryTokenService(mgr, cfg, opts.registryToken); err != nil {
 		return nil, err
 	}
-	if err := addBuildCacheService(mgr, cs, opts.buildCache, opts.workDir, opts.defaultServiceAccount); err != nil {
+	if err := addBuildCacheService(mgr, cfg, &opts.buildCache, opts.workDir, opts.defaultServiceAccount); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(metrics.WorkDirSampler{Root: opts.workDir}); err != nil {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/devloop-dev/devloop/internal/httpserve"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
@@ -69,20 +70,45 @@ func TestManagerServesRegistryTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The service's serving certificate (the chart's token.crt/token.key)
+	// and a client that trusts only it.
+	serving, servingPEM, err := httpserve.SelfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	servingKey, err := x509.MarshalPKCS8PrivateKey(serving.Certificates[0].PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCert, tlsKey := filepath.Join(dir, "token.crt"), filepath.Join(dir, "token.key")
+	if err := os.WriteFile(tlsCert, servingPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tlsKey, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: servingKey}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clientTLS, err := httpserve.ClientTLS(servingPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}, Timeout: 10 * time.Second}
+
 	addr := freeAddr(t)
-	startManager(t, operator, "--registry-token-bind-address="+addr, "--registry-token-key="+keyFile, "--registry-token-cert="+certFile)
-	ask := func(token string) int {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/token?service=devloop-registry&scope=repository:"+ns+"/app:pull", nil)
+	startManager(t, operator, "--registry-token-bind-address="+addr, "--registry-token-key="+keyFile, "--registry-token-cert="+certFile,
+		"--registry-token-tls-cert="+tlsCert, "--registry-token-tls-key="+tlsKey)
+	askOver := func(c *http.Client, scheme, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://"+addr+"/token?service=devloop-registry&scope=repository:"+ns+"/app:pull", nil)
 		if token != "" {
 			req.SetBasicAuth("builder", token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			return 0
 		}
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	ask := func(token string) int { return askOver(httpsClient, "https", token) }
 	code := ask(tr.Status.Token)
 	for deadline := time.Now().Add(30 * time.Second); code == 0 && time.Now().Before(deadline); code = ask(tr.Status.Token) {
 		time.Sleep(100 * time.Millisecond)
@@ -98,5 +124,9 @@ func TestManagerServesRegistryTokens(t *testing.T) {
 	}
 	if code := ask("forged"); code != http.StatusUnauthorized {
 		t.Errorf("a forged token: %d, want 401", code)
+	}
+	// The same valid token in clear is answered by the TLS layer only.
+	if code := askOver(http.DefaultClient, "http", tr.Status.Token); code != http.StatusBadRequest {
+		t.Errorf("a valid token over plain HTTP: %d, want the TLS layer's 400", code)
 	}
 }

@@ -16,10 +16,13 @@ import (
 // builder pods: the go command in them reads and writes its build cache
 // through `helper gocacheprog`, which asks the operator's cache service.
 type TeamCacheOptions struct {
-	// URL is the service as builder pods reach it (http://HOST:PORT).
+	// URL is the service as builder pods reach it (https://HOST:PORT).
 	URL string
 	// Audience of the projected token builder pods present.
 	Audience string
+	// CA is the PEM bundle builder pods check the service's certificate
+	// against.
+	CA []byte
 	// Reviewer checks spec.cache.readFrom (SubjectAccessReview).
 	Reviewer teamcache.Reviewer
 }
@@ -38,7 +41,7 @@ func (o *TeamCacheOptions) Service() *pods.TeamCacheService {
 	if audience == "" {
 		audience = teamcache.DefaultAudience
 	}
-	return &pods.TeamCacheService{URL: o.URL, Audience: audience}
+	return &pods.TeamCacheService{URL: o.URL, Audience: audience, CA: string(o.CA)}
 }
 
 // teamCache is the team cache of this environment's builder pods, nil

@@ -5,6 +5,7 @@ package httpserve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -15,11 +16,16 @@ import (
 const shutdownGrace = 5 * time.Second
 
 // Until listens on addr and serves srv until ctx ends, then shuts it down
-// gracefully. A server that stops on its own returns its error.
+// gracefully. A server that stops on its own returns its error. With
+// srv.TLSConfig it serves TLS only: a plain HTTP request is answered 400
+// by the TLS layer and never reaches the handler.
 func Until(ctx context.Context, addr string, srv *http.Server) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if srv.TLSConfig != nil {
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

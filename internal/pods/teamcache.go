@@ -38,10 +38,13 @@ const (
 
 // TeamCacheService is the operator's team build cache as pods reach it.
 type TeamCacheService struct {
-	// URL is the service (http://HOST:PORT).
+	// URL is the service (https://HOST:PORT).
 	URL string
 	// Audience of the projected token pods present.
 	Audience string
+	// CA is the PEM bundle the service's certificate is checked against
+	// (public: it goes into the pods' environment).
+	CA string
 }
 
 // For is the team cache of a pod run as ServiceAccount sa: nil when
@@ -52,16 +55,20 @@ func (s *TeamCacheService) For(sa string) *TeamCache {
 	if s == nil || s.URL == "" || sa == "" {
 		return nil
 	}
-	return &TeamCache{URL: s.URL, Audience: s.Audience, ServiceAccount: sa}
+	return &TeamCache{URL: s.URL, Audience: s.Audience, CA: s.CA, ServiceAccount: sa}
 }
 
 // TeamCache is what a pod needs to reach the team cache.
 type TeamCache struct {
-	URL, Audience string
+	URL, Audience, CA string
 	// ServiceAccount is the environment's: the pod runs as it, so its
 	// token names the environment's identity (the service checks both).
 	ServiceAccount string
 }
+
+// EnvTeamCacheCA holds the PEM bundle `helper gocacheprog` checks the
+// team cache's certificate against.
+const EnvTeamCacheCA = "DEVLOOP_BUILD_CACHE_CA"
 
 // GoCacheProgDir is the program's local cache: on the first cache path
 // (the build cache claim when there is one), beside Go's own go-build.
@@ -77,8 +84,13 @@ func GoCacheProgEnv(cachePaths []string, tc *TeamCache) []corev1.EnvVar {
 	if tc == nil || len(cachePaths) == 0 {
 		return nil
 	}
-	return []corev1.EnvVar{{Name: "GOCACHEPROG", Value: ToolsHelper + " helper gocacheprog --dir " + GoCacheProgDir(cachePaths) +
+	env := []corev1.EnvVar{{Name: "GOCACHEPROG", Value: ToolsHelper + " helper gocacheprog --dir " + GoCacheProgDir(cachePaths) +
 		" --url " + tc.URL + " --token-file " + CacheTokenDir + "/token"}}
+	if tc.CA != "" {
+		// The go command starts the program with its own environment.
+		env = append(env, corev1.EnvVar{Name: EnvTeamCacheCA, Value: tc.CA})
+	}
+	return env
 }
 
 // WithTeamCacheToken runs a pod as the environment's ServiceAccount with

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"regexp"
 	"time"
+
+	"github.com/devloop-dev/devloop/internal/httpserve"
 )
 
 // Front stands before the bundled registry, in its pod, on the port
@@ -31,8 +33,11 @@ type Front struct {
 const HealthPath = "/devloop-front/healthz"
 
 // NewFront proxies to the registry at registryURL (http://127.0.0.1:5001)
-// and the token service at tokenURL (http://operator-service:8082/token).
-func NewFront(registryURL, tokenURL *url.URL) *Front {
+// and the token service at tokenURL (https://operator-service:5002/token),
+// whose certificate is checked against tokenCA (PEM; nil: the system's
+// roots). The tokens clients send cross the pod network to the operator
+// only inside TLS.
+func NewFront(registryURL, tokenURL *url.URL, tokenCA []byte) (*Front, error) {
 	reg := httputil.NewSingleHostReverseProxy(registryURL)
 	// Blobs stream through: no buffering beyond the proxy's copy buffer.
 	reg.FlushInterval = -1
@@ -57,8 +62,19 @@ func NewFront(registryURL, tokenURL *url.URL) *Front {
 	tok := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.URL.Path = tokenURL.Scheme, tokenURL.Host, tokenURL.Path
 		pr.Out.Host = tokenURL.Host
+		// The token service limits reviews per client, not per front.
+		pr.SetXForwarded()
 	}}
-	return &Front{registry: reg, token: tok, backend: registryURL}
+	if tokenCA != nil {
+		cfg, err := httpserve.ClientTLS(tokenCA)
+		if err != nil {
+			return nil, err
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		tok.Transport = tr
+	}
+	return &Front{registry: reg, token: tok, backend: registryURL}, nil
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -16,6 +17,9 @@ var (
 	admin      client.Client
 	adminSet   kubernetes.Interface
 	operatorCS kubernetes.Interface
+	// operatorCfg is the operator's connection, for tests that count
+	// what it sends.
+	operatorCfg *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +33,8 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		operatorCS, err = kubernetes.NewForConfig(user.Config())
+		operatorCfg = user.Config()
+		operatorCS, err = kubernetes.NewForConfig(operatorCfg)
 		return err
 	})
 }

@@ -1,6 +1,7 @@
 package registryauth
 
 import (
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,7 +41,8 @@ func registryAuthConfig(realm, certFile string) string {
 func startTokenService(t *testing.T) (registry string, tokenURL string) {
 	t.Helper()
 	signer, certFile := testSigner(t)
-	srv := httptest.NewServer(&Server{
+	// TLS, as the operator serves it; the front trusts its certificate.
+	srv := httptest.NewTLSServer(&Server{
 		Reviewer: KubeReviewer{Client: operatorCS}, Signer: signer,
 		Service: DefaultService, Issuer: DefaultIssuer, Audience: DefaultAudience,
 		Log: testr.New(t),
@@ -51,7 +53,11 @@ func startTokenService(t *testing.T) (registry string, tokenURL string) {
 	// rewrites it to the host the client called.
 	backend := testregistry.StartWithConfig(t, registryAuthConfig("http://front.invalid/token", certFile))
 	tu, _ := url.Parse(tokenURL)
-	front := httptest.NewServer(NewFront(&url.URL{Scheme: "http", Host: backend}, tu))
+	fr, err := NewFront(&url.URL{Scheme: "http", Host: backend}, tu, certPEM(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(fr)
 	t.Cleanup(front.Close)
 	return strings.TrimPrefix(front.URL, "http://"), tokenURL
 }
@@ -136,4 +142,9 @@ func TestRegistryAuthorizesByNamespace(t *testing.T) {
 	if got, err := pull(a.builderRegistryToken, srcA); err != nil || got != want {
 		t.Errorf("%s after team-b's attempts: %v, %v; want %v", srcA, got, err, want)
 	}
+}
+
+// certPEM is the certificate of a TLS test server, as a CA bundle.
+func certPEM(srv *httptest.Server) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }

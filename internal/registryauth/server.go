@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"
+
+	"github.com/devloop-dev/devloop/internal/reviewguard"
 )
 
 // Defaults of the chart and the manager's flags.
@@ -51,6 +53,8 @@ type Server struct {
 	Audience string
 	TTL      time.Duration
 	Log      logr.Logger
+	// Guard remembers refused tokens and bounds reviews per source.
+	Guard reviewguard.Guard
 	// now is time.Now, settable by tests.
 	now func() time.Time
 }
@@ -79,6 +83,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("unknown service %q", truncate(service, 64)), http.StatusBadRequest)
 		return
 	}
+	switch s.Guard.Check(password, reviewguard.Source(r)) {
+	case reviewguard.RefusedRecently:
+		w.Header().Set("WWW-Authenticate", `Basic realm="devloop registry: a Kubernetes token as the password"`)
+		http.Error(w, "not a Kubernetes token of audience "+s.audience()+" (refused moments ago)", http.StatusUnauthorized)
+		return
+	case reviewguard.TooMany:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many token reviews from this address", http.StatusTooManyRequests)
+		return
+	}
 	user, ok, err := s.authenticate(r.Context(), password)
 	if err != nil {
 		s.Log.Error(err, "token review")
@@ -86,6 +100,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
+		s.Guard.Refused(password)
 		w.Header().Set("WWW-Authenticate", `Basic realm="devloop registry: a Kubernetes token as the password"`)
 		http.Error(w, "not a Kubernetes token of audience "+s.audience()+" (kubectl create token SA --audience="+s.audience()+")", http.StatusUnauthorized)
 		return

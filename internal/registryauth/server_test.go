@@ -108,7 +108,11 @@ func TestFrontRewritesTheRealm(t *testing.T) {
 	defer tokens.Close()
 	bu, _ := url.Parse(backend.URL)
 	tu, _ := url.Parse(tokens.URL + "/token")
-	front := httptest.NewServer(NewFront(bu, tu))
+	fr, err := NewFront(bu, tu, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(fr)
 	defer front.Close()
 
 	req, _ := http.NewRequest(http.MethodGet, front.URL+"/v2/", nil)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/reviewguard"
 )
 
 // Extra keys of a pod-bound ServiceAccount token's user, as TokenReview
@@ -43,6 +44,16 @@ type caller struct {
 type callers struct {
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]caller
+	// guard answers tokens refused moments ago, and sources asking for
+	// too many reviews, before a review (the Listener asks it).
+	guard reviewguard.Guard
+}
+
+// known says whether token is a caller identified within callerTTL: its
+// requests cost no review and pass the guard.
+func (c *callers) known(token string) bool {
+	_, ok := c.get(token, time.Now())
+	return ok
 }
 
 const (
@@ -89,6 +100,9 @@ func (s *Server) identify(ctx context.Context, token string) (caller, error) {
 		return caller{}, err
 	}
 	if !ok {
+		// Only the API server's own refusal is remembered: a pod or an
+		// environment not found yet may be found a moment later.
+		s.callers.guard.Refused(token)
 		return caller{}, errUnauthenticated
 	}
 	ns, sa, ok := splitServiceAccount(user.Username)

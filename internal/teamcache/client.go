@@ -10,21 +10,33 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/devloop-dev/devloop/internal/httpserve"
 )
 
 // Client is a builder pod's side of the service: it presents the pod's
 // projected token (re-read on each request: the kubelet rotates it).
 type Client struct {
-	// URL is the service's base URL (http://HOST:PORT).
+	// URL is the service's base URL (https://HOST:PORT).
 	URL string
+	// CA is the PEM bundle the service's certificate is checked against
+	// (when HTTP is nil).
+	CA []byte
 	// TokenFile is the projected ServiceAccount token of the cache's
 	// audience.
 	TokenFile string
 	HTTP      *http.Client
+
+	once  sync.Once
+	caErr error
 }
 
 func (c *Client) request(ctx context.Context, method string, action []byte, body io.Reader) (*http.Request, error) {
+	if c.http(); c.caErr != nil {
+		return nil, c.caErr
+	}
 	token, err := os.ReadFile(c.TokenFile)
 	if err != nil {
 		return nil, err
@@ -38,10 +50,22 @@ func (c *Client) request(ctx context.Context, method string, action []byte, body
 }
 
 func (c *Client) http() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return &http.Client{Timeout: 5 * time.Minute}
+	c.once.Do(func() {
+		if c.HTTP != nil {
+			return
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if len(c.CA) > 0 {
+			cfg, err := httpserve.ClientTLS(c.CA)
+			if err != nil {
+				c.caErr = err
+				return
+			}
+			tr.TLSClientConfig = cfg
+		}
+		c.HTTP = &http.Client{Timeout: 5 * time.Minute, Transport: tr}
+	})
+	return c.HTTP
 }
 
 // Get fetches the entry for action into w: its output ID and the

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
@@ -17,6 +18,7 @@ var (
 	admin          client.Client
 	adminSet       kubernetes.Interface
 	operatorSet    kubernetes.Interface
+	operatorCfg    *rest.Config
 	operatorReader client.Reader
 )
 
@@ -36,7 +38,8 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		if operatorSet, err = kubernetes.NewForConfig(user.Config()); err != nil {
+		operatorCfg = user.Config()
+		if operatorSet, err = kubernetes.NewForConfig(operatorCfg); err != nil {
 			return err
 		}
 		operatorReader, err = client.New(user.Config(), client.Options{Scheme: testenv.Scheme()})

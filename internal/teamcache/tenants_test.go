@@ -2,6 +2,7 @@ package teamcache
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -33,6 +34,12 @@ type tenantEnv struct {
 // in a file for a Client of srv.
 func newTenantEnv(t *testing.T, prefix string, srv *httptest.Server, readFrom ...v1alpha1.CacheSource) tenantEnv {
 	t.Helper()
+	return newTenantEnvAt(t, prefix, srv.URL, nil, readFrom...)
+}
+
+// newTenantEnvAt is newTenantEnv for a service at url, reached with hc.
+func newTenantEnvAt(t *testing.T, prefix, url string, hc *http.Client, readFrom ...v1alpha1.CacheSource) tenantEnv {
+	t.Helper()
 	ctx := context.Background()
 	ns := testenv.Namespace(t, admin, prefix)
 	const sa = "builder"
@@ -48,7 +55,7 @@ func newTenantEnv(t *testing.T, prefix string, srv *httptest.Server, readFrom ..
 		t.Fatal(err)
 	}
 	pod := builderPod(t, ns, env.Name, sa)
-	return tenantEnv{env: env, pod: pod, client: &Client{URL: srv.URL, TokenFile: podToken(t, pod, DefaultAudience)}}
+	return tenantEnv{env: env, pod: pod, client: &Client{URL: url, HTTP: hc, TokenFile: podToken(t, pod, DefaultAudience)}}
 }
 
 func builderPod(t *testing.T, ns, envName, sa string) *corev1.Pod {

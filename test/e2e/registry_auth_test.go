@@ -144,6 +144,10 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	// The pod's own token is of the API server's audience: the token
 	// service refuses it (issue 44 item 3), and the registry token pushes.
 	g.Expect(accepted).To(And(ContainSubstring("api token: refused"), ContainSubstring("401"), ContainSubstring("push: accepted")))
+	// Plain HTTP to either service gets the TLS layer's refusal, never a
+	// token or a cache answer; the push above got its token through the
+	// front, which reaches the token service over https only.
+	g.Expect(accepted).To(And(ContainSubstring("plain "+tokenService+": TLS only"), ContainSubstring("plain "+buildCacheService+": TLS only")))
 	refused := pushAttempt(t, nsB, target)
 	g.Expect(refused).To(And(ContainSubstring("push: refused"), ContainSubstring("401")))
 	t.Logf("team-b's pod: %s", refused)
@@ -153,13 +157,25 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 // the API server's audience: an API credential the token service must
 // refuse), then gets a registry token with the projected token of the
 // devloop-registry audience and starts a blob upload into $REPO with it.
-const pushAttemptScript = `R=http://` + bundledService + `
+var pushAttemptScript = `R=http://` + bundledService + `
 A=$(printf 'k8s:%s' "$(cat /var/run/secrets/kubernetes.io/serviceaccount/token)" | base64 | tr -d '\n')
 if wget -q -O /dev/null --header "Authorization: Basic $A" "$R/token?service=devloop-registry&scope=repository:$REPO:pull" 2>/tmp/api; then echo "api token: accepted"; else echo "api token: refused $(cat /tmp/api)"; fi
 A=$(printf 'k8s:%s' "$(cat /var/run/secrets/devloop-registry/token)" | base64 | tr -d '\n')
 J=$(wget -q -O - --header "Authorization: Basic $A" "$R/token?service=devloop-registry&scope=repository:$REPO:pull,push" 2>&1) || { echo "token: refused $J"; exit 0; }
 B=$(echo "$J" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
-if wget -q -O /dev/null --header "Authorization: Bearer $B" --post-data '' "$R/v2/$REPO/blobs/uploads/" 2>/tmp/err; then echo "push: accepted"; else echo "push: refused $(cat /tmp/err)"; fi`
+if wget -q -O /dev/null --header "Authorization: Bearer $B" --post-data '' "$R/v2/$REPO/blobs/uploads/" 2>/tmp/err; then echo "push: accepted"; else echo "push: refused $(cat /tmp/err)"; fi
+for S in ` + tokenService + ` ` + buildCacheService + `; do
+  P=$(printf 'GET /token?service=devloop-registry HTTP/1.0\r\nHost: %s\r\nAuthorization: Basic %s\r\n\r\n' "$S" "$A" | nc -w 10 "${S%:*}" "${S#*:}" 2>&1 | tr -d '\r' | head -c 400)
+  case "$P" in *"HTTP request to an HTTPS server"*) echo "plain $S: TLS only";; *) echo "plain $S: answered [$(echo "$P" | head -c 120)]";; esac
+done`
+
+// The manager's two services on the pod network, which answer TLS only
+// (issue 44 item 3): the registry front reaches the first over https, and
+// builder pods the second.
+var (
+	tokenService      = "devloop-registry-token." + devcluster.OperatorNamespace + ".svc:5002"
+	buildCacheService = "devloop-build-cache." + devcluster.OperatorNamespace + ".svc:5003"
+)
 
 // pushAttempt runs the script in a pod of ns as its deployer and returns
 // what it printed.

@@ -80,7 +80,7 @@ func TestChartRegistryAuth(t *testing.T) {
 		}
 	}
 	front := containerNamed(t, reg, "front")
-	if !strings.Contains(strings.Join(front.Args, " "), "--token-url=http://devloop-registry-token."+namespace+".svc:5002/token") {
+	if !strings.Contains(strings.Join(front.Args, " "), "--token-url=https://devloop-registry-token."+namespace+".svc:5002/token") {
 		t.Errorf("front args %q do not send /token to the manager's token Service", front.Args)
 	}
 	svc := find(t, objs, "Service", "devloop-registry-token")

@@ -139,7 +139,10 @@ func TestChartManagerArgs(t *testing.T) {
 		"--work-dir=/var/cache/devloop",
 		"--registry-token-bind-address=:5002", "--registry-token-key=/etc/devloop-registry-token/tls.key",
 		"--registry-token-cert=/etc/devloop-registry-token/tls.crt", "--registry-token-ttl=5m",
-		"--build-cache-url=http://devloop-build-cache." + namespace + ".svc:5003", "--build-cache-bind-address=:5003", "--build-cache-max-bytes=2147483648",
+		"--registry-token-tls-cert=/etc/devloop-tls/token.crt", "--registry-token-tls-key=/etc/devloop-tls/token.key",
+		"--build-cache-url=https://devloop-build-cache." + namespace + ".svc:5003", "--build-cache-ca-file=/etc/devloop-tls/ca.crt",
+		"--build-cache-bind-address=:5003", "--build-cache-tls-cert=/etc/devloop-tls/cache.crt", "--build-cache-tls-key=/etc/devloop-tls/cache.key",
+		"--build-cache-max-bytes=2147483648",
 		"--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--concurrent-per-namespace=3", "--default-service-account=deployer",
 		"--no-cross-namespace-refs=false", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",
 		"--max-source-size=2147483648",
@@ -339,5 +342,20 @@ func TestChartManagerSurvivesALoadedNode(t *testing.T) {
 	if memLimit == nil || memLimit.ValueFrom == nil || memLimit.ValueFrom.ResourceFieldRef == nil ||
 		memLimit.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
 		t.Errorf("GOMEMLIMIT = %+v, want it from the container's limits.memory", memLimit)
+	}
+}
+
+// buildCache.namespaceMaxBytes reaches the manager; unset, the manager's
+// default (half of the store) holds and no flag is rendered.
+func TestChartBuildCacheNamespaceShare(t *testing.T) {
+	vals := everything()
+	vals["buildCache"] = map[string]any{"enabled": true, "port": 5003, "maxBytes": 4294967296, "namespaceMaxBytes": 1073741824}
+	args := containerNamed(t, deploymentOf(t, renderChart(t, vals), "devloop-manager"), "manager").Args
+	if got := argValue(args, "--build-cache-namespace-max-bytes"); got != "1073741824" {
+		t.Errorf("--build-cache-namespace-max-bytes=%q, want 1073741824", got)
+	}
+	args = containerNamed(t, deploymentOf(t, renderChart(t, everything()), "devloop-manager"), "manager").Args
+	if got := argValue(args, "--build-cache-namespace-max-bytes"); got != "" {
+		t.Errorf("default values render --build-cache-namespace-max-bytes=%q", got)
 	}
 }

@@ -56,7 +56,7 @@ var (
 )
 
 // TeamCacheURL is the build cache service builder pods are told of.
-const TeamCacheURL = "http://devloop-build-cache.devloop-system.svc:5003"
+const TeamCacheURL = "https://devloop-build-cache.devloop-system.svc:5003"
 
 // HelperImage is what builder pods would run; no pod runs in envtest.
 const HelperImage = "registry.test/devloop/manager:test"

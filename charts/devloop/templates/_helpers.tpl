@@ -103,3 +103,15 @@ health:
     interval: 10s
     threshold: 3
 {{- end -}}
+
+{{/*
+The Secret holding the CA and the serving certificates of the two services
+builder pods and the registry front reach over the pod network: the
+registry's token service (/token) and the team build cache. Empty when
+neither is on.
+*/}}
+{{- define "devloop.serviceTLSSecret" -}}
+{{- if or (and .Values.registry.enabled .Values.registry.auth.enabled) .Values.buildCache.enabled -}}
+{{- default (printf "%s-service-tls" (include "devloop.fullname" .)) .Values.serviceTLS.secretName -}}
+{{- end -}}
+{{- end -}}

@@ -10,6 +10,7 @@ of its own (derived by the manager from its selector).
 {{- $root := .root -}}
 {{- $shard := .shard -}}
 {{- $image := include "devloop.image" $root -}}
+{{- $tlsSecret := include "devloop.serviceTLSSecret" $root -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -75,14 +76,22 @@ spec:
         - --registry-token-key=/etc/devloop-registry-token/tls.key
         - --registry-token-cert=/etc/devloop-registry-token/tls.crt
         - --registry-token-ttl={{ $root.Values.registry.auth.ttl }}
+        - --registry-token-tls-cert=/etc/devloop-tls/token.crt
+        - --registry-token-tls-key=/etc/devloop-tls/token.key
         {{- end }}
         {{- if $root.Values.buildCache.enabled }}
         # The team Go build cache (docs/team-cache.md): builder pods of
         # every instance ask the main instance, which keeps the store.
-        - --build-cache-url=http://{{ include "devloop.fullname" $root }}-build-cache.{{ $root.Release.Namespace }}.svc:{{ $root.Values.buildCache.port }}
+        - --build-cache-url=https://{{ include "devloop.fullname" $root }}-build-cache.{{ $root.Release.Namespace }}.svc:{{ $root.Values.buildCache.port }}
+        - --build-cache-ca-file=/etc/devloop-tls/ca.crt
         {{- if not $shard }}
         - --build-cache-bind-address=:{{ $root.Values.buildCache.port }}
+        - --build-cache-tls-cert=/etc/devloop-tls/cache.crt
+        - --build-cache-tls-key=/etc/devloop-tls/cache.key
         - --build-cache-max-bytes={{ int64 $root.Values.buildCache.maxBytes }}
+        {{- with $root.Values.buildCache.namespaceMaxBytes }}
+        - --build-cache-namespace-max-bytes={{ int64 . }}
+        {{- end }}
         {{- end }}
         {{- end }}
         {{- if $shard }}
@@ -233,11 +242,28 @@ spec:
           mountPath: /etc/devloop-registry-token
           readOnly: true
         {{- end }}
+        {{- if $tlsSecret }}
+        # The services' CA and, on the main instance, their serving keys.
+        - name: service-tls
+          mountPath: /etc/devloop-tls
+          readOnly: true
+        {{- end }}
       volumes:
       {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
       - name: registry-token
         secret:
           secretName: {{ include "devloop.fullname" $root }}-registry-token
+      {{- end }}
+      {{- if $tlsSecret }}
+      - name: service-tls
+        secret:
+          secretName: {{ $tlsSecret }}
+          {{- if $shard }}
+          # A shard serves neither service: the CA only.
+          items:
+          - key: ca.crt
+            path: ca.crt
+          {{- end }}
       {{- end }}
       - name: work
         emptyDir:

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 
+	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/teamcache"
 )
 
@@ -14,7 +15,7 @@ import (
 func gocacheprogStep(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("helper gocacheprog", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the local cache directory (on the build cache volume)")
-	url := fs.String("url", "", "the operator's team cache service, http://HOST:PORT")
+	url := fs.String("url", "", "the operator's team cache service, https://HOST:PORT")
 	tokenFile := fs.String("token-file", "", "the pod's projected ServiceAccount token for the cache's audience")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -28,7 +29,8 @@ func gocacheprogStep(ctx context.Context, args []string) error {
 	}
 	prog := &teamcache.Prog{Dir: *dir, Log: os.Stderr}
 	if *url != "" {
-		prog.Remote = &teamcache.Client{URL: *url, TokenFile: *tokenFile}
+		// The CA comes in the environment the build pod was given.
+		prog.Remote = &teamcache.Client{URL: *url, TokenFile: *tokenFile, CA: []byte(os.Getenv(pods.EnvTeamCacheCA))}
 	}
 	return prog.Serve(ctx, os.Stdin, os.Stdout)
 }

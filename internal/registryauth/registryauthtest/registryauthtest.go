@@ -34,7 +34,8 @@ import (
 func Start(t *testing.T, reviewer kubernetes.Interface) string {
 	t.Helper()
 	signer, certFile := Signer(t)
-	tokens := httptest.NewServer(&registryauth.Server{
+	// TLS, as the operator serves it; the front trusts its certificate.
+	tokens := httptest.NewTLSServer(&registryauth.Server{
 		Reviewer: registryauth.KubeReviewer{Client: reviewer}, Signer: signer,
 		Service: registryauth.DefaultService, Issuer: registryauth.DefaultIssuer, Audience: registryauth.DefaultAudience,
 		Log: testr.New(t),
@@ -50,7 +51,12 @@ func Start(t *testing.T, reviewer kubernetes.Interface) string {
     rootcertbundle: %s
 `, registryauth.DefaultService, registryauth.DefaultIssuer, certFile))
 	tu, _ := url.Parse(tokens.URL + "/token")
-	front := httptest.NewServer(registryauth.NewFront(&url.URL{Scheme: "http", Host: backend}, tu))
+	fr, err := registryauth.NewFront(&url.URL{Scheme: "http", Host: backend}, tu,
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tokens.Certificate().Raw}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(fr)
 	t.Cleanup(front.Close)
 	return strings.TrimPrefix(front.URL, "http://")
 }

@@ -1,0 +1,174 @@
+package teamcache
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/devloop-dev/devloop/internal/httpserve"
+	"github.com/devloop-dev/devloop/internal/reviewguard"
+)
+
+// countingReviews is the operator's review connection as cmd/manager
+// makes it, counting the TokenReviews it sends.
+func countingReviews(t *testing.T) (kubernetes.Interface, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	cfg := reviewguard.ReviewConfig(operatorCfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/tokenreviews") {
+				n.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, &n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startListener runs the service as cmd/manager does (Listener) on a
+// free loopback port and returns its base URL and a client for it.
+func startListener(t *testing.T, s *Server) (string, *http.Client) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := (Listener{Addr: addr, Server: s}).Start(context.Background()); err == nil {
+		t.Fatal("a listener without a certificate started")
+	}
+	serving, ca, err := httpserve.SelfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (Listener{Addr: addr, Server: s, TLS: serving}).Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	clientTLS, err := httpserve.ClientTLS(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitListening(t, addr)
+	return "https://" + addr, &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}}
+}
+
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if i > 10000 {
+			t.Fatalf("the listener on %s never listened: %v", addr, err)
+		}
+	}
+}
+
+// Requests with a token the API server refused are answered from memory
+// (the flood: 1,306 requests, 2,797 TokenReviews), a source
+// trying ever new tokens is answered 429 past its share of reviews, and
+// a builder pod of a tenant is served meanwhile.
+func TestCacheBoundsTokenReviews(t *testing.T) {
+	cs, reviews := countingReviews(t)
+	s, _ := newService(t)
+	s.Reviewer = NewKubeReviewer(cs)
+	url, hc := startListener(t, s)
+	a := newTenantEnvAt(t, "amplify-a-", url, hc)
+
+	// The tenant's pod is served (and known from then on).
+	if _, _, miss, err := a.client.Get(context.Background(), make([]byte, IDLen), &strings.Builder{}); err != nil || !miss {
+		t.Fatalf("the tenant's builder pod: miss %v, %v; want a miss", miss, err)
+	}
+
+	action := strings.Repeat("ab", 32)
+	get := func(token string) int {
+		r, _ := http.NewRequest(http.MethodGet, url+actionsPath+action, nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const n = 200
+	for i := 0; i < n; i++ {
+		if got := get("not-a-kubernetes-token"); got != http.StatusUnauthorized {
+			t.Fatalf("request %d with a bad token: %d, want 401", i, got)
+		}
+	}
+	if got := reviews.Load(); got > 2 {
+		t.Errorf("%d requests with one bad token cost %d TokenReviews, want at most 2", n, got)
+	}
+
+	var limited, other atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 2*reviewguard.SourceBurst; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20 && limited.Load() < 10; i++ {
+				switch get(fmt.Sprintf("garbage-%d-%d", w, i)) {
+				case http.StatusTooManyRequests:
+					limited.Add(1)
+				case http.StatusUnauthorized:
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if limited.Load() == 0 || other.Load() != 0 {
+		t.Fatalf("requests with new bad tokens from one source: %d answered 429, %d neither 401 nor 429", limited.Load(), other.Load())
+	}
+	t.Logf("%d TokenReviews sent in all, %d requests answered 429", reviews.Load(), limited.Load())
+}
+
+// The service answers only TLS: a builder pod's bearer (a write
+// credential of its environment's store) sent in clear reaches no
+// handler, and the same pod over TLS, trusting the CA it was given, is
+// served.
+func TestCacheAnswersOnlyTLS(t *testing.T) {
+	s, _ := newService(t)
+	url, hc := startListener(t, s)
+	a := newTenantEnvAt(t, "tls-a-", url, hc)
+	token, err := os.ReadFile(a.client.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodGet, "http://"+strings.TrimPrefix(url, "https://")+actionsPath+strings.Repeat("ab", 32), nil)
+	r.Header.Set("Authorization", "Bearer "+string(token))
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderOutputID) != "" {
+		t.Errorf("plain HTTP: %d, want the TLS layer's 400", resp.StatusCode)
+	}
+	if _, _, miss, err := a.client.Get(context.Background(), make([]byte, IDLen), &strings.Builder{}); err != nil || !miss {
+		t.Errorf("over TLS: miss %v, %v; want a miss", miss, err)
+	}
+}
