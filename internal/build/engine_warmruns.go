@@ -86,6 +86,9 @@ type warmBuilds struct {
 	// lanes serialize the builds of images sharing a build cache claim
 	// (lanes.go).
 	lanes *lanes
+	// handoffs are the lanes superseded builds hold for their successor
+	// in the same pod (lanes_handoff.go), by pod.
+	handoffs map[string]laneHandoff
 	wake  chan event.GenericEvent
 }
 
@@ -96,7 +99,8 @@ type podTurn struct {
 }
 
 func newWarmBuilds() *warmBuilds {
-	return &warmBuilds{runs: map[string]*warmRun{}, pods: map[string]*podTurn{}, lanes: newLanes(), wake: make(chan event.GenericEvent, 64)}
+	return &warmBuilds{runs: map[string]*warmRun{}, pods: map[string]*podTurn{}, lanes: newLanes(),
+		handoffs: map[string]laneHandoff{}, wake: make(chan event.GenericEvent, 64)}
 }
 
 // turn waits for pod's builds before this one and returns its release.
@@ -132,6 +136,9 @@ type warmRun struct {
 	// cancel ends the run's exec streams (a newer build of the pod
 	// supersedes it; its processes are killed by the newer one's claim).
 	cancel context.CancelFunc
+	// superseded is set (under warmBuilds.mu) before cancel when a newer
+	// build of the pod supersedes this one.
+	superseded bool
 	// started is the build's start as its claim tells (an adopted
 	// build's is the original start); zero until the claim answers.
 	started time.Time
@@ -290,6 +297,7 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan w
 	}
 	for k, r := range w.runs {
 		if k != key && r.pod == pod && !r.finished() {
+			r.superseded = true
 			r.cancel()
 		}
 	}
@@ -301,7 +309,7 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan w
 	go func() {
 		defer cancel()
 		release := w.turn(pod)
-		out := w.runInLane(ctx, run, plan, exec)
+		out := w.runInLane(ctx, pod, run, plan, exec)
 		release()
 		out.ended = time.Now()
 		run.mu.Lock()
@@ -312,18 +320,24 @@ func (w *warmBuilds) start(key, pod string, env *v1alpha1.DevEnvironment, plan w
 	return run
 }
 
-// runInLane runs plan once it holds its lane.
-func (w *warmBuilds) runInLane(ctx context.Context, run *warmRun, plan warmPlan,
+// runInLane runs plan once it holds its lane: the one a superseded build
+// of pod handed over, or its turn. A superseded build hands its lane to
+// its successor (lanes_handoff.go) rather than leave it.
+func (w *warmBuilds) runInLane(ctx context.Context, pod string, run *warmRun, plan warmPlan,
 	exec func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error) warmOutcome {
-	leave, err := w.lanes.acquire(ctx, plan.lane, plan.holder, func(holder string) {
-		run.mu.Lock()
-		run.queued, run.queuedBehind = true, holder
-		run.mu.Unlock()
-	})
-	if err != nil {
-		return warmOutcome{err: fmt.Errorf("waiting for the shared build cache: %w", err), timeout: plan.timeout}
+	leave, ok := w.takeHandoff(pod, plan.lane, plan.holder)
+	if !ok {
+		var err error
+		leave, err = w.lanes.acquire(ctx, plan.lane, plan.holder, func(holder string) {
+			run.mu.Lock()
+			run.queued, run.queuedBehind = true, holder
+			run.mu.Unlock()
+		})
+		if err != nil {
+			return warmOutcome{err: fmt.Errorf("waiting for the shared build cache: %w", err), timeout: plan.timeout}
+		}
 	}
-	defer leave()
+	defer func() { w.leaveOrHandOff(pod, run, plan.lane, leave) }()
 	run.mu.Lock()
 	run.queued, run.queuedBehind = false, ""
 	run.mu.Unlock()

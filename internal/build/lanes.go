@@ -250,3 +250,12 @@ func (l *lanes) acquire(ctx context.Context, key, holder string, waiting func(st
 		done()
 	}, nil
 }
+
+// setHolder names who now holds key's lane (a handed-over hold).
+func (l *lanes) setHolder(key, holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ln := l.held[key]; ln != nil {
+		ln.holder = holder
+	}
+}

@@ -42,6 +42,13 @@ func goPackageFiles(root, dir string) (map[string]bool, error) {
 			files[rel] = true
 		}
 	}
+	mods := append([]goModule{{path: modPath, dir: modDir}}, localReplaces(root, modDir)...)
+	for _, m := range mods[1:] {
+		rel := path.Join(m.dir, "go.mod")
+		if info, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel))); err == nil && info.Mode().IsRegular() {
+			files[rel] = true
+		}
+	}
 	seen := map[string]bool{}
 	queue := []string{dir}
 	for len(queue) > 0 {
@@ -62,7 +69,7 @@ func goPackageFiles(root, dir string) (map[string]bool, error) {
 			files[path.Join(pkg, n)] = true
 		}
 		for _, imp := range imports {
-			if d, ok := importDir(root, modDir, modPath, imp); ok && !seen[d] {
+			if d, ok := importDir(root, mods, imp); ok && !seen[d] {
 				queue = append(queue, d)
 			}
 		}
@@ -140,20 +147,22 @@ func readPackage(root, dir string) (imports, names []string, err error) {
 }
 
 // importDir is the directory in the source of an import path: in the
-// module, or in its vendor directory; ok is false for the standard
-// library and for modules that are not in the source.
-func importDir(root, modDir, modPath, imp string) (string, bool) {
-	if imp == "C" || !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && imp != modPath && !strings.HasPrefix(imp, modPath+"/") {
+// main module, in a module replaced by a directory of the source (the
+// longest module path that prefixes it), or in the main module's vendor
+// directory; ok is false for the standard library and for modules that
+// are not in the source.
+func importDir(root string, mods []goModule, imp string) (string, bool) {
+	main := mods[0]
+	if imp == "C" || !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && imp != main.path && !strings.HasPrefix(imp, main.path+"/") {
 		return "", false // the standard library, or cgo
 	}
-	var dir string
-	switch {
-	case imp == modPath:
-		dir = modDir
-	case strings.HasPrefix(imp, modPath+"/"):
-		dir = path.Join(modDir, strings.TrimPrefix(imp, modPath+"/"))
-	default:
-		dir = path.Join(modDir, "vendor", imp)
+	dir := path.Join(main.dir, "vendor", imp)
+	best := -1
+	for _, m := range mods {
+		if (imp == m.path || strings.HasPrefix(imp, m.path+"/")) && len(m.path) > best {
+			best = len(m.path)
+			dir = path.Join(m.dir, strings.TrimPrefix(strings.TrimPrefix(imp, m.path), "/"))
+		}
 	}
 	if info, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir))); err != nil || !info.IsDir() {
 		return "", false
