@@ -279,20 +279,32 @@ func (s *Sources) artifact(ctx context.Context, name string) (*Artifact, error) 
 	// environment's own access to the origin before handing out content.
 	fetching := time.Now()
 	a, err := s.r.Fetcher.ServeIn(ctx, s.env.Namespace, s.env.UID, ref, creds)
-	timeline.Mark(timeline.OfEnvironment(ctx), timeline.Fetch, fetching)
 	if err != nil {
+		timeline.Mark(timeline.OfEnvironment(ctx), timeline.Fetch, fetching)
 		return nil, sourceError(fieldError(s.env, name, err))
 	}
 	if s.artifacts == nil {
 		s.artifacts = map[string]*Artifact{}
 	}
 	s.artifacts[name] = a
+	fetched := true
 	for i := range s.env.Status.Sources {
 		st := &s.env.Status.Sources[i]
-		if st.Name == name && st.Digest != a.Digest {
+		if st.Name != name {
+			continue
+		}
+		fetched = st.Digest != a.Digest
+		if fetched {
 			st.Digest = a.Digest
 			st.LastFetchTime = &metav1.Time{Time: time.Now()}
 		}
+	}
+	// Only the fetch that brought this content is the change's Fetch:
+	// the reconciles that follow (a rollout, Ready) serve it from the
+	// store, and the timeline merges same-named steps, so marking them
+	// stretched Fetch over the whole change.
+	if fetched {
+		timeline.Mark(timeline.OfEnvironment(ctx), timeline.Fetch, fetching)
 	}
 	return a, nil
 }

@@ -82,6 +82,11 @@ func TestPushThatRollsOutRecordsDeployRolloutReady(t *testing.T) {
 	// rolled out, and the reconcile that found it so began after: it
 	// cannot be empty.
 	g.Expect(rolled.Duration).To(BeNumerically(">", 0))
+	// Fetch is what fetching the new revision took: the reconciles
+	// during the rollout served it from the store and must not stretch
+	// the step over the whole change ("fetching 33 KiB took 37 s").
+	fetch := c.Steps[0]
+	g.Expect(fetch.Start.Add(fetch.Duration)).NotTo(BeTemporally(">", deploy.Start), "Fetch (%s) ends after the Deploy began", fetch.Duration)
 	// The build's steps may overlap the fetch (content is read as the
 	// image is assembled); each lies within the change.
 	for _, s := range c.Steps {
