@@ -296,11 +296,7 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		ist.Outputs = nil // only a run step has outputs
 	} else {
 		var msg string
-		if img.Run.KeepWarm {
-			res, msg, err = s.buildWarm(ctx, img, ist, spec, ref, inputs, tags, missing)
-		} else {
-			res, msg, err = s.buildWithJobs(ctx, img, ist, spec, ref, inputs, tags, missing)
-		}
+		res, msg, err = s.runBackendFor(img).build(ctx, img, ist, spec, ref, inputs, tags, missing)
 		if err != nil || res == nil {
 			return false, msg, err
 		}
