@@ -89,7 +89,7 @@ type warmBuilds struct {
 	// handoffs are the lanes superseded builds hold for their successor
 	// in the same pod (lanes_handoff.go), by pod.
 	handoffs map[string]laneHandoff
-	wake  chan event.GenericEvent
+	wake     chan event.GenericEvent
 }
 
 // podTurn is a pod's build lock and how many runs hold or wait for it.

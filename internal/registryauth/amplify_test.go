@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,33 +12,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/devloop-dev/devloop/internal/reviewguard"
+	"github.com/devloop-dev/devloop/internal/reviewguard/reviewguardtest"
 )
 
 // countingReviews is the operator's connection (the chart's ClusterRole)
-// counting the TokenReviews it sends.
+// as cmd/manager makes it for reviews, counting the TokenReviews it sends.
 func countingReviews(t *testing.T) (kubernetes.Interface, *atomic.Int64) {
 	t.Helper()
-	var n atomic.Int64
-	// The review client's bound, as cmd/manager makes it.
-	cfg := reviewguard.ReviewConfig(operatorCfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/tokenreviews") {
-				n.Add(1)
-			}
-			return rt.RoundTrip(r)
-		})
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs, &n
+	return reviewguardtest.CountingReviews(t, operatorCfg)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // One anonymous client repeating one bad token costs the API server a
 // review or two, not one per request (the flood: 1,306 requests,

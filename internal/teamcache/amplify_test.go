@@ -15,32 +15,15 @@ import (
 
 	"github.com/devloop-dev/devloop/internal/httpserve"
 	"github.com/devloop-dev/devloop/internal/reviewguard"
+	"github.com/devloop-dev/devloop/internal/reviewguard/reviewguardtest"
 )
 
-// countingReviews is the operator's review connection as cmd/manager
-// makes it, counting the TokenReviews it sends.
+// countingReviews is the operator's connection (the chart's ClusterRole)
+// as cmd/manager makes it for reviews, counting the TokenReviews it sends.
 func countingReviews(t *testing.T) (kubernetes.Interface, *atomic.Int64) {
 	t.Helper()
-	var n atomic.Int64
-	cfg := reviewguard.ReviewConfig(operatorCfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/tokenreviews") {
-				n.Add(1)
-			}
-			return rt.RoundTrip(r)
-		})
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs, &n
+	return reviewguardtest.CountingReviews(t, operatorCfg)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // startListener runs the service as cmd/manager does (Listener) on a
 // free loopback port and returns its base URL and a client for it.
