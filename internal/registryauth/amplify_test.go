@@ -3,12 +3,10 @@ package registryauth
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-logr/logr/testr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/devloop-dev/devloop/internal/reviewguard"
@@ -29,20 +27,8 @@ func countingReviews(t *testing.T) (kubernetes.Interface, *atomic.Int64) {
 func TestTokenServiceRemembersRefusals(t *testing.T) {
 	a := newTenant(t, "refusals-")
 	cs, reviews := countingReviews(t)
-	signer, _ := testSigner(t)
-	srv := httptest.NewServer(&Server{Reviewer: KubeReviewer{Client: cs}, Signer: signer,
-		Service: DefaultService, Issuer: DefaultIssuer, Audience: DefaultAudience, Log: testr.New(t)})
-	defer srv.Close()
-	ask := func(token string) int {
-		r, _ := http.NewRequest(http.MethodGet, srv.URL+"?service="+DefaultService+"&scope=repository:"+a.ns+"/app:pull", nil)
-		r.SetBasicAuth("k8s", token)
-		resp, err := http.DefaultClient.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	srv := newTokenServer(t, cs)
+	ask := func(token string) int { return askPull(t, srv, a.ns, token) }
 	const n = 200
 	for i := 0; i < n; i++ {
 		if got := ask("not-a-kubernetes-token"); got != http.StatusUnauthorized {
@@ -62,10 +48,7 @@ func TestTokenServiceRemembersRefusals(t *testing.T) {
 // not depend on how fast the API server reviews.
 func TestTokenServiceLimitsReviewsPerSource(t *testing.T) {
 	cs, reviews := countingReviews(t)
-	signer, _ := testSigner(t)
-	srv := httptest.NewServer(&Server{Reviewer: KubeReviewer{Client: cs}, Signer: signer,
-		Service: DefaultService, Issuer: DefaultIssuer, Audience: DefaultAudience, Log: testr.New(t)})
-	defer srv.Close()
+	srv := newTokenServer(t, cs)
 	var limited, other atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < 2*reviewguard.SourceBurst; w++ {

@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/go-logr/logr/testr"
 )
 
 // tokenClaims decodes (without verifying: the registry does that, see
@@ -41,10 +39,7 @@ func tokenClaims(t *testing.T, resp *http.Response) Claims {
 // the caller's.
 func TestTokenServicePasswordGrant(t *testing.T) {
 	a, b := newTenant(t, "grant-a-"), newTenant(t, "grant-b-")
-	signer, _ := testSigner(t)
-	srv := httptest.NewServer(&Server{Reviewer: KubeReviewer{Client: operatorCS}, Signer: signer,
-		Service: DefaultService, Issuer: DefaultIssuer, Audience: DefaultAudience, Log: testr.New(t)})
-	defer srv.Close()
+	srv := newTokenServer(t, operatorCS)
 
 	form := url.Values{
 		"grant_type": {"password"}, "username": {"kubelet"}, "password": {a.builderRegistryToken},
@@ -165,20 +160,8 @@ func TestFrontRewritesTheRealm(t *testing.T) {
 // same ServiceAccount's devloop-registry token is accepted.
 func TestTokenServiceAcceptsOnlyTheRegistryAudience(t *testing.T) {
 	a := newTenant(t, "audience-")
-	signer, _ := testSigner(t)
-	srv := httptest.NewServer(&Server{Reviewer: KubeReviewer{Client: operatorCS}, Signer: signer,
-		Service: DefaultService, Issuer: DefaultIssuer, Audience: DefaultAudience, Log: testr.New(t)})
-	defer srv.Close()
-	ask := func(token string) int {
-		r, _ := http.NewRequest(http.MethodGet, srv.URL+"?service="+DefaultService+"&scope=repository:"+a.ns+"/app:pull", nil)
-		r.SetBasicAuth("k8s", token)
-		resp, err := http.DefaultClient.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	srv := newTokenServer(t, operatorCS)
+	ask := func(token string) int { return askPull(t, srv, a.ns, token) }
 	if got := ask(a.builderToken); got != http.StatusUnauthorized {
 		t.Errorf("a token of the API server's audience: %d, want 401", got)
 	}
