@@ -2,19 +2,16 @@ package teamcache
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/devloop-dev/devloop/internal/httpserve"
-	"github.com/devloop-dev/devloop/internal/reviewguard"
 	"github.com/devloop-dev/devloop/internal/reviewguard/reviewguardtest"
 )
 
@@ -85,48 +82,19 @@ func TestCacheBoundsTokenReviews(t *testing.T) {
 	}
 
 	action := strings.Repeat("ab", 32)
-	get := func(token string) int {
+	get := func(token string) reviewguardtest.Answer {
 		r, _ := http.NewRequest(http.MethodGet, url+actionsPath+action, nil)
 		r.Header.Set("Authorization", "Bearer "+token)
 		resp, err := hc.Do(r)
 		if err != nil {
-			t.Fatal(err)
+			return reviewguardtest.Answer{Err: err}
 		}
 		resp.Body.Close()
-		return resp.StatusCode
+		return reviewguardtest.Answer{Code: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After")}
 	}
-	const n = 200
-	for i := 0; i < n; i++ {
-		if got := get("not-a-kubernetes-token"); got != http.StatusUnauthorized {
-			t.Fatalf("request %d with a bad token: %d, want 401", i, got)
-		}
-	}
-	if got := reviews.Load(); got > 2 {
-		t.Errorf("%d requests with one bad token cost %d TokenReviews, want at most 2", n, got)
-	}
-
-	var limited, other atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < 2*reviewguard.SourceBurst; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 20 && limited.Load() < 10; i++ {
-				switch get(fmt.Sprintf("garbage-%d-%d", w, i)) {
-				case http.StatusTooManyRequests:
-					limited.Add(1)
-				case http.StatusUnauthorized:
-				default:
-					other.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if limited.Load() == 0 || other.Load() != 0 {
-		t.Fatalf("requests with new bad tokens from one source: %d answered 429, %d neither 401 nor 429", limited.Load(), other.Load())
-	}
-	t.Logf("%d TokenReviews sent in all, %d requests answered 429", reviews.Load(), limited.Load())
+	reviewguardtest.ExpectRefusalsRemembered(t, get, reviews)
+	limited := reviewguardtest.ExpectSourceLimited(t, get, false)
+	t.Logf("%d TokenReviews sent in all, %d requests answered 429", reviews.Load(), limited)
 }
 
 // The service answers only TLS: a builder pod's bearer (a write
