@@ -94,6 +94,9 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 		case !outcome.Finished:
 			running = append(running, jobName)
 			s.refreshJobTail(ctx, img, ist, ours)
+			if line := s.registryWaitIn(ctx, ours); line != "" {
+				return nil, "", s.unavailableIn(img, nil, registryWaitMessage(img, jobName, line))
+			}
 		case !outcome.Succeeded && outcome.Reason == batchv1.JobReasonDeadlineExceeded:
 			msg, err := s.retryTimedOutJob(ctx, img, ist, job, outcome)
 			if err != nil {

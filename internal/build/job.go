@@ -117,6 +117,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 		return nil, err
 	}
 	assembleArgs = append(assembleArgs, outputs...)
+	assembleArgs = append(assembleArgs, "--registry-wait", registryWaitFor(capTimeout(&req.Run, req.MaxTimeout)).String())
 	// The assemble container, which has the registry credentials, shares
 	// only the (read-only) workspace with the build: its /tmp is its own.
 	volumes = append(volumes, corev1.Volume{Name: volumeAssembleTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

@@ -35,8 +35,9 @@ import (
 // container: the real helper step, with the Job's own arguments, on a
 // workspace holding what the build command left. It returns the
 // container's end as the kubelet reports it: the exit code and the
-// termination message (the report, or the error).
-func runAssemble(t *testing.T, job batchv1.Job) corev1.ContainerStatus {
+// termination message (the report, or the error). extra flags come last,
+// so they override the Job's (--registry-wait).
+func runAssemble(t *testing.T, job batchv1.Job, extra ...string) corev1.ContainerStatus {
 	t.Helper()
 	i := slices.IndexFunc(job.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == build.ContainerAssemble })
 	if i < 0 {
@@ -46,6 +47,7 @@ func runAssemble(t *testing.T, job batchv1.Job) corev1.ContainerStatus {
 	workspace := testfiles.Tree(t, map[string]string{"out/api": "#!/bin/sh\n"})
 	report := filepath.Join(t.TempDir(), "termination-log")
 	args = append(args[1:], "--dir", workspace, "--termination-log", report)
+	args = append(args, extra...)
 	err := helper.ExitCodeFor(helper.Run(context.Background(), args))
 	if err != nil {
 		var code helper.ExitError
@@ -64,7 +66,8 @@ func runAssemble(t *testing.T, job batchv1.Job) corev1.ContainerStatus {
 // TestRegistryOutageDuringABuilderJobHeals (issue 32 item 1): the
 // environment's registry (a real one) is stopped while a builder Job runs;
 // the Job's assemble step, the real helper, finds it down and says so by
-// its exit code. The environment waits (Reconciling, reason Waiting, not
+// its exit code once its own wait for the registry is over. The
+// environment waits (Reconciling, reason Waiting, not
 // Stalled) and, once the registry is back, the failed Job is replaced by
 // a new one with no help, which builds and pushes: Ready.
 func TestRegistryOutageDuringABuilderJobHeals(t *testing.T) {
@@ -87,9 +90,11 @@ func TestRegistryOutageDuringABuilderJobHeals(t *testing.T) {
 		first = jobs["linux-amd64"]
 	}, operatortest.Timeout).Should(Succeed())
 
-	// The registry goes down while the build command runs.
+	// The registry goes down while the build command runs, for longer
+	// than the assemble container waits for it (its wait is cut to 1 s
+	// here; reconcile_registry_wait_test.go is the wait itself).
 	reg.Stop()
-	assemble := runAssemble(t, first)
+	assemble := runAssemble(t, first, "--registry-wait", "1s")
 	g.Expect(assemble.State.Terminated.ExitCode).To(BeEquivalentTo(build.ExitUnavailable), assemble.State.Terminated.Message)
 	finishJob(t, &first,
 		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},

@@ -77,6 +77,7 @@ func assembleStep(ctx context.Context, args []string) error {
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials")
 	report := fs.String("termination-log", pods.TerminationLog, "where to write the report")
 	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON")
+	registryWait := fs.Duration("registry-wait", 0, "how long to wait for a registry that is down before giving up (registrywait.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,7 +85,11 @@ func assembleStep(ctx context.Context, args []string) error {
 	if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {
 		return fmt.Errorf("--image: %w", err)
 	}
-	out, err := assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, *outputsJSON, os.Stdout)
+	var out []byte
+	err := whileRegistryDown(ctx, *registryWait, os.Stdout, func() (err error) {
+		out, err = assembleAndPush(ctx, img, *platform, *dir, *registryJSON, *dockerConfig, *outputsJSON, os.Stdout)
+		return err
+	})
 	if err != nil {
 		return err
 	}
