@@ -158,6 +158,29 @@ e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but th
 bench-onecompile: cluster-binaries ## TestOneCompilePerTree with its cold-compile ratios (docs/performance.md) on the local cluster: up, test, down.
 	DEVLOOP_E2E_RATIOS=1 hack/e2e.sh -timeout 60m -run '^TestOneCompilePerTree$$'
 
+# The remote-cluster benchmark's laptop (issue 46): the plugin, Tilt and
+# the local go build in a network namespace of their own, across a link
+# with each direction's rate (tc) and a round trip (hack/link's proxy) to
+# the local cluster's API server and registry.
+LINK ?= home
+.PHONY: link-up link-down link-check bench-tilt
+link-up: ## The shaped link to the local cluster: LINK=office (100/100 Mbit/s, 10 ms), home (20 up/100 down, 40 ms) or UP:DOWN:RTT_MS.
+	hack/link/link.sh up $(LINK)
+	hack/link/link.sh check
+
+link-down: ## Remove the shaped link.
+	hack/link/link.sh down
+
+link-check: ## Measure the shaped link's round trip and rates.
+	hack/link/link.sh check
+
+# devloop's live update beside Tilt's on the running local cluster (make
+# dev-up first; tilt and crane built as docs/performance.md says); across
+# the shaped link when it is up (make link-up).
+bench-tilt: ## TestLiveUpdateAgainstTilt on the running local cluster; across the shaped link if it is up.
+	DEVLOOP_BENCH_LINK=$$(test -f /run/devloop-link/proxy.pid && echo /run/devloop-link) \
+	  go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m -run '^TestLiveUpdateAgainstTilt$$'
+
 # The real projects' loops from their real trees, printing figures
 # (docs/real-projects.md): GPU Operator from its Go module. Its cold
 # compile takes tens of minutes on two cores, so `make e2e` skips it.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +46,7 @@ import (
 // arm (15). It prints p50 and p90 of each arm and their ratios; no timing
 // is asserted, but every devloop sample must have been a live update.
 func TestLiveUpdateAgainstTilt(t *testing.T) {
-	c := need(t)
+	need(t)
 	n := envInt("DEVLOOP_BENCH_TILT_ITERATIONS", 15)
 	loadBefore := loadAverage()
 	if os.Getenv("DEVLOOP_BENCH_TILT") == "skip" {
@@ -63,7 +64,7 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	tilt, crane := benchTool(t, "tilt"), benchTool(t, "crane")
 
 	dl := startDevloopArm(t)
-	tl := startTiltArm(t, c.Kubeconfig, tilt, crane)
+	tl := startTiltArm(t, tilt, crane)
 
 	for i := 1; i <= n; i++ {
 		arms := []func(int){dl.change, tl.change}
@@ -85,6 +86,8 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	fmt.Fprintf(&b, "| Tilt live_update (sync + restart) | %s | %s |\n", tp50.Round(10*time.Millisecond), tp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "devloop / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
 	fmt.Fprintf(&b, "local edit + go build p50 in the devloop arm: %s\n", median(dl.builds).Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "link (Mbit/s up:down:round trip ms): %s; sent from the laptop per change, median: devloop %s, Tilt %s\n",
+		linkProfile(), kib(medianBytes(dl.sent)), kib(medianBytes(tl.sent)))
 	t.Log("\n" + b.String())
 	out := filepath.Join(testenv.RepoRoot(), "bin", "e2e-bench-tilt.md")
 	_ = os.WriteFile(out, []byte(b.String()), 0o644)
@@ -113,6 +116,15 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
+func medianBytes(n []int64) int64 {
+	if len(n) == 0 {
+		return 0
+	}
+	s := slices.Clone(n)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
 func median(d []time.Duration) time.Duration {
 	p50, _ := percentiles(d)
 	return p50
@@ -136,6 +148,7 @@ type devloopArm struct {
 	url      string
 	samples  []time.Duration
 	builds   []time.Duration
+	sent     []int64 // bytes the laptop sent over the link, per change
 }
 
 func startDevloopArm(t *testing.T) *devloopArm {
@@ -166,7 +179,7 @@ func (a *devloopArm) build(v int) time.Duration {
 	t0 := time.Now()
 	g := NewWithT(a.t)
 	g.Expect(os.WriteFile(filepath.Join(a.mod, "main.go"), []byte(benchSource(v)), 0o644)).To(Succeed())
-	cmd := exec.Command("sh", "-c", "go build "+goBuildFlags+" -o "+filepath.Join(a.dir, "bin", "server")+" .")
+	cmd := onLaptop(exec.Command("sh", "-c", "go build "+goBuildFlags+" -o "+filepath.Join(a.dir, "bin", "server")+" ."))
 	cmd.Dir, cmd.Env = a.mod, goBuildEnv()
 	out, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
@@ -181,7 +194,8 @@ func (a *devloopArm) change(v int) {
 	t0 := time.Now()
 	build := a.build(v)
 	a.builds = append(a.builds, build)
-	push := exec.Command(a.plugin, "--kubeconfig", need(a.t).Kubeconfig, "-n", a.ns, "push", a.dir, "--env", a.env, "--source", "app", "--timeout", "2m")
+	sent := sentFromLaptop()
+	push := onLaptop(exec.Command(a.plugin, "--kubeconfig", laptopKubeconfig(a.t), "-n", a.ns, "push", a.dir, "--env", a.env, "--source", "app", "--timeout", "2m"))
 	out := &timedLines{t0: t0}
 	push.Stdout, push.Stderr = out, out
 	started := time.Since(t0)
@@ -191,8 +205,9 @@ func (a *devloopArm) change(v int) {
 	g.Expect(err).NotTo(HaveOccurred(), "kubectl devloop push: %s", out.String())
 	g.Expect(out.String()).To(ContainSubstring("live update"), "change %d was a live update: %s", v, out.String())
 	a.samples = append(a.samples, d)
-	a.t.Logf("devloop %2d: %s (go build done at %s, plugin started at %s; its lines: %s)", v, d.Round(time.Millisecond),
-		build.Round(time.Millisecond), started.Round(time.Millisecond), out.String())
+	a.sent = append(a.sent, sentFromLaptop()-sent)
+	a.t.Logf("devloop %2d: %s (go build done at %s, plugin started at %s, %s sent over the link; its lines: %s)", v, d.Round(time.Millisecond),
+		build.Round(time.Millisecond), started.Round(time.Millisecond), kib(a.sent[len(a.sent)-1]), out.String())
 }
 
 // timedLines keeps a command's output lines, each with when it came.
@@ -237,6 +252,7 @@ type tiltArm struct {
 	dir     string
 	url     string
 	samples []time.Duration
+	sent    []int64 // bytes the laptop sent over the link, per change
 }
 
 // tiltfile: the binary compiled by a local_resource on a source change;
@@ -269,7 +285,7 @@ tar --owner=65532 --group=65532 -C .stage -cf .stage.tar app
 // again whenever it exits (the restart).
 const tiltLoop = `command: [sh, -c, "while true; do cp /app/build/server /app/run/server; /app/run/server & echo $! > /app/run/server.pid; wait $!; done"]`
 
-func startTiltArm(t *testing.T, kubeconfig, tilt, crane string) *tiltArm {
+func startTiltArm(t *testing.T, tilt, crane string) *tiltArm {
 	t.Helper()
 	g := NewWithT(t)
 	ns := namespace(t, "e2e-bench-tilt-t")
@@ -295,12 +311,12 @@ func startTiltArm(t *testing.T, kubeconfig, tilt, crane string) *tiltArm {
 	// installs with yarn unless told prod (its embedded assets: see
 	// docs/performance.md for the build); updates by exec, as on any
 	// cluster without Docker.
-	cmd := exec.Command(tilt, "up", "--stream", "--web-mode=prod", "--update-mode=exec", "--port", "10399", "--host", "127.0.0.1",
-		"--file", filepath.Join(a.dir, "Tiltfile"))
+	cmd := onLaptop(exec.Command(tilt, "up", "--stream", "--web-mode=prod", "--update-mode=exec", "--port", "10399", "--host", "127.0.0.1",
+		"--file", filepath.Join(a.dir, "Tiltfile")))
 	cmd.Dir = a.dir
 	// Tilt's go build shares this machine's build cache with devloop's
 	// (HOME is Tilt's own, for its state).
-	cmd.Env = append(goBuildEnv(), "KUBECONFIG="+kubeconfig, "PATH="+filepath.Dir(kubectlPath())+":"+os.Getenv("PATH"),
+	cmd.Env = append(goBuildEnv(), "KUBECONFIG="+laptopKubeconfig(t), "PATH="+filepath.Dir(kubectlPath())+":"+os.Getenv("PATH"),
 		"TILT_DISABLE_ANALYTICS=1", "HOME="+t.TempDir(), "GOCACHE="+goEnv(t, "GOCACHE"), "GOMODCACHE="+goEnv(t, "GOMODCACHE"), "GOPATH="+goEnv(t, "GOPATH"))
 	cmd.Stdout, cmd.Stderr = lockedWriter{&log, &mu}, lockedWriter{&log, &mu}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -321,10 +337,12 @@ func startTiltArm(t *testing.T, kubeconfig, tilt, crane string) *tiltArm {
 // live-updates the container.
 func (a *tiltArm) change(v int) {
 	t0 := time.Now()
+	sent := sentFromLaptop()
 	NewWithT(a.t).Expect(os.WriteFile(filepath.Join(a.dir, "main.go"), []byte(benchSource(v)), 0o644)).To(Succeed())
 	d := waitServing(a.t, a.url, fmt.Sprintf("version %d ", v), t0, 2*time.Minute)
 	a.samples = append(a.samples, d)
-	a.t.Logf("tilt    %2d: %s", v, d.Round(time.Millisecond))
+	a.sent = append(a.sent, sentFromLaptop()-sent)
+	a.t.Logf("tilt    %2d: %s (%s sent over the link)", v, d.Round(time.Millisecond), kib(a.sent[len(a.sent)-1]))
 }
 
 func goEnv(t *testing.T, name string) string {
