@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilexec "k8s.io/client-go/util/exec"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
@@ -39,6 +40,14 @@ import (
 // so they override the Job's (--registry-wait).
 func runAssemble(t *testing.T, job batchv1.Job, extra ...string) corev1.ContainerStatus {
 	t.Helper()
+	args, report := assembleInvocation(t, job, extra...)
+	return assembleEnded(t, helper.Run(context.Background(), args), report)
+}
+
+// assembleInvocation is the helper's arguments of job's assemble container
+// on a workspace of its own, with extra last, and where it reports.
+func assembleInvocation(t *testing.T, job batchv1.Job, extra ...string) ([]string, string) {
+	t.Helper()
 	i := slices.IndexFunc(job.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == build.ContainerAssemble })
 	if i < 0 {
 		t.Fatalf("job %s has no assemble container", job.Name)
@@ -47,9 +56,13 @@ func runAssemble(t *testing.T, job batchv1.Job, extra ...string) corev1.Containe
 	workspace := testfiles.Tree(t, map[string]string{"out/api": "#!/bin/sh\n"})
 	report := filepath.Join(t.TempDir(), "termination-log")
 	args = append(args[1:], "--dir", workspace, "--termination-log", report)
-	args = append(args, extra...)
-	err := helper.ExitCodeFor(helper.Run(context.Background(), args))
-	if err != nil {
+	return append(args, extra...), report
+}
+
+// assembleEnded is the assemble container's end as the kubelet reports
+// it, from the step's error and its report file.
+func assembleEnded(t *testing.T, err error, report string) corev1.ContainerStatus {
+	if err = helper.ExitCodeFor(err); err != nil {
 		var code helper.ExitError
 		if !errors.As(err, &code) {
 			code = helper.ExitError{Code: 1}
@@ -58,9 +71,67 @@ func runAssemble(t *testing.T, job batchv1.Job, extra ...string) corev1.Containe
 	}
 	out, rerr := os.ReadFile(report)
 	if rerr != nil {
-		t.Fatal(rerr)
+		t.Error(rerr)
 	}
 	return operatortest.Terminated(build.ContainerAssemble, 0, string(out))
+}
+
+// registryOutage is an environment pushing to a real registry of its own,
+// and the builder Job it started; the registry keeps what it holds in dir,
+// so it can be started again at the same address.
+type registryOutage struct {
+	ns, dir string
+	reg     *testregistry.Process
+	key     client.ObjectKey
+	job     batchv1.Job
+}
+
+// builderJobOnItsOwnRegistry creates the amd64 API environment pushing to
+// a registry of its own and waits for its builder Job.
+func builderJobOnItsOwnRegistry(t *testing.T) *registryOutage {
+	t.Helper()
+	o := &registryOutage{dir: t.TempDir()}
+	o.ns, _ = apiNamespace(t)
+	var err error
+	if o.reg, err = testregistry.Run(o.dir); err != nil {
+		t.Skipf("no registry: %v", err)
+	}
+	t.Cleanup(func() { o.reg.Stop() })
+	env := amd64APIEnv(o.ns)
+	env.Spec.Registry.Prefix = o.reg.Host + "/" + o.ns
+	o.key = operatortest.CreateEnv(t, env)
+	NewWithT(t).Eventually(func(g Gomega) {
+		jobs := operatortest.BuilderJobs(g, o.ns)
+		g.Expect(jobs).To(HaveKey("linux-amd64"))
+		o.job = jobs["linux-amd64"]
+	}, operatortest.Timeout).Should(Succeed())
+	return o
+}
+
+// back starts the registry again, with what it held, and says when.
+func (o *registryOutage) back(t *testing.T) time.Time {
+	t.Helper()
+	back, err := testregistry.RunAt(o.dir, o.reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { back.Stop() })
+	return time.Now()
+}
+
+// waitingForTheRegistry waits for the environment to read Reconciling,
+// reason Waiting, not Stalled, with each of words in the message.
+func waitingForTheRegistry(t *testing.T, key client.ObjectKey, words ...string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	return operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		reconciling := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling)
+		g.Expect(reconciling).NotTo(BeNil())
+		g.Expect(reconciling.Reason).To(Equal(v1alpha1.ReasonWaiting))
+		for _, w := range words {
+			g.Expect(reconciling.Message).To(ContainSubstring(w))
+		}
+		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled)).To(BeFalse())
+	})
 }
 
 // TestRegistryOutageDuringABuilderJobHeals (issue 32 item 1): the
@@ -72,23 +143,8 @@ func runAssemble(t *testing.T, job batchv1.Job, extra ...string) corev1.Containe
 // a new one with no help, which builds and pushes: Ready.
 func TestRegistryOutageDuringABuilderJobHeals(t *testing.T) {
 	g := NewWithT(t)
-	ns, _ := apiNamespace(t)
-	dir := t.TempDir()
-	reg, err := testregistry.Run(dir)
-	if err != nil {
-		t.Skipf("no registry: %v", err)
-	}
-	t.Cleanup(func() { reg.Stop() })
-	env := amd64APIEnv(ns)
-	env.Spec.Registry.Prefix = reg.Host + "/" + ns
-	key := operatortest.CreateEnv(t, env)
-
-	var first batchv1.Job
-	g.Eventually(func(g Gomega) {
-		jobs := operatortest.BuilderJobs(g, ns)
-		g.Expect(jobs).To(HaveKey("linux-amd64"))
-		first = jobs["linux-amd64"]
-	}, operatortest.Timeout).Should(Succeed())
+	o := builderJobOnItsOwnRegistry(t)
+	ns, key, reg, first := o.ns, o.key, o.reg, o.job
 
 	// The registry goes down while the build command runs, for longer
 	// than the assemble container waits for it (its wait is cut to 1 s
@@ -99,23 +155,12 @@ func TestRegistryOutageDuringABuilderJobHeals(t *testing.T) {
 	finishJob(t, &first,
 		[]corev1.ContainerStatus{operatortest.Terminated(pods.ContainerFetch, 0, ""), operatortest.Terminated(build.ContainerBuild, 0, "")},
 		[]corev1.ContainerStatus{assemble}, false)
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		reconciling := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling)
-		g.Expect(reconciling).NotTo(BeNil())
-		g.Expect(reconciling.Reason).To(Equal(v1alpha1.ReasonWaiting))
-		g.Expect(reconciling.Message).To(ContainSubstring("registry was unavailable"))
-		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled)).To(BeFalse())
-	})
+	env := waitingForTheRegistry(t, key, "registry was unavailable")
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 	fmt.Println("while the registry is down:", meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling).Message)
 
 	// Back, at the same address, with what it held.
-	back, err := testregistry.RunAt(dir, reg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { back.Stop() })
-	returned := time.Now()
+	returned := o.back(t)
 	var second batchv1.Job
 	g.Eventually(func(g Gomega) {
 		jobs := operatortest.BuilderJobs(g, ns)
@@ -167,13 +212,7 @@ func TestRegistryOutageDuringAWarmBuildHeals(t *testing.T) {
 	})
 	key := operatortest.CreateEnv(t, warmAPIEnv(ns))
 	operatortest.RunPod(t, ns, warmAPIPod)
-	env := operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		reconciling := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling)
-		g.Expect(reconciling).NotTo(BeNil())
-		g.Expect(reconciling.Reason).To(Equal(v1alpha1.ReasonWaiting))
-		g.Expect(reconciling.Message).To(ContainSubstring("registry was unavailable to the push step"))
-		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled)).To(BeFalse())
-	})
+	env := waitingForTheRegistry(t, key, "registry was unavailable to the push step")
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 
 	mu.Lock()

@@ -3,10 +3,7 @@ package build_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +19,6 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/build/helper"
 	"github.com/devloop-dev/devloop/internal/pods"
-	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
@@ -38,23 +34,8 @@ import (
 func TestBuilderJobWaitsForTheRegistryInItsPod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns, _ := apiNamespace(t)
-	dir := t.TempDir()
-	reg, err := testregistry.Run(dir)
-	if err != nil {
-		t.Skipf("no registry: %v", err)
-	}
-	t.Cleanup(func() { reg.Stop() })
-	env := amd64APIEnv(ns)
-	env.Spec.Registry.Prefix = reg.Host + "/" + ns
-	key := operatortest.CreateEnv(t, env)
-
-	var job batchv1.Job
-	g.Eventually(func(g Gomega) {
-		jobs := operatortest.BuilderJobs(g, ns)
-		g.Expect(jobs).To(HaveKey("linux-amd64"))
-		job = jobs["linux-amd64"]
-	}, operatortest.Timeout).Should(Succeed())
+	o := builderJobOnItsOwnRegistry(t)
+	ns, key, reg, job := o.ns, o.key, o.reg, o.job
 
 	// The kubelet: the build command has run; the assemble container runs.
 	pod := &corev1.Pod{
@@ -74,26 +55,14 @@ func TestBuilderJobWaitsForTheRegistryInItsPod(t *testing.T) {
 	reg.Stop()
 	assembled := runAssembleLogging(t, job, func(log string) { operatortest.PodLogs.Set(ns, pod.Name, build.ContainerAssemble, log) })
 
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		reconciling := meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling)
-		g.Expect(reconciling).NotTo(BeNil())
-		g.Expect(reconciling.Reason).To(Equal(v1alpha1.ReasonWaiting))
-		g.Expect(reconciling.Message).To(ContainSubstring("registry was unavailable to container assemble of builder job " + job.Name))
-		g.Expect(reconciling.Message).To(ContainSubstring(reg.Host))
-		g.Expect(reconciling.Message).NotTo(ContainSubstring("down for"), "status changes on every try")
-		g.Expect(meta.IsStatusConditionTrue(env.Status.Conditions, v1alpha1.ConditionStalled)).To(BeFalse())
-	})
+	env := waitingForTheRegistry(t, key, "registry was unavailable to container assemble of builder job "+job.Name, reg.Host)
+	g.Expect(meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling).Message).NotTo(ContainSubstring("down for"), "status changes on every try")
 	t.Logf("while the registry is down: %s", meta.FindStatusCondition(env.Status.Conditions, v1alpha1.ConditionReconciling).Message)
 	var still batchv1.Job
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(&job), &still)).To(Succeed())
 	g.Expect(still.UID).To(Equal(job.UID), "the running Job was replaced")
 
-	back, err := testregistry.RunAt(dir, reg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { back.Stop() })
-	returned := time.Now()
+	returned := o.back(t)
 	var assemble corev1.ContainerStatus
 	select {
 	case assemble = <-assembled:
@@ -123,15 +92,7 @@ func TestBuilderJobWaitsForTheRegistryInItsPod(t *testing.T) {
 // given to logged as it grows; the container's end comes on the channel.
 func runAssembleLogging(t *testing.T, job batchv1.Job, logged func(string)) <-chan corev1.ContainerStatus {
 	t.Helper()
-	i := slices.IndexFunc(job.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == build.ContainerAssemble })
-	if i < 0 {
-		t.Fatalf("job %s has no assemble container", job.Name)
-	}
-	args := slices.Clone(job.Spec.Template.Spec.Containers[i].Args)
-	workspace := testfiles.Tree(t, map[string]string{"out/api": "#!/bin/sh\n"})
-	report := filepath.Join(t.TempDir(), "termination-log")
-	args = append(args[1:], "--dir", workspace, "--termination-log", report)
-
+	args, report := assembleInvocation(t, job)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -149,19 +110,10 @@ func runAssembleLogging(t *testing.T, job batchv1.Job, logged func(string)) <-ch
 	}()
 	done := make(chan corev1.ContainerStatus, 1)
 	go func() {
-		err := helper.ExitCodeFor(helper.Run(context.Background(), args))
+		err := helper.Run(context.Background(), args)
 		os.Stdout = stdout
 		w.Close()
-		if err != nil {
-			var code helper.ExitError
-			if !errors.As(err, &code) {
-				code = helper.ExitError{Code: 1}
-			}
-			done <- operatortest.Terminated(build.ContainerAssemble, int32(code.Code), err.Error())
-			return
-		}
-		out, _ := os.ReadFile(report)
-		done <- operatortest.Terminated(build.ContainerAssemble, 0, string(out))
+		done <- assembleEnded(t, err, report)
 	}()
 	return done
 }
