@@ -29,7 +29,7 @@ const (
 // same tree gives the same digest. revision becomes the
 // org.opencontainers.image.revision annotation, as `flux push --revision`.
 func PushFluxArtifact(ctx context.Context, dir, ref, revision string) (string, error) {
-	packed, err := source.PackDir(dir, nil, source.CompressionGzip)
+	packed, err := source.PackDirOneLayer(dir, nil, source.CompressionGzip)
 	if err != nil {
 		return "", err
 	}

@@ -85,22 +85,33 @@ func PushDir(ctx context.Context, dir, ref string, insecure bool, opts ...PushOp
 	return img.Digest()
 }
 
-// PackDir packs dir, without what exclude names, as a one-layer artifact,
-// its layer compressed as c says (CompressionAuto is gzip). Entries are in
-// lexical order with fixed times and numeric owners 0, so the digest
-// depends only on names, modes, contents and the compression.
+// PackDir packs dir, without what exclude names, as an artifact whose
+// tree is split into layers at stable places (chunks.go), so a push after
+// an edit uploads only the layers holding what changed; each layer is
+// compressed as c says (CompressionAuto is gzip). Entries are in lexical
+// order with fixed times and numeric owners 0, so the digest depends only
+// on names, modes, contents and the compression.
 //
-// Each of mapped holds the files of its From path instead of that layer,
-// and follows it with its annotations (see MappedLayer).
+// Each of mapped holds the files of its From path instead of those
+// layers, and follows them with its annotations (see MappedLayer).
 func PackDir(dir string, exclude ExcludeFunc, c Compression, mapped ...MappedLayer) (v1.Image, error) {
+	return packDir(dir, exclude, c, splitTree, mapped...)
+}
+
+// PackDirOneLayer is PackDir with the whole tree in one layer, for those
+// that read exactly one (a Flux artifact).
+func PackDirOneLayer(dir string, exclude ExcludeFunc, c Compression) (v1.Image, error) {
+	return packDir(dir, exclude, c, func(entries []treeEntry) [][]treeEntry { return [][]treeEntry{entries} })
+}
+
+func packDir(dir string, exclude ExcludeFunc, c Compression, split func([]treeEntry) [][]treeEntry, mapped ...MappedLayer) (v1.Image, error) {
 	if err := validateMapped(mapped); err != nil {
 		return nil, fmt.Errorf("packing %s: %w", dir, err)
 	}
 	if len(mapped) > 0 {
 		exclude = excludeMapped(exclude, mapped)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	var entries []treeEntry
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
 			return err
@@ -116,31 +127,49 @@ func PackDir(dir string, exclude ExcludeFunc, c Compression, mapped ...MappedLay
 			}
 			return nil
 		}
-		return addEntry(tw, path, rel, d)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		entries = append(entries, treeEntry{path: path, rel: rel, dir: d.IsDir(), size: info.Size(), d: d})
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("packing %s: %w", dir, err)
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	data := buf.Bytes()
-	var layer v1.Layer
-	if c == CompressionNone {
-		// The tar is the blob: one sha256 gives digest and diff ID.
-		layer = static.NewLayer(data, types.OCIUncompressedLayer)
-	} else {
-		var err error
-		if layer, err = tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }); err != nil {
-			return nil, err
+	var adds []mutate.Addendum
+	for _, chunk := range split(entries) {
+		layer, err := packLayer(chunk, c)
+		if err != nil {
+			return nil, fmt.Errorf("packing %s: %w", dir, err)
 		}
+		adds = append(adds, mutate.Addendum{Layer: layer})
 	}
-	adds := []mutate.Addendum{{Layer: layer}}
 	for _, m := range mapped {
 		adds = append(adds, mutate.Addendum{Layer: m.Layer, Annotations: map[string]string{
 			AnnotationLayerFrom: m.From, AnnotationLayerTo: m.To}})
 	}
 	return mutate.Append(empty.Image, adds...)
+}
+
+// packLayer is one layer of entries, compressed as c says.
+func packLayer(entries []treeEntry, c Compression) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		if err := addEntry(tw, e.path, e.rel, e.d); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	if c == CompressionNone {
+		// The tar is the blob: one sha256 gives digest and diff ID.
+		return static.NewLayer(data, types.OCIUncompressedLayer), nil
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 }
 
 // excludeMapped also leaves out what the mapped layers hold.
