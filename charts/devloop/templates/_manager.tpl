@@ -86,6 +86,7 @@ spec:
         - --build-cache-ca-file=/etc/devloop-tls/ca.crt
         {{- if not $shard }}
         - --build-cache-bind-address=:{{ $root.Values.buildCache.port }}
+        - --build-cache-service={{ $root.Release.Namespace }}/{{ include "devloop.fullname" $root }}-build-cache
         - --build-cache-tls-cert=/etc/devloop-tls/cache.crt
         - --build-cache-tls-key=/etc/devloop-tls/cache.key
         - --build-cache-max-bytes={{ int64 $root.Values.buildCache.maxBytes }}
