@@ -24,6 +24,12 @@ metadata:
     {{- end }}
 spec:
   replicas: {{ $root.Values.replicaCount }}
+  {{- if $root.Values.workDir.persistence.enabled }}
+  # A ReadWriteOnce claim: a new pod on another node could not attach it
+  # while the old one runs.
+  strategy:
+    type: Recreate
+  {{- end }}
   selector:
     matchLabels:
       {{- include "devloop.shardSelector" (dict "root" $root "shard" $shard) | nindent 6 }}
@@ -230,8 +236,9 @@ spec:
         securityContext:
           {{- toYaml $root.Values.securityContext | nindent 10 }}
         volumeMounts:
-        # Fetched sources and cached base image layers and charts; lost on
-        # restart, which costs one download per source.
+        # Fetched sources, cached base image layers and charts, the team
+        # build cache; on an emptyDir lost on restart (one download per
+        # source, every build cold), kept on workDir.persistence's claim.
         - name: work
           mountPath: /var/cache/devloop
         # The root file system is read-only; libraries that want a
@@ -267,8 +274,13 @@ spec:
           {{- end }}
       {{- end }}
       - name: work
+        {{- if $root.Values.workDir.persistence.enabled }}
+        persistentVolumeClaim:
+          claimName: {{ include "devloop.workClaim" (dict "root" $root "shard" $shard) }}
+        {{- else }}
         emptyDir:
           sizeLimit: {{ $root.Values.workDir.sizeLimit }}
+        {{- end }}
       - name: tmp
         emptyDir:
           sizeLimit: 256Mi
@@ -283,5 +295,16 @@ spec:
       {{- with $root.Values.affinity }}
       affinity:
         {{- toYaml . | nindent 8 }}
+      {{- else }}
+      {{- if $root.Values.workDir.persistence.enabled }}
+      # Every replica on the node the work claim is attached to.
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector:
+              matchLabels:
+                {{- include "devloop.shardSelector" (dict "root" $root "shard" $shard) | nindent 16 }}
+      {{- end }}
       {{- end }}
 {{- end -}}
