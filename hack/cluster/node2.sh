@@ -7,6 +7,9 @@
 # bridge + host-local CNI as node 1); node 1's pods (10.244.0.0/24) and the
 # host's 10.250.0.1 (apiserver, registry, DNS) are routed both ways.
 #
+# Also the StorageClass local-shared: volumes usable on both nodes (a
+# directory on this machine), where "local" is node 1's own.
+#
 # Usage (root, node 1 up through cluster.sh):
 #   hack/cluster/node2.sh up       start node 2 (registered with the NoSchedule taint
 #                                  devloop.dev/node2-wip), wait for Ready, run check,
@@ -45,7 +48,8 @@ NETNS=$STATE/netns
 VETH_HOST=dl2-host
 VETH_NODE=dl2-node # eth0 once inside the namespace
 TAINT=devloop.dev/node2-wip
-COMPONENTS=(containerd kubelet kube-proxy)
+SHARED_CLASS=local-shared
+COMPONENTS=(containerd kubelet kube-proxy provisioner)
 
 log() { echo "node2: $*" >&2; }
 
@@ -108,6 +112,14 @@ certs() {
   touch "$PKI/.complete"
 }
 
+# put FILE: stdin into FILE, unless FILE holds it already: a running
+# kube-proxy exits when its config file is written, even unchanged.
+put() {
+  local tmp=$1.tmp
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 # node_configs: node 1's templates with node 2's values, and what differs:
 # pod namespaces under containerd's state (not /run/netns, node 1's), runc
 # state of its own, cluster DNS on the host's address, the taint.
@@ -116,16 +128,16 @@ node_configs() {
   local POD_GATEWAY=${POD_CIDR%.0/24}.1 HOST_RESOLV_CONF=/etc/resolv.conf
   [ ! -f /run/systemd/resolve/resolv.conf ] || HOST_RESOLV_CONF=/run/systemd/resolve/resolv.conf
   mkdir -p "$STATE/config" "$STATE/containerd/certs.d/$REGISTRY" "$STATE/cni/net.d" "$STATE/run" "$STATE/pod-logs"
-  render hosts.toml >"$STATE/containerd/certs.d/$REGISTRY/hosts.toml"
+  render hosts.toml | put "$STATE/containerd/certs.d/$REGISTRY/hosts.toml"
   render containerd.toml | sed \
     -e "s|^  restrict_oom_score_adj = true\$|&\n  netns_mounts_under_state_dir = true|" \
-    -e "s|^        SystemdCgroup = false\$|&\n        Root = \"$STATE/runc\"|" >"$STATE/config/containerd.toml"
-  render cni.conflist >"$STATE/cni/net.d/10-$CNI_NET.conflist"
+    -e "s|^        SystemdCgroup = false\$|&\n        Root = \"$STATE/runc\"|" | put "$STATE/config/containerd.toml"
+  render cni.conflist | put "$STATE/cni/net.d/10-$CNI_NET.conflist"
   {
     render kubelet.yaml | sed "s|^clusterDNS: \[$NODE_IP\]\$|clusterDNS: [$HOST_IP]|"
     printf 'registerWithTaints:\n- key: %s\n  effect: NoSchedule\n' "$TAINT"
-  } >"$STATE/config/kubelet.yaml"
-  render kube-proxy.yaml >"$STATE/config/kube-proxy.yaml"
+  } | put "$STATE/config/kubelet.yaml"
+  render kube-proxy.yaml | put "$STATE/config/kube-proxy.yaml"
   grep -q netns_mounts_under_state_dir "$STATE/config/containerd.toml" || die "containerd.toml: the template changed (netns_mounts_under_state_dir not inserted)"
   grep -q "Root = " "$STATE/config/containerd.toml" || die "containerd.toml: the template changed (runc Root not inserted)"
   grep -q "clusterDNS: \[$HOST_IP\]" "$STATE/config/kubelet.yaml" || die "kubelet.yaml: the template changed (clusterDNS not set)"
@@ -165,6 +177,19 @@ node2_start_kubelet() {
 node2_start_kube_proxy() {
   launch_in_node kube-proxy --config "$STATE/config/kube-proxy.yaml"
   wait_for kube-proxy 60 http_ok_in_node http://127.0.0.1:10256/healthz
+}
+
+# A second StorageClass, local-shared: a directory per claim under
+# node2/volumes-shared, usable on both nodes (the directory is on this
+# machine), as a network disk that follows a pod to another node. "local"
+# stays node 1's own disk. In the host's namespace: it only talks to the
+# apiserver and makes directories.
+node2_start_provisioner() {
+  mkdir -p "$STATE/tools" "$STATE/volumes-shared"
+  (cd "$ROOT" && CGO_ENABLED=0 $NICE go build -o "$STATE/tools/provisioner" ./hack/cluster/provisioner)
+  launch provisioner --kubeconfig "$ADMIN_KUBECONFIG" --root "$STATE/volumes-shared" \
+    --node "devloop,$NODE_NAME" --class "$SHARED_CLASS" --default-class=false
+  wait_for "storage class $SHARED_CLASS" 30 kubectl_ get storageclass "$SHARED_CLASS"
 }
 
 has_taint() { kubectl_ get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}' 2>/dev/null | grep -qw "$TAINT"; }
@@ -213,6 +238,7 @@ cmd2_down() {
   need_root
   [ -d "$STATE" ] || { log "nothing to stop (no $STATE)"; return 0; }
   local t0=$SECONDS
+  stop provisioner
   stop kube-proxy
   stop kubelet
   kill_pods
@@ -221,6 +247,8 @@ cmd2_down() {
   # plane instead of waiting for a kubelet that never returns.
   if [ -n "$(STATE=$CLUSTER_STATE pid_of kube-apiserver)" ]; then
     kubectl_ delete node "$NODE_NAME" --ignore-not-found --wait=false >/dev/null 2>&1 || log "warning: could not delete node $NODE_NAME"
+    # Volumes of the class stay (and their directories, in the state).
+    kubectl_ delete storageclass "$SHARED_CLASS" --ignore-not-found >/dev/null 2>&1 || true
   fi
   ip link del "$VETH_HOST" 2>/dev/null || true # its routes go with it
   ip route del "$POD_CIDR" 2>/dev/null || true
