@@ -103,4 +103,3 @@ func addressed(slices *discoveryv1.EndpointSliceList, ip, port string) bool {
 	}
 	return false
 }
-

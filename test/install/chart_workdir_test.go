@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,6 +44,12 @@ func TestChartWorkDirPersistence(t *testing.T) {
 		d := deploymentOf(t, objs, name)
 		if v := workVolume(t, d); v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim {
 			t.Errorf("%s: work volume %+v, want the claim %s", name, v.VolumeSource, claim)
+		}
+		// The source store is flushed and trusted on whatever node the
+		// claim goes to next (its entries are otherwise trusted only in the
+		// boot that wrote them).
+		if args := containerNamed(t, d, "manager").Args; !slices.Contains(args, "--source-store-flush") {
+			t.Errorf("%s: args %v lack --source-store-flush", name, args)
 		}
 		if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 			t.Errorf("%s: strategy %q, want Recreate on a ReadWriteOnce claim", name, d.Spec.Strategy.Type)
@@ -88,6 +95,9 @@ func TestChartWorkDirPersistence(t *testing.T) {
 	}
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("strategy Recreate without a claim")
+	}
+	if args := containerNamed(t, d, "manager").Args; slices.Contains(args, "--source-store-flush") {
+		t.Errorf("--source-store-flush on an emptyDir")
 	}
 	for _, o := range objs {
 		if o.GetKind() == "PersistentVolumeClaim" && o.GetName() != "devloop-registry" {

@@ -75,6 +75,11 @@ spec:
         {{- end }}
         - --health-probe-bind-address=:8081
         - --work-dir=/var/cache/devloop
+        {{- if $root.Values.workDir.persistence.enabled }}
+        # The claim may next be mounted on another node: fetched sources
+        # are flushed, and trusted there.
+        - --source-store-flush
+        {{- end }}
         {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
         # The bundled registry's token service (TokenReview and
         # SubjectAccessReview; the signing key is the chart's Secret).
