@@ -135,8 +135,9 @@ run-local: build test-binaries ## Control plane + operator + samples; Ctrl-C sto
 include hack/cluster/cluster.mk
 
 .PHONY: dev-up dev-down dev-clean
-dev-up: cluster-binaries ## The main job: local cluster + registry + operator (from its chart) + the sample, Ready.
+dev-up: cluster-binaries ## The main job: local cluster + registry + operator (from its chart) + the sample, Ready (NODES=2: a second node too).
 	$(CLUSTER_SH) up
+	$(if $(filter 2,$(NODES)),$(NODE2_SH) up)
 	$(call compile,hack/devup,bin/devup,./hack/devup)
 	bin/devup $(ARGS)
 
@@ -150,6 +151,12 @@ dev-clean: ## Stop the local cluster and remove all its state.
 e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux, OLM and real-project cases: up, test, down; each case's time (RUN=regexp to select).
 	hack/chromium.sh # TestUI drives the dashboard in Debian's chromium
 	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 55m $(if $(RUN),-run '$(RUN)')
+
+# The cases that need two nodes (TestMultiNode*), on the local cluster with
+# node 2 (hack/cluster/node2.sh); make e2e stays on one node, where they skip.
+.PHONY: e2e-multinode
+e2e-multinode: cluster-binaries ## The multi-node end-to-end cases on a two-node local cluster (root): up, test, down (RUN=regexp to select).
+	NODES=2 DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 40m -run '$(or $(RUN),^TestMultiNode)'
 
 # The two cold compiles of one tree that TestOneCompilePerTree measures
 # only for ratios (the largest binary alone; the unit suite with an empty

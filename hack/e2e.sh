@@ -5,6 +5,7 @@
 # the cluster is stopped afterwards whatever happened.
 #
 #   hack/e2e.sh [go test flags, e.g. -run '^TestSample$' -timeout 55m]
+#   NODES=2 hack/e2e.sh ...   with a second node (hack/cluster/node2.sh)
 #
 # The whole output is kept in bin/e2e.log.
 set -uo pipefail
@@ -19,6 +20,11 @@ compile=$!
 t=$SECONDS
 hack/cluster/cluster.sh up || { kill "$compile" 2>/dev/null; exit 1; }
 echo "e2e: 'cluster up' took $((SECONDS - t))s"
+if [ "${NODES:-1}" = 2 ]; then
+	t=$SECONDS
+	hack/cluster/node2.sh up || { kill "$compile" 2>/dev/null; hack/cluster/cluster.sh down; exit 1; }
+	echo "e2e: 'node 2 up' took $((SECONDS - t))s"
+fi
 t=$SECONDS
 if ! wait "$compile"; then
 	cat bin/e2e-compile.log >&2

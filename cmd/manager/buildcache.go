@@ -5,9 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,7 +28,10 @@ import (
 // an empty listen address turns it off.
 type buildCacheOptions struct {
 	listen, url, audience string
-	maxBytes              int64
+	// service is NAMESPACE/NAME of the selectorless Service the leader
+	// points at its own pod (teamcache.LeaderEndpoint); empty: none.
+	service  string
+	maxBytes int64
 	// namespaceMaxBytes is one namespace's share of maxBytes (0: half).
 	namespaceMaxBytes int64
 	// The service's certificate and key, and the CA builder pods trust;
@@ -38,6 +46,7 @@ type buildCacheOptions struct {
 func registerBuildCacheFlags(fs *flag.FlagSet, o *buildCacheOptions) {
 	fs.StringVar(&o.listen, "build-cache-bind-address", "", "address the team Go build cache service binds to (builder pods' GOCACHEPROG asks it); empty: off")
 	fs.StringVar(&o.url, "build-cache-url", "", "the build cache service as builder pods reach it, e.g. https://devloop-build-cache.devloop-system.svc:5003")
+	fs.StringVar(&o.service, "build-cache-service", "", "NAMESPACE/NAME of the selectorless Service builder pods reach the build cache by: the leader points it at its own pod (POD_IP), so no builder reaches a standby; empty: the Service is not managed")
 	fs.StringVar(&o.audience, "build-cache-audience", teamcache.DefaultAudience, "audience of the projected ServiceAccount token builder pods present to the build cache")
 	fs.StringVar(&o.tlsCert, "build-cache-tls-cert", "", "PEM serving certificate of the build cache (TLS only); empty: one made at start")
 	fs.StringVar(&o.tlsKey, "build-cache-tls-key", "", "PEM key of --build-cache-tls-cert")
@@ -105,12 +114,46 @@ func addBuildCacheService(mgr ctrl.Manager, cfg *rest.Config, o *buildCacheOptio
 	if err != nil {
 		return err
 	}
-	return mgr.Add(teamcache.Listener{Addr: o.listen, TLS: o.serving, Server: &teamcache.Server{
+	err = mgr.Add(teamcache.Listener{Addr: o.listen, TLS: o.serving, Server: &teamcache.Server{
 		Store:    o.store(workDir),
 		Reviewer: teamcache.NewKubeReviewer(cs), Reader: mgr.GetAPIReader(),
 		Audience: o.audience, DefaultServiceAccount: defaultSA,
 		Log: ctrl.Log.WithName("build-cache"),
 	}})
+	if err != nil || o.service == "" {
+		return err
+	}
+	endpoint, err := o.leaderEndpoint(cfg)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(endpoint)
+}
+
+// leaderEndpoint points --build-cache-service at this pod while it leads.
+func (o *buildCacheOptions) leaderEndpoint(cfg *rest.Config) (teamcache.LeaderEndpoint, error) {
+	ns, name, ok := strings.Cut(o.service, "/")
+	if !ok || ns == "" || name == "" {
+		return teamcache.LeaderEndpoint{}, fmt.Errorf("--build-cache-service %q: want NAMESPACE/NAME", o.service)
+	}
+	_, p, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return teamcache.LeaderEndpoint{}, fmt.Errorf("--build-cache-bind-address %q: %w", o.listen, err)
+	}
+	port, err := strconv.ParseInt(p, 10, 32)
+	if err != nil || port <= 0 {
+		return teamcache.LeaderEndpoint{}, fmt.Errorf("--build-cache-bind-address %q: a port, to point --build-cache-service at", o.listen)
+	}
+	podIP := os.Getenv("POD_IP")
+	if podIP == "" {
+		return teamcache.LeaderEndpoint{}, errors.New("--build-cache-service needs this pod's address in POD_IP (the downward API's status.podIP)")
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return teamcache.LeaderEndpoint{}, err
+	}
+	return teamcache.LeaderEndpoint{Client: cs, Service: types.NamespacedName{Namespace: ns, Name: name},
+		PodIP: podIP, Port: int32(port)}, nil
 }
 
 // store is the build cache's store under workDir, with its bounds.

@@ -132,6 +132,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		MaxHelmTimeout:         opts.maxHelmTimeout,
 		MaxSourceSize:          opts.maxSourceSize,
 		SourceStoreMaxBytes:    opts.sourceStoreMaxBytes,
+		SourceStoreFlush:       opts.sourceStoreFlush,
 		SourceStoreEnvMaxBytes: opts.sourceStoreEnvMaxBytes,
 	})
 	r := controllers.New(mgr, controllers.Wiring{
@@ -197,9 +198,11 @@ type options struct {
 	// store and one namespace's share of it.
 	sourceStoreMaxBytes    int64
 	sourceStoreEnvMaxBytes int64
-	driftInterval          time.Duration
-	layerCompression       source.Compression
-	watchNamespace         string
+	// sourceStoreFlush: the source store outlives the node (a claim).
+	sourceStoreFlush bool
+	driftInterval    time.Duration
+	layerCompression source.Compression
+	watchNamespace   string
 	// shard is which environments this instance reconciles and the lease
 	// it elects its leader on.
 	shard                   shard
@@ -237,6 +240,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.helperImage, "helper-image", os.Getenv("DEVLOOP_HELPER_IMAGE"), "the operator's own image, run by builder pods to fetch sources and push images ($DEVLOOP_HELPER_IMAGE)")
 	fs.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "devloop"), "directory for fetched sources and cached base image layers")
 	fs.Int64Var(&o.maxSourceSize, "max-source-size", 1<<30, "largest extracted size of one source, in bytes")
+	fs.BoolVar(&o.sourceStoreFlush, "source-store-flush", false, "flush each fetched source to disk and trust it in any boot: for a --work-dir on a volume that outlives the node (off: an entry is trusted only in the boot that wrote it)")
 	fs.Int64Var(&o.sourceStoreMaxBytes, "source-store-max-bytes", 2<<30, "bound of the fetched source store, in bytes: least recently used entries no environment uses now are removed to stay within it (keep it below the work directory's size limit, with room for fetches in progress)")
 	fs.Int64Var(&o.sourceStoreEnvMaxBytes, "source-store-env-max-bytes", 0, "what the sources of one namespace's environments may take of the source store together, in bytes; 0 is half of --source-store-max-bytes")
 	fs.DurationVar(&o.driftInterval, "drift-interval", controllers.DefaultDriftInterval, "how often a Ready environment's applied manifests are checked for hand edits (and corrected)")

@@ -8,12 +8,15 @@
 #   make cluster-check    end to end: pod, DNS, Service IP, kubectl logs/exec
 #   make cluster-down     stop everything (state kept in bin/cluster)
 #   make cluster-clean    down and remove bin/cluster
+#   make node2-up         a second node, devloop-2, beside the running cluster (node2.sh; also make dev-up NODES=2)
+#   make node2-down       stop node 2 (node 1 stays)
 #
 # Then: export KUBECONFIG=$(CURDIR)/bin/cluster/kubeconfig (printed by cluster-up).
 
 CLUSTER_SH := hack/cluster/cluster.sh
+NODE2_SH   := hack/cluster/node2.sh
 
-.PHONY: cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries flux-binaries olm-binaries
+.PHONY: node2-up node2-down node2-status node2-check cluster-up cluster-down cluster-clean cluster-status cluster-check cluster-binaries flux-binaries olm-binaries
 
 cluster-binaries: ## Build the local cluster's binaries from Go modules (cached under bin/k8s).
 	K8S_VERSION=$(K8S_VERSION) hack/k8s-binaries.sh >/dev/null
@@ -44,3 +47,15 @@ cluster-check: ## End-to-end check of the running local cluster (pod, DNS, Servi
 # For targets built on top of the cluster (e.g. a dev-up that deploys the operator).
 CLUSTER_KUBECONFIG := $(CURDIR)/bin/cluster/kubeconfig
 CLUSTER_REGISTRY   := 10.250.0.1:5000
+
+node2-up: ## Add node devloop-2 to the running local cluster (root): own netns, containerd, kubelet, kube-proxy.
+	$(NODE2_SH) up
+
+node2-down: ## Stop node devloop-2 and remove what it made; node 1 stays.
+	$(NODE2_SH) down
+
+node2-status: ## Show node 2's processes, memory and the nodes.
+	@$(NODE2_SH) status || true
+
+node2-check: ## Pods on both nodes: pod to pod, Services, DNS, registry pulls, across.
+	$(NODE2_SH) check

@@ -565,6 +565,8 @@ restore_sysctls() {
 cmd_down() {
   need_root
   [ -d "$STATE" ] || { log "nothing to stop (no $STATE)"; return 0; }
+  # Node 2 first (node2.sh): its kubelet and pods use this node's services.
+  [ ! -d "$STATE/node2" ] || "$HERE/node2.sh" down || log "warning: node 2 did not stop cleanly"
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     case ${COMPONENTS[i]} in
@@ -655,6 +657,9 @@ cmd_check() {
   kubectl_ -n default delete pod,service -l devloop-check --ignore-not-found --grace-period 1 --wait=false >/dev/null
   log "check passed in $((SECONDS - t0))s"
 }
+
+# Sourced (node2.sh): the functions and variables above only.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 
 case ${1:-} in
   up) cmd_up ;;

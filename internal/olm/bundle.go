@@ -137,12 +137,14 @@ func sortInstall(objs []*unstructured.Unstructured) (*install, error) {
 				return nil, err
 			}
 			in.clusterRules = role.Rules
-		case u.GetKind() == "Role" && u.GetName() == "devloop-leader-election-role":
+		case u.GetKind() == "Role" && (u.GetName() == "devloop-leader-election-role" || u.GetName() == "devloop-build-cache-role"):
+			// Both are the manager's in its own namespace: the CSV's
+			// permissions (the Lease; the team cache's EndpointSlice).
 			role := rbacv1.Role{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role); err != nil {
 				return nil, err
 			}
-			in.rules = role.Rules
+			in.rules = append(in.rules, role.Rules...)
 		case u.GetKind() == "ClusterRole", u.GetKind() == "Service":
 			in.extra = append(in.extra, u)
 		case u.GetKind() == "Namespace", u.GetKind() == "ServiceAccount", u.GetKind() == "CustomResourceDefinition",

@@ -48,6 +48,8 @@ type Options struct {
 	// MaxSourceSize, SourceStoreMaxBytes and SourceStoreEnvMaxBytes bound
 	// a source, the source store and one environment's share of it.
 	MaxSourceSize, SourceStoreMaxBytes, SourceStoreEnvMaxBytes int64
+	// SourceStoreFlush: WorkDir outlives the node (source.Fetcher.Flush).
+	SourceStoreFlush bool
 	// TeamCache turns on the team Go build cache in builder pods; nil:
 	// off (see build.TeamCacheOptions).
 	TeamCache *build.TeamCacheOptions
@@ -165,6 +167,7 @@ func New(mgr ctrl.Manager, o Options) Operator {
 			// The store is collected to stay within these bounds.
 			MaxStoreBytes: o.SourceStoreMaxBytes,
 			MaxEnvBytes:   o.SourceStoreEnvMaxBytes,
+			Flush:         o.SourceStoreFlush,
 		}},
 		Engines: engine.Set{
 			Triggers:   testrun.Triggers{Engine: tests},

@@ -204,6 +204,11 @@ type Fetcher struct {
 	// AccessTTL is how long a positive access check is trusted; zero is
 	// DefaultAccessTTL.
 	AccessTTL time.Duration
+	// Flush writes each entry to disk before it is stored and trusts it in
+	// any boot: for a store on a volume that outlives the node (moved with
+	// the operator to another node). Off, an entry is trusted only in the
+	// boot that wrote it, which saves the flush on every fetch.
+	Flush bool
 }
 
 // ReadingWith is f reading Secrets and Flux objects with r instead: a

@@ -164,8 +164,12 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 	// what the process sees. Flushing costs 50–100 ms on a busy node, on
 	// the path of every change, so the entry instead records the boot it
 	// was written in: unflushed data is lost only with the boot, and an
-	// entry from an earlier boot is fetched again.
-	meta.Boot = bootID()
+	// entry from an earlier boot is fetched again. A store that outlives
+	// the node (Flush) flushes instead: another node's boot must trust it.
+	meta.Boot = ""
+	if !f.Flush {
+		meta.Boot = bootID()
+	}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err

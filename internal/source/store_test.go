@@ -159,3 +159,33 @@ func TestStoreRefetchesEntriesOfAnEarlierBoot(t *testing.T) {
 		t.Errorf("a.txt = %q", got)
 	}
 }
+
+// On a work directory that outlives the node (a PersistentVolumeClaim
+// the operator takes to another node, or back after a reboot) entries are
+// flushed when written and trusted in any boot: a manager that moved finds
+// its sources and fetches none again.
+func TestFlushedStoreKeepsEntriesAcrossBoots(t *testing.T) {
+	tgz := gzipped(t, tarOf(t, tfile("a.txt", "content")))
+	ref, requests := artifactServer(t, tgz)
+	root := t.TempDir()
+	boot := bootID
+	t.Cleanup(func() { bootID = boot })
+	bootID = func() string { return "node-1-boot" }
+
+	ctx := context.Background()
+	if _, err := (&Fetcher{Root: root, Flush: true}).Fetch(ctx, ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Another manager process, on another node, with the same volume.
+	bootID = func() string { return "node-2-boot" }
+	a, err := (&Fetcher{Root: root, Flush: true}).Fetch(ctx, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.n.Load(); n != 1 {
+		t.Fatalf("the source was fetched %d times, want once: the moved manager fetched it again", n)
+	}
+	if got := readFile(t, filepath.Join(a.Dir, "a.txt")); got != "content" {
+		t.Errorf("a.txt = %q", got)
+	}
+}

@@ -141,7 +141,7 @@ func TestChartManagerArgs(t *testing.T) {
 		"--registry-token-cert=/etc/devloop-registry-token/tls.crt", "--registry-token-ttl=5m",
 		"--registry-token-tls-cert=/etc/devloop-tls/token.crt", "--registry-token-tls-key=/etc/devloop-tls/token.key",
 		"--build-cache-url=https://devloop-build-cache." + namespace + ".svc:5003", "--build-cache-ca-file=/etc/devloop-tls/ca.crt",
-		"--build-cache-bind-address=:5003", "--build-cache-tls-cert=/etc/devloop-tls/cache.crt", "--build-cache-tls-key=/etc/devloop-tls/cache.key",
+		"--build-cache-bind-address=:5003", "--build-cache-service=devloop-system/devloop-build-cache", "--build-cache-tls-cert=/etc/devloop-tls/cache.crt", "--build-cache-tls-key=/etc/devloop-tls/cache.key",
 		"--build-cache-max-bytes=2147483648",
 		"--watch-label-selector=!sharding.devloop.dev/key", "--concurrent=8", "--concurrent-per-namespace=3", "--default-service-account=deployer",
 		"--no-cross-namespace-refs=false", "--drift-interval=10m", "--reconcile-timeout=15m", "--max-helm-timeout=12m",

@@ -115,3 +115,8 @@ neither is on.
 {{- default (printf "%s-service-tls" (include "devloop.fullname" .)) .Values.serviceTLS.secretName -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The work directory's claim of an instance (workDir.persistence). */}}
+{{- define "devloop.workClaim" -}}
+{{ include "devloop.fullname" .root }}-work{{ if .shard }}-{{ .shard }}{{ end }}
+{{- end -}}

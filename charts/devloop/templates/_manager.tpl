@@ -24,6 +24,12 @@ metadata:
     {{- end }}
 spec:
   replicas: {{ $root.Values.replicaCount }}
+  {{- if $root.Values.workDir.persistence.enabled }}
+  # A ReadWriteOnce claim: a new pod on another node could not attach it
+  # while the old one runs.
+  strategy:
+    type: Recreate
+  {{- end }}
   selector:
     matchLabels:
       {{- include "devloop.shardSelector" (dict "root" $root "shard" $shard) | nindent 6 }}
@@ -69,6 +75,11 @@ spec:
         {{- end }}
         - --health-probe-bind-address=:8081
         - --work-dir=/var/cache/devloop
+        {{- if $root.Values.workDir.persistence.enabled }}
+        # The claim may next be mounted on another node: fetched sources
+        # are flushed, and trusted there.
+        - --source-store-flush
+        {{- end }}
         {{- if and (not $shard) $root.Values.registry.enabled $root.Values.registry.auth.enabled }}
         # The bundled registry's token service (TokenReview and
         # SubjectAccessReview; the signing key is the chart's Secret).
@@ -86,6 +97,7 @@ spec:
         - --build-cache-ca-file=/etc/devloop-tls/ca.crt
         {{- if not $shard }}
         - --build-cache-bind-address=:{{ $root.Values.buildCache.port }}
+        - --build-cache-service={{ $root.Release.Namespace }}/{{ include "devloop.fullname" $root }}-build-cache
         - --build-cache-tls-cert=/etc/devloop-tls/cache.crt
         - --build-cache-tls-key=/etc/devloop-tls/cache.key
         - --build-cache-max-bytes={{ int64 $root.Values.buildCache.maxBytes }}
@@ -229,8 +241,9 @@ spec:
         securityContext:
           {{- toYaml $root.Values.securityContext | nindent 10 }}
         volumeMounts:
-        # Fetched sources and cached base image layers and charts; lost on
-        # restart, which costs one download per source.
+        # Fetched sources, cached base image layers and charts, the team
+        # build cache; on an emptyDir lost on restart (one download per
+        # source, every build cold), kept on workDir.persistence's claim.
         - name: work
           mountPath: /var/cache/devloop
         # The root file system is read-only; libraries that want a
@@ -266,8 +279,13 @@ spec:
           {{- end }}
       {{- end }}
       - name: work
+        {{- if $root.Values.workDir.persistence.enabled }}
+        persistentVolumeClaim:
+          claimName: {{ include "devloop.workClaim" (dict "root" $root "shard" $shard) }}
+        {{- else }}
         emptyDir:
           sizeLimit: {{ $root.Values.workDir.sizeLimit }}
+        {{- end }}
       - name: tmp
         emptyDir:
           sizeLimit: 256Mi
@@ -282,5 +300,16 @@ spec:
       {{- with $root.Values.affinity }}
       affinity:
         {{- toYaml . | nindent 8 }}
+      {{- else }}
+      {{- if $root.Values.workDir.persistence.enabled }}
+      # Every replica on the node the work claim is attached to.
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector:
+              matchLabels:
+                {{- include "devloop.shardSelector" (dict "root" $root "shard" $shard) | nindent 16 }}
+      {{- end }}
       {{- end }}
 {{- end -}}

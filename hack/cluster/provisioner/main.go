@@ -1,8 +1,11 @@
 // Command provisioner gives the local cluster dynamic volumes: a host
 // directory per PersistentVolumeClaim of the default StorageClass "local",
 // as kind's local-path provisioner does, so builder Jobs get their cache
-// claims bound. Single node only; it runs as a host process next to the
-// kubelet (hack/cluster/cluster.sh).
+// claims bound. It runs as a host process next to the kubelet
+// (hack/cluster/cluster.sh). Its volumes are pinned to the nodes --node
+// names: one for a node-local disk ("local", node 1); with two nodes on
+// this machine, node2.sh runs a second one for the class "local-shared"
+// naming both, as a network disk any node attaches.
 //
 // It polls rather than watches: claims are few, and a poll loop has no
 // state to lose when the apiserver restarts.
@@ -16,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,16 +31,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Name of the StorageClass and its provisioner.
-const (
-	className   = "local"
-	provisioner = "devloop.dev/host-path"
-)
+// Name of the provisioner of every class it serves.
+const provisioner = "devloop.dev/host-path"
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "admin kubeconfig")
 	root := flag.String("root", "", "directory holding the volumes")
-	node := flag.String("node", "devloop", "the node the volumes live on")
+	nodes := flag.String("node", "devloop", "the nodes the volumes may be used on, comma-separated")
+	class := flag.String("class", "local", "the StorageClass served (made when missing)")
+	isDefault := flag.Bool("default-class", true, "make the class the cluster's default")
 	interval := flag.Duration("interval", time.Second, "how often claims are looked at")
 	flag.Parse()
 	if *kubeconfig == "" || *root == "" {
@@ -46,10 +49,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p := &hostPaths{k8s: kubernetes.NewForConfigOrDie(cfg), root: *root, node: *node}
+	p := &hostPaths{k8s: kubernetes.NewForConfigOrDie(cfg), root: *root, nodes: strings.Split(*nodes, ","), class: *class, isDefault: *isDefault}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Printf("provisioning claims of StorageClass %q under %s", className, *root)
+	log.Printf("provisioning claims of StorageClass %q under %s for nodes %s", p.class, *root, *nodes)
 	for {
 		if err := p.ensureClass(ctx); err != nil {
 			log.Printf("storage class: %v", err)
@@ -65,22 +68,27 @@ func main() {
 }
 
 type hostPaths struct {
-	k8s  kubernetes.Interface
-	root string
-	node string
+	k8s       kubernetes.Interface
+	root      string
+	nodes     []string
+	class     string
+	isDefault bool
 }
 
-// ensureClass makes the default StorageClass once.
+// ensureClass makes the StorageClass once.
 func (p *hostPaths) ensureClass(ctx context.Context) error {
-	_, err := p.k8s.StorageV1().StorageClasses().Get(ctx, className, metav1.GetOptions{})
+	_, err := p.k8s.StorageV1().StorageClasses().Get(ctx, p.class, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
 	del := corev1.PersistentVolumeReclaimDelete
 	bind := storagev1.VolumeBindingImmediate
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: p.class}}
+	if p.isDefault {
+		sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+	}
 	_, err = p.k8s.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: className,
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		ObjectMeta:  sc.ObjectMeta,
 		Provisioner: provisioner, ReclaimPolicy: &del, VolumeBindingMode: &bind,
 	}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -101,7 +109,7 @@ func (p *hostPaths) sync(ctx context.Context) error {
 		if c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" || c.DeletionTimestamp != nil {
 			continue
 		}
-		if c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != className {
+		if c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != p.class {
 			continue
 		}
 		if err := p.provision(ctx, c); err != nil {
@@ -114,7 +122,7 @@ func (p *hostPaths) sync(ctx context.Context) error {
 	}
 	for i := range vols.Items {
 		v := &vols.Items[i]
-		if v.Spec.StorageClassName != className || v.Status.Phase != corev1.VolumeReleased ||
+		if v.Spec.StorageClassName != p.class || v.Status.Phase != corev1.VolumeReleased ||
 			v.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || v.Spec.HostPath == nil {
 			continue
 		}
@@ -153,14 +161,14 @@ func (p *hostPaths) provision(ctx context.Context, c *corev1.PersistentVolumeCla
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
 			AccessModes:                   c.Spec.AccessModes,
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			StorageClassName:              className,
+			StorageClassName:              p.class,
 			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: c.Namespace, Name: c.Name, UID: c.UID},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostType}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{p.node}}}}}}},
+					Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: p.nodes}}}}}},
 		},
 	}
 	if size.IsZero() {
