@@ -271,6 +271,12 @@ func writeTimeline(t *testing.T, ns, env string) {
 			step(timeline.Pack, "", 0, 0.5), step(timeline.Upload, "", 0.5, 0.9), step(timeline.Fetch, "", 1.4, 0.4),
 			step(timeline.Compile, "web/web", 1.8, 7.1), step(timeline.Assemble, "web/web", 8.9, 0.6), step(timeline.Push, "web/web", 9.5, 0.8),
 			step(timeline.Rollout, "web", 10.3, 1.7), step(timeline.Ready, "web", 12.0, 0.5)}})
+	writeChanges(t, ns, env, changes)
+}
+
+// writeChanges writes changes as the environment's timeline ConfigMap.
+func writeChanges(t *testing.T, ns, env string, changes []timeline.Change) {
+	t.Helper()
 	// Newest first, as the timeline keeps them.
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Started.After(changes[j].Started) })
 	data, err := json.Marshal(changes)

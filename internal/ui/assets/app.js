@@ -629,27 +629,70 @@ function lineMatches(line) {
 }
 
 // ---- timeline ----
+// Every change's steps are drawn on one axis, seconds since that change
+// started, so bars of different changes compare at a glance; a step still
+// running is drawn up to now and grows with the page's each-second render.
+const BAR_W = 420;
+
+function stepSpan(c, s, now) {
+  const off = (new Date(s.start) - new Date(c.started)) / 1000;
+  const running = !s.duration && c.result === 'InFlight';
+  const dur = s.duration ? s.duration / 1e9 : running ? Math.max(0, (now - new Date(s.start)) / 1000) : 0;
+  return { off, dur, running };
+}
+
+// tickStep is a round step giving at most n ticks over secs.
+function tickStep(secs, n = 8) {
+  for (const t of [0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600]) if (secs / t <= n) return t;
+  return 7200;
+}
+const secsLabel = t => t >= 60 && t % 60 === 0 ? t / 60 + 'm' : t + 's';
+
+function axisSvg(maxSecs, scale, name) {
+  const step = tickStep(maxSecs), ticks = [];
+  for (let t = 0; t <= maxSecs + 1e-9; t += step) ticks.push(t);
+  return svg('svg', { width: BAR_W, height: 20, class: 'axis', 'data-axis': name, 'aria-label': 'seconds since the change started' },
+    svg('line', { x1: 0, y1: 19, x2: BAR_W, y2: 19 }),
+    ticks.flatMap(t => { const x = Math.min(BAR_W - 1, t * scale); return [svg('line', { x1: x, y1: 13, x2: x, y2: 19 }), svg('text', { x: Math.min(x + 2, BAR_W - 24), y: 10 }, secsLabel(t))]; }));
+}
+
 function renderTimeline(v) {
   const changes = state.timelines.get(v.key) || [];
   if (!changes.length) return el('p', { class: 'muted' }, 'No change recorded yet (the operator writes the timeline ConfigMap devloop-changes-' + v.name + ').');
-  const serving = changes.filter(c => c.serving).map(c => ({ c, secs: (new Date(c.serving) - new Date(c.started)) / 1000 }));
-  const maxSecs = Math.max(1, ...changes.flatMap(c => (c.steps || []).map(s => (new Date(s.start) - new Date(c.started)) / 1000 + (s.duration || 0) / 1e9)));
-  const scale = 400 / maxSecs;
-  const history = serving.length ? el('div', null, el('h3', null, 'Change to serving, oldest → newest'),
-    svg('svg', { width: 20 + serving.length * 24, height: 110, role: 'img', 'aria-label': 'change to serving over history' },
-      serving.slice().reverse().map((s, i) => { const mx = Math.max(...serving.map(x => x.secs)); const h = Math.max(2, 90 * s.secs / mx); return svg('rect', { x: 10 + i * 24, y: 100 - h, width: 18, height: h, fill: '#0969da' }, svg('title', null, s.c.revision + ': ' + s.secs.toFixed(1) + 's')); }))) : null;
-  return el('section', null, history, changes.map(c => el('div', { class: 'card', 'data-change': c.revision },
-    el('h3', null, c.source + ' ', el('code', null, short(String(c.revision).split('@').pop())), ' ', el('span', { class: 'p-' + c.result }, c.result),
-      c.serving ? ' · serving in ' + ((new Date(c.serving) - new Date(c.started)) / 1000).toFixed(1) + 's' : ''),
-    el('table', { class: 'bars' }, el('tbody', null, (c.steps || []).map(s => {
-      const off = (new Date(s.start) - new Date(c.started)) / 1000, dur = (s.duration || 0) / 1e9;
-      return el('tr', null, el('td', null, s.name), el('td', { class: 'muted' }, s.component || ''),
-        el('td', null, el('span', { style: null, class: 'bar-wrap' }, barSvg(off * scale, Math.max(2, dur * scale)))), el('td', null, dur ? dur.toFixed(2) + 's' : c.result === 'InFlight' ? 'running' : 'unfinished'));
-    }))))));
+  const now = Date.now();
+  const maxSecs = Math.max(1, ...changes.flatMap(c => (c.steps || []).map(s => { const p = stepSpan(c, s, now); return p.off + p.dur; })));
+  const scale = BAR_W / maxSecs;
+  return el('section', null, historyChart(changes),
+    // In a borderless card: the axis lines up with the cards' bars.
+    el('div', { class: 'card bare' }, el('div', { class: 'steps' }, el('span'), el('span'), axisSvg(maxSecs, scale, 'steps'), el('span', { class: 'muted' }, 'since start'))),
+    changes.map(c => el('div', { class: 'card', 'data-change': c.revision },
+      el('h3', null, c.source + ' ', el('code', null, short(String(c.revision).split('@').pop())), ' ', el('span', { class: 'p-' + c.result }, c.result),
+        c.serving ? ' · serving in ' + ((new Date(c.serving) - new Date(c.started)) / 1000).toFixed(1) + 's' : ''),
+      el('div', { class: 'steps' }, (c.steps || []).flatMap(s => {
+        const p = stepSpan(c, s, now);
+        return [el('span', null, s.name), el('span', { class: 'muted', title: s.component || null }, s.component || ''), barSvg(p, scale),
+          el('span', null, p.running ? 'running ' + p.dur.toFixed(0) + 's' : p.dur ? p.dur.toFixed(2) + 's' : 'unfinished')];
+      })))));
 }
 
-function barSvg(x, w) {
-  return svg('svg', { width: 420, height: 12 }, svg('rect', { x: Math.min(x, 418), y: 0, width: Math.min(w, 420 - Math.min(x, 418)), height: 12, fill: '#0969da' }));
+function barSvg(p, scale) {
+  const x = Math.min(p.off * scale, BAR_W - 2), w = Math.max(2, Math.min(p.dur * scale, BAR_W - x));
+  return svg('svg', { width: BAR_W, height: 12, 'data-bar': '', 'data-secs': p.dur.toFixed(1), 'data-running': p.running ? 'true' : null },
+    svg('rect', { x, y: 0, width: w, height: 12, class: p.running ? 'running' : null }));
+}
+
+// historyChart: change to serving per change, oldest to newest, with a
+// seconds axis.
+function historyChart(changes) {
+  const serving = changes.filter(c => c.serving).map(c => ({ c, secs: (new Date(c.serving) - new Date(c.started)) / 1000 })).reverse();
+  if (!serving.length) return null;
+  const mx = Math.max(...serving.map(x => x.secs)), step = tickStep(mx, 4), top = Math.ceil(mx / step) * step, L = 40, H = 90;
+  const ticks = [];
+  for (let t = 0; t <= top + 1e-9; t += step) ticks.push(t);
+  return el('div', null, el('h3', null, 'Change to serving, oldest → newest'),
+    svg('svg', { width: L + 10 + serving.length * 24, height: H + 20, class: 'axis', role: 'img', 'aria-label': 'change to serving over history' },
+      svg('g', { 'data-axis': 'history' }, ticks.flatMap(t => { const y = 10 + H - H * t / top; return [svg('line', { x1: L - 4, y1: y, x2: L + serving.length * 24, y2: y, class: 'grid' }), svg('text', { x: 0, y: y + 4 }, secsLabel(t))]; })),
+      serving.map((s, i) => { const h = Math.max(2, H * s.secs / top); return svg('rect', { x: L + 4 + i * 24, y: 10 + H - h, width: 18, height: h, fill: '#0969da' }, svg('title', null, s.c.revision + ': ' + s.secs.toFixed(1) + 's')); })));
 }
 
 function renderEvents(v) {
