@@ -31,7 +31,8 @@ type Actions interface {
 	Cancel(ctx context.Context, namespace, env, suite string) (string, error)
 	// Component brings an on-demand component up or down, or turns debug
 	// mode of COMPONENT[/IMAGE] on or off, as `kubectl devloop up|down|
-	// debug --no-forward` do; it returns the annotation's new value.
+	// debug --no-forward` do, or (rebuild) requests a reconcile as
+	// `kubectl devloop push` does; it returns the annotation's new value.
 	Component(ctx context.Context, namespace, env, target, action string) (string, error)
 	// Logs streams the target's log lines to emit until ctx ends (follow)
 	// or the log ends.
@@ -196,9 +197,9 @@ func (h *Handlers) cancel(w http.ResponseWriter, r *http.Request) {
 func (h *Handlers) component(w http.ResponseWriter, r *http.Request) {
 	h.act(w, r, func(ctx context.Context, a actionRequest) (string, error) {
 		switch a.Action {
-		case "up", "down", "debug-on", "debug-off":
+		case "up", "down", "debug-on", "debug-off", "rebuild":
 		default:
-			return "", errors.New("action: want up, down, debug-on or debug-off")
+			return "", errors.New("action: want up, down, debug-on, debug-off or rebuild")
 		}
 		if a.Component == "" {
 			return "", errors.New("component is required")

@@ -212,15 +212,42 @@ function queueRender() {
 
 function route() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  if (parts[0] === 'env' && parts.length >= 3) return { page: 'env', key: parts[1] + '/' + parts[2], tab: parts[3] || 'graph' };
+  if (parts[0] === 'env' && parts.length >= 3) return { page: 'env', key: parts[1] + '/' + parts[2], tab: parts[3] || 'graph', sel: parts[4] || '' };
   return { page: 'list' };
 }
 
 function render() {
   const p = document.getElementById('problems');
   patch(p, [...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
+  renderSummary();
   const r = route();
   if (r.page === 'env') renderEnv(r); else renderList();
+}
+
+// ---- what needs attention, over every environment in scope ----
+// Stalled first, then Reconciling; the page's title and favicon take the
+// worst state, so a tab in the background says when something broke.
+const SEVERITY = { Stalled: 0, NotReady: 1, Reconciling: 2, Unknown: 3, Ready: 4 };
+const FAVICON = { Stalled: '#cf222e', NotReady: '#cf222e', Reconciling: '#bf8700', Ready: '#1a7f37', Unknown: '#6e7781' };
+
+function renderSummary() {
+  const box = document.getElementById('summary');
+  if (!box || !state.synced) return;
+  const envs = [...state.envs.values()].sort((a, b) => (SEVERITY[a.state] ?? 3) - (SEVERITY[b.state] ?? 3) || a.key.localeCompare(b.key));
+  const count = {};
+  for (const v of envs) count[v.state] = (count[v.state] || 0) + 1;
+  const worst = envs.length ? envs[0].state : 'Unknown';
+  const bad = envs.filter(v => v.state === 'Stalled' || v.state === 'NotReady');
+  const order = Object.keys(count).sort((a, b) => (SEVERITY[a] ?? 3) - (SEVERITY[b] ?? 3));
+  patch(box, el('span', { class: 'muted' }, 'needs attention: '),
+    order.flatMap((st, i) => [i ? ' · ' : '', el('span', { class: 'state s-' + st, 'data-count': st }, count[st] + ' ' + st)]),
+    envs.length ? null : el('span', { class: 'muted' }, 'no environments'),
+    bad.slice(0, 5).flatMap(v => [' ', el('a', { href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name), 'data-attention': v.key }, v.key)]),
+    bad.length > 5 ? ' +' + (bad.length - 5) + ' more' : null);
+  const n = bad.length, title = (n ? n + ' need attention · ' : count.Reconciling ? count.Reconciling + ' reconciling · ' : '') + 'devloop';
+  if (document.title !== title) document.title = title;
+  const icon = document.getElementById('favicon'), href = 'data:image/svg+xml,' + encodeURIComponent(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="${FAVICON[worst] || FAVICON.Unknown}"/></svg>`);
+  if (icon && icon.getAttribute('href') !== href) { icon.setAttribute('href', href); icon.dataset.state = worst; }
 }
 
 // ---- the list ----
@@ -297,16 +324,66 @@ function renderEnv(r) {
   // The logs tab keeps its stream and DOM across updates.
   if (r.tab === 'logs' && document.getElementById('logview') && document.getElementById('logview').dataset.env === v.key) {
     patch(document.getElementById('envstate'), envState(v));
+    patch(document.getElementById('resources'), resourceList(v, r));
     return;
   }
   const body = { graph: renderGraph, components: renderComponents, tests: renderTests, logs: renderLogs, timeline: renderTimeline, events: renderEvents }[r.tab] || renderGraph;
-  patch(main,
-    el('p', null, el('a', { href: '#/' }, '← all environments')),
-    el('h1', null, v.key),
-    el('div', { id: 'envstate' }, ...envState(v)),
-    el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
-    // Keyed by environment and tab: another tab is new nodes.
-    el('div', { 'data-key': v.key + ' ' + r.tab }, body(v, r)));
+  patch(main, el('div', { class: 'envpage' },
+    // The resource list stays beside whatever the detail shows.
+    el('nav', { id: 'resources', 'aria-label': 'resources' }, resourceList(v, r)),
+    el('div', { class: 'detail' },
+      el('p', null, el('a', { href: '#/' }, '← all environments')),
+      el('h1', null, v.key),
+      el('div', { id: 'envstate' }, ...envState(v)),
+      el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
+      // Keyed by environment and tab: another tab is new nodes.
+      el('div', { 'data-key': v.key + ' ' + r.tab }, body(v, r)))));
+  if (r.sel && r.sel !== scrolledTo) {
+    const card = document.querySelector(`[data-component="${CSS.escape(r.sel)}"], [data-suite-card="${CSS.escape(r.sel)}"]`);
+    if (card) { scrolledTo = r.sel; card.scrollIntoView({ block: 'nearest' }); }
+  }
+}
+let scrolledTo = '';
+
+// resourceList: the environment's sources, components and tests with
+// their phase, each a link selecting it, and a rebuild button per
+// component that builds images.
+function resourceList(v, r) {
+  const base = '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/';
+  const phase = new Map(v.graph.nodes.map(n => [n.id, n.phase]));
+  const item = (id, name, href, extra) => el('li', { 'data-resource': id },
+    el('a', { href, 'aria-current': r.sel === name && href.endsWith('/' + encodeURIComponent(name)) ? 'true' : null },
+      el('span', { class: 'dot d-' + (phase.get(id) || 'Pending'), 'aria-hidden': 'true' }), name, ' ', el('span', { class: 'muted p-' + (phase.get(id) || 'Pending') }, phase.get(id) || '')), extra);
+  return [
+    el('h2', null, 'Resources'),
+    el('ul', null,
+      (v.object.spec.sources || []).map(s => item('source/' + s.name, s.name, base + 'timeline')),
+      (v.object.spec.components || []).map(c => item('component/' + c.name, c.name, base + 'components/' + encodeURIComponent(c.name),
+        (c.images || []).length ? rebuildButton(v, c.name, 'Rebuild') : null)),
+      (v.object.spec.tests || []).map(t => item('test/' + t.name, t.name, base + 'tests/' + encodeURIComponent(t.name))))];
+}
+
+// rebuildButton asks the operator for a reconcile, as kubectl devloop
+// push does after a push: the images are built again if their sources
+// changed. One click, one request.
+function rebuildButton(v, target, label) {
+  const key = v.key + '#rebuild#' + target;
+  return el('button', { type: 'button', class: 'small', 'data-rebuild': target, disabled: inFlight.has(key), title: 'request a reconcile (as kubectl devloop push does)',
+    onclick: () => rebuild(v, target, key) }, label, el('span', { class: 'msg', 'data-rebuild-result': target }, actionResults.get(key) ? ' ' + actionResults.get(key) : ''));
+}
+
+async function rebuild(v, target, key) {
+  if (inFlight.has(key)) return;
+  inFlight.add(key);
+  actionResults.set(key, '…');
+  queueRender();
+  try {
+    const r = await api('/api/component', { json: ({ namespace: v.namespace, env: v.name, component: target, action: 'rebuild', requestId: crypto.randomUUID() }) });
+    const j = await r.json();
+    actionResults.set(key, j.error ? 'refused: ' + j.error : 'requested');
+  } catch (e) { actionResults.set(key, 'failed: ' + e); }
+  inFlight.delete(key);
+  queueRender();
 }
 
 function envState(v) {
@@ -321,19 +398,24 @@ function renderGraph(v) {
   const W = 170, H = 44, GX = 60, GY = 18, pos = new Map();
   let maxRows = 0;
   for (const [lvl, ns] of cols) { ns.forEach((n, i) => pos.set(n.id, { x: 10 + lvl * (W + GX), y: 10 + i * (H + GY) })); maxRows = Math.max(maxRows, ns.length); }
-  const width = 20 + Math.max(1, cols.size) * (W + GX), height = 20 + Math.max(1, maxRows) * (H + GY);
-  const s = svg('svg', { class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'dependency graph of ' + v.key });
+  const width = 20 + Math.max(1, cols.size) * (W + GX), height = 20 + (Math.max(1, maxRows) + 1) * (H + GY);
+  const base = '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/';
+  const s = svg('svg', { class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'dependency graph of ' + v.key },
+    svg('defs', null, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto' }, svg('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' }))));
   for (const e of g.edges) {
     const a = pos.get(e.from), b = pos.get(e.to);
     if (!a || !b) continue;
-    const x1 = b.x + W, y1 = b.y + H / 2, x2 = a.x, y2 = a.y + H / 2, mx = (x1 + x2) / 2;
-    s.append(svg('path', { d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, class: e.implicit ? 'implicit' : null }, svg('title', null, e.from + ' depends on ' + e.to + (e.implicit ? ' (implicit)' : ''))));
+    s.append(svg('path', { d: edgePath(b, a, cols, W, H, GX, GY), class: e.implicit ? 'implicit' : null, 'marker-end': 'url(#arrow)', 'data-edge': e.to + ' ' + e.from },
+      svg('title', null, e.from + ' depends on ' + e.to + (e.implicit ? ' (implicit)' : ''))));
   }
   for (const n of g.nodes) {
     const p = pos.get(n.id);
-    const waits = n.waitingFor && n.waitingFor.length ? () => focusNode('component/' + n.waitingFor[0]) : null;
-    const box = svg('g', { class: 'node n-' + n.phase, 'data-node': n.id, 'data-phase': n.phase, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: waits ? 'link' : 'img', 'aria-label': n.kind + ' ' + n.name + ' ' + n.phase + (waits ? ', waits for ' + n.waitingFor.join(', ') : ''),
-      onclick: waits, onkeydown: waits ? e => { if (e.key === 'Enter') waits(); } : null },
+    // Every node selects what it is: a component or test opens its card,
+    // a source the timeline of what was pushed to it.
+    const href = n.kind === 'component' ? base + 'components/' + encodeURIComponent(n.name) : n.kind === 'test' ? base + 'tests/' + encodeURIComponent(n.name) : base + 'timeline';
+    const go = () => { location.hash = href; };
+    const box = svg('g', { class: 'node n-' + n.phase, 'data-node': n.id, 'data-phase': n.phase, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'link', 'aria-label': n.kind + ' ' + n.name + ' ' + n.phase + (n.waitingFor && n.waitingFor.length ? ', waits for ' + n.waitingFor.join(', ') : ''),
+      onclick: go, onkeydown: e => { if (e.key === 'Enter') go(); } },
       svg('rect', { width: W, height: H, rx: 6 }),
       svg('text', { x: 8, y: 16, class: 'kind' }, n.kind),
       svg('text', { x: 8, y: 34 }, n.name.length > 20 ? n.name.slice(0, 19) + '…' : n.name + '  ' + n.phase),
@@ -343,7 +425,34 @@ function renderGraph(v) {
   const blocked = g.nodes.filter(n => n.waitingFor && n.waitingFor.length);
   return el('section', null, g.error ? el('p', { class: 'problem' }, g.error) : null, s,
     blocked.length ? el('ul', null, blocked.map(n => el('li', null, n.name + ' waits for ', n.waitingFor.map((w, i) => [i ? ', ' : '', el('a', { href: '#', 'data-focus': 'component/' + w, onclick: ev => { ev.preventDefault(); focusNode('component/' + w); } }, w)])))) : null,
-    el('p', { class: 'muted' }, 'Dashed edges are implicit (an image a run template reads, an output used as a source).'));
+    el('p', { class: 'muted' }, 'Arrows run from what a node needs to the node. Dashed edges are implicit (an image a run template reads, an output used as a source). Click a node to select it.'));
+}
+
+// edgePath runs from the right of `from` to the left of `to`. An edge
+// that skips columns passes each column between them through a gap
+// between its nodes (the one nearest the straight line), never behind a
+// node.
+function edgePath(from, to, cols, W, H, GX, GY) {
+  const pts = [[from.x + W, from.y + H / 2]];
+  const c0 = Math.round((from.x - 10) / (W + GX)), c1 = Math.round((to.x - 10) / (W + GX));
+  for (let c = c0 + 1; c < c1; c++) {
+    const rows = (cols.get(c) || []).length;
+    const t = (c - c0) / (c1 - c0), want = from.y + H / 2 + t * (to.y - from.y);
+    let best = 10 - GY / 2;
+    for (let i = 0; i < rows; i++) { const gap = 10 + i * (H + GY) + H + GY / 2; if (Math.abs(gap - want) < Math.abs(best - want)) best = gap; }
+    const x = 10 + c * (W + GX);
+    pts.push([x, best], [x + W, best]);
+  }
+  pts.push([to.x, to.y + H / 2]);
+  let d = `M${pts[0][0]},${pts[0][1]}`;
+  for (let i = 1; i < pts.length; i++) {
+    const [x1, y1] = pts[i - 1], [x2, y2] = pts[i];
+    // Between columns a curve; across a column (odd segments after the
+    // first) a straight run through its gap.
+    if (i % 2 === 0 && i < pts.length - 1) d += ` L${x2},${y2}`;
+    else { const mx = (x1 + x2) / 2; d += ` C${mx},${y1} ${mx},${y2} ${x2},${y2}`; }
+  }
+  return d;
 }
 
 function focusNode(id) {
@@ -354,15 +463,15 @@ function focusNode(id) {
   n.setAttribute('stroke-width', '5'); setTimeout(() => n.setAttribute('stroke-width', '2'), 1500);
 }
 
-function renderComponents(v) {
+function renderComponents(v, r) {
   const o = v.object, st = o.status || {};
   return el('div', { class: 'cols' }, (o.spec.components || []).map(c => {
     const cs = (st.components || []).find(x => x.name === c.name) || {};
-    return el('div', { class: 'card', 'data-component': c.name },
+    return el('div', { class: 'card' + (r && r.sel === c.name ? ' selected' : ''), 'data-component': c.name },
       el('h3', null, c.name, ' ', el('span', { class: 'p-' + (cs.phase || 'Pending') }, cs.phase || 'Pending')),
       cs.message ? el('div', { class: 'msg' }, cs.message) : null,
       (cs.images || []).map(im => el('div', null,
-        el('div', null, el('b', null, 'image ' + im.name), ' ', el('code', null, (im.repository || '') + '@' + short(im.digest))),
+        el('div', null, el('b', null, 'image ' + im.name), ' ', el('code', null, (im.repository || '') + '@' + short(im.digest)), ' ', rebuildButton(v, c.name + '/' + im.name, 'Rebuild ' + im.name)),
         im.tags ? el('div', { class: 'muted' }, 'tags: ' + im.tags.join(', ')) : null,
         im.build ? el('div', null, 'last build ', el('span', { class: 'p-' + im.build.result }, im.build.result), ' ' + (im.build.job || '') + ' ' + ago(im.build.completionTime || im.build.startTime) + ' ago') : null,
         im.updateReason ? el('div', { class: 'muted' }, 'update: ' + im.updateReason) : null)),
