@@ -136,6 +136,8 @@ func (u *uiActions) Logs(ctx context.Context, namespace, name string, t ui.LogTa
 		return err
 	}
 	switch {
+	case t.Kind == "all":
+		return (&allLogs{a: u.a, s: s, envName: name, emit: emit}).run(ctx)
 	case t.Kind == "build" && !strings.Contains(t.Name, "/"):
 		return fmt.Errorf("a build log is named COMPONENT/IMAGE, not %q", t.Name)
 	case t.Kind == "test":

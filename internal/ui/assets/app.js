@@ -37,7 +37,7 @@ function on(e, type, fn) {
 // key (its tag and id or data- key) is kept and updated, so a field being
 // typed into keeps its focus, caret and text, a selection stays, an open
 // panel stays open; only what changed is touched.
-const KEY_ATTRS = ['id', 'data-env', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
+const KEY_ATTRS = ['id', 'data-env', 'data-resource', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
 
 function keyOf(n) {
   if (n.nodeType !== 1) return '#' + n.nodeType;
@@ -652,13 +652,25 @@ function closeLogs() { if (logAbort) { logAbort.abort(); logAbort = null; } }
 
 function renderLogs(v) {
   const o = v.object;
-  const opts = [];
+  // The combined log (every pod, build and test, as in Tilt) first.
+  const opts = [{ kind: 'all', name: '', label: 'everything (builds, pods, tests)' }];
+  const resources = [];
+  for (const c of o.spec.components || []) {
+    resources.push(['component/' + c.name, c.name + ' (pods)']);
+    for (const im of c.images || []) resources.push(['build/' + c.name + '/' + im.name, 'build ' + c.name + '/' + im.name]);
+  }
+  for (const t of o.spec.tests || []) resources.push(['test/' + t.name, 'test ' + t.name]);
   for (const c of o.spec.components || []) {
     opts.push({ kind: 'component', name: c.name, label: 'pods of ' + c.name });
     for (const im of c.images || []) opts.push({ kind: 'build', name: c.name + '/' + im.name, label: 'build of ' + c.name + '/' + im.name });
   }
   for (const t of o.spec.tests || []) opts.push({ kind: 'test', name: t.name, label: 'test ' + t.name + ' (latest run)' });
   const sel = el('select', { 'aria-label': 'log', id: 'logtarget' }, opts.map((x, i) => el('option', { value: i }, x.label)));
+  // Which resource's lines the combined log shows; the route's selected
+  // component preselects it.
+  const sel0 = route().sel;
+  const resource = el('select', { 'aria-label': 'resource', id: 'logresource' }, el('option', { value: '' }, 'all resources'),
+    resources.map(([id, label]) => el('option', { value: id, selected: sel0 && (id === 'component/' + sel0 || id === 'test/' + sel0) }, label)));
   const level = el('select', { 'aria-label': 'level', id: 'loglevel' }, ['all', 'error', 'warn', 'info', 'debug'].map(l => el('option', { value: l }, l)));
   const text = el('input', { 'aria-label': 'text or /regex/', placeholder: 'text or /regex/', id: 'logtext' });
   const follow = el('input', { type: 'checkbox', checked: true, id: 'logfollow' });
@@ -666,12 +678,13 @@ function renderLogs(v) {
   const view = el('div', { class: 'log', id: 'logview', 'data-env': v.key, tabindex: 0, 'aria-label': 'log lines' });
   const status = el('span', { class: 'muted', id: 'logstatus' });
   const refilter = () => { for (const line of view.children) line.hidden = !lineMatches(line); };
-  level.addEventListener('change', refilter); text.addEventListener('input', refilter);
+  level.addEventListener('change', refilter); text.addEventListener('input', refilter); resource.addEventListener('change', refilter);
   let run = 0;
   const open = () => {
     closeLogs(); view.replaceChildren();
     const t = opts[sel.value]; if (!t) return;
-    const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: follow.checked ? '1' : '0' });
+    resource.hidden = t.kind !== 'all';
+    const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: t.kind === 'all' || follow.checked ? '1' : '0' });
     if (t.kind === 'test' && run) q.set('run', run);
     if (t.kind === 'component' && container.value) q.set('container', container.value);
     // A history row's link opens its run, and says so.
@@ -688,7 +701,7 @@ function renderLogs(v) {
   follow.addEventListener('change', open);
   container.addEventListener('change', open);
   setTimeout(open, 0);
-  return el('section', null, el('div', { class: 'filters' }, sel, container, level, text, el('label', null, follow, ' follow'), status), view);
+  return el('section', null, el('div', { class: 'filters' }, sel, resource, container, level, text, el('label', null, follow, ' follow'), status), view);
 }
 
 function levelOf(text, obj) {
@@ -716,8 +729,9 @@ function appendLines(view, source, lines) {
   for (const l of lines) {
     const [text, obj] = readable(l.text);
     const lvl = levelOf(l.text, obj);
-    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source, 'data-time': l.time },
+    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source, 'data-time': l.time, 'data-resource': l.resource },
       l.time ? el('span', { class: 'ts' }, new Date(l.time).toISOString().slice(11, 23) + ' ') : null,
+      l.resource ? el('span', { class: 'res' }, l.resource.replace(/^component\//, '') + ' ') : null,
       l.stream ? el('span', { class: 'st' }, '[' + l.stream + '] ') : null, text);
     d.hidden = !lineMatches(d);
     view.append(d);
@@ -727,7 +741,8 @@ function appendLines(view, source, lines) {
 }
 
 function lineMatches(line) {
-  const lvl = document.getElementById('loglevel'), txt = document.getElementById('logtext');
+  const lvl = document.getElementById('loglevel'), txt = document.getElementById('logtext'), res = document.getElementById('logresource');
+  if (res && !res.hidden && res.value && line.dataset.resource !== res.value) return false;
   if (lvl && lvl.value !== 'all' && line.dataset.level !== lvl.value) return false;
   const q = txt ? txt.value : '';
   if (!q) return true;
