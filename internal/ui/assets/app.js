@@ -37,7 +37,7 @@ function on(e, type, fn) {
 // key (its tag and id or data- key) is kept and updated, so a field being
 // typed into keeps its focus, caret and text, a selection stays, an open
 // panel stays open; only what changed is touched.
-const KEY_ATTRS = ['id', 'data-env', 'data-resource', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
+const KEY_ATTRS = ['id', 'data-env', 'data-resource', 'data-spec', 'data-values', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
 
 function keyOf(n) {
   if (n.nodeType !== 1) return '#' + n.nodeType;
@@ -479,8 +479,38 @@ function renderComponents(v, r) {
       cs.inventory && cs.inventory.length ? renderObjects(v, c.name, cs.inventory, 'applied objects')
         : cs.release && (cs.release.workloads || []).length ? renderObjects(v, c.name, cs.release.workloads, 'workloads of the release') : null,
       (c.ports || []).length ? renderPorts(v, c) : null,
-      componentButtons(v, c));
+      componentButtons(v, c),
+      el('details', { 'data-spec': c.name }, el('summary', null, 'spec'), el('pre', { class: 'tail' }, JSON.stringify(c, null, 2))),
+      c.helm ? renderValues(v, c.name) : null);
   }));
+}
+
+// ---- a Helm component's values, as the operator passed them ----
+// (read from the release Helm stored when the panel opens, as the user).
+const openValues = new Set(), valuesOf = new Map();
+
+function renderValues(v, comp) {
+  const key = v.key + '#' + comp, got = valuesOf.get(key);
+  const d = el('details', { 'data-values': comp, open: openValues.has(key) }, el('summary', null, 'Helm values'),
+    !got ? el('div', { class: 'muted' }, 'reading…')
+      : got.error ? el('div', { class: 'msg' }, 'could not read them: ' + got.error)
+      : [el('div', { class: 'muted', 'data-values-from': got.from }, got.from === 'release' ? 'as the operator passed them to Helm: release ' + got.release + ' revision ' + got.revision : got.note),
+        el('pre', { class: 'tail' }, JSON.stringify(got.values ?? {}, null, 2)),
+        (got.valuesFrom || []).length ? el('div', { class: 'muted' }, 'then valuesFrom: ' + got.valuesFrom.join(', ')) : null,
+        el('button', { type: 'button', onclick: () => loadValues(v, comp) }, 'Refresh')]);
+  d.addEventListener('toggle', () => {
+    if (d.open && !openValues.has(key)) { openValues.add(key); loadValues(v, comp); }
+    else if (!d.open) openValues.delete(key);
+  });
+  return d;
+}
+
+async function loadValues(v, comp) {
+  const key = v.key + '#' + comp;
+  try {
+    valuesOf.set(key, await api('/api/values?' + new URLSearchParams({ namespace: v.namespace, env: v.name, component: comp })).then(r => r.json()));
+  } catch (e) { valuesOf.set(key, { error: String(e) }); }
+  queueRender();
 }
 
 // ---- applied objects: read with their kstatus when the panel opens ----
