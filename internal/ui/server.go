@@ -37,6 +37,9 @@ type Actions interface {
 	// Logs streams the target's log lines to emit until ctx ends (follow)
 	// or the log ends.
 	Logs(ctx context.Context, namespace, env string, t LogTarget, emit func(LogLine)) error
+	// Endpoints lists the Service ports in front of a component's pods
+	// that the spec declares no port for (Endpoint).
+	Endpoints(ctx context.Context, namespace, env, component string) ([]Endpoint, error)
 	// Values reads a Helm component's values as the operator passed
 	// them (HelmValues).
 	Values(ctx context.Context, namespace, env, component string) (HelmValues, error)
@@ -93,6 +96,7 @@ func (h *Handlers) Handler() http.Handler {
 	mux.HandleFunc("POST /api/component", h.component)
 	mux.HandleFunc("GET /api/objects", h.objects)
 	mux.HandleFunc("GET /api/values", h.values)
+	mux.HandleFunc("GET /api/endpoints", h.endpoints)
 	mux.HandleFunc("GET /api/portforwards", h.listForwards)
 	mux.HandleFunc("POST /api/portforward", h.portForward)
 	return mux

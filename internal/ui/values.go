@@ -39,3 +39,29 @@ func (h *Handlers) values(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, v)
 }
+
+// endpointsAnswer is a component's Service ports (Endpoint).
+type endpointsAnswer struct {
+	Endpoints []Endpoint `json:"endpoints"`
+	Error     string     `json:"error,omitempty"`
+}
+
+func (h *Handlers) endpoints(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ns, env, component := q.Get("namespace"), q.Get("env"), q.Get("component")
+	if ns == "" || env == "" || component == "" {
+		writeJSON(w, http.StatusBadRequest, endpointsAnswer{Error: "namespace, env and component are required"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	eps, err := h.Actions.Endpoints(ctx, ns, env, component)
+	if err != nil {
+		writeJSON(w, http.StatusUnprocessableEntity, endpointsAnswer{Endpoints: []Endpoint{}, Error: bounded(err.Error(), 1024)})
+		return
+	}
+	if eps == nil {
+		eps = []Endpoint{}
+	}
+	writeJSON(w, http.StatusOK, endpointsAnswer{Endpoints: eps})
+}

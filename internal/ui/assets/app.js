@@ -479,10 +479,46 @@ function renderComponents(v, r) {
       cs.inventory && cs.inventory.length ? renderObjects(v, c.name, cs.inventory, 'applied objects')
         : cs.release && (cs.release.workloads || []).length ? renderObjects(v, c.name, cs.release.workloads, 'workloads of the release') : null,
       (c.ports || []).length ? renderPorts(v, c) : null,
+      renderEndpoints(v, c),
       componentButtons(v, c),
       el('details', { 'data-spec': c.name }, el('summary', null, 'spec'), el('pre', { class: 'tail' }, JSON.stringify(c, null, 2))),
       c.helm ? renderValues(v, c.name) : null);
   }));
+}
+
+// ---- endpoints: the Service ports in front of a component's pods ----
+// Offered for a port-forward without a declared components[].ports
+// entry; read as the user, again at most every 10 s while shown.
+const endpointsOf = new Map();
+
+function renderEndpoints(v, c) {
+  const key = v.key + '#' + c.name, got = endpointsOf.get(key);
+  if (!got || Date.now() - got.at > 10000) loadEndpoints(v, c.name, key);
+  const eps = got && got.endpoints || [];
+  if (!eps.length) return null;
+  return el('div', { class: 'ports', 'data-endpoints': c.name }, el('b', null, 'endpoints'), eps.map(e => {
+    const f = forwards.find(f => f.namespace === v.namespace && f.env === v.name && f.component === c.name && f.port === e.id);
+    const rkey = v.key + '#' + c.name + '#' + e.id;
+    return el('div', { 'data-port': c.name + '/' + e.id },
+      e.id + (e.name ? ' (' + e.name + ')' : '') + ' ',
+      f ? [el('a', { href: f.url, target: '_blank', rel: 'noopener noreferrer', 'data-url': f.url }, f.url), ' ',
+        el('button', { type: 'button', 'data-forward': 'stop', onclick: () => forwardAct(v, c.name, e.id, 'stop') }, 'Stop'),
+        f.status ? el('div', { class: 'msg' }, f.status) : null]
+        : el('button', { type: 'button', 'data-forward': 'start', onclick: () => forwardAct(v, c.name, e.id, 'start') }, 'Port-forward'),
+      el('span', { class: 'msg' }, actionResults.get(rkey) || ''));
+  }));
+}
+
+const endpointsLoading = new Set();
+async function loadEndpoints(v, comp, key) {
+  if (endpointsLoading.has(key)) return;
+  endpointsLoading.add(key);
+  let got = { at: Date.now(), endpoints: [] };
+  try { got = Object.assign(await api('/api/endpoints?' + new URLSearchParams({ namespace: v.namespace, env: v.name, component: comp })).then(r => r.json()), { at: Date.now() }); } catch (e) { /* none shown */ }
+  const before = JSON.stringify((endpointsOf.get(key) || {}).endpoints || []);
+  endpointsOf.set(key, got);
+  endpointsLoading.delete(key);
+  if (JSON.stringify(got.endpoints || []) !== before) queueRender();
 }
 
 // ---- a Helm component's values, as the operator passed them ----
