@@ -41,8 +41,11 @@ func TestUICombinedLogFollowsARolloutWithAResourceFilter(t *testing.T) {
 	browser.WaitJS(t, bctx, "the list", `document.querySelector('tr[data-env]')`)
 	browser.Navigate(t, bctx, base+"/#/env/"+ns+"/team/logs")
 	lines := `[...document.querySelectorAll('#logview .line')]`
-	browser.WaitJS(t, bctx, "the pod's and the test's lines in one pane, tagged", lines+`.some(l => l.dataset.resource === 'component/web' && l.textContent.includes('web-old/web line 3')) && `+
-		lines+`.some(l => l.dataset.resource === 'test/unit' && l.textContent.includes('team-unit-1-pod/test line 3'))`)
+	browser.WaitJS(t, bctx, "the pod's and the test's lines in one pane, tagged and shown", lines+`.some(l => !l.hidden && l.dataset.resource === 'component/web' && l.textContent.includes('web-old/web line 3')) && `+
+		lines+`.some(l => !l.hidden && l.dataset.resource === 'test/unit' && l.textContent.includes('team-unit-1-pod/test line 3'))`)
+	if f := browser.EvalString(t, bctx, `document.getElementById('logresource').value`); f != "" {
+		t.Errorf("the combined log opens filtered to %q, want every resource", f)
+	}
 
 	// Only web's lines.
 	browser.WaitJS(t, bctx, "the filter set to web", `(() => { const s = document.getElementById('logresource'); s.value = 'component/web'; s.dispatchEvent(new Event('change')); return true })()`)

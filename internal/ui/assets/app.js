@@ -736,7 +736,7 @@ function renderLogs(v) {
   // component preselects it.
   const sel0 = route().sel;
   const resource = el('select', { 'aria-label': 'resource', id: 'logresource' }, el('option', { value: '' }, 'all resources'),
-    resources.map(([id, label]) => el('option', { value: id, selected: sel0 && (id === 'component/' + sel0 || id === 'test/' + sel0) }, label)));
+    resources.map(([id, label]) => el('option', { value: id, selected: !!sel0 && (id === 'component/' + sel0 || id === 'test/' + sel0) }, label)));
   const level = el('select', { 'aria-label': 'level', id: 'loglevel' }, ['all', 'error', 'warn', 'info', 'debug'].map(l => el('option', { value: l }, l)));
   const text = el('input', { 'aria-label': 'text or /regex/', placeholder: 'text or /regex/', id: 'logtext' });
   const follow = el('input', { type: 'checkbox', checked: true, id: 'logfollow' });
