@@ -30,7 +30,16 @@ type allLogs struct {
 	wg        sync.WaitGroup
 }
 
+// allLogsPoll is the least time between the combined log's reads of the
+// environment and of each component's pods: it follows every component
+// at once, and N components polled at the plugin's follow interval (half
+// a second) would cost the API server 4N requests a second.
+const allLogsPoll = 2 * time.Second
+
 func (l *allLogs) run(ctx context.Context) error {
+	slow := *l.a
+	slow.opts.PollInterval = max(slow.opts.PollInterval, allLogsPoll)
+	l.a = &slow
 	l.streaming = map[string]string{}
 	defer l.wg.Wait()
 	for {
