@@ -36,7 +36,6 @@ func TestUISummaryPutsStalledFirstAndColoursTheTab(t *testing.T) {
 	  return c.join(',') === '1 Stalled,1 Ready' && document.querySelector('#summary [data-attention="`+ns+`/broken"]');
 	})()`)
 	browser.WaitJS(t, bctx, "a red tab", `document.title.startsWith('1 need attention') && document.getElementById('favicon').dataset.state === 'Stalled' && decodeURIComponent(document.getElementById('favicon').href).includes('#cf222e')`)
-	browser.Screenshot(t, bctx, "attention")
 
 	playOperator(t, ns, "broken", ready)
 	browser.WaitJS(t, bctx, "a green tab once both are Ready", `document.title === 'devloop' && document.getElementById('favicon').dataset.state === 'Ready' && decodeURIComponent(document.getElementById('favicon').href).includes('#1a7f37') && !document.querySelector('#summary [data-attention]')`)

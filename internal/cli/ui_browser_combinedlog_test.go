@@ -60,5 +60,4 @@ func TestUICombinedLogFollowsARolloutWithAResourceFilter(t *testing.T) {
 	if bad := browser.EvalString(t, bctx, lines+`.filter(l => !l.hidden && l.dataset.resource !== 'component/web').map(l => l.textContent).slice(0, 3).join('; ')`); bad != "" {
 		t.Errorf("lines of other resources shown under the filter component/web: %s", bad)
 	}
-	browser.Screenshot(t, bctx, "logs-combined")
 }

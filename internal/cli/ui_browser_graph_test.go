@@ -55,5 +55,4 @@ func TestUIGraphEdgesSkipColumnsWithArrowsAndPlainNodesSelect(t *testing.T) {
 	// A plain node selects its component.
 	browser.WaitJS(t, bctx, "a click on the crds node", `(() => { const g = document.querySelector('[data-node="component/crds"]'); if (g) g.dispatchEvent(new MouseEvent('click', { bubbles: true })); return !!g })()`)
 	browser.WaitJS(t, bctx, "crds selected: its card and its entry in the resource list", `location.hash.endsWith('/components/crds') && document.querySelector('[data-component="crds"].selected') && document.querySelector('#resources [data-resource="component/crds"] a[aria-current]')`)
-	browser.Screenshot(t, bctx, "graph-selected")
 }

@@ -53,5 +53,4 @@ func TestUITimelineSharesOneAxisAndRunningStepsGrow(t *testing.T) {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the running step growing", running+`.parentNode.dataset.secs > `+strconv.FormatFloat(first+1, 'f', 1, 64))
-	browser.Screenshot(t, bctx, "timeline-running")
 }

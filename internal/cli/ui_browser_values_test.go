@@ -53,5 +53,4 @@ func TestUIComponentShowsSpecAndEffectiveHelmValues(t *testing.T) {
 	browser.WaitJS(t, bctx, "the release's values", `(() => { const d = document.querySelector('[data-values="web"]'); return d.querySelector('[data-values-from="release"]') && d.textContent.includes('revision 2') && d.querySelector('pre').textContent.includes('"tag": "dev-4f2a9c0"') && d.querySelector('pre').textContent.includes('"replicas": 3') })()`)
 	browser.WaitJS(t, bctx, "db's values opened", `(() => { const d = document.querySelector('[data-values="db"]'); if (d && !d.open) { d.open = true; } return !!d })()`)
 	browser.WaitJS(t, bctx, "db's spec values, valuesFrom and why", `(() => { const d = document.querySelector('[data-values="db"]'); return d.querySelector('[data-values-from="spec"]') && d.textContent.includes('not released yet') && d.textContent.includes('ConfigMap/dev-settings') && d.querySelector('pre').textContent.includes('"size": "1Gi"') })()`)
-	browser.Screenshot(t, bctx, "values")
 }

@@ -73,7 +73,6 @@ func TestUITiltPieces(t *testing.T) {
 	  return c[0] === '1 Stalled' && c.includes('1 Ready') && document.querySelector('#summary [data-attention="`+ns+`/broken"]');
 	})()`)
 	browser.WaitJS(t, bctx, "a red tab", `document.title.startsWith('1 need attention') && document.getElementById('favicon').dataset.state === 'Stalled'`)
-	browser.Screenshot(t, bctx, "attention")
 
 	// The combined log, filtered to web: the running pod's lines.
 	envPage := base + "/#/env/" + ns + "/" + env.Name + "/"
@@ -103,7 +102,6 @@ func TestUITiltPieces(t *testing.T) {
 	browser.WaitJSWithin(t, bctx, "the new pod's lines after the rollout", lines+`.some(l => !l.hidden && l.dataset.resource === 'component/web' && l.textContent.includes('listening on :8080 (`+greeting+`)'))`, 8*time.Minute)
 	g.Expect(browser.EvalString(t, bctx, lines+`.filter(l => !l.hidden && l.dataset.resource !== 'component/web').map(l => l.textContent).slice(0, 3).join('; ')`)).To(BeEmpty(), "lines of other resources under the web filter")
 	t.Logf("click to the new pod's line on the page: %s", time.Since(clicked).Round(time.Second))
-	browser.Screenshot(t, bctx, "logs-combined")
 	t.Logf("TestUITiltPieces took %s", time.Since(began).Round(time.Second))
 }
 
