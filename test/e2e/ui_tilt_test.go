@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,9 +28,10 @@ import (
 // Debian's headless Chromium. Beside the sample, a copy with a dependency
 // cycle is Stalled: the summary counts it first and colours the tab red.
 // The combined log, filtered to web, shows the web pod's lines; a new
-// greeting is pushed (without a reconcile request) and one click on
-// web's Rebuild is the one reconcile request that builds and rolls it
-// out; the same pane goes on with the new pod's lines.
+// greeting is pushed (without a reconcile request, the source not polled
+// during the case) and one click on web's Rebuild is the one reconcile
+// request that gets it built and rolled out; the same pane goes on with
+// the new pod's lines.
 func TestUITiltPieces(t *testing.T) {
 	c := need(t)
 	bctx := browser.Start(t)
@@ -39,6 +41,9 @@ func TestUITiltPieces(t *testing.T) {
 	defer cancel()
 	ns := namespace(t, "e2e-ui-tilt")
 	env := sampleIn(t, ns)
+	// The source is not polled during the case: the new greeting gets in
+	// through the page's Rebuild (a reconcile resolves the tag at once).
+	env.Spec.Sources[0].Interval = &metav1.Duration{Duration: time.Hour}
 	dir := copyDir(t, c.SampleDir())
 	pushDir(t, env, dir)
 	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
