@@ -83,8 +83,10 @@ func (u *uiActions) Cancel(ctx context.Context, namespace, name, suite string) (
 	return value, nil
 }
 
-// Component is `kubectl devloop up|down ENV COMPONENT` and `kubectl
-// devloop debug ENV COMPONENT[/IMAGE] --no-forward [--off]`.
+// Component is `kubectl devloop up|down ENV COMPONENT`, `kubectl
+// devloop debug ENV COMPONENT[/IMAGE] --no-forward [--off]`, and the
+// page's Rebuild: the reconcile request `kubectl devloop push` makes
+// after its push (requestReconcile, one write as the user).
 func (u *uiActions) Component(ctx context.Context, namespace, name, target, action string) (string, error) {
 	s := u.in(namespace)
 	switch action {
@@ -94,6 +96,19 @@ func (u *uiActions) Component(ctx context.Context, namespace, name, target, acti
 			return "", err
 		}
 		return fmt.Sprintf("%s %s (%s=%q)", action, strings.Join(changed, ", "), v1alpha1.UpAnnotation, value), nil
+	case "rebuild":
+		env, err := s.getEnv(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if err := rebuildTarget(env, target); err != nil {
+			return "", err
+		}
+		token, err := requestReconcile(ctx, s, env, nil)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s=%q", v1alpha1.ReconcileRequestAnnotation, token), nil
 	case "debug-on", "debug-off":
 		env, err := s.getEnv(ctx, name)
 		if err != nil {
@@ -121,6 +136,8 @@ func (u *uiActions) Logs(ctx context.Context, namespace, name string, t ui.LogTa
 		return err
 	}
 	switch {
+	case t.Kind == "all":
+		return (&allLogs{a: u.a, s: s, envName: name, emit: emit}).run(ctx)
 	case t.Kind == "build" && !strings.Contains(t.Name, "/"):
 		return fmt.Errorf("a build log is named COMPONENT/IMAGE, not %q", t.Name)
 	case t.Kind == "test":
@@ -174,4 +191,23 @@ func (l *lineEmitter) Write(p []byte) (int, error) {
 		l.emit(ll)
 	}
 	return len(p), nil
+}
+
+// rebuildTarget checks COMPONENT or COMPONENT/IMAGE names a declared
+// component (and image): a rebuild of a typo is refused, not a reconcile.
+func rebuildTarget(env *v1alpha1.DevEnvironment, target string) error {
+	comp, image, _ := strings.Cut(target, "/")
+	c := env.Spec.Component(comp)
+	if c == nil {
+		return fmt.Errorf("devenvironment/%s has no component %q", env.Name, comp)
+	}
+	if image == "" {
+		return nil
+	}
+	for _, im := range c.Images {
+		if im.Name == image {
+			return nil
+		}
+	}
+	return fmt.Errorf("component %s has no image %q", comp, image)
 }

@@ -110,7 +110,6 @@ func TestUIInABrowser(t *testing.T) {
 	if pwned := browser.EvalString(t, bctx, `String(window.__pwned) + ' ' + document.querySelectorAll('#main script, #main img').length`); pwned != "undefined 0" {
 		t.Fatalf("the message's markup ran or was parsed: window.__pwned, elements = %s", pwned)
 	}
-	browser.Screenshot(t, bctx, "list")
 
 	// The graph.
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/graph")); err != nil {
@@ -123,7 +122,6 @@ func TestUIInABrowser(t *testing.T) {
 			t.Errorf("graph nodes %q: want %s", phases, want)
 		}
 	}
-	browser.Screenshot(t, bctx, "graph")
 
 	// A status change reaches the page without a reload.
 	var changed time.Time
@@ -167,7 +165,6 @@ func TestUIInABrowser(t *testing.T) {
 	if n := browser.EvalString(t, bctx, `String(document.querySelectorAll('[data-runs="unit"] tbody tr').length)`); n != "2" {
 		t.Errorf("the unit suite shows %s runs, want 2", n)
 	}
-	browser.Screenshot(t, bctx, "tests")
 
 	// The components tab: opening the applied objects reads their kstatus
 	// (pods without a kubelet are InProgress, a CRD never applied here is
@@ -184,7 +181,6 @@ func TestUIInABrowser(t *testing.T) {
 	browser.WaitJS(t, bctx, "the objects' kstatus", `document.querySelector('[data-objects="web"] tr[data-object="Pod/web-2"] .k-InProgress') && document.querySelector('[data-objects="crds"] tr[data-object="CustomResourceDefinition/widgets.team.test"] .k-NotFound')`)
 	click(`[data-port="web/http"] [data-forward="start"]`)
 	browser.WaitJS(t, bctx, "the forward's URL", `(document.querySelector('[data-port="web/http"] a[data-url]') || {}).textContent?.startsWith('http://127.0.0.1:')`)
-	browser.Screenshot(t, bctx, "components")
 	click(`[data-port="web/http"] [data-forward="stop"]`)
 	browser.WaitJS(t, bctx, "the forward stopped", `document.querySelector('[data-port="web/http"] [data-forward="start"]') && !document.querySelector('[data-port="web/http"] a[data-url]')`)
 
@@ -200,13 +196,11 @@ func TestUIInABrowser(t *testing.T) {
 	if lvl := browser.EvalString(t, bctx, `document.querySelector('#logview .line.l-error').textContent`); !strings.Contains(lvl, "code=500") {
 		t.Errorf("a JSON error line reads %q, want its fields shown readably", lvl)
 	}
-	// docs/images/ui-logs.png is test/e2e's TestUI's: a real build log.
 
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(base+"/#/env/"+ns+"/team/timeline")); err != nil {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, bctx, "the timeline", `document.querySelectorAll('[data-change]').length === 3`)
-	browser.Screenshot(t, bctx, "timeline")
 	_ = team
 }
 
@@ -271,6 +265,12 @@ func writeTimeline(t *testing.T, ns, env string) {
 			step(timeline.Pack, "", 0, 0.5), step(timeline.Upload, "", 0.5, 0.9), step(timeline.Fetch, "", 1.4, 0.4),
 			step(timeline.Compile, "web/web", 1.8, 7.1), step(timeline.Assemble, "web/web", 8.9, 0.6), step(timeline.Push, "web/web", 9.5, 0.8),
 			step(timeline.Rollout, "web", 10.3, 1.7), step(timeline.Ready, "web", 12.0, 0.5)}})
+	writeChanges(t, ns, env, changes)
+}
+
+// writeChanges writes changes as the environment's timeline ConfigMap.
+func writeChanges(t *testing.T, ns, env string, changes []timeline.Change) {
+	t.Helper()
 	// Newest first, as the timeline keeps them.
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Started.After(changes[j].Started) })
 	data, err := json.Marshal(changes)

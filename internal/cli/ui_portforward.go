@@ -28,14 +28,19 @@ func (p uiForwarder) Forward(ctx context.Context, namespace, name, component, po
 	if err != nil {
 		return ui.Forward{}, err
 	}
-	fws, err := forwardsOf(env, []string{component}, "")
-	if err != nil {
-		return ui.Forward{}, err
-	}
 	var f *forwarder
-	for _, c := range fws {
-		if c.name == port {
-			f = c
+	if strings.HasPrefix(port, "svc/") {
+		// A Service port the page found (Endpoints), not a declared one.
+		if f, err = p.u.endpointForwarder(ctx, s, env, component, port); err != nil {
+			return ui.Forward{}, err
+		}
+	} else if fws, err := forwardsOf(env, []string{component}, ""); err != nil {
+		return ui.Forward{}, err
+	} else {
+		for _, c := range fws {
+			if c.name == port {
+				f = c
+			}
 		}
 	}
 	if f == nil {

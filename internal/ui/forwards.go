@@ -147,3 +147,14 @@ func (r *running) snapshot() ForwardInfo {
 	}
 	return info
 }
+
+// Endpoint is a Service port in front of a component's pods, offered for
+// a port-forward though the spec declares no port for it; ID
+// (svc/NAME:PORT) is what the page passes as the forward's port.
+type Endpoint struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	Service   string `json:"service"`
+	Port      int32  `json:"port"`
+	Name      string `json:"name,omitempty"`
+}

@@ -11,7 +11,8 @@ import (
 // LogTarget is which log the page asks for.
 type LogTarget struct {
 	// Kind is component (its pods), build (COMPONENT/IMAGE's latest
-	// build) or test (a suite's run).
+	// build), test (a suite's run) or all (the combined log: every
+	// component's pods, build and newest run, followed).
 	Kind string
 	// Name is the component, COMPONENT/IMAGE, or suite.
 	Name string
@@ -26,9 +27,12 @@ type LogTarget struct {
 // LogLine is one line of a log; Stream names its pod/container when the
 // target has several.
 type LogLine struct {
-	Stream string    `json:"stream,omitempty"`
-	Text   string    `json:"text"`
-	Time   time.Time `json:"time"`
+	// Resource is component/NAME, build/COMPONENT/IMAGE or test/SUITE in
+	// the combined log.
+	Resource string    `json:"resource,omitempty"`
+	Stream   string    `json:"stream,omitempty"`
+	Text     string    `json:"text"`
+	Time     time.Time `json:"time"`
 }
 
 // LogRingSize is how many lines one log stream keeps while the page has
@@ -110,11 +114,11 @@ func (h *Handlers) logs(w http.ResponseWriter, r *http.Request) {
 		t.Run = n
 	}
 	switch {
-	case ns == "" || env == "" || t.Name == "":
+	case ns == "" || env == "" || (t.Name == "" && t.Kind != "all"):
 		http.Error(w, "namespace, env and name are required", http.StatusBadRequest)
 		return
-	case t.Kind != "component" && t.Kind != "build" && t.Kind != "test":
-		http.Error(w, "kind: want component, build or test", http.StatusBadRequest)
+	case t.Kind != "component" && t.Kind != "build" && t.Kind != "test" && t.Kind != "all":
+		http.Error(w, "kind: want component, build, test or all", http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -31,11 +31,18 @@ type Actions interface {
 	Cancel(ctx context.Context, namespace, env, suite string) (string, error)
 	// Component brings an on-demand component up or down, or turns debug
 	// mode of COMPONENT[/IMAGE] on or off, as `kubectl devloop up|down|
-	// debug --no-forward` do; it returns the annotation's new value.
+	// debug --no-forward` do, or (rebuild) requests a reconcile as
+	// `kubectl devloop push` does; it returns the annotation's new value.
 	Component(ctx context.Context, namespace, env, target, action string) (string, error)
 	// Logs streams the target's log lines to emit until ctx ends (follow)
 	// or the log ends.
 	Logs(ctx context.Context, namespace, env string, t LogTarget, emit func(LogLine)) error
+	// Endpoints lists the Service ports in front of a component's pods
+	// that the spec declares no port for (Endpoint).
+	Endpoints(ctx context.Context, namespace, env, component string) ([]Endpoint, error)
+	// Values reads a Helm component's values as the operator passed
+	// them (HelmValues).
+	Values(ctx context.Context, namespace, env, component string) (HelmValues, error)
 	// Objects reads the objects the component applied (its status
 	// inventory; at most MaxObjects) and computes each one's kstatus;
 	// left is how many more the inventory lists.
@@ -88,6 +95,8 @@ func (h *Handlers) Handler() http.Handler {
 	mux.HandleFunc("POST /api/cancel", h.cancel)
 	mux.HandleFunc("POST /api/component", h.component)
 	mux.HandleFunc("GET /api/objects", h.objects)
+	mux.HandleFunc("GET /api/values", h.values)
+	mux.HandleFunc("GET /api/endpoints", h.endpoints)
 	mux.HandleFunc("GET /api/portforwards", h.listForwards)
 	mux.HandleFunc("POST /api/portforward", h.portForward)
 	return mux
@@ -196,9 +205,9 @@ func (h *Handlers) cancel(w http.ResponseWriter, r *http.Request) {
 func (h *Handlers) component(w http.ResponseWriter, r *http.Request) {
 	h.act(w, r, func(ctx context.Context, a actionRequest) (string, error) {
 		switch a.Action {
-		case "up", "down", "debug-on", "debug-off":
+		case "up", "down", "debug-on", "debug-off", "rebuild":
 		default:
-			return "", errors.New("action: want up, down, debug-on or debug-off")
+			return "", errors.New("action: want up, down, debug-on, debug-off or rebuild")
 		}
 		if a.Component == "" {
 			return "", errors.New("component is required")

@@ -119,7 +119,6 @@ func TestUI(t *testing.T) {
 	// (its builder's container runs on), with how it ended.
 	browser.WaitJS(t, bctx, "the followed build log's end", `document.getElementById('logstatus').textContent === 'ended' && `+lines+`.some(l => l.textContent.includes('build Succeeded'))`)
 	t.Logf("build log of web/web: %s lines, first %q", browser.EvalString(t, bctx, `String(`+lines+`.length)`), browser.EvalString(t, bctx, lines+`[0].textContent`))
-	browser.Screenshot(t, bctx, "logs")
 	showLog("pods of web")
 	browser.WaitJS(t, bctx, "the web pod's log", lines+`.some(l => l.dataset.source === 'component' && l.textContent.includes('listening on :8080 (hello from devloop)'))`)
 	// Followed: the stream is still open after the line came.

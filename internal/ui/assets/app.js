@@ -37,7 +37,7 @@ function on(e, type, fn) {
 // key (its tag and id or data- key) is kept and updated, so a field being
 // typed into keeps its focus, caret and text, a selection stays, an open
 // panel stays open; only what changed is touched.
-const KEY_ATTRS = ['id', 'data-env', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
+const KEY_ATTRS = ['id', 'data-env', 'data-resource', 'data-spec', 'data-values', 'data-suite', 'data-suite-card', 'data-runs', 'data-run', 'data-node', 'data-change', 'data-component', 'data-objects', 'data-object', 'data-port', 'data-key', 'name'];
 
 function keyOf(n) {
   if (n.nodeType !== 1) return '#' + n.nodeType;
@@ -212,13 +212,14 @@ function queueRender() {
 
 function route() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  if (parts[0] === 'env' && parts.length >= 3) return { page: 'env', key: parts[1] + '/' + parts[2], tab: parts[3] || 'graph' };
+  if (parts[0] === 'env' && parts.length >= 3) return { page: 'env', key: parts[1] + '/' + parts[2], tab: parts[3] || 'graph', sel: parts[4] || '' };
   return { page: 'list' };
 }
 
 function render() {
   const p = document.getElementById('problems');
   patch(p, [...state.problems.values()].map(m => el('div', { class: 'problem' }, m)));
+  renderSummary();
   const r = route();
   if (r.page === 'env') renderEnv(r); else renderList();
 }
@@ -297,366 +298,30 @@ function renderEnv(r) {
   // The logs tab keeps its stream and DOM across updates.
   if (r.tab === 'logs' && document.getElementById('logview') && document.getElementById('logview').dataset.env === v.key) {
     patch(document.getElementById('envstate'), envState(v));
+    patch(document.getElementById('resources'), resourceList(v, r));
     return;
   }
   const body = { graph: renderGraph, components: renderComponents, tests: renderTests, logs: renderLogs, timeline: renderTimeline, events: renderEvents }[r.tab] || renderGraph;
-  patch(main,
-    el('p', null, el('a', { href: '#/' }, '← all environments')),
-    el('h1', null, v.key),
-    el('div', { id: 'envstate' }, ...envState(v)),
-    el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
-    // Keyed by environment and tab: another tab is new nodes.
-    el('div', { 'data-key': v.key + ' ' + r.tab }, body(v, r)));
+  patch(main, el('div', { class: 'envpage' },
+    // The resource list stays beside whatever the detail shows.
+    el('nav', { id: 'resources', 'aria-label': 'resources' }, resourceList(v, r)),
+    el('div', { class: 'detail' },
+      el('p', null, el('a', { href: '#/' }, '← all environments')),
+      el('h1', null, v.key),
+      el('div', { id: 'envstate' }, ...envState(v)),
+      el('nav', { class: 'tabs', 'aria-label': 'views' }, tabs.map(t => el('a', { href: base + t, 'aria-current': t === r.tab ? 'page' : null }, t))),
+      // Keyed by environment and tab: another tab is new nodes.
+      el('div', { 'data-key': v.key + ' ' + r.tab }, body(v, r)))));
+  if (r.sel && r.sel !== scrolledTo) {
+    const card = document.querySelector(`[data-component="${CSS.escape(r.sel)}"], [data-suite-card="${CSS.escape(r.sel)}"]`);
+    if (card) { scrolledTo = r.sel; card.scrollIntoView({ block: 'nearest' }); }
+  }
 }
+let scrolledTo = '';
 
 function envState(v) {
   return [el('span', { class: 'state s-' + v.state, id: 'env-state' }, v.state), ' ', el('span', { class: 'msg', id: 'env-message' }, v.message || ''),
     el('div', { class: 'muted' }, 'components ready ' + (v.componentsReady || '-') + (v.lastActivity ? ' · idle ' + ago(v.lastActivity) : ''))];
-}
-
-function renderGraph(v) {
-  const g = v.graph;
-  const cols = new Map();
-  for (const n of g.nodes) { if (!cols.has(n.level)) cols.set(n.level, []); cols.get(n.level).push(n); }
-  const W = 170, H = 44, GX = 60, GY = 18, pos = new Map();
-  let maxRows = 0;
-  for (const [lvl, ns] of cols) { ns.forEach((n, i) => pos.set(n.id, { x: 10 + lvl * (W + GX), y: 10 + i * (H + GY) })); maxRows = Math.max(maxRows, ns.length); }
-  const width = 20 + Math.max(1, cols.size) * (W + GX), height = 20 + Math.max(1, maxRows) * (H + GY);
-  const s = svg('svg', { class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'dependency graph of ' + v.key });
-  for (const e of g.edges) {
-    const a = pos.get(e.from), b = pos.get(e.to);
-    if (!a || !b) continue;
-    const x1 = b.x + W, y1 = b.y + H / 2, x2 = a.x, y2 = a.y + H / 2, mx = (x1 + x2) / 2;
-    s.append(svg('path', { d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, class: e.implicit ? 'implicit' : null }, svg('title', null, e.from + ' depends on ' + e.to + (e.implicit ? ' (implicit)' : ''))));
-  }
-  for (const n of g.nodes) {
-    const p = pos.get(n.id);
-    const waits = n.waitingFor && n.waitingFor.length ? () => focusNode('component/' + n.waitingFor[0]) : null;
-    const box = svg('g', { class: 'node n-' + n.phase, 'data-node': n.id, 'data-phase': n.phase, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: waits ? 'link' : 'img', 'aria-label': n.kind + ' ' + n.name + ' ' + n.phase + (waits ? ', waits for ' + n.waitingFor.join(', ') : ''),
-      onclick: waits, onkeydown: waits ? e => { if (e.key === 'Enter') waits(); } : null },
-      svg('rect', { width: W, height: H, rx: 6 }),
-      svg('text', { x: 8, y: 16, class: 'kind' }, n.kind),
-      svg('text', { x: 8, y: 34 }, n.name.length > 20 ? n.name.slice(0, 19) + '…' : n.name + '  ' + n.phase),
-      svg('title', null, n.id + ': ' + n.phase + (n.waitingFor ? ' (waits for ' + n.waitingFor.join(', ') + ')' : '')));
-    s.append(box);
-  }
-  const blocked = g.nodes.filter(n => n.waitingFor && n.waitingFor.length);
-  return el('section', null, g.error ? el('p', { class: 'problem' }, g.error) : null, s,
-    blocked.length ? el('ul', null, blocked.map(n => el('li', null, n.name + ' waits for ', n.waitingFor.map((w, i) => [i ? ', ' : '', el('a', { href: '#', 'data-focus': 'component/' + w, onclick: ev => { ev.preventDefault(); focusNode('component/' + w); } }, w)])))) : null,
-    el('p', { class: 'muted' }, 'Dashed edges are implicit (an image a run template reads, an output used as a source).'));
-}
-
-function focusNode(id) {
-  const g = document.querySelector(`[data-node="${CSS.escape(id)}"]`);
-  if (!g) return;
-  g.focus();
-  const n = g.querySelector('rect');
-  n.setAttribute('stroke-width', '5'); setTimeout(() => n.setAttribute('stroke-width', '2'), 1500);
-}
-
-function renderComponents(v) {
-  const o = v.object, st = o.status || {};
-  return el('div', { class: 'cols' }, (o.spec.components || []).map(c => {
-    const cs = (st.components || []).find(x => x.name === c.name) || {};
-    return el('div', { class: 'card', 'data-component': c.name },
-      el('h3', null, c.name, ' ', el('span', { class: 'p-' + (cs.phase || 'Pending') }, cs.phase || 'Pending')),
-      cs.message ? el('div', { class: 'msg' }, cs.message) : null,
-      (cs.images || []).map(im => el('div', null,
-        el('div', null, el('b', null, 'image ' + im.name), ' ', el('code', null, (im.repository || '') + '@' + short(im.digest))),
-        im.tags ? el('div', { class: 'muted' }, 'tags: ' + im.tags.join(', ')) : null,
-        im.build ? el('div', null, 'last build ', el('span', { class: 'p-' + im.build.result }, im.build.result), ' ' + (im.build.job || '') + ' ' + ago(im.build.completionTime || im.build.startTime) + ' ago') : null,
-        im.updateReason ? el('div', { class: 'muted' }, 'update: ' + im.updateReason) : null)),
-      cs.release ? el('div', null, 'release ' + cs.release.name + ' revision ' + cs.release.revision + ' ' + (cs.release.status || '')) : null,
-      cs.inventory && cs.inventory.length ? renderObjects(v, c.name, cs.inventory, 'applied objects')
-        : cs.release && (cs.release.workloads || []).length ? renderObjects(v, c.name, cs.release.workloads, 'workloads of the release') : null,
-      (c.ports || []).length ? renderPorts(v, c) : null,
-      componentButtons(v, c));
-  }));
-}
-
-// ---- applied objects: read with their kstatus when the panel opens ----
-// (a GET per object as the user, at most 50, on demand; not watched).
-const openObjects = new Set(), objectStates = new Map();
-
-function renderObjects(v, comp, inventory, what) {
-  const key = v.key + '#' + comp, got = objectStates.get(key);
-  const d = el('details', { 'data-objects': comp, open: openObjects.has(key) },
-    el('summary', null, inventory.length + ' ' + what),
-    got && got.error ? el('div', { class: 'msg' }, 'could not read them: ' + got.error) : null,
-    got && got.objects ? el('table', { class: 'objects' }, el('tbody', null, got.objects.map(o =>
-      el('tr', { 'data-object': o.kind + '/' + o.name },
-        el('td', { class: 'mono' }, o.kind + ' ' + (o.namespace ? o.namespace + '/' : '') + o.name),
-        el('td', { class: 'k-' + o.status }, o.status),
-        el('td', { class: 'msg' }, o.message || ''))))) : null,
-    got && got.more ? el('div', { class: 'muted' }, got.more + ' more not read (the panel reads at most 50)') : null,
-    got ? el('button', { type: 'button', onclick: () => loadObjects(v, comp) }, 'Refresh') : el('div', { class: 'muted' }, 'reading…'),
-    got ? null : el('ul', null, inventory.map(i => el('li', { class: 'mono' }, i.kind + ' ' + (i.namespace ? i.namespace + '/' : '') + i.name))));
-  d.addEventListener('toggle', () => {
-    if (d.open && !openObjects.has(key)) { openObjects.add(key); loadObjects(v, comp); }
-    else if (!d.open) openObjects.delete(key);
-  });
-  return d;
-}
-
-async function loadObjects(v, comp) {
-  const key = v.key + '#' + comp;
-  try {
-    const q = new URLSearchParams({ namespace: v.namespace, env: v.name, component: comp });
-    objectStates.set(key, await api('/api/objects?' + q).then(r => r.json()));
-  } catch (e) { objectStates.set(key, { error: String(e) }); }
-  queueRender();
-}
-
-// ---- port-forwards started from the page (in the plugin, as the user) ----
-let forwards = [];
-
-async function loadForwards() {
-  try { forwards = await api('/api/portforwards').then(r => r.json()); } catch (e) { /* shown as not running */ }
-  queueRender();
-}
-
-function renderPorts(v, c) {
-  return el('div', { class: 'ports' }, el('b', null, 'ports'), c.ports.map(p => {
-    const f = forwards.find(f => f.namespace === v.namespace && f.env === v.name && f.component === c.name && f.port === p.name);
-    const key = v.key + '#' + c.name + '#' + p.name;
-    return el('div', { 'data-port': c.name + '/' + p.name },
-      p.name + ' → ' + p.target + ' ',
-      f ? [el('a', { href: f.url, target: '_blank', rel: 'noopener noreferrer', 'data-url': f.url }, f.url), ' ',
-        el('button', { type: 'button', 'data-forward': 'stop', onclick: () => forwardAct(v, c.name, p.name, 'stop') }, 'Stop'),
-        f.status ? el('div', { class: 'msg' }, f.status) : null]
-        : el('button', { type: 'button', 'data-forward': 'start', onclick: () => forwardAct(v, c.name, p.name, 'start') }, 'Port-forward'),
-      el('span', { class: 'msg', 'data-forward-result': c.name + '/' + p.name }, actionResults.get(key) || ''));
-  }));
-}
-
-async function forwardAct(v, comp, port, action) {
-  const key = v.key + '#' + comp + '#' + port;
-  if (inFlight.has(key)) return;
-  inFlight.add(key);
-  actionResults.set(key, action + '…');
-  queueRender();
-  try {
-    const r = await api('/api/portforward', { json: ({ namespace: v.namespace, env: v.name, component: comp, port, action, requestId: crypto.randomUUID() }) });
-    const j = await r.json();
-    actionResults.set(key, j.error ? 'refused: ' + j.error : '');
-  } catch (e) { actionResults.set(key, 'failed: ' + e); }
-  inFlight.delete(key);
-  await loadForwards();
-}
-
-// componentButtons: up/down for an on-demand component, debug on/off for
-// each image with a run step, as kubectl devloop up|down|debug do.
-function componentButtons(v, c) {
-  const ann = (v.object.metadata && v.object.metadata.annotations) || {};
-  const buttons = [];
-  if (c.onDemand) {
-    const isUp = (ann['devloop.dev/up'] || '').split(',').map(x => x.trim()).includes(c.name);
-    buttons.push(el('button', { type: 'button', 'data-action': isUp ? 'down' : 'up', onclick: () => componentAct(v, c.name, isUp ? 'down' : 'up', c.name) }, isUp ? 'Down' : 'Up'));
-  }
-  for (const im of c.images || []) {
-    if (!im.run) continue;
-    const target = c.name + '/' + im.name;
-    const on = (ann['devloop.dev/debug'] || '').split(',').map(x => x.trim()).includes(target);
-    buttons.push(el('button', { type: 'button', 'data-action': on ? 'debug-off' : 'debug-on', onclick: () => componentAct(v, target, on ? 'debug-off' : 'debug-on', c.name) }, (on ? 'Debug off ' : 'Debug on ') + im.name));
-  }
-  if (!buttons.length) return null;
-  return el('div', { class: 'filters' }, buttons, el('span', { class: 'msg', 'data-result': c.name }, actionResults.get(v.key + '#' + c.name) || ''));
-}
-
-async function componentAct(v, target, action, comp) {
-  const key = v.key + '#' + comp;
-  if (inFlight.has(key)) return;
-  inFlight.add(key);
-  const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-result="${CSS.escape(comp)}"]`); if (out) out.textContent = text; };
-  show(action + '…');
-  try {
-    const r = await api('/api/component', { json: ({ namespace: v.namespace, env: v.name, component: target, action, requestId: crypto.randomUUID() }) });
-    const j = await r.json();
-    show(j.error ? 'refused: ' + j.error : j.value);
-  } catch (e) { show('failed: ' + e); }
-  inFlight.delete(key);
-  queueRender();
-}
-
-// ---- tests ----
-// What the user typed and the last answer per suite survive the re-render
-// every status update causes.
-const formValues = new Map(), actionResults = new Map();
-
-function renderTests(v) {
-  const o = v.object, st = o.status || {};
-  return el('div', null, (o.spec.tests || []).map(t => {
-    const ts = (st.tests || []).find(x => x.name === t.name) || { runs: [] };
-    const params = t.params || [];
-    // Disabled while its action is in flight (a render must not enable it).
-    const busy = inFlight.has(v.key + '/' + t.name);
-    const form = el('form', { class: 'filters', 'data-suite': t.name, onsubmit: ev => { ev.preventDefault(); act('trigger', v, t.name, ev.currentTarget, params); } },
-      params.map(p => el('label', null, p + ' ', el('input', { name: p, value: formValues.get(v.key + '/' + t.name + '/' + p) || '', oninput: e => formValues.set(v.key + '/' + t.name + '/' + p, e.target.value) }))),
-      el('button', { type: 'submit', 'data-action': 'trigger', disabled: busy }, 'Trigger ' + t.name),
-      el('button', { type: 'button', 'data-action': 'cancel', disabled: busy, onclick: ev => act('cancel', v, t.name, ev.currentTarget.form, []) }, 'Cancel'),
-      el('span', { class: 'msg', 'data-result': '' }, actionResults.get(v.key + '/' + t.name) || ''));
-    return el('section', { class: 'card', 'data-suite-card': t.name },
-      el('h3', null, t.name), ts.message ? el('div', { class: 'msg' }, ts.message) : null, form,
-      el('table', { 'data-runs': t.name }, el('thead', null, el('tr', null, ['#', 'Result', 'Started', 'Duration', 'Tests', 'Images', 'Logs'].map(h => el('th', { scope: 'col' }, h)))),
-        el('tbody', null, (ts.runs || []).map(r => el('tr', { 'data-run': r.number },
-          el('td', null, '#' + r.number), el('td', null, el('span', { class: 'p-' + (r.result || 'Pending') }, r.result || 'Pending'),
-            r.exitCode !== undefined && r.exitCode !== null && r.result !== 'Passed' ? el('span', { class: 'exit' }, ' exit ' + r.exitCode) : null,
-            r.message && r.message !== r.result ? el('div', { class: 'msg' }, r.message) : null,
-            // The last lines status keeps of a run that did not pass: what
-            // failed, without opening the log.
-            r.logTail && r.result !== 'Passed' ? el('pre', { class: 'tail', 'aria-label': 'last lines of run ' + r.number }, r.logTail) : null),
-          el('td', null, r.startTime ? ago(r.startTime) + ' ago' : ''),
-          el('td', null, r.startTime && r.completionTime ? ((new Date(r.completionTime) - new Date(r.startTime)) / 1000).toFixed(1) + 's' : ''),
-          el('td', null, r.results ? `${r.results.passed} passed, ${r.results.failed} failed, ${r.results.skipped} skipped` + (r.results.flaky && r.results.flaky.length ? ' · flaky: ' + r.results.flaky.join(', ') : '') + (r.results.failures && r.results.failures.length ? ' · failed: ' + r.results.failures.join(', ') : '') : ''),
-          el('td', { class: 'mono' }, Object.entries(r.images || {}).map(([k, d]) => el('div', null, k + '@' + short(d)))),
-          el('td', null, r.jobName ? el('a', { 'data-logs': r.number, href: '#/env/' + encodeURIComponent(v.namespace) + '/' + encodeURIComponent(v.name) + '/logs', onclick: () => { pendingLog = { kind: 'test', name: t.name, run: r.number }; } }, 'logs') : ''))))));
-  }));
-}
-
-const inFlight = new Set();
-
-async function act(what, v, suite, form, params) {
-  const key = v.key + '/' + suite;
-  // One click, one request: a second click while the first is in flight
-  // does nothing (the server also answers a repeated request ID once).
-  if (inFlight.has(key)) return;
-  inFlight.add(key);
-  const show = text => { actionResults.set(key, text); const out = document.querySelector(`[data-suite="${CSS.escape(suite)}"] [data-result]`); if (out) out.textContent = text; };
-  form.querySelectorAll('button').forEach(b => { b.disabled = true; });
-  const p = {};
-  for (const name of params) { const val = formValues.get(key + '/' + name) || ''; if (val !== '') p[name] = val; }
-  show(what + '…');
-  try {
-    const r = await api('/api/' + what, { json: ({ namespace: v.namespace, env: v.name, suite, params: p, requestId: crypto.randomUUID() }) });
-    const j = await r.json();
-    show(j.error ? 'refused: ' + j.error : what + ': ' + j.value);
-  } catch (e) { show('failed: ' + e); }
-  inFlight.delete(key);
-  queueRender();
-}
-
-// ---- logs ----
-let pendingLog = null;
-const MAX_LOG_LINES = 5000;
-
-function closeLogs() { if (logAbort) { logAbort.abort(); logAbort = null; } }
-
-function renderLogs(v) {
-  const o = v.object;
-  const opts = [];
-  for (const c of o.spec.components || []) {
-    opts.push({ kind: 'component', name: c.name, label: 'pods of ' + c.name });
-    for (const im of c.images || []) opts.push({ kind: 'build', name: c.name + '/' + im.name, label: 'build of ' + c.name + '/' + im.name });
-  }
-  for (const t of o.spec.tests || []) opts.push({ kind: 'test', name: t.name, label: 'test ' + t.name + ' (latest run)' });
-  const sel = el('select', { 'aria-label': 'log', id: 'logtarget' }, opts.map((x, i) => el('option', { value: i }, x.label)));
-  const level = el('select', { 'aria-label': 'level', id: 'loglevel' }, ['all', 'error', 'warn', 'info', 'debug'].map(l => el('option', { value: l }, l)));
-  const text = el('input', { 'aria-label': 'text or /regex/', placeholder: 'text or /regex/', id: 'logtext' });
-  const follow = el('input', { type: 'checkbox', checked: true, id: 'logfollow' });
-  const container = el('input', { 'aria-label': 'container (pods only)', placeholder: 'container', id: 'logcontainer', size: 12 });
-  const view = el('div', { class: 'log', id: 'logview', 'data-env': v.key, tabindex: 0, 'aria-label': 'log lines' });
-  const status = el('span', { class: 'muted', id: 'logstatus' });
-  const refilter = () => { for (const line of view.children) line.hidden = !lineMatches(line); };
-  level.addEventListener('change', refilter); text.addEventListener('input', refilter);
-  let run = 0;
-  const open = () => {
-    closeLogs(); view.replaceChildren();
-    const t = opts[sel.value]; if (!t) return;
-    const q = new URLSearchParams({ namespace: v.namespace, env: v.name, kind: t.kind, name: t.name, follow: follow.checked ? '1' : '0' });
-    if (t.kind === 'test' && run) q.set('run', run);
-    if (t.kind === 'component' && container.value) q.set('container', container.value);
-    // A history row's link opens its run, and says so.
-    status.textContent = 'streaming ' + (t.kind === 'test' && run ? 'test ' + t.name + ' run #' + run : t.label);
-    const abort = logAbort = new AbortController();
-    streamEvents('/api/logs?' + q, {
-      lines: d => appendLines(view, t.kind, JSON.parse(d)),
-      dropped: d => appendLines(view, t.kind, [{ text: '… ' + d + ' lines dropped (the page fell behind)' }]),
-      end: d => { const e = JSON.parse(d); status.textContent = e.error ? 'ended: ' + e.error : 'ended'; closeLogs(); },
-    }, abort.signal).catch(e => { if (!abort.signal.aborted) { status.textContent = 'disconnected: ' + e.message; closeLogs(); } });
-  };
-  if (pendingLog) { const i = opts.findIndex(x => x.kind === pendingLog.kind && x.name === pendingLog.name); if (i >= 0) sel.value = i; run = pendingLog.run || 0; pendingLog = null; }
-  sel.addEventListener('change', () => { run = 0; open(); });
-  follow.addEventListener('change', open);
-  container.addEventListener('change', open);
-  setTimeout(open, 0);
-  return el('section', null, el('div', { class: 'filters' }, sel, container, level, text, el('label', null, follow, ' follow'), status), view);
-}
-
-function levelOf(text, obj) {
-  const l = obj && (obj.level || obj.lvl || obj.severity);
-  const s = (l ? String(l) : (text.match(/\b(error|err|fatal|panic|warn|warning|info|debug|trace)\b/i) || [])[1] || '').toLowerCase();
-  if (/^(error|err|fatal|panic)/.test(s)) return 'error';
-  if (/^warn/.test(s)) return 'warn';
-  if (/^(debug|trace)/.test(s)) return 'debug';
-  return s ? 'info' : '';
-}
-
-// readable shows a JSON line as "msg key=value …".
-function readable(text) {
-  if (!text.startsWith('{')) return [text, null];
-  try {
-    const o = JSON.parse(text);
-    const msg = o.msg || o.message || '';
-    const rest = Object.entries(o).filter(([k]) => !['msg', 'message', 'level', 'lvl', 'time', 'ts'].includes(k)).map(([k, val]) => k + '=' + (typeof val === 'string' ? val : JSON.stringify(val)));
-    return [[msg, ...rest].join(' '), o];
-  } catch (e) { return [text, null]; }
-}
-
-function appendLines(view, source, lines) {
-  const stick = view.scrollTop + view.clientHeight >= view.scrollHeight - 4;
-  for (const l of lines) {
-    const [text, obj] = readable(l.text);
-    const lvl = levelOf(l.text, obj);
-    const d = el('div', { class: 'line' + (lvl ? ' l-' + lvl : ''), 'data-level': lvl, 'data-source': source, 'data-time': l.time },
-      l.time ? el('span', { class: 'ts' }, new Date(l.time).toISOString().slice(11, 23) + ' ') : null,
-      l.stream ? el('span', { class: 'st' }, '[' + l.stream + '] ') : null, text);
-    d.hidden = !lineMatches(d);
-    view.append(d);
-  }
-  while (view.childElementCount > MAX_LOG_LINES) view.firstElementChild.remove();
-  if (stick) view.scrollTop = view.scrollHeight;
-}
-
-function lineMatches(line) {
-  const lvl = document.getElementById('loglevel'), txt = document.getElementById('logtext');
-  if (lvl && lvl.value !== 'all' && line.dataset.level !== lvl.value) return false;
-  const q = txt ? txt.value : '';
-  if (!q) return true;
-  if (q.length > 2 && q.startsWith('/') && q.endsWith('/')) {
-    try { return new RegExp(q.slice(1, -1)).test(line.textContent); } catch (e) { return true; }
-  }
-  return line.textContent.includes(q);
-}
-
-// ---- timeline ----
-function renderTimeline(v) {
-  const changes = state.timelines.get(v.key) || [];
-  if (!changes.length) return el('p', { class: 'muted' }, 'No change recorded yet (the operator writes the timeline ConfigMap devloop-changes-' + v.name + ').');
-  const serving = changes.filter(c => c.serving).map(c => ({ c, secs: (new Date(c.serving) - new Date(c.started)) / 1000 }));
-  const maxSecs = Math.max(1, ...changes.flatMap(c => (c.steps || []).map(s => (new Date(s.start) - new Date(c.started)) / 1000 + (s.duration || 0) / 1e9)));
-  const scale = 400 / maxSecs;
-  const history = serving.length ? el('div', null, el('h3', null, 'Change to serving, oldest → newest'),
-    svg('svg', { width: 20 + serving.length * 24, height: 110, role: 'img', 'aria-label': 'change to serving over history' },
-      serving.slice().reverse().map((s, i) => { const mx = Math.max(...serving.map(x => x.secs)); const h = Math.max(2, 90 * s.secs / mx); return svg('rect', { x: 10 + i * 24, y: 100 - h, width: 18, height: h, fill: '#0969da' }, svg('title', null, s.c.revision + ': ' + s.secs.toFixed(1) + 's')); }))) : null;
-  return el('section', null, history, changes.map(c => el('div', { class: 'card', 'data-change': c.revision },
-    el('h3', null, c.source + ' ', el('code', null, short(String(c.revision).split('@').pop())), ' ', el('span', { class: 'p-' + c.result }, c.result),
-      c.serving ? ' · serving in ' + ((new Date(c.serving) - new Date(c.started)) / 1000).toFixed(1) + 's' : ''),
-    el('table', { class: 'bars' }, el('tbody', null, (c.steps || []).map(s => {
-      const off = (new Date(s.start) - new Date(c.started)) / 1000, dur = (s.duration || 0) / 1e9;
-      return el('tr', null, el('td', null, s.name), el('td', { class: 'muted' }, s.component || ''),
-        el('td', null, el('span', { style: null, class: 'bar-wrap' }, barSvg(off * scale, Math.max(2, dur * scale)))), el('td', null, dur ? dur.toFixed(2) + 's' : c.result === 'InFlight' ? 'running' : 'unfinished'));
-    }))))));
-}
-
-function barSvg(x, w) {
-  return svg('svg', { width: 420, height: 12 }, svg('rect', { x: Math.min(x, 418), y: 0, width: Math.min(w, 420 - Math.min(x, 418)), height: 12, fill: '#0969da' }));
-}
-
-function renderEvents(v) {
-  const evs = state.events.get(v.key) || [];
-  if (!evs.length) return el('p', { class: 'muted' }, 'No events.');
-  return el('table', null, el('thead', null, el('tr', null, ['When', 'Type', 'Reason', 'Message', 'Count'].map(h => el('th', { scope: 'col' }, h)))),
-    el('tbody', null, evs.map(e => el('tr', null, el('td', null, ago(e.last) + ' ago'), el('td', { class: e.type === 'Warning' ? 's-Stalled' : '' }, e.type), el('td', null, e.reason), el('td', { class: 'msg' }, e.message), el('td', null, e.count)))));
 }
 
 start();
