@@ -30,6 +30,15 @@ import (
 // schema's bound, so what is written is what the next reconcile compares.
 const logTailBytes = v1alpha1.MaxBuildLogTail
 
+// builderJobs is the backend of an image with a run step: one builder Job
+// per platform (buildWithJobs).
+type builderJobs struct{ s *imageBuilds }
+
+func (j builderJobs) build(ctx context.Context, b *imageBuild) (built, error) {
+	res, waiting, err := j.s.buildWithJobs(ctx, b.img, b.ist, b.spec, b.ref, b.inputs, b.tags, b.missing)
+	return built{result: res, waiting: waiting}, err
+}
+
 // buildWithJobs runs an image's run step in one builder Job per platform.
 // The Jobs are named after the inputs, so the same inputs never run twice
 // and a restarted operator finds the Job it created. It returns a result

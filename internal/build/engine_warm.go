@@ -27,6 +27,15 @@ import (
 	"github.com/devloop-dev/devloop/internal/source"
 )
 
+// warmBuilders is the backend of an image with run.keepWarm: a warm
+// builder pod per platform (buildWarm).
+type warmBuilders struct{ s *imageBuilds }
+
+func (w warmBuilders) build(ctx context.Context, b *imageBuild) (built, error) {
+	res, waiting, err := w.s.buildWarm(ctx, b.img, b.ist, b.spec, b.ref, b.inputs, b.tags, b.missing)
+	return built{result: res, waiting: waiting}, err
+}
+
 // buildWarm runs an image's run step in a warm builder pod per platform
 // (run.keepWarm): the pod stays up between builds, and each build is
 // three processes (WarmBuildSteps: fetch, run, push) exec'd into it as the
