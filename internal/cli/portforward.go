@@ -106,10 +106,8 @@ func forwardNamespace(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, p v1a
 	switch {
 	case p.Namespace != "":
 		return p.Namespace
-	case c.Helm != nil && c.Helm.Namespace != "":
-		return c.Helm.Namespace
-	case c.Manifests != nil && c.Manifests.Namespace != "":
-		return c.Manifests.Namespace
+	case c.DeployNamespace() != "":
+		return c.DeployNamespace()
 	}
 	return env.Namespace
 }
