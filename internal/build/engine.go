@@ -116,8 +116,9 @@ type Engine struct {
 	progress memo.Map[jobsProgress]
 	warmOnce sync.Once
 	warm     *warmBuilds
-	// jobRetries counts builder Jobs that failed for a registry down.
-	jobRetries jobRetries
+	// jobFailures counts builder Jobs that failed in a row for a
+	// registry down or past their timeout (engine_retries.go).
+	jobFailures memo.Counts[failuresInARow]
 	// noSuchHosts counts builds that found a registry host that does not
 	// resolve.
 	noSuchHosts noSuchHosts

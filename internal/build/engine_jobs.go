@@ -128,7 +128,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 					continue
 				}
 			}
-			s.e.jobRetries.forget(jobName)
+			s.e.jobFailures.Delete(jobFailuresKey(s.env, jobName))
 			digests[p] = h
 			if len(outcome.Report.Outputs) > 0 {
 				outputs = outcome.Report.Outputs
