@@ -34,11 +34,7 @@ ports. Runs until Ctrl-C.`,
   kubectl devloop port-forward volcano grafana`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
-			env, err := s.getEnv(cmd.Context(), args[0])
+			s, env, err := a.connectTo(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
