@@ -108,7 +108,7 @@ func (r *DevEnvironmentReconciler) reconcileComponent(ctx context.Context, s *sc
 		r.Recorder.Eventf(s.env, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftCorrected, "Deploy",
 			"%s", message.Truncate("component "+name+": changed by hand, applied again: "+strings.Join(st.Drift, "; "), message.MaxEventNote))
 	}
-	if c.Manifests != nil || c.Helm != nil {
+	if c.Deployed() {
 		w.deploys = true
 	}
 	switch res.Phase {

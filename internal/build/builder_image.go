@@ -26,6 +26,15 @@ import (
 // image the operator cannot resolve is used by its tag as written, and a
 // Warning event says so; the build is not held up by it.
 
+// pinRunImage pins the run step's image of a rendered copy of an image
+// spec (renderRun's): the builder's digest is an input like the base's.
+// An image without a run step is left as it is.
+func (s *imageBuilds) pinRunImage(ctx context.Context, rendered *v1alpha1.ImageSpec) {
+	if rendered.Run != nil {
+		rendered.Run.Image = s.pinBuilder(ctx, rendered.Name, rendered.Run.Image)
+	}
+}
+
 // pinBuilder returns run.image pinned to the digest its tag names now,
 // or as written when it names a digest already or cannot be resolved.
 func (s *imageBuilds) pinBuilder(ctx context.Context, imageName, builder string) string {

@@ -47,6 +47,7 @@ func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 		e.recent.Forget(req.Env.UID)
 		e.progress.Forget(req.Env.UID)
 		e.noSuchHosts.forget(req.Env.UID)
+		e.jobFailures.Forget(req.Env.UID)
 	}
 	return nil
 }

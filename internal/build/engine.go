@@ -116,8 +116,9 @@ type Engine struct {
 	progress memo.Map[jobsProgress]
 	warmOnce sync.Once
 	warm     *warmBuilds
-	// jobRetries counts builder Jobs that failed for a registry down.
-	jobRetries jobRetries
+	// jobFailures counts builder Jobs that failed in a row for a
+	// registry down or past their timeout (engine_retries.go).
+	jobFailures memo.Counts[failuresInARow]
 	// noSuchHosts counts builds that found a registry host that does not
 	// resolve.
 	noSuchHosts noSuchHosts
@@ -190,8 +191,9 @@ func (s *imageBuilds) buildImages(ctx context.Context, c *v1alpha1.Component, st
 	return done, strings.Join(messages, "; "), nil
 }
 
-// buildImage builds one image if its inputs changed since its digest was
-// pushed.
+// buildImage works out one image's inputs and has its backend build it
+// (backendFor: which backend, and the policies around it, are chosen
+// there, not here).
 func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, st *v1alpha1.ComponentStatus) (bool, string, error) {
 	ctx = timeline.InComponent(ctx, img.Name)
 	var ref source.Ref
@@ -211,98 +213,28 @@ func (s *imageBuilds) buildImage(ctx context.Context, c *v1alpha1.Component, img
 		return false, "", err
 	}
 	tags := plan.NewTagTemplates(img.Tags, c.Name, img.Name, img.Source, ref.ID)
-	// From here on the run step is rendered for this build: builder Jobs
-	// and warm builders get it, and the inputs hash covers it.
+	// From here on the run step is rendered for this build (its builder
+	// pinned, builder_image.go): backends get it, and the inputs hash
+	// covers it.
 	img, reads, err := s.renderRun(img, tags)
 	if err != nil {
 		return false, "", err
 	}
-	if img.Run != nil {
-		// A rendered copy: the builder's digest is an input like the
-		// base's (builder_image.go).
-		img.Run.Image = s.pinBuilder(ctx, img.Name, img.Run.Image)
-	}
+	s.pinRunImage(ctx, img)
 	inputs := digest.JSON(struct {
 		Component, Source, Base string
 		Image                   *v1alpha1.ImageSpec
 		Registry                *v1alpha1.RegistrySpec
 		Reads                   map[string]string `json:",omitempty"`
 	}{c.Name, src, baseDigest, img, s.env.Spec.Registry, reads})
-	missing := false
-	if ist.Inputs == inputs && ist.Digest != "" {
-		held, err := s.stillPushed(ctx, img, ist)
-		if err != nil {
-			return false, "", buildError(img.Name, err)
-		}
-		if held {
-			// Debug mode is part of the inputs, so it is what Digest was
-			// built as (recorded here too for status an older operator
-			// wrote).
-			ist.Debug = debugBuild(s.env, img)
-			return true, "", nil
-		}
-		// The registry lost the image (wiped, garbage-collected) or one
-		// of its tags: build and push it again. A run step's builder (a
-		// Job named after the inputs, or a warm build of these inputs)
-		// may already have reported a digest the registry no longer
-		// holds: it is run again rather than trusted.
-		log.FromContext(ctx).Info("image missing from the registry; pushing it again", "image", img.Name, "digest", ist.Digest)
-		missing = true
+	out, err := s.backendFor(img).build(ctx, &imageBuild{
+		img: img, ist: ist, st: st, spec: imageSpec(img, ref, baseDigest),
+		ref: ref, inputs: inputs, tags: tags,
+	})
+	if err != nil {
+		return false, "", err
 	}
-
-	if s.progress != nil {
-		s.progress("building image " + img.Name)
-	}
-	spec := imageSpec(img, ref, baseDigest)
-	ctx = image.WithTagGuard(ctx, s.tagGuard(ctx, img, imageField(s.env, img.Name), ist.Digest, inputs))
-	var res *image.Result
-	if img.Run == nil {
-		dir := ""
-		if img.Source != "" {
-			a, err := s.sources.Artifact(ctx, img.Source)
-			if err != nil {
-				return false, "", err
-			}
-			dir = a.Dir
-			spec.Prebuilt = a.Prebuilt
-			if a.Kind == source.KindOCI {
-				spec.SourceRepository = a.URL
-			}
-		}
-		b, err := s.registry(ctx)
-		if err != nil {
-			return false, "", err
-		}
-		log.FromContext(ctx).Info("building image in-process", "image", img.Name, "revision", ref.Revision)
-		p, err := b.Prepare(ctx, spec, dir, tags.Render)
-		if err != nil {
-			return false, "", buildError(img.Name, err)
-		}
-		if s.e.PushBehind && mayPushBehind(img, ist, p) {
-			// The live update syncs it from p.Image while it is pushed;
-			// its status is written once the push is done (pushbehind.go).
-			s.pushBehind(ctx, img.Name, p, func(res *image.Result) {
-				if ist := st.Image(img.Name); ist != nil {
-					ist.Outputs = nil
-					s.recordBuilt(img, ist, res, inputs, ref, tags)
-				}
-			})
-			return true, "", nil
-		}
-		if res, err = p.Push(ctx); err != nil {
-			return false, "", buildError(img.Name, err)
-		}
-		s.assembled.keep(img.Name, res)
-		ist.Outputs = nil // only a run step has outputs
-	} else {
-		var msg string
-		res, msg, err = s.runBackendFor(img).build(ctx, img, ist, spec, ref, inputs, tags, missing)
-		if err != nil || res == nil {
-			return false, msg, err
-		}
-	}
-	s.recordBuilt(img, ist, res, inputs, ref, tags)
-	return true, "", nil
+	return out.waiting == "", out.waiting, nil
 }
 
 // recordBuilt writes a pushed build into the image's status.

@@ -30,15 +30,23 @@ import (
 // schema's bound, so what is written is what the next reconcile compares.
 const logTailBytes = v1alpha1.MaxBuildLogTail
 
-// buildWithJobs runs an image's run step in one builder Job per platform.
-// The Jobs are named after the inputs, so the same inputs never run twice
-// and a restarted operator finds the Job it created. It returns a result
-// once every platform image is pushed and tagged, nil while Jobs run.
-// missing says the registry lost the image built from these inputs: a
-// Job that reported a platform image the registry no longer holds is
+// builderJobs is the backend of an image with a run step: one builder Job
+// per platform. The Jobs are named after the inputs, so the same inputs
+// never run twice and a restarted operator finds the Job it created. The
+// image is published (index and tags) once every platform pushed; a Job
+// that reported a platform image the registry lost (b.missing) is
 // replaced.
-func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec image.Spec, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*image.Result, string, error) {
+type builderJobs struct{ s *imageBuilds }
+
+func (j builderJobs) build(ctx context.Context, b *imageBuild) (built, error) {
+	res, waiting, err := j.s.buildWithJobs(ctx, b)
+	return built{result: res, waiting: waiting}, err
+}
+
+// buildWithJobs is builderJobs' build: a result once every platform image
+// is pushed and tagged, nil and what it waits for while Jobs run.
+func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.Result, string, error) {
+	img, ist, spec, ref, inputs, tags, missing := b.img, b.ist, b.spec, b.ref, b.inputs, b.tags, b.missing
 	if err := s.e.needHelperImage(img); err != nil {
 		return nil, "", err
 	}
@@ -123,7 +131,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, img *v1alpha1.ImageSpec
 					continue
 				}
 			}
-			s.e.jobRetries.forget(jobName)
+			s.e.jobFailures.Delete(jobFailuresKey(s.env, jobName))
 			digests[p] = h
 			if len(outcome.Report.Outputs) > 0 {
 				outputs = outcome.Report.Outputs

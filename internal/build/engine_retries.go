@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/image"
+	"github.com/devloop-dev/devloop/internal/memo"
 	"github.com/devloop-dev/devloop/internal/pods"
 )
 
@@ -37,56 +36,42 @@ import (
 const (
 	jobRetryDelay    = 5 * time.Second
 	jobRetryMaxDelay = 20 * time.Second
-	// maxJobRetries bounds the Jobs remembered.
-	maxJobRetries = 256
 )
 
-// jobRetries counts, per builder Job name, the Jobs of that name in a row
-// that found the registry down; in memory only (a restarted operator
-// starts again from the shortest delay).
-type jobRetries struct {
-	mu   sync.Mutex
-	jobs map[string]jobRetry
+// failuresInARow is one count of memo.Counts: of what (a builder Job's
+// UID, a registry host), how many in a row, and when the first and the
+// last were counted. In memory only: a restarted operator starts again
+// from the shortest delay.
+type failuresInARow struct {
+	of          string
+	count       int
+	first, last time.Time
 }
 
-type jobRetry struct {
-	uid   types.UID
-	count int
+// countJobFailure counts job, once, among the builder Jobs of its name
+// that failed in a row, and returns how many did.
+func (s *imageBuilds) countJobFailure(job *batchv1.Job) int {
+	return s.e.jobFailures.Update(jobFailuresKey(s.env, job.Name), func(f failuresInARow, _ bool) failuresInARow {
+		if f.of != string(job.UID) {
+			f.of, f.count = string(job.UID), f.count+1
+		}
+		return f
+	}).count
 }
 
-// delay is how long after its failure job is replaced, counting it once.
-func (r *jobRetries) delay(job *batchv1.Job) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.jobs == nil || len(r.jobs) >= maxJobRetries {
-		r.jobs = map[string]jobRetry{}
-	}
-	got := r.jobs[job.Name]
-	if got.uid != job.UID {
-		got = jobRetry{uid: job.UID, count: got.count + 1}
-		r.jobs[job.Name] = got
-	}
+// jobFailuresKey is the count of builder Job name of env.
+func jobFailuresKey(env *v1alpha1.DevEnvironment, name string) string {
+	return memo.Key(env.UID, "job/"+name)
+}
+
+// jobRetryDelayAfter is how long after the failures-th failure in a row a
+// builder Job is replaced.
+func jobRetryDelayAfter(failures int) time.Duration {
 	d := jobRetryDelay
-	for i := 1; i < got.count && d < jobRetryMaxDelay; i++ {
+	for i := 1; i < failures && d < jobRetryMaxDelay; i++ {
 		d *= 2
 	}
 	return min(d, jobRetryMaxDelay)
-}
-
-// attempt counts job (once) among the Jobs of its name that failed in a
-// row and returns how many did.
-func (r *jobRetries) attempt(job *batchv1.Job) int {
-	r.delay(job)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.jobs[job.Name].count
-}
-
-// forget drops the count of a Job name that built.
-func (r *jobRetries) forget(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.jobs, name)
 }
 
 // registryDownInJob reports whether o is a builder Job stopped by a
@@ -124,7 +109,7 @@ func (s *imageBuilds) retryBuilderJob(ctx context.Context, img *v1alpha1.ImageSp
 	if (justEnded || ist.Build.LogTail == "") && o.Pod != "" {
 		ist.Build.LogTail = s.logTail(ctx, o.Pod, o.FailedContainer)
 	}
-	delay := s.e.jobRetries.delay(job)
+	delay := jobRetryDelayAfter(s.countJobFailure(job))
 	// A message that does not change from one reconcile to the next:
 	// status is written only when something changed.
 	msg := fmt.Sprintf("image %s: the registry was unavailable to container %s of builder job %s", img.Name, o.FailedContainer, job.Name)
@@ -178,7 +163,7 @@ func (s *imageBuilds) retryTimedOutJob(ctx context.Context, img *v1alpha1.ImageS
 		ran = failedAt.Sub(job.Status.StartTime.Time).Round(time.Second)
 	}
 	timeout := s.e.buildTimeout(img.Run)
-	attempt := s.e.jobRetries.attempt(job)
+	attempt := s.countJobFailure(job)
 	delay := retryDelay(timeout, attempt)
 	// Constant from one reconcile to the next: status is written only
 	// when something changed.

@@ -22,191 +22,229 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/image"
-	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/pods"
-	"github.com/devloop-dev/devloop/internal/source"
 )
 
-// buildWarm runs an image's run step in a warm builder pod per platform
-// (run.keepWarm): the pod stays up between builds, and each build is
-// three processes (WarmBuildSteps: fetch, run, push) exec'd into it as the
-// environment's ServiceAccount, outside the reconcile (warmBuilds), which
-// it wakes when done; all three within run.timeout. It returns a result
-// once every platform image is pushed and tagged, nil meanwhile.
-func (s *imageBuilds) buildWarm(ctx context.Context, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	spec image.Spec, ref source.Ref, inputs string, tags *plan.TagTemplates, missing bool) (*image.Result, string, error) {
+// warmBuilders is the backend of an image with run.keepWarm: a warm
+// builder pod per platform. The pod stays up between builds, and each
+// build is three processes (WarmBuildSteps: fetch, run, push) exec'd into
+// it as the environment's ServiceAccount, outside the reconcile
+// (warmBuilds), which it wakes when done; all three within run.timeout.
+// The image is published (index and tags) once every platform pushed.
+type warmBuilders struct{ s *imageBuilds }
+
+func (w warmBuilders) build(ctx context.Context, b *imageBuild) (built, error) {
+	s, img := w.s, b.img
 	if err := s.e.needHelperImage(img); err != nil {
-		return nil, "", err
+		return built{}, err
 	}
 	tenant, err := s.tenant.Client()
 	if err != nil {
-		return nil, "", err
+		return built{}, err
 	}
 	if err := s.removeStaleWarmPods(ctx, tenant, img); err != nil {
-		return nil, "", err
+		return built{}, err
 	}
 	digests := map[string]v1.Hash{}
 	var outputs []image.OutputReport
 	var waiting []string
 	for _, p := range img.BuildPlatforms() {
-		req, err := s.builderRequest(ctx, tenant, img, spec, ref, p, WarmPodName(s.env.Name, img.Name, p))
+		out, err := s.buildWarmOn(ctx, tenant, b, p)
 		if err != nil {
-			return nil, "", err
+			return built{}, err
 		}
-		pod, msg, err := ensureWarmPod(ctx, tenant, req)
-		if err != nil {
-			return nil, "", err
-		}
-		if pod == nil {
-			s.next.Poll = true // nothing reports the pod starting
-			waiting = append(waiting, msg)
+		if out.waiting != "" {
+			waiting = append(waiting, out.waiting)
 			continue
 		}
-		key := string(pod.UID) + "/" + inputs
-		warm := s.e.warmBuilds()
-		run := warm.lookup(key)
-		attempt := 1
-		if run != nil {
-			// A timed-out build is tried again once its delay is over.
-			if out, done := run.outcome(); done && out.timedOut {
-				if wait := time.Until(out.ended.Add(retryDelay(out.timeout, run.attempt))); wait > 0 {
-					if ist.Build == nil {
-						ist.Build = &v1alpha1.BuildStatus{Job: pod.Name}
-					}
-					ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
-					markCompleted(ist.Build)
-					s.next.RequeueWithin(wait)
-					waiting = append(waiting, fmt.Sprintf("image %s: the build in warm builder %s ran %s, past run.timeout (%s): trying again in %s (attempt %d)",
-						img.Name, pod.Name, ranFor(run, out), out.timeout, wait.Round(time.Second), run.attempt+1))
-					continue
-				}
-				attempt, run = run.attempt+1, nil
-			}
-		}
-		if run == nil {
-			// Another image's builder Job of the lane, or a suite's Job
-			// on the claim, compiles what this build would: the build
-			// starts after it (its end reconciles). Other warm builds of
-			// the lane are waited for in memory (runInLane).
-			if busy, err := s.busyLane(ctx, img, p, req.CacheClaim); err != nil || busy != "" {
-				if err != nil {
-					return nil, "", err
-				}
-				waiting = append(waiting, busy)
-				continue
-			}
-			// The steps are written once the claim names the token; a
-			// request they cannot be written for fails here, not there.
-			if _, err := WarmBuildSteps(req, "check"); err != nil {
-				return nil, "", err
-			}
-			log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", ref.Revision, "attempt", attempt)
-			tenant, exec := s.tenant, s.e.Exec
-			ns, name := pod.Namespace, pod.Name
-			run = warm.start(key, string(pod.UID), s.env, warmPlan{
-				claim:   WarmClaimStep(claimKey(key), newBuildToken()),
-				steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
-				timeout: s.e.buildTimeout(img.Run), attempt: attempt,
-				lane: laneOf(req.Namespace, req.CacheClaim, p), holder: "image " + img.Name,
-				image: img.Name, builder: pod.Namespace + "/" + pod.Name,
-			}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
-				if exec != nil {
-					return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)
-				}
-				return tenant.Exec(ctx, ns, name, step.Container, step.Command, stdout, stderr)
-			})
-		}
-		// Status tells this run from an earlier one by its start, which
-		// the claim tells (an adopted build keeps its original start) and
-		// status keeps to the second.
-		started := run.startedAt()
-		switch b := ist.Build; {
-		case started.IsZero():
-			if b == nil || b.Job != pod.Name || b.Result != v1alpha1.BuildRunning {
-				ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning}
-			}
-		case b == nil || b.Job != pod.Name || b.StartTime == nil || !b.StartTime.Time.Equal(started.Truncate(time.Second)):
-			ist.Build = &v1alpha1.BuildStatus{Job: pod.Name, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: started.Truncate(time.Second)}}
-		}
-		out, done := run.outcome()
-		switch {
-		case !done:
-			if behind, queued := run.waitingForLane(); queued {
-				waiting = append(waiting, fmt.Sprintf("image %s waits for the build of %s, which shares build cache claim %s: one compile at a time",
-					img.Name, orSomeone(behind), req.CacheClaim))
-				s.next.RequeueWithin(runningTailInterval) // its turn comes without an event
-				break
-			}
-			waiting = append(waiting, fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name)+run.progress().String())
-			// Status shows how the build goes, looked at again while it
-			// runs (its end wakes the environment at once anyway).
-			ist.Build.LogTail = run.liveTail()
-			s.next.RequeueWithin(runningTailInterval)
-		case out.timedOut:
-			// Tried again after a delay (the next reconcile says when): the
-			// helper stopped it, and the cache it filled makes the next
-			// attempt shorter.
-			log.FromContext(ctx).Info("warm build timed out; trying again", "pod", pod.Name, "image", img.Name, "ran", ranFor(run, out), "timeout", out.timeout, "attempt", run.attempt)
-			ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
-			markCompleted(ist.Build)
-			wait := retryDelay(out.timeout, run.attempt)
-			s.next.RequeueWithin(wait)
-			waiting = append(waiting, fmt.Sprintf("image %s: the build in warm builder %s ran %s, past run.timeout (%s): trying again in %s (attempt %d)",
-				img.Name, pod.Name, ranFor(run, out), out.timeout, wait, run.attempt+1))
-		case out.err != nil && out.exitCode == nil:
-			// The exec itself broke (the pod went away, the API server
-			// restarted): the next reconcile builds again.
-			warm.forget(key)
-			if execRefused(out.err) {
-				return nil, "", fault.Stalledf(v1alpha1.ReasonForbidden,
-					"image %s: exec into warm builder %s: %w (run.keepWarm needs get and create on pods/exec, on the warm builder's name, for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
-			}
-			return nil, "", fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
-		case out.exitCode != nil && (*out.exitCode == ExitUnavailable || *out.exitCode == ExitNoSuchHost) && (out.step == WarmStepFetch || out.step == WarmStepPush):
-			// The registry is down (devloop's own step said so, not the
-			// build command): waited for, and the build goes on where it
-			// stopped (the claim adopts it, the command is not run again).
-			ist.Build.LogTail = out.logTail
-			msg := fmt.Sprintf("image %s: the registry was unavailable to the %s step in warm builder %s", img.Name, out.step, pod.Name)
-			if last := lastBuildLine(out.logTail); last != "" {
-				msg += ": " + last
-			}
-			if time.Since(out.ended) >= jobRetryDelay {
-				warm.forget(key)
-			}
-			return nil, "", s.unavailableIn(img, out.exitCode, msg)
-		case out.err != nil:
-			return nil, "", warmBuildFailed(img, ist, pod.Name, out)
-		default:
-			h, err := v1.NewHash(out.report.Digest)
-			if err != nil {
-				return nil, "", fmt.Errorf("warm builder %s reported digest %q: %w", pod.Name, out.report.Digest, err)
-			}
-			if missing {
-				// The registry lost the image: a build of these inputs
-				// that reported a digest it no longer holds runs again.
-				gone, err := s.reportGone(ctx, img, out.report)
-				if err != nil {
-					return nil, "", err
-				}
-				if gone {
-					warm.forget(key)
-					s.next.Poll = true
-					waiting = append(waiting, fmt.Sprintf("image %s is missing from the registry: building it again in warm builder %s", img.Name, pod.Name))
-					continue
-				}
-			}
-			digests[p] = h
-			if len(out.report.Outputs) > 0 {
-				outputs = out.report.Outputs
-			}
+		digests[p] = out.digest
+		if len(out.report.Outputs) > 0 {
+			outputs = out.report.Outputs
 		}
 	}
 	if len(waiting) > 0 {
-		return nil, strings.Join(waiting, "; "), nil
+		return built{waiting: strings.Join(waiting, "; ")}, nil
 	}
-	res, err := s.publishBuilt(ctx, img, ist, digests, outputs, tags)
-	return res, "", err
+	res, err := s.publishBuilt(ctx, img, b.ist, digests, outputs, b.tags)
+	return built{result: res}, err
+}
+
+// platformBuilt is one platform's build by a builder: pushed (digest and
+// the builder's report) or, when waiting is set, not yet.
+type platformBuilt struct {
+	digest  v1.Hash
+	report  AssembleReport
+	waiting string
+}
+
+// buildWarmOn builds b's image for platform p in its warm builder: the
+// pod first (started or replaced when its spec changed), then this
+// inputs' run (warmRunOf), then what it came to (warmRunOutcome).
+func (s *imageBuilds) buildWarmOn(ctx context.Context, tenant client.Client, b *imageBuild, p string) (platformBuilt, error) {
+	req, err := s.builderRequest(ctx, tenant, b.img, b.spec, b.ref, p, WarmPodName(s.env.Name, b.img.Name, p))
+	if err != nil {
+		return platformBuilt{}, err
+	}
+	pod, msg, err := ensureWarmPod(ctx, tenant, req)
+	if err != nil {
+		return platformBuilt{}, err
+	}
+	if pod == nil {
+		s.next.Poll = true // nothing reports the pod starting
+		return platformBuilt{waiting: msg}, nil
+	}
+	key := string(pod.UID) + "/" + b.inputs
+	run, msg, err := s.warmRunOf(ctx, b, req, pod, p, key)
+	if err != nil || run == nil {
+		return platformBuilt{waiting: msg}, err
+	}
+	markWarmRunning(b.ist, pod.Name, run)
+	return s.warmRunOutcome(ctx, b, req, pod, run, key)
+}
+
+// warmRunOf is the run of these inputs in pod: the one running or done,
+// or a new one once a timed-out run's delay is over and the cache claim's
+// lane is free. Nil with what it waits for meanwhile.
+func (s *imageBuilds) warmRunOf(ctx context.Context, b *imageBuild, req JobRequest, pod *corev1.Pod, p, key string) (*warmRun, string, error) {
+	img, ist := b.img, b.ist
+	warm := s.e.warmBuilds()
+	run := warm.lookup(key)
+	attempt := 1
+	if run != nil {
+		// A timed-out build is tried again once its delay is over.
+		out, done := run.outcome()
+		if !done || !out.timedOut {
+			return run, "", nil
+		}
+		if wait := time.Until(out.ended.Add(retryDelay(out.timeout, run.attempt))); wait > 0 {
+			if ist.Build == nil {
+				ist.Build = &v1alpha1.BuildStatus{Job: pod.Name}
+			}
+			ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
+			markCompleted(ist.Build)
+			s.next.RequeueWithin(wait)
+			return nil, fmt.Sprintf("image %s: the build in warm builder %s ran %s, past run.timeout (%s): trying again in %s (attempt %d)",
+				img.Name, pod.Name, ranFor(run, out), out.timeout, wait.Round(time.Second), run.attempt+1), nil
+		}
+		attempt = run.attempt + 1
+	}
+	// Another image's builder Job of the lane, or a suite's Job on the
+	// claim, compiles what this build would: the build starts after it
+	// (its end reconciles). Other warm builds of the lane are waited for
+	// in memory (runInLane).
+	if busy, err := s.busyLane(ctx, img, p, req.CacheClaim); err != nil || busy != "" {
+		return nil, busy, err
+	}
+	// The steps are written once the claim names the token; a request
+	// they cannot be written for fails here, not there.
+	if _, err := WarmBuildSteps(req, "check"); err != nil {
+		return nil, "", err
+	}
+	log.FromContext(ctx).Info("building in warm builder", "pod", pod.Name, "image", img.Name, "platform", p, "revision", b.ref.Revision, "attempt", attempt)
+	tenant, exec := s.tenant, s.e.Exec
+	ns, name := pod.Namespace, pod.Name
+	return warm.start(key, string(pod.UID), s.env, warmPlan{
+		claim:   WarmClaimStep(claimKey(key), newBuildToken()),
+		steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
+		timeout: s.e.buildTimeout(img.Run), attempt: attempt,
+		lane: laneOf(req.Namespace, req.CacheClaim, p), holder: "image " + img.Name,
+		image: img.Name, builder: pod.Namespace + "/" + pod.Name,
+	}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
+		if exec != nil {
+			return exec.Exec(ctx, tenant, ns, name, step.Container, step.Command, stdout, stderr)
+		}
+		return tenant.Exec(ctx, ns, name, step.Container, step.Command, stdout, stderr)
+	}), "", nil
+}
+
+// markWarmRunning says in status that run is pod's build. Status tells
+// this run from an earlier one by its start, which the claim tells (an
+// adopted build keeps its original start) and status keeps to the second.
+func markWarmRunning(ist *v1alpha1.ImageStatus, pod string, run *warmRun) {
+	started := run.startedAt()
+	switch b := ist.Build; {
+	case started.IsZero():
+		if b == nil || b.Job != pod || b.Result != v1alpha1.BuildRunning {
+			ist.Build = &v1alpha1.BuildStatus{Job: pod, Result: v1alpha1.BuildRunning}
+		}
+	case b == nil || b.Job != pod || b.StartTime == nil || !b.StartTime.Time.Equal(started.Truncate(time.Second)):
+		ist.Build = &v1alpha1.BuildStatus{Job: pod, Result: v1alpha1.BuildRunning, StartTime: &metav1.Time{Time: started.Truncate(time.Second)}}
+	}
+}
+
+// warmRunOutcome is what run came to: still running (or queued for its
+// lane), timed out (tried again after a delay), failed, stopped by the
+// registry down, or pushed.
+func (s *imageBuilds) warmRunOutcome(ctx context.Context, b *imageBuild, req JobRequest, pod *corev1.Pod, run *warmRun, key string) (platformBuilt, error) {
+	img, ist := b.img, b.ist
+	warm := s.e.warmBuilds()
+	out, done := run.outcome()
+	switch {
+	case !done:
+		if behind, queued := run.waitingForLane(); queued {
+			s.next.RequeueWithin(runningTailInterval) // its turn comes without an event
+			return platformBuilt{waiting: fmt.Sprintf("image %s waits for the build of %s, which shares build cache claim %s: one compile at a time",
+				img.Name, orSomeone(behind), req.CacheClaim)}, nil
+		}
+		// Status shows how the build goes, looked at again while it runs
+		// (its end wakes the environment at once anyway).
+		ist.Build.LogTail = run.liveTail()
+		s.next.RequeueWithin(runningTailInterval)
+		return platformBuilt{waiting: fmt.Sprintf("building image %s in warm builder %s", img.Name, pod.Name) + run.progress().String()}, nil
+	case out.timedOut:
+		// Tried again after a delay (the next reconcile says when): the
+		// helper stopped it, and the cache it filled makes the next
+		// attempt shorter.
+		log.FromContext(ctx).Info("warm build timed out; trying again", "pod", pod.Name, "image", img.Name, "ran", ranFor(run, out), "timeout", out.timeout, "attempt", run.attempt)
+		ist.Build.Result, ist.Build.ExitCode, ist.Build.LogTail = v1alpha1.BuildFailed, nil, out.logTail
+		markCompleted(ist.Build)
+		wait := retryDelay(out.timeout, run.attempt)
+		s.next.RequeueWithin(wait)
+		return platformBuilt{waiting: fmt.Sprintf("image %s: the build in warm builder %s ran %s, past run.timeout (%s): trying again in %s (attempt %d)",
+			img.Name, pod.Name, ranFor(run, out), out.timeout, wait, run.attempt+1)}, nil
+	case out.err != nil && out.exitCode == nil:
+		// The exec itself broke (the pod went away, the API server
+		// restarted): the next reconcile builds again.
+		warm.forget(key)
+		if execRefused(out.err) {
+			return platformBuilt{}, fault.Stalledf(v1alpha1.ReasonForbidden,
+				"image %s: exec into warm builder %s: %w (run.keepWarm needs get and create on pods/exec, on the warm builder's name, for the environment's ServiceAccount)", img.Name, pod.Name, out.err)
+		}
+		return platformBuilt{}, fmt.Errorf("image %s: build in warm builder %s: %w", img.Name, pod.Name, out.err)
+	case out.exitCode != nil && (*out.exitCode == ExitUnavailable || *out.exitCode == ExitNoSuchHost) && (out.step == WarmStepFetch || out.step == WarmStepPush):
+		// The registry is down (devloop's own step said so, not the build
+		// command): waited for, and the build goes on where it stopped
+		// (the claim adopts it, the command is not run again).
+		ist.Build.LogTail = out.logTail
+		msg := fmt.Sprintf("image %s: the registry was unavailable to the %s step in warm builder %s", img.Name, out.step, pod.Name)
+		if last := lastBuildLine(out.logTail); last != "" {
+			msg += ": " + last
+		}
+		if time.Since(out.ended) >= jobRetryDelay {
+			warm.forget(key)
+		}
+		return platformBuilt{}, s.unavailableIn(img, out.exitCode, msg)
+	case out.err != nil:
+		return platformBuilt{}, warmBuildFailed(img, ist, pod.Name, out)
+	}
+	h, err := v1.NewHash(out.report.Digest)
+	if err != nil {
+		return platformBuilt{}, fmt.Errorf("warm builder %s reported digest %q: %w", pod.Name, out.report.Digest, err)
+	}
+	if b.missing {
+		// The registry lost the image: a build of these inputs that
+		// reported a digest it no longer holds runs again.
+		gone, err := s.reportGone(ctx, img, out.report)
+		if err != nil {
+			return platformBuilt{}, err
+		}
+		if gone {
+			warm.forget(key)
+			s.next.Poll = true
+			return platformBuilt{waiting: fmt.Sprintf("image %s is missing from the registry: building it again in warm builder %s", img.Name, pod.Name)}, nil
+		}
+	}
+	return platformBuilt{digest: h, report: out.report}, nil
 }
 
 // removeStaleWarmPods deletes this environment's warm builders of img that

@@ -3,8 +3,6 @@ package build
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +10,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/image"
+	"github.com/devloop-dev/devloop/internal/memo"
 )
 
 // A registry host that does not resolve (NXDOMAIN) is waited for like a
@@ -27,59 +26,44 @@ const (
 	noSuchHostTries   = 5
 	noSuchHostWindow  = 20 * time.Second
 	noSuchHostSpacing = noSuchHostWindow / (noSuchHostTries - 1)
-	// maxNoSuchHosts bounds the environments remembered.
-	maxNoSuchHosts = 256
 )
 
-// noSuchHosts counts, per environment and host, the tries in a row that
-// found the host does not resolve; in memory only.
+// noSuchHosts counts, per environment and component, the tries in a row
+// that found a registry host does not resolve (of: the host).
 type noSuchHosts struct {
 	// now is the clock; time.Now when nil.
-	now func() time.Time
-	mu  sync.Mutex
-	// seen is by environment UID and component.
-	seen map[string]hostTries
-}
-
-// hostTries is one environment's count.
-type hostTries struct {
-	host        string
-	first, last time.Time
-	tries       int
+	now    func() time.Time
+	counts memo.Counts[failuresInARow]
 }
 
 // check counts err when a registry host in it does not resolve, and turns
 // it Stalled once the tries are spent; any other outcome of env's builds
 // but one still in flight (a builder Job started again) clears the count.
 func (n *noSuchHosts) check(env types.UID, component string, err error, inFlight bool) error {
-	key := string(env) + "/" + component
-	var nsh *image.NoSuchHostError
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	if inFlight {
 		return err
 	}
+	key := memo.Key(env, "host/"+component)
+	var nsh *image.NoSuchHostError
 	if !errors.As(err, &nsh) {
-		delete(n.seen, key)
+		n.counts.Delete(key)
 		return err
-	}
-	if n.seen == nil || len(n.seen) >= maxNoSuchHosts {
-		n.seen = map[string]hostTries{}
 	}
 	now := time.Now()
 	if n.now != nil {
 		now = n.now()
 	}
-	got := n.seen[key]
-	if got.host != nsh.Host {
-		got = hostTries{host: nsh.Host, first: now}
-	}
-	if got.tries == 0 || now.Sub(got.last) >= noSuchHostSpacing {
-		got.tries++
-		got.last = now
-	}
-	n.seen[key] = got
-	if got.tries < noSuchHostTries || now.Sub(got.first) < noSuchHostWindow {
+	got := n.counts.Update(key, func(f failuresInARow, _ bool) failuresInARow {
+		if f.of != nsh.Host {
+			f = failuresInARow{of: nsh.Host, first: now}
+		}
+		if f.count == 0 || now.Sub(f.last) >= noSuchHostSpacing {
+			f.count++
+			f.last = now
+		}
+		return f
+	})
+	if got.count < noSuchHostTries || now.Sub(got.first) < noSuchHostWindow {
 		return err
 	}
 	// The message says the same on every later try, so the condition,
@@ -88,13 +72,5 @@ func (n *noSuchHosts) check(env types.UID, component string, err error, inFlight
 		nsh.Host, noSuchHostTries, noSuchHostWindow, nsh.Field, err))
 }
 
-// forget drops a deleted environment's count.
-func (n *noSuchHosts) forget(env types.UID) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for key := range n.seen {
-		if strings.HasPrefix(key, string(env)+"/") {
-			delete(n.seen, key)
-		}
-	}
-}
+// forget drops a deleted environment's counts.
+func (n *noSuchHosts) forget(env types.UID) { n.counts.Forget(env) }

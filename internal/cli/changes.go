@@ -38,11 +38,7 @@ devloop-changes-ENV; -o json prints them as stored.`,
 			if output != "" && output != "json" {
 				return fmt.Errorf("--output %q: want json (or nothing, for the table)", output)
 			}
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
-			env, err := s.getEnv(cmd.Context(), args[0])
+			s, env, err := a.connectTo(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -58,13 +58,9 @@ to the normal build. --no-forward only writes the annotation.`,
 		if port < 1 || port > 65535 {
 			return fmt.Errorf("--port %d: want a port from 1 to 65535", port)
 		}
-		s, err := a.connect()
-		if err != nil {
-			return err
-		}
 		ctx := cmd.Context()
 		name := args[0]
-		env, err := s.getEnv(ctx, name)
+		s, env, err := a.connectTo(ctx, name)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,21 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 )
 
+// connectTo connects (checking the context against the allow-list) and
+// reads environment name: the prologue of every command about one
+// environment.
+func (a *app) connectTo(ctx context.Context, name string) (*session, *v1alpha1.DevEnvironment, error) {
+	s, err := a.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := s.getEnv(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, env, nil
+}
+
 // getEnv reads an environment, saying where it looked when it is not there.
 func (s *session) getEnv(ctx context.Context, name string) (*v1alpha1.DevEnvironment, error) {
 	env := &v1alpha1.DevEnvironment{}

@@ -132,7 +132,7 @@ func (d *draft) crdComponent(s *treeScan, c *helmChart, k *kustomization) string
 		name = dnsLabel(c.Name) + "-crds"
 	}
 	for _, comp := range d.Spec.Components {
-		if comp.Manifests != nil && strings.Join(comp.Manifests.Paths, ",") == strings.Join(paths, ",") {
+		if applied, ok := comp.ManifestPaths(); ok && strings.Join(applied, ",") == strings.Join(paths, ",") {
 			return comp.Name
 		}
 	}
@@ -196,7 +196,7 @@ func appendImageValues(list []v1alpha1.ImageValue, img *v1alpha1.ImageSpec, b bi
 // boundImageValues keeps a component's imageValues within the API's limit
 // and says what it left out.
 func (d *draft) boundImageValues(comp *v1alpha1.Component) {
-	if comp.Helm == nil || len(comp.Helm.ImageValues) <= maxImageValues {
+	if len(comp.ImageValues()) <= maxImageValues {
 		return
 	}
 	var left []string

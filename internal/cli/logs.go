@@ -57,12 +57,8 @@ followed until it ends.`,
 			return cobra.ExactArgs(2)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			env, err := s.getEnv(ctx, args[0])
+			s, env, err := a.connectTo(ctx, args[0])
 			if err != nil {
 				return err
 			}

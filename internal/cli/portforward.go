@@ -34,11 +34,7 @@ ports. Runs until Ctrl-C.`,
   kubectl devloop port-forward volcano grafana`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
-			env, err := s.getEnv(cmd.Context(), args[0])
+			s, env, err := a.connectTo(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -106,10 +102,8 @@ func forwardNamespace(env *v1alpha1.DevEnvironment, c *v1alpha1.Component, p v1a
 	switch {
 	case p.Namespace != "":
 		return p.Namespace
-	case c.Helm != nil && c.Helm.Namespace != "":
-		return c.Helm.Namespace
-	case c.Manifests != nil && c.Manifests.Namespace != "":
-		return c.Manifests.Namespace
+	case c.DeployNamespace() != "":
+		return c.DeployNamespace()
 	}
 	return env.Namespace
 }

@@ -17,7 +17,8 @@ func usesSource(c *v1alpha1.Component, source string) bool {
 			return true
 		}
 	}
-	return (c.Helm != nil && c.Helm.Chart.Source == source) || (c.Manifests != nil && c.Manifests.Source == source)
+	src, _, ok := c.DeploySource()
+	return ok && src == source
 }
 
 // affectedComponents are the components a new revision of source rolls

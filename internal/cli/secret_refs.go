@@ -48,10 +48,7 @@ func specRefs(env *v1alpha1.DevEnvironment) []specRef {
 		refs = append(refs, specRef{field: fmt.Sprintf("spec.chartCredentials[%d].secretRef", i), kind: "Secret", name: cc.SecretRef.Name, reads: readsChart})
 	}
 	for i, c := range spec.Components {
-		if c.Helm == nil {
-			continue
-		}
-		for j, vf := range c.Helm.ValuesFrom {
+		for j, vf := range c.ValuesFrom() {
 			key := vf.Key
 			if key == "" {
 				key = settingsKey

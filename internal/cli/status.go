@@ -33,11 +33,7 @@ names are those of the DevEnvironment status.`,
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("--output %q: want json or yaml (or nothing, for the tree)", output)
 			}
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
-			env, err := s.getEnv(cmd.Context(), args[0])
+			_, env, err := a.connectTo(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

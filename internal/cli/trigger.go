@@ -35,13 +35,9 @@ the names a suite lists in tests[].params are accepted.`,
   kubectl devloop trigger volcano label:e2e --timeout 45m`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			name, targets := args[0], args[1:]
-			env, err := s.getEnv(ctx, name)
+			s, env, err := a.connectTo(ctx, name)
 			if err != nil {
 				return err
 			}

@@ -84,7 +84,8 @@ type Progress func(message string)
 // its images are built. Errors are fault-classified: a permanent one
 // stalls the environment (reason DeployFailed). progress may be nil.
 func (e *Engine) reconcileComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant, sources source.Resolved, progress Progress) (Result, error) {
-	if c.Helm == nil && c.Manifests == nil {
+	kind := e.kindOf(c)
+	if kind == nil {
 		return Result{Phase: v1alpha1.PhaseReady, Message: "images built; nothing to deploy"}, nil
 	}
 	cl, err := t.Client()
@@ -95,12 +96,8 @@ func (e *Engine) reconcileComponent(ctx context.Context, env *v1alpha1.DevEnviro
 		return Result{}, deployError(err)
 	}
 	images, refs := builtImages(env)
-	var res Result
-	if c.Helm != nil {
-		res, err = e.reconcileHelm(ctx, env, c, st, sources, t, cl, images, refs, progress)
-	} else {
-		res, err = e.reconcileManifests(ctx, env, c, st, sources, cl, images, progress)
-	}
+	res, err := kind.reconcile(ctx, deployment{env: env, c: c, st: st, sources: sources, tenant: t, cl: cl,
+		images: images, refs: refs, progress: progress})
 	return res, deployError(err)
 }
 

@@ -184,10 +184,7 @@ func (e *Engine) mustRollOut(req engine.Request, img *v1alpha1.ImageSpec) string
 		return "in debug mode (" + v1alpha1.DebugAnnotation + ")"
 	}
 	for _, c := range req.Env.Spec.Components {
-		if c.Helm == nil {
-			continue
-		}
-		for _, v := range c.Helm.ImageValues {
+		for _, v := range c.ImageValues() {
 			if v.Image == img.Name && (v.From == "Tag" || v.From == "Revision") {
 				return fmt.Sprintf("component %s's helm.imageValues writes its tag into the chart's values (%s, from: %s): a tag names one build; from: Reference, Digest, Registry or Repository is live updated", c.Name, v.Path, v.From)
 			}

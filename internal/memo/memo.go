@@ -33,6 +33,38 @@ func (c *Map[T]) Get(key string) (T, bool) {
 func (c *Map[T]) Put(key string, v T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.store(key, v, 0)
+}
+
+// Update stores what f makes of the value under key (the zero value and
+// false when there is none) and returns it, under one lock: a count two
+// reconciles raise at once is raised twice.
+func (c *Map[T]) Update(key string, f func(old T, ok bool) T) T {
+	return c.update(key, f, 0)
+}
+
+func (c *Map[T]) update(key string, f func(old T, ok bool) T, max int) T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.m[key]
+	v := f(old, ok)
+	c.store(key, v, max)
+	return v
+}
+
+// Delete drops key.
+func (c *Map[T]) Delete(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
+// store puts v under key; a new key past max (when not 0) empties the
+// map first. c.mu is held.
+func (c *Map[T]) store(key string, v T, max int) {
+	if _, held := c.m[key]; !held && max > 0 && len(c.m) >= max {
+		c.m = nil
+	}
 	if c.m == nil {
 		c.m = map[string]T{}
 	}

@@ -82,11 +82,8 @@ func implicitEdges(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) (map[str
 				}
 			}
 		}
-		if c.Helm != nil && c.Helm.Chart.Source != "" {
-			useSource(i, c.Helm.Chart.Source, cp.Child("helm", "chart", "source"))
-		}
-		if c.Manifests != nil {
-			useSource(i, c.Manifests.Source, cp.Child("manifests", "source"))
+		if src, at, ok := c.DeploySource(); ok {
+			useSource(i, src, cp.Child(at[0], at[1:]...))
 		}
 	}
 	return edges, errs

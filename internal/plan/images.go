@@ -72,12 +72,9 @@ func checkPrefix(prefix string) error {
 func checkHelm(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, c := range spec.Components {
-		if c.Helm == nil {
+		release, ok := c.ReleaseName()
+		if !ok {
 			continue
-		}
-		release := c.Helm.ReleaseName
-		if release == "" {
-			release = c.Name
 		}
 		if err := checkReleaseName(release); err != nil {
 			errs = append(errs, field.Invalid(root.Child("components").Index(i).Child("helm", "releaseName"), release, err.Error()))

@@ -38,18 +38,12 @@ func checkReferences(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) field.
 				errs = append(errs, field.NotFound(ip.Child("source"), img.Source))
 			}
 		}
-		if c.Helm != nil && c.Helm.Chart.Source != "" && !sources[c.Helm.Chart.Source] {
-			errs = append(errs, field.NotFound(fp.Child("helm", "chart", "source"), c.Helm.Chart.Source))
-		}
-		if c.Manifests != nil && !sources[c.Manifests.Source] {
-			errs = append(errs, field.NotFound(fp.Child("manifests", "source"), c.Manifests.Source))
+		if src, at, ok := c.DeploySource(); ok && !sources[src] {
+			errs = append(errs, field.NotFound(fp.Child(at[0], at[1:]...), src))
 		}
 	}
 	for i, c := range spec.Components {
-		if c.Helm == nil {
-			continue
-		}
-		for j, v := range c.Helm.ImageValues {
+		for j, v := range c.ImageValues() {
 			if _, ok := images[v.Image]; !ok {
 				errs = append(errs, field.NotFound(root.Child("components").Index(i).Child("helm", "imageValues").Index(j).Child("image"), v.Image))
 			}

@@ -16,10 +16,11 @@ import (
 func checkValuesSize(spec *v1alpha1.DevEnvironmentSpec, root *field.Path) field.ErrorList {
 	total := 0
 	for i, c := range spec.Components {
-		if c.Helm == nil || c.Helm.Values == nil {
+		values := c.HelmValues()
+		if values == nil {
 			continue
 		}
-		n := len(c.Helm.Values.Raw)
+		n := len(values.Raw)
 		total += n
 		if total > v1alpha1.MaxHelmValues {
 			return field.ErrorList{field.Invalid(root.Child("components").Index(i).Child("helm", "values"), fmt.Sprintf("%d bytes", n),

@@ -210,11 +210,8 @@ func graphOf(env *v1alpha1.DevEnvironment) Graph {
 		for _, im := range c.Images {
 			add(im.Source)
 		}
-		if c.Manifests != nil {
-			add(c.Manifests.Source)
-		}
-		if c.Helm != nil {
-			add(c.Helm.Chart.Source)
+		if src, _, ok := c.DeploySource(); ok {
+			add(src)
 		}
 		for _, s := range srcs {
 			g.Edges = append(g.Edges, Edge{From: n.ID, To: "source/" + s})

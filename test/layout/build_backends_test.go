@@ -4,47 +4,62 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
-// TestBuildImageChoosesARunBackendThroughTheInterface parses
-// internal/build/engine.go and fails when buildImage names a concrete run
-// backend (builder Jobs, warm builders) or tests run.keepWarm itself: the
-// choice is made in one place (runBackendFor), so a new backend is one
-// file and one line there, not another branch in buildImage.
-func TestBuildImageChoosesARunBackendThroughTheInterface(t *testing.T) {
-	path := filepath.Join(testenv.RepoRoot(), "internal", "build", "engine.go")
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+// TestBuildImageChoosesABackendThroughTheInterface parses internal/build
+// and fails when buildImage chooses how an image is built itself: names a
+// backend (in-process, builder Jobs, warm builders), tests run or
+// run.keepWarm, or applies a policy the decorators own (push, push
+// behind, record, the unchanged-inputs check). The choice is made in one
+// place (backendFor), so a new backend is one file and one line there.
+func TestBuildImageChoosesABackendThroughTheInterface(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join(testenv.RepoRoot(), "internal", "build"), func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var body *ast.BlockStmt
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "buildImage" {
-			body = fn.Body
+	for _, pkg := range pkgs {
+		for _, f := range pkg.Files {
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "buildImage" {
+					body = fn.Body
+				}
+			}
 		}
 	}
 	if body == nil {
-		t.Fatal("no func buildImage in internal/build/engine.go: is this check still about anything?")
+		t.Fatal("no func buildImage in internal/build: is this check still about anything?")
 	}
-	concrete := map[string]bool{"buildWarm": true, "buildWithJobs": true, "KeepWarm": true,
-		"jobsBackend": true, "warmBackend": true}
+	forbidden := map[string]string{
+		"buildWarm": "a backend", "buildWithJobs": "a backend", "warmBuilders": "a backend",
+		"builderJobs": "a backend", "inProcess": "a backend", "Prepare": "the in-process backend",
+		"KeepWarm": "the choice of backend", "Run": "the choice of backend",
+		"Push": "the publishing decorator", "pushBehind": "the publishing decorator",
+		"recordBuilt": "the recording decorator", "stillPushed": "the onlyChanged decorator",
+	}
 	usesInterface := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		// A selector's name is an identifier too, so this sees
 		// s.buildWarm and img.Run.KeepWarm as well as bare names.
 		if id, ok := n.(*ast.Ident); ok {
-			if concrete[id.Name] {
-				t.Errorf("buildImage names %s: choose the run backend through runBackendFor", id.Name)
+			if what, bad := forbidden[id.Name]; bad {
+				t.Errorf("%s: buildImage names %s, which is %s's business: choose and wrap backends in backendFor",
+					fset.Position(id.Pos()), id.Name, what)
 			}
-			usesInterface = usesInterface || id.Name == "runBackendFor"
+			usesInterface = usesInterface || id.Name == "backendFor"
 		}
 		return true
 	})
 	if !usesInterface {
-		t.Error("buildImage does not call runBackendFor: how does it choose a run backend?")
+		t.Error("buildImage does not call backendFor: how does it choose a backend?")
 	}
 }
