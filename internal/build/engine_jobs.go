@@ -272,6 +272,7 @@ func (s *imageBuilds) builderRequest(ctx context.Context, tenant client.Client, 
 			Compression: s.e.Options.Compression},
 	}
 	req.SourceSecret = s.env.Spec.SourceSecretName(img.Source)
+	req.GoPackages = goPackageDirs(img.Paths)
 	if platforms := img.BuildPlatforms(); len(platforms) > 0 && platform == platforms[0] {
 		// Outputs are packed once, by the first platform's builder.
 		outputs, err := s.outputSpecs(img)

@@ -62,6 +62,10 @@ type JobRequest struct {
 	Outputs []image.OutputSpec
 	// TeamCache, when set, gives the go command the team build cache.
 	TeamCache *PodTeamCache
+	// GoPackages are the image's `go:` paths as package directories: a
+	// warm build counts their dependencies first, the total of its
+	// progress (progress.go).
+	GoPackages []string
 }
 
 // AssembleReport is what the assemble container writes to its termination

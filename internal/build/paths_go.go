@@ -178,3 +178,15 @@ func hasGoFile(names []string) bool {
 	}
 	return false
 }
+
+// goPackageDirs are the package directories of paths' `go:` entries
+// ("./cmd/scheduler"), excluded ones left out.
+func goPackageDirs(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if dir, ok := strings.CutPrefix(p, goPrefix); ok {
+			out = append(out, "./"+path.Clean(dir))
+		}
+	}
+	return out
+}

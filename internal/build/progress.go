@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,22 +49,51 @@ func compiledPackage(line string) bool {
 	return lower
 }
 
-// buildProgress is what a running build's log said last: packages
-// compiled, and how long the build had run then.
-type buildProgress struct {
-	packages int
-	after    time.Duration
+// The warm builder's run step counts the Go packages the image's `go:`
+// paths need before the command runs (helper/countpackages.go) and says
+// so in one line of the build's output: "devloop: 1180 Go packages in
+// the build (go list -deps)". On a cold cache the build compiles that
+// many (fewer where the cache has some), so the count has an end.
+const (
+	PackagesTotalPrefix = "devloop:"
+	PackagesTotalSuffix = "Go packages in the build (go list -deps)"
+)
+
+// packagesTotal reads the total from its line.
+func packagesTotal(line string) (int, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), PackagesTotalPrefix+" ")
+	if !ok {
+		return 0, false
+	}
+	n, rest, ok := strings.Cut(rest, " ")
+	if !ok || rest != PackagesTotalSuffix {
+		return 0, false
+	}
+	total, err := strconv.Atoi(n)
+	return total, err == nil && total > 0
 }
 
-// String is the message's part: ": 312 packages compiled in 2m10s", or
-// "" before the first.
+// buildProgress is what a running build's log said last: packages
+// compiled (of total, when the build counted them), and how long the
+// build had run then.
+type buildProgress struct {
+	packages, total int
+	after           time.Duration
+}
+
+// String is the message's part: ": 312 of 1180 packages compiled in
+// 2m10s" (": 312 packages compiled in 2m10s" without a total), or ""
+// before the first.
 func (p buildProgress) String() string {
 	if p.packages == 0 {
 		return ""
 	}
 	unit := "packages"
-	if p.packages == 1 {
+	if p.packages == 1 && p.total == 0 {
 		unit = "package"
+	}
+	if p.total > 0 {
+		return fmt.Sprintf(": %d of %d %s compiled in %s", p.packages, p.total, unit, p.after.Round(time.Second))
 	}
 	return fmt.Sprintf(": %d %s compiled in %s", p.packages, unit, p.after.Round(time.Second))
 }
@@ -137,6 +167,7 @@ type packageCounter struct {
 	mu      sync.Mutex
 	partial []byte
 	n       int
+	total   int
 }
 
 func (c *packageCounter) Write(p []byte) (int, error) {
@@ -150,6 +181,8 @@ func (c *packageCounter) Write(p []byte) (int, error) {
 		}
 		if compiledPackage(string(data[:i])) {
 			c.n++
+		} else if total, ok := packagesTotal(string(data[:i])); ok {
+			c.total = total
 		}
 		data = data[i+1:]
 	}
@@ -161,11 +194,12 @@ func (c *packageCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// count is the lines counted so far.
-func (c *packageCounter) count() int {
+// count is the lines counted so far, and the total the build announced
+// (0 when it did not).
+func (c *packageCounter) count() (n, total int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return c.n, c.total
 }
 
 // progress is a warm build's count so far, and how long it has run.
@@ -174,5 +208,6 @@ func (r *warmRun) progress() buildProgress {
 	if started := r.startedAt(); !started.IsZero() {
 		after = time.Since(started)
 	}
-	return buildProgress{packages: r.packages.count(), after: after}
+	n, total := r.packages.count()
+	return buildProgress{packages: n, total: total, after: after}
 }

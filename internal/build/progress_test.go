@@ -1,6 +1,10 @@
 package build
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 // TestCompiledPackageLines: what the go command prints with -v for a
 // package it compiles is counted; what other tools and the go command
@@ -40,7 +44,7 @@ func TestPackageCounterCountsLinesAcrossWrites(t *testing.T) {
 			_, _ = c.Write([]byte(rest[:n]))
 			rest = rest[n:]
 		}
-		if got := c.count(); got != 3 {
+		if got, _ := c.count(); got != 3 {
 			t.Errorf("written %d bytes at a time: counted %d, want 3", size, got)
 		}
 	}
@@ -49,5 +53,26 @@ func TestPackageCounterCountsLinesAcrossWrites(t *testing.T) {
 	}
 	if got := (buildProgress{}).String(); got != "" {
 		t.Errorf("no count yet: %q, want none", got)
+	}
+}
+
+// TestPackagesTotalLine: the helper's total line sets the counter's total
+// and is not counted as a package; the message then says "of".
+func TestPackagesTotalLine(t *testing.T) {
+	c := &packageCounter{}
+	fmt.Fprintf(c, "go: downloading k8s.io/api v0.34.0\n%s 1180 %s\nruntime\nk8s.io/api/core/v1\n", PackagesTotalPrefix, PackagesTotalSuffix)
+	if n, total := c.count(); n != 2 || total != 1180 {
+		t.Fatalf("count() = %d, %d; want 2 of 1180", n, total)
+	}
+	for _, line := range []string{"devloop: x Go packages in the build (go list -deps)", "devloop: 0 " + PackagesTotalSuffix, "devloop: 12 packages"} {
+		if n, ok := packagesTotal(line); ok {
+			t.Errorf("packagesTotal(%q) = %d; want none", line, n)
+		}
+	}
+	if got := (buildProgress{packages: 302, total: 1180, after: 416_000_000_000}).String(); got != ": 302 of 1180 packages compiled in 6m56s" {
+		t.Errorf("String() = %q", got)
+	}
+	if got := (buildProgress{packages: 1, total: 1180, after: time.Second}).String(); got != ": 1 of 1180 packages compiled in 1s" {
+		t.Errorf("String() = %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package build_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +73,34 @@ func TestRunningBuildCountsPackagesCompiled(t *testing.T) {
 	env = operatortest.WaitForEnv(t, key, progress(len(compiled)+2))
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 	t.Log(fmt.Sprint(env.Status.Component("api").Message))
+}
+
+// TestWarmBuildProgressHasATotal (issue 42): during Volcano's cold compile
+// (1,180 packages, 40 minutes on a busy machine) the message said "302
+// packages compiled in 6m56s", with no end. For an image whose paths name
+// its Go packages (go:cmd/api), the warm build's run step is asked to
+// count their dependencies first, and the message says how many of them
+// are compiled: "2 of 1180 packages compiled". An image without `go:`
+// paths is not asked and keeps the count alone.
+func TestWarmBuildProgressHasATotal(t *testing.T) {
+	g := NewWithT(t)
+	ns := operatortest.Namespace(t)
+	operatortest.CreateDeployer(t, ns, operatortest.Deployer)
+	operatortest.AppFiles(t, ns, map[string]string{"go.mod": "module example.com/api\n\ngo 1.22\n",
+		"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
+	operatortest.WarmExec.HangIn(ns)
+	operatortest.WarmExec.Answer(func(_ []string, _, _ io.Writer) error { return nil })
+	env := warmAPIEnv(ns)
+	env.Spec.Components[0].Images[0].Run.Timeout = &metav1.Duration{Duration: time.Minute}
+	env.Spec.Components[0].Images[0].Paths = []string{"go:cmd/api"}
+	key := operatortest.CreateEnv(t, env)
+	operatortest.RunPod(t, ns, warmAPIPod)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		api := env.Status.Component("api")
+		g.Expect(api).NotTo(BeNil())
+		g.Expect(api.Phase).To(Equal(v1alpha1.PhaseBuilding))
+		g.Expect(api.Message).To(MatchRegexp(`building image api in warm builder \S+: 2 of 1180 packages compiled in \d+s`))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	g.Expect(operatortest.WarmExec.CallsWith(`--count-packages ["./cmd/api"]`)).To(BeNumerically(">=", 1))
 }

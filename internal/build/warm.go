@@ -186,6 +186,13 @@ func WarmBuildSteps(req JobRequest, token string) ([]WarmStep, error) {
 	// exec'd into a container may outlive its closed stream.
 	run = append(run, "--command", string(commandJSON), "--env", string(envJSON), "--timeout", capTimeout(&req.Run, req.MaxTimeout).String(),
 		"--build-log", WarmBuildLog)
+	if len(req.GoPackages) > 0 {
+		pkgs, err := json.Marshal(req.GoPackages)
+		if err != nil {
+			return nil, err
+		}
+		run = append(run, "--count-packages", string(pkgs))
+	}
 	push := append([]string{pods.HelperBinary, "helper", "build", "--step", WarmStepPush}, common...)
 	push = append(push, "--image", string(imageJSON), "--platform", req.Platform, "--registry", string(registryJSON), "--state", WarmAgentState)
 	outputs, err := outputsArgs(req)

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -157,19 +159,13 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 			if len(df.Entrypoint) > 0 && df.Entrypoint[0] == to && len(df.Entrypoint) > 1 {
 				img.Entrypoint = df.Entrypoint
 			}
-			if df.FinalRuns > 0 && !df.shellEntrypoint() {
-				d.note("image %s: %s also runs commands in its runtime stage (packages, tools) on %s: if the binary or its pods need them, use such a base", name, df.Path, df.Base)
-			}
-			if df.shellEntrypoint() && !strings.Contains(df.Base, "$") {
-				img.Base = df.Base
-				d.note("image %s: base %s as %s has it: its ENTRYPOINT is a shell, so its pods run shell commands a distroless base cannot", name, df.Base, df.Path)
-			}
 			for _, f := range df.builtFiles(s.Root, m, to) {
 				if len(img.Layers) < maxInitLayers {
 					img.Layers = append(img.Layers, v1alpha1.LayerMapping{From: f[0], To: f[1]})
 				}
 			}
 			d.contextLayers(s, img, df)
+			d.baseFromDockerfile(s, img, df)
 		} else {
 			d.note("image %s: binary %s of %s at %s (no Dockerfile ships it)", name, m.Binary, m.Dir, to)
 		}
@@ -187,6 +183,53 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 		out[i] = img
 	}
 	return out
+}
+
+// baseFromDockerfile keeps the Dockerfile's runtime base where the image's
+// pods run shell commands, which a distroless base cannot: its ENTRYPOINT
+// is a shell, or it ships a shell script (Volcano's webhook-manager ships
+// gen-admission-secret.sh, which the chart's pre-install hook runs from
+// that image: on distroless the hook fails before the release exists).
+func (d *draft) baseFromDockerfile(s *treeScan, img *v1alpha1.ImageSpec, df *dockerfile) {
+	script := shippedScript(s.Root, img.Layers)
+	var why string
+	switch {
+	case df.shellEntrypoint():
+		why = "its ENTRYPOINT is a shell, so its pods run shell commands a distroless base cannot"
+	case script != "":
+		why = "the image ships a shell script (" + script + "), which its pods or a chart hook run and a distroless base cannot"
+	}
+	if why == "" || strings.Contains(df.Base, "$") {
+		if df.FinalRuns > 0 {
+			d.note("image %s: %s also runs commands in its runtime stage (packages, tools) on %s: if the binary or its pods need them, use such a base", img.Name, df.Path, df.Base)
+		}
+		return
+	}
+	img.Base = df.Base
+	d.note("image %s: base %s as %s has it: %s", img.Name, df.Base, df.Path, why)
+	if df.FinalRuns > 0 && script != "" {
+		d.note("image %s: %s's runtime stage also installs what the script calls (its RUN lines): build that stage once, push it and name it as the base", img.Name, df.Path)
+	}
+}
+
+// shellShebang matches #!/bin/sh, #!/bin/bash, #!/usr/bin/env bash.
+var shellShebang = regexp.MustCompile(`^#!\s*\S*/(env\s+)?(ba|da|z)?sh(\s|$)`)
+
+// shippedScript is where the first layer that is a shell script (a file
+// starting with #! naming sh or bash) lands in the image, or "".
+func shippedScript(root string, layers []v1alpha1.LayerMapping) string {
+	for _, l := range layers {
+		f, err := os.Open(filepath.Join(root, filepath.FromSlash(l.From)))
+		if err != nil {
+			continue
+		}
+		line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+		f.Close()
+		if shellShebang.MatchString(line) {
+			return l.To
+		}
+	}
+	return ""
 }
 
 // runStep is the one compile of a module's images: go build of every

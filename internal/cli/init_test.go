@@ -231,6 +231,34 @@ func TestInitFlatImageKeys(t *testing.T) {
 	}))
 }
 
+// TestInitKeepsTheDockerfileBaseForAShippedShellScript: Volcano's
+// webhook-manager image ships gen-admission-secret.sh, which the chart's
+// pre-install hook runs from that image, and its Dockerfile installs the
+// script's tools (openssl, kubectl) on alpine. A distroless base has no
+// shell: the hook would fail before the release exists. init keeps the
+// Dockerfile's runtime base for such an image and says what it installs;
+// images that ship only a binary stay distroless.
+func TestInitKeepsTheDockerfileBaseForAShippedShellScript(t *testing.T) {
+	g := NewWithT(t)
+	env, out := runInit(t, fixture("scheduler"))
+	c := env.Spec.Components[0]
+	bases := map[string]string{}
+	var webhook *v1alpha1.ImageSpec
+	for i, img := range c.Images {
+		bases[img.Name] = img.Base
+		if img.Name == "batchsh/b-webhook-manager" {
+			webhook = &c.Images[i]
+		}
+	}
+	g.Expect(webhook).NotTo(BeNil())
+	g.Expect(webhook.Base).To(Equal("alpine:3.24.1"))
+	g.Expect(webhook.Layers).To(ContainElement(v1alpha1.LayerMapping{
+		From: "installer/dockerfile/webhook-manager/gen-admission-secret.sh", To: "/gen-admission-secret.sh"}))
+	g.Expect(bases["batchsh/b-scheduler"]).To(Equal(initBase))
+	g.Expect(strings.Join(strings.Fields(strings.ReplaceAll(out, "\n#", "")), " ")).To(ContainSubstring(
+		"image batchsh/b-webhook-manager: base alpine:3.24.1 as installer/dockerfile/webhook-manager/Dockerfile has it: the image ships a shell script (/gen-admission-secret.sh)"))
+}
+
 func TestInitRefusesATreeWithNothingToDraftFrom(t *testing.T) {
 	g := NewWithT(t)
 	var out, errOut bytes.Buffer

@@ -43,6 +43,12 @@ func (f *FakeExec) Exec(ctx context.Context, t *identity.Tenant, namespace, pod,
 	if hang && IsStep(command, build.WarmStepRun) {
 		// What the go command prints with -v of the packages it
 		// compiled, then a compile that does not end.
+		if strings.Contains(strings.Join(command, " "), "--count-packages") {
+			// What the helper prints when asked to count the image's
+			// packages first (helper/countpackages.go; the helper's
+			// tests count a real tree).
+			fmt.Fprintf(stderr, "%s 1180 %s\n", build.PackagesTotalPrefix, build.PackagesTotalSuffix)
+		}
 		fmt.Fprint(stderr, "go: downloading k8s.io/api v0.34.0\nruntime\nk8s.io/api/core/v1\n")
 		fmt.Fprintln(stderr, "compiling forever")
 		<-ctx.Done()

@@ -85,6 +85,7 @@ func buildStep(ctx context.Context, args []string) error {
 	dockerConfig := fs.String("docker-config", "", "a .dockerconfigjson file with registry credentials (push)")
 	timeout := fs.Duration("timeout", 0, "stop the build command after this long (run); 0 never")
 	buildLog := fs.String("build-log", "", "a named pipe the build command's output is also written to (run), see idleStep")
+	countJSON := fs.String("count-packages", "", "Go packages whose dependencies to count before the command (run), as a JSON list")
 	outputsJSON := fs.String("outputs", "", "the run step's outputs to pack and push, as JSON (push)")
 	agentState := fs.String("state", "", "a directory only the agent's container mounts, where the push step keeps its result (push); empty: the workspace's")
 	if err := fs.Parse(args); err != nil {
@@ -148,7 +149,13 @@ func buildStep(ctx context.Context, args []string) error {
 				return fmt.Errorf("--env: %w", err)
 			}
 		}
-		return runBuildCommand(ctx, runArgs{dir: *dir, token: *token, command: command, env: env, timeout: *timeout, buildLog: *buildLog})
+		var count []string
+		if *countJSON != "" {
+			if err := json.Unmarshal([]byte(*countJSON), &count); err != nil {
+				return fmt.Errorf("--count-packages: %w", err)
+			}
+		}
+		return runBuildCommand(ctx, runArgs{dir: *dir, token: *token, command: command, env: env, timeout: *timeout, buildLog: *buildLog, countPackages: count})
 	case build.WarmStepPush:
 		var img image.Spec
 		if err := json.Unmarshal([]byte(*imageJSON), &img); err != nil {

@@ -23,6 +23,9 @@ type runArgs struct {
 	// timeout counts from the build's claim, not from this step.
 	timeout  time.Duration
 	buildLog string
+	// countPackages are the image's Go packages, whose dependencies are
+	// counted before the command runs (countpackages.go).
+	countPackages []string
 }
 
 // runBuildCommand runs the build command of the claimed build a.token in
@@ -72,6 +75,9 @@ func runBuildCommand(ctx context.Context, a runArgs) error {
 	cmd.Env = os.Environ()
 	for _, e := range a.env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	if len(a.countPackages) > 0 {
+		countPackages(ctx, a.dir, a.countPackages, cmd.Env, out, out)
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("build command %v: %w", a.command, err)
