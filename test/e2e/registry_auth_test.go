@@ -146,7 +146,10 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	g.Expect(accepted).To(And(ContainSubstring("api token: refused"), ContainSubstring("401"), ContainSubstring("push: accepted")))
 	// Plain HTTP to either service gets the TLS layer's refusal, never a
 	// token or a cache answer; the push above got its token through the
-	// front, which reaches the token service over https only.
+	// front, which reaches the token service over https only. The plain
+	// request is short: the TLS server reads it whole before it answers
+	// and closes, where a longer one (a credential in it) was left partly
+	// unread and the close reset the connection before nc read the answer.
 	g.Expect(accepted).To(And(ContainSubstring("plain "+tokenService+": TLS only"), ContainSubstring("plain "+buildCacheService+": TLS only")))
 	refused := pushAttempt(t, nsB, target)
 	g.Expect(refused).To(And(ContainSubstring("push: refused"), ContainSubstring("401")))
@@ -165,7 +168,7 @@ J=$(wget -q -O - --header "Authorization: Basic $A" "$R/token?service=devloop-re
 B=$(echo "$J" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
 if wget -q -O /dev/null --header "Authorization: Bearer $B" --post-data '' "$R/v2/$REPO/blobs/uploads/" 2>/tmp/err; then echo "push: accepted"; else echo "push: refused $(cat /tmp/err)"; fi
 for S in ` + tokenService + ` ` + buildCacheService + `; do
-  P=$(printf 'GET /token?service=devloop-registry HTTP/1.0\r\nHost: %s\r\nAuthorization: Basic %s\r\n\r\n' "$S" "$A" | nc -w 10 "${S%:*}" "${S#*:}" 2>&1 | tr -d '\r' | head -c 400)
+  P=$(printf 'GET /token HTTP/1.0\r\n\r\n' | nc -w 10 "${S%:*}" "${S#*:}" 2>&1 | tr -d '\r' | head -c 400)
   case "$P" in *"HTTP request to an HTTPS server"*) echo "plain $S: TLS only";; *) echo "plain $S: answered [$(echo "$P" | head -c 120)]";; esac
 done`
 
