@@ -88,7 +88,7 @@ func TestUITiltPieces(t *testing.T) {
 	browser.WaitJSWithin(t, bctx, "the web pod's lines in the combined log", lines+`.some(l => !l.hidden && l.dataset.resource === 'component/web' && l.textContent.includes('listening on :8080 (hello from devloop)'))`, time.Minute)
 
 	// A new greeting pushed, no reconcile asked: the page's Rebuild asks.
-	const greeting = "hello from the dashboard's rebuild"
+	const greeting = "hello from the dashboard rebuild" // no quote: it goes into a JS string below
 	setGreeting(t, dir, greeting)
 	pushOnly(t, env, dir)
 	writes := watchReconcileWrites(t, key)
