@@ -2,14 +2,9 @@ package layout
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // TestOnlyTheDeployEngineAsksWhichDeployKind parses every non-test Go file
@@ -20,30 +15,8 @@ import (
 // engine's kinds, so a third kind is added in those two places, not in
 // every package that once asked.
 func TestOnlyTheDeployEngineAsksWhichDeployKind(t *testing.T) {
-	root, err := filepath.Abs(testenv.RepoRoot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	allowed := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "bin" || strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, false, func(fset *token.FileSet, rel string, f *ast.File) {
 		owner := strings.HasPrefix(rel, "internal/deploy/") || strings.HasPrefix(rel, "api/")
 		ast.Inspect(f, func(n ast.Node) bool {
 			kind := deployKindTest(n)
@@ -57,11 +30,7 @@ func TestOnlyTheDeployEngineAsksWhichDeployKind(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if allowed == 0 {
 		t.Fatal("not even internal/deploy or api/ compares helm or manifests with nil: is this check still about anything?")
 	}

@@ -2,14 +2,10 @@ package layout
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // TestOneConstructorOfTheReconciler: the manager, the envtest suites and
@@ -19,30 +15,8 @@ import (
 // controllers' own unit tests, which call its pure methods, may spell the
 // struct out.
 func TestOneConstructorOfTheReconciler(t *testing.T) {
-	root, err := filepath.Abs(testenv.RepoRoot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	constructors := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "bin" || strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, true, func(fset *token.FileSet, rel string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.CompositeLit)
 			if !ok || !namesReconciler(lit.Type) {
@@ -57,11 +31,7 @@ func TestOneConstructorOfTheReconciler(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if constructors != 1 {
 		t.Errorf("controllers/new.go makes the reconciler %d times, want once", constructors)
 	}

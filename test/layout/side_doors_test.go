@@ -2,16 +2,11 @@ package layout
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/devloop-dev/devloop/internal/testenv"
 )
 
 // TestLiveUpdateDoesNotLinkTheDeployEngine: the live update engine needs
@@ -53,30 +48,8 @@ func TestPluginDoesNotLinkTheBuildEngine(t *testing.T) {
 // engines share is in api/v1alpha1 (an engine's own protocol stays in the
 // engine).
 func TestEachDevloopKeyIsDefinedOnce(t *testing.T) {
-	root, err := filepath.Abs(testenv.RepoRoot())
-	if err != nil {
-		t.Fatal(err)
-	}
 	defined := map[string][]string{}
-	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "bin" || strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, false, func(_ *token.FileSet, rel string, f *ast.File) {
 		for _, decl := range f.Decls {
 			gen, ok := decl.(*ast.GenDecl)
 			if !ok || gen.Tok != token.CONST {
@@ -97,11 +70,7 @@ func TestEachDevloopKeyIsDefinedOnce(t *testing.T) {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, ok := defined["devloop.dev/environment"]; !ok {
 		t.Fatalf("no constant spells devloop.dev/environment: is this check still about anything? (%d keys found)", len(defined))
 	}
