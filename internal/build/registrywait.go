@@ -10,6 +10,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/message"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // A builder Job's assemble container waits for a registry that is down
@@ -44,24 +45,15 @@ func registryWaitFor(timeout time.Duration) time.Duration {
 // newest of jobPods when that line says it waits for the registry, and ""
 // otherwise (or when the log cannot be read).
 func (s *imageBuilds) registryWaitIn(ctx context.Context, jobPods []corev1.Pod) string {
-	if len(jobPods) == 0 || (s.e.LogsFor == nil && s.e.Logs == nil) {
+	if len(jobPods) == 0 {
 		return ""
 	}
 	pod := newestPod(jobPods)
 	if runningSince(pod, ContainerAssemble).IsZero() {
 		return ""
 	}
-	logs := s.e.Logs
-	if s.e.LogsFor != nil {
-		var err error
-		if logs, err = s.e.LogsFor(s.tenant); err != nil {
-			return ""
-		}
-	}
-	out, err := logs.TailLog(ctx, s.env.Namespace, pod.Name, ContainerAssemble, 1)
-	if err != nil {
-		return ""
-	}
+	// A log that cannot be read reads "(log not available: …)": no wait.
+	out := pods.TailFor(ctx, s.e.LogsFor, s.e.Logs, s.tenant, s.env.Namespace, pod.Name, ContainerAssemble, 1)
 	last := strings.TrimSpace(message.LastLine(out))
 	if !strings.HasPrefix(last, RegistryWaitLogPrefix) {
 		return ""
