@@ -148,9 +148,20 @@ dev-clean: ## Stop the local cluster and remove all its state.
 	$(CLUSTER_SH) clean
 
 .PHONY: e2e e2e-gitops real-projects
+# make e2e runs the change-to-serving benchmark with a few changes per path
+# (every path still runs and prints its figures; the live path still shows
+# that consecutive live updates make no new pod); make bench-serving runs
+# the full count the figures in docs/performance.md come from.
+BENCH_ITERATIONS ?= 4
+BENCH_LIVE_ITERATIONS ?= 12
 e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but the Flux, OLM and real-project cases: up, test, down; each case's time (RUN=regexp to select).
 	hack/chromium.sh # TestUI drives the dashboard in Debian's chromium
-	DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 55m $(if $(RUN),-run '$(RUN)')
+	DEVLOOP_BENCH_ITERATIONS=$(BENCH_ITERATIONS) DEVLOOP_BENCH_LIVE_ITERATIONS=$(BENCH_LIVE_ITERATIONS) \
+	  DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 55m $(if $(RUN),-run '$(RUN)')
+
+.PHONY: bench-serving
+bench-serving: cluster-binaries ## The change-to-serving benchmark (TestChangeToServingLatency) with its full count: 10 changes per path, 100 live updates in a row: up, test, down.
+	DEVLOOP_BENCH_ITERATIONS=10 DEVLOOP_BENCH_LIVE_ITERATIONS=100 hack/e2e.sh -timeout 60m -run '^TestChangeToServingLatency$$'
 
 # The cases that need two nodes (TestMultiNode*), on the local cluster with
 # node 2 (hack/cluster/node2.sh); make e2e stays on one node, where they skip.
