@@ -104,11 +104,9 @@ func (u *uiActions) Component(ctx context.Context, namespace, name, target, acti
 		if err := rebuildTarget(env, target); err != nil {
 			return "", err
 		}
-		token, err := requestReconcile(ctx, s, env, nil)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%s=%q", v1alpha1.ReconcileRequestAnnotation, token), nil
+		// The request's value: the page follows status until the
+		// operator says it handled it (lastHandledReconcileAt).
+		return requestReconcile(ctx, s, env, nil)
 	case "debug-on", "debug-off":
 		env, err := s.getEnv(ctx, name)
 		if err != nil {

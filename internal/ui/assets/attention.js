@@ -48,23 +48,61 @@ function resourceList(v, r) {
 }
 
 // rebuildButton asks the operator for a reconcile, as kubectl devloop
-// push does after a push: the images are built again if their sources
-// changed. One click, one request.
+// push does after a push: the images are built again if their inputs
+// changed, and an image whose inputs did not is neither built nor pushed
+// (builds are content-addressed). One click, one request; the answer
+// then follows status: waiting for the operator, building, built, or
+// nothing changed since the last build.
 function rebuildButton(v, target, label) {
   const key = v.key + '#rebuild#' + target;
+  const asked = rebuilds.get(key);
+  if (asked) actionResults.set(key, rebuildOutcome(v, target, key, asked));
   return el('button', { type: 'button', class: 'small', 'data-rebuild': target, disabled: inFlight.has(key), title: 'request a reconcile (as kubectl devloop push does)',
     onclick: () => rebuild(v, target, key) }, label, el('span', { class: 'msg', 'data-rebuild-result': target }, actionResults.get(key) ? ' ' + actionResults.get(key) : ''));
+}
+
+// rebuilds are the page's reconcile requests still followed: the
+// request's value and what status said of the target's images at the
+// click.
+const rebuilds = new Map();
+
+// imagesOf is what status says of the builds of target's images
+// (COMPONENT or COMPONENT/IMAGE): digest and last build, as one string.
+function imagesOf(v, target) {
+  const [comp, image] = target.split('/');
+  const cs = ((v.object.status || {}).components || []).find(c => c.name === comp) || {};
+  return (cs.images || []).filter(im => !image || im.name === image);
+}
+const buildsOf = images => JSON.stringify(images.map(im => [im.name, im.digest, im.build && [im.build.job, im.build.startTime, im.build.result]]));
+
+// rebuildOutcome reads status once the operator handled the request
+// (status.lastHandledReconcileAt is the request's value, or a later
+// one): the reconcile that handled it built what changed, so images
+// whose digest and last build are as at the click were not built.
+function rebuildOutcome(v, target, key, asked) {
+  const handled = (v.object.status || {}).lastHandledReconcileAt || '';
+  if (handled !== asked.token && !(Date.parse(handled) > Date.parse(asked.token))) return 'requested; waiting for the operator';
+  const images = imagesOf(v, target);
+  if (images.some(im => im.build && im.build.result === 'Running')) return 'building…';
+  rebuilds.delete(key);
+  if (buildsOf(images) === asked.before) return 'nothing changed since the last build: nothing built or pushed';
+  const failed = images.filter(im => im.build && im.build.result === 'Failed');
+  if (failed.length) return 'build failed: ' + failed.map(im => im.name).join(', ') + ' (see its build log)';
+  return 'built ' + images.map(im => im.name + '@' + short(im.digest)).join(', ');
 }
 
 async function rebuild(v, target, key) {
   if (inFlight.has(key)) return;
   inFlight.add(key);
+  rebuilds.delete(key);
   actionResults.set(key, '…');
+  const before = buildsOf(imagesOf(v, target));
   queueRender();
   try {
     const r = await api('/api/component', { json: ({ namespace: v.namespace, env: v.name, component: target, action: 'rebuild', requestId: crypto.randomUUID() }) });
     const j = await r.json();
-    actionResults.set(key, j.error ? 'refused: ' + j.error : 'requested');
+    if (j.error) actionResults.set(key, 'refused: ' + j.error);
+    else { actionResults.set(key, 'requested'); rebuilds.set(key, { token: j.value, before }); }
   } catch (e) { actionResults.set(key, 'failed: ' + e); }
   inFlight.delete(key);
   queueRender();
