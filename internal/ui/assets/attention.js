@@ -69,10 +69,10 @@ const rebuilds = new Map();
 // imagesOf is what status says of the builds of target's images
 // (COMPONENT or COMPONENT/IMAGE): digest and last build, as one string.
 function imagesOf(v, target) {
-  const [comp, image] = target.split('/');
-  const cs = ((v.object.status || {}).components || []).find(c => c.name === comp) || {};
-  return (cs.images || []).filter(im => !image || im.name === image);
+  const image = target.split('/')[1];
+  return (componentOf(v, target).images || []).filter(im => !image || im.name === image);
 }
+const componentOf = (v, target) => ((v.object.status || {}).components || []).find(c => c.name === target.split('/')[0]) || {};
 const buildsOf = images => JSON.stringify(images.map(im => [im.name, im.digest, im.build && [im.build.job, im.build.startTime, im.build.result]]));
 
 // rebuildOutcome reads status once the operator handled the request
@@ -82,8 +82,10 @@ const buildsOf = images => JSON.stringify(images.map(im => [im.name, im.digest, 
 function rebuildOutcome(v, target, key, asked) {
   const handled = (v.object.status || {}).lastHandledReconcileAt || '';
   if (handled !== asked.token && !(Date.parse(handled) > Date.parse(asked.token))) return 'requested; waiting for the operator';
-  const images = imagesOf(v, target);
-  if (images.some(im => im.build && im.build.result === 'Running')) return 'building…';
+  const images = imagesOf(v, target), phase = componentOf(v, target).phase;
+  // A build the reconcile started may show first as the phase.
+  if (phase === 'Building' || images.some(im => im.build && im.build.result === 'Running')) return 'building…';
+  if (phase === 'Blocked' || phase === 'Pending') return 'waiting: ' + target.split('/')[0] + ' is ' + phase;
   rebuilds.delete(key);
   if (buildsOf(images) === asked.before) return 'nothing changed since the last build: nothing built or pushed';
   const failed = images.filter(im => im.build && im.build.result === 'Failed');
