@@ -22,7 +22,7 @@ import (
 // registry: with nothing changed since the last build, the reconcile it
 // requests builds and pushes nothing and the page says so; after new
 // content is pushed (no reconcile asked, the source not polled), the
-// next click builds it and the page names the new digest.
+// image's own Rebuild builds it and the page names the new digest.
 func TestUIRebuildOfUnchangedInputsBuildsNothingAndSaysSo(t *testing.T) {
 	bctx := browser.Start(t)
 	host := testregistry.Start(t)
@@ -53,11 +53,15 @@ func TestUIRebuildOfUnchangedInputsBuildsNothingAndSaysSo(t *testing.T) {
 		t.Errorf("a rebuild of unchanged inputs changed the image's status:\nbefore %+v\nafter  %+v", before, after)
 	}
 
-	// New content, pushed without a reconcile request: the next click
-	// builds it, and the page names the new digest.
+	// New content, pushed without a reconcile request: the image's own
+	// Rebuild on web's card builds it, and names the new digest.
 	testfiles.Write(t, dir, map[string]string{"site/index.html": "<h1>v2</h1>"})
 	pushArtifactOnly(t, getEnv(t, ns, name), dir)
-	browser.Click(t, bctx, `#resources [data-rebuild="web"]`)
+	browser.Navigate(t, bctx, base+"/#/env/"+ns+"/"+name+"/components")
+	target := "web/" + imageName
+	result = `document.querySelector('[data-component="web"] [data-rebuild-result="` + target + `"]').textContent.trim()`
+	browser.WaitJS(t, bctx, "the image's Rebuild on web's card", `document.querySelector('[data-component="web"] [data-rebuild="`+target+`"]')`)
+	browser.Click(t, bctx, `[data-component="web"] [data-rebuild="`+target+`"]`)
 	browser.WaitJS(t, bctx, "the page naming the new build", result+`.startsWith('built ')`)
 	built := getEnv(t, ns, name).Status.Component("web").Image(imageName)
 	if built.Digest == before.Digest {
