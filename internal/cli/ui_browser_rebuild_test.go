@@ -38,13 +38,15 @@ func TestUIRebuildOfUnchangedInputsBuildsNothingAndSaysSo(t *testing.T) {
 	imageName := name + "-src-web"
 	before := getEnv(t, ns, name).Status.Component("web").Image(imageName).DeepCopy()
 
-	base, url := launchDashboard(t, testOptions(), "-n", ns)
+	base, url := launchDashboardFor(t, 5*time.Minute, testOptions(), "-n", ns)
 	browser.Navigate(t, bctx, url)
 	browser.WaitJS(t, bctx, "the list", `document.querySelector('tr[data-env]')`)
 	browser.Navigate(t, bctx, base+"/#/env/"+ns+"/"+name+"/graph")
 	result := `document.querySelector('#resources [data-rebuild-result="web"]').textContent.trim()`
 	browser.Click(t, bctx, `#resources [data-rebuild="web"]`)
-	browser.WaitJS(t, bctx, "the page saying nothing changed", result+`.startsWith('nothing changed since the last build')`)
+	// The operator's reconcile, on a busy machine, may take longer than
+	// a page update.
+	browser.WaitJSWithin(t, bctx, "the page saying nothing changed", result+`.startsWith('nothing changed since the last build')`, 2*time.Minute)
 	env := getEnv(t, ns, name)
 	if asked := env.Annotations[v1alpha1.ReconcileRequestAnnotation]; env.Status.LastHandledReconcileAt != asked {
 		t.Fatalf("the page answered before the operator handled the request (%q, handled %q)", asked, env.Status.LastHandledReconcileAt)
@@ -62,7 +64,7 @@ func TestUIRebuildOfUnchangedInputsBuildsNothingAndSaysSo(t *testing.T) {
 	result = `document.querySelector('[data-component="web"] [data-rebuild-result="` + target + `"]').textContent.trim()`
 	browser.WaitJS(t, bctx, "the image's Rebuild on web's card", `document.querySelector('[data-component="web"] [data-rebuild="`+target+`"]')`)
 	browser.Click(t, bctx, `[data-component="web"] [data-rebuild="`+target+`"]`)
-	browser.WaitJS(t, bctx, "the page naming the new build", result+`.startsWith('built ')`)
+	browser.WaitJSWithin(t, bctx, "the page naming the new build", result+`.startsWith('built ')`, 2*time.Minute)
 	built := getEnv(t, ns, name).Status.Component("web").Image(imageName)
 	if built.Digest == before.Digest {
 		t.Fatalf("the page says built, the image's digest is still %s", built.Digest)
