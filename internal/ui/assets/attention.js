@@ -82,12 +82,16 @@ const buildsOf = images => JSON.stringify(images.map(im => [im.name, im.digest, 
 function rebuildOutcome(v, target, key, asked) {
   const handled = (v.object.status || {}).lastHandledReconcileAt || '';
   if (handled !== asked.token && !(Date.parse(handled) > Date.parse(asked.token))) return 'requested; waiting for the operator';
-  const images = imagesOf(v, target), phase = componentOf(v, target).phase;
+  const cs = componentOf(v, target), images = imagesOf(v, target), phase = cs.phase;
   // A build the reconcile started may show first as the phase.
   if (phase === 'Building' || images.some(im => im.build && im.build.result === 'Running')) return 'building…';
   if (phase === 'Blocked' || phase === 'Pending') return 'waiting: ' + target.split('/')[0] + ' is ' + phase;
   rebuilds.delete(key);
-  if (buildsOf(images) === asked.before) return 'nothing changed since the last build: nothing built or pushed';
+  if (buildsOf(images) === asked.before) {
+    // Not built: either nothing to build, or the reconcile failed first.
+    if (phase === 'Failed') return 'not built: ' + (cs.message || target.split('/')[0] + ' Failed');
+    return 'nothing changed since the last build: nothing built or pushed';
+  }
   const failed = images.filter(im => im.build && im.build.result === 'Failed');
   if (failed.length) return 'build failed: ' + failed.map(im => im.name).join(', ') + ' (see its build log)';
   return 'built ' + images.map(im => im.name + '@' + short(im.digest)).join(', ');
