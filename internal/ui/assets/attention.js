@@ -51,8 +51,9 @@ function resourceList(v, r) {
 // push does after a push: the images are built again if their inputs
 // changed, and an image whose inputs did not is neither built nor pushed
 // (builds are content-addressed). One click, one request; the answer
-// then follows status: waiting for the operator, building, built, or
-// nothing changed since the last build.
+// then follows status (rebuildOutcome): waiting for the operator,
+// building, built (the images whose build changed), build failed, not
+// built, or nothing changed since the last build.
 function rebuildButton(v, target, label) {
   const key = v.key + '#rebuild#' + target;
   const asked = rebuilds.get(key);
@@ -66,14 +67,15 @@ function rebuildButton(v, target, label) {
 // click.
 const rebuilds = new Map();
 
-// imagesOf is what status says of the builds of target's images
-// (COMPONENT or COMPONENT/IMAGE): digest and last build, as one string.
+// imagesOf is what status says of target's images (COMPONENT or
+// COMPONENT/IMAGE); buildsOf keeps, per image, its digest and last build.
 function imagesOf(v, target) {
   const image = target.split('/')[1];
   return (componentOf(v, target).images || []).filter(im => !image || im.name === image);
 }
 const componentOf = (v, target) => ((v.object.status || {}).components || []).find(c => c.name === target.split('/')[0]) || {};
-const buildsOf = images => JSON.stringify(images.map(im => [im.name, im.digest, im.build && [im.build.job, im.build.startTime, im.build.result]]));
+const buildOf = im => JSON.stringify([im.digest, im.build && [im.build.job, im.build.startTime, im.build.result]]);
+const buildsOf = images => Object.fromEntries(images.map(im => [im.name, buildOf(im)]));
 
 // rebuildOutcome reads status once the operator handled the request
 // (status.lastHandledReconcileAt is the request's value, or a later
@@ -87,14 +89,15 @@ function rebuildOutcome(v, target, key, asked) {
   if (phase === 'Building' || images.some(im => im.build && im.build.result === 'Running')) return 'building…';
   if (phase === 'Blocked' || phase === 'Pending') return 'waiting: ' + target.split('/')[0] + ' is ' + phase;
   rebuilds.delete(key);
-  if (buildsOf(images) === asked.before) {
+  const changed = images.filter(im => asked.before[im.name] !== buildOf(im));
+  if (!changed.length) {
     // Not built: either nothing to build, or the reconcile failed first.
     if (phase === 'Failed') return 'not built: ' + (cs.message || target.split('/')[0] + ' Failed');
     return 'nothing changed since the last build: nothing built or pushed';
   }
-  const failed = images.filter(im => im.build && im.build.result === 'Failed');
+  const failed = changed.filter(im => im.build && im.build.result === 'Failed');
   if (failed.length) return 'build failed: ' + failed.map(im => im.name).join(', ') + ' (see its build log)';
-  return 'built ' + images.map(im => im.name + '@' + short(im.digest)).join(', ');
+  return 'built ' + changed.map(im => im.name + '@' + short(im.digest)).join(', ');
 }
 
 async function rebuild(v, target, key) {
