@@ -18,6 +18,9 @@ type logsFlags struct {
 	container string
 	tail      int64
 	label     string
+	// timestamps asks the kubelet to put the time it took each line
+	// before it (timestamps=true): the dashboard shows it, no flag sets it.
+	timestamps bool
 }
 
 func newLogsCommand(a *app) *cobra.Command {

@@ -73,7 +73,7 @@ func (a *app) streamPods(ctx context.Context, s *session, pods []corev1.Pod, f *
 		return fmt.Errorf("no container %q in pods %s", o.container, podNames(pods))
 	}
 	opts := func(st logStream, follow bool) *corev1.PodLogOptions {
-		lo := &corev1.PodLogOptions{Container: st.container, Follow: follow, SinceTime: o.since}
+		lo := &corev1.PodLogOptions{Container: st.container, Follow: follow, SinceTime: o.since, Timestamps: f.timestamps}
 		if f.tail >= 0 {
 			lo.TailLines = &f.tail
 		}

@@ -104,11 +104,9 @@ func (u *uiActions) Component(ctx context.Context, namespace, name, target, acti
 		if err := rebuildTarget(env, target); err != nil {
 			return "", err
 		}
-		token, err := requestReconcile(ctx, s, env, nil)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%s=%q", v1alpha1.ReconcileRequestAnnotation, token), nil
+		// The request's value: the page follows status until the
+		// operator says it handled it (lastHandledReconcileAt).
+		return requestReconcile(ctx, s, env, nil)
 	case "debug-on", "debug-off":
 		env, err := s.getEnv(ctx, name)
 		if err != nil {
@@ -155,17 +153,28 @@ func (u *uiActions) Logs(ctx context.Context, namespace, name string, t ui.LogTa
 		pl := &podLogs{a: u.a, s: s, envName: name, target: target, container: t.Container, emit: emit}
 		return pl.run(ctx, t.Follow)
 	}
-	b := *u.a
-	b.streams = genericiooptions.IOStreams{Out: &lineEmitter{emit: emit}, ErrOut: &lineEmitter{emit: emit, stream: "devloop"}}
-	return b.printLogs(ctx, s, env, target, &logsFlags{follow: t.Follow, container: t.Container, tail: -1})
+	return u.a.jobLogs(ctx, s, env, target, emit, &logsFlags{follow: t.Follow, container: t.Container, tail: -1})
 }
 
-// lineEmitter turns the lines the logs code prints into LogLines.
+// jobLogs is the `logs` command's reading of a build's or a test run's
+// pods with the kubelet's timestamps, its output turned into lines for
+// the page that carry the time the pod wrote them.
+func (a *app) jobLogs(ctx context.Context, s *session, env *v1alpha1.DevEnvironment, target *logsTarget, emit func(ui.LogLine), f *logsFlags) error {
+	b := *a
+	b.streams = genericiooptions.IOStreams{Out: &lineEmitter{emit: emit, timestamps: true}, ErrOut: &lineEmitter{emit: emit, stream: "devloop"}}
+	f.timestamps = true
+	return b.printLogs(ctx, s, env, target, f)
+}
+
+// lineEmitter turns the lines the logs code prints into LogLines. With
+// timestamps, each line's text (after any [pod/container] prefix) starts
+// with the kubelet's time, which becomes the line's time.
 type lineEmitter struct {
-	mu     sync.Mutex
-	emit   func(ui.LogLine)
-	stream string
-	rest   string
+	mu         sync.Mutex
+	emit       func(ui.LogLine)
+	stream     string
+	timestamps bool
+	rest       string
 }
 
 func (l *lineEmitter) Write(p []byte) (int, error) {
@@ -187,6 +196,9 @@ func (l *lineEmitter) Write(p []byte) (int, error) {
 			if st, rest, ok := strings.Cut(line[1:], "] "); ok && !strings.ContainsAny(st, " ") {
 				ll.Stream, ll.Text = st, rest
 			}
+		}
+		if l.timestamps {
+			ll.Time, ll.Text = splitTimestamp(ll.Text)
 		}
 		l.emit(ll)
 	}

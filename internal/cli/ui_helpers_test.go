@@ -52,7 +52,17 @@ var dashboardURL = regexp.MustCompile(`devloop dashboard: (http://127\.0\.0\.1:\
 // browser to open.
 func launchDashboard(t *testing.T, opts Options, args ...string) (base, url string) {
 	t.Helper()
-	out, errOut, _ := pluginInBackground(t, opts, append([]string{"ui", "--no-open", "--port", "0"}, args...)...)
+	return launchDashboardFor(t, time.Minute, opts, args...)
+}
+
+// launchDashboardFor is launchDashboard whose plugin runs for at most
+// within: for a test that waits on the operator.
+func launchDashboardFor(t *testing.T, within time.Duration, opts Options, args ...string) (base, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	startPlugin(ctx, nil, out, errOut, opts, append([]string{"ui", "--no-open", "--port", "0"}, args...)...)
 	var m []string
 	waitUntil(t, "the dashboard's URL (stderr so far: "+errOut.String()+")", func() bool {
 		m = dashboardURL.FindStringSubmatch(out.String())

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/ui"
 )
@@ -94,9 +92,7 @@ func (l *allLogs) startJob(ctx context.Context, env *v1alpha1.DevEnvironment, re
 	}
 	l.streaming[res] = job
 	emit := l.tagged(res)
-	b := *l.a
-	b.streams = genericiooptions.IOStreams{Out: &lineEmitter{emit: emit}, ErrOut: &lineEmitter{emit: emit, stream: "devloop"}}
-	l.wg.Go(func() { l.ended(res, b.printLogs(ctx, l.s, env, target, &logsFlags{follow: true, tail: -1})) })
+	l.wg.Go(func() { l.ended(res, l.a.jobLogs(ctx, l.s, env, target, emit, &logsFlags{follow: true, tail: -1})) })
 }
 
 // ended notes in the pane why a resource's log stopped early.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 )
 
 // MaxObjects bounds the objects of one component read when its panel
@@ -32,20 +31,10 @@ type objectsAnswer struct {
 }
 
 func (h *Handlers) objects(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	ns, env, component := q.Get("namespace"), q.Get("env"), q.Get("component")
-	if ns == "" || env == "" || component == "" {
-		writeJSON(w, http.StatusBadRequest, objectsAnswer{Error: "namespace, env and component are required"})
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	objs, left, err := h.Actions.Objects(ctx, ns, env, component)
-	if err != nil {
-		writeJSON(w, http.StatusUnprocessableEntity, objectsAnswer{Error: bounded(err.Error(), 1024)})
-		return
-	}
-	writeJSON(w, http.StatusOK, objectsAnswer{Objects: objs, More: left})
+	readComponent(w, r, func(ctx context.Context, ns, env, component string) (objectsAnswer, error) {
+		objs, left, err := h.Actions.Objects(ctx, ns, env, component)
+		return objectsAnswer{Objects: objs, More: left}, err
+	}, func(msg string) any { return objectsAnswer{Error: msg} })
 }
 
 func (h *Handlers) listForwards(w http.ResponseWriter, _ *http.Request) {

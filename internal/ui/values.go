@@ -24,20 +24,7 @@ type HelmValues struct {
 }
 
 func (h *Handlers) values(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	ns, env, component := q.Get("namespace"), q.Get("env"), q.Get("component")
-	if ns == "" || env == "" || component == "" {
-		writeJSON(w, http.StatusBadRequest, HelmValues{Error: "namespace, env and component are required"})
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	v, err := h.Actions.Values(ctx, ns, env, component)
-	if err != nil {
-		writeJSON(w, http.StatusUnprocessableEntity, HelmValues{Error: bounded(err.Error(), 1024)})
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	readComponent(w, r, h.Actions.Values, func(msg string) any { return HelmValues{Error: msg} })
 }
 
 // endpointsAnswer is a component's Service ports (Endpoint).
@@ -47,21 +34,33 @@ type endpointsAnswer struct {
 }
 
 func (h *Handlers) endpoints(w http.ResponseWriter, r *http.Request) {
+	readComponent(w, r, func(ctx context.Context, ns, env, component string) (endpointsAnswer, error) {
+		eps, err := h.Actions.Endpoints(ctx, ns, env, component)
+		if eps == nil {
+			eps = []Endpoint{}
+		}
+		return endpointsAnswer{Endpoints: eps}, err
+	}, func(msg string) any { return endpointsAnswer{Endpoints: []Endpoint{}, Error: msg} })
+}
+
+// readComponent serves a GET that reads something of one component as
+// the user (its values, endpoints, objects): the query must name the
+// namespace, the environment and the component (400 otherwise), the read
+// is bounded in time, and a refused read is 422 with its error, each
+// failure in the answer's own shape (failed).
+func readComponent[T any](w http.ResponseWriter, r *http.Request, read func(ctx context.Context, ns, env, component string) (T, error), failed func(msg string) any) {
 	q := r.URL.Query()
 	ns, env, component := q.Get("namespace"), q.Get("env"), q.Get("component")
 	if ns == "" || env == "" || component == "" {
-		writeJSON(w, http.StatusBadRequest, endpointsAnswer{Error: "namespace, env and component are required"})
+		writeJSON(w, http.StatusBadRequest, failed("namespace, env and component are required"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	eps, err := h.Actions.Endpoints(ctx, ns, env, component)
+	v, err := read(ctx, ns, env, component)
 	if err != nil {
-		writeJSON(w, http.StatusUnprocessableEntity, endpointsAnswer{Endpoints: []Endpoint{}, Error: bounded(err.Error(), 1024)})
+		writeJSON(w, http.StatusUnprocessableEntity, failed(bounded(err.Error(), 1024)))
 		return
 	}
-	if eps == nil {
-		eps = []Endpoint{}
-	}
-	writeJSON(w, http.StatusOK, endpointsAnswer{Endpoints: eps})
+	writeJSON(w, http.StatusOK, v)
 }

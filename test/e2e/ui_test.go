@@ -3,21 +3,13 @@
 package e2e
 
 import (
-	"context"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/cli"
-	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/test/browser"
 )
 
@@ -32,29 +24,10 @@ import (
 // envtest test does. With DEVLOOP_UI_SCREENSHOTS=1 it writes
 // docs/images/ui-logs.png (the real build log).
 func TestUI(t *testing.T) {
-	c := need(t)
-	bctx := browser.Start(t)
-	g := NewWithT(t)
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
-	defer cancel()
-	ns := namespace(t, "e2e-ui")
-	env := sampleIn(t, ns)
-	pushDir(t, env, copyDir(t, c.SampleDir()))
-	g.Expect(c.ApplyEnvironment(ctx, env)).To(Succeed())
-	key := client.ObjectKeyFromObject(env)
+	u := uiOnSample(t, "e2e-ui", 11*time.Minute, nil)
+	bctx, g, key := u.bctx, u.g, u.key
 	row := `document.querySelector('tr[data-env="` + key.String() + `"]')`
-
-	out := &lockedBuffer{}
-	go func() {
-		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
-		cli.Run(ctx, []string{"--kubeconfig", c.Kubeconfig, "-n", ns, "ui", "--no-open"}, streams, cli.Options{})
-	}()
-	urlRE := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/\?code=[0-9a-f]+`)
-	var m []string
-	g.Eventually(func() []string { m = urlRE.FindStringSubmatch(out.String()); return m }, time.Minute, 50*time.Millisecond).ShouldNot(BeNil(), "the dashboard's URL")
-	base := m[1]
-	browser.Navigate(t, bctx, m[0])
 	browser.WaitJS(t, bctx, "the sample on the list", row)
 	t.Logf("list: %s %q", browser.EvalString(t, bctx, row+`.querySelector('.state').textContent`), browser.EvalString(t, bctx, `(`+row+`.querySelector('.msg') || {}).textContent || ''`))
 
@@ -67,7 +40,7 @@ func TestUI(t *testing.T) {
 
 	// The graph: each node's phase, and Ready drawn as Ready (the fill of
 	// app.css's .n-Ready), a suite never run as Idle.
-	envPage := base + "/#/env/" + ns + "/" + env.Name + "/"
+	envPage := u.envPage()
 	browser.Navigate(t, bctx, envPage+"graph")
 	browser.WaitJS(t, bctx, "the graph", `document.querySelector('[data-node="component/web"]')`)
 	phases := browser.EvalString(t, bctx, `[...document.querySelectorAll('[data-node]')].map(n => n.dataset.node + '=' + n.dataset.phase + ':' + getComputedStyle(n.querySelector('rect')).fill).join('; ')`)
@@ -125,47 +98,4 @@ func TestUI(t *testing.T) {
 	g.Expect(browser.EvalString(t, bctx, `document.getElementById('logstatus').textContent`)).To(Equal("streaming pods of web"))
 	t.Logf("pod log of web: %q", browser.EvalString(t, bctx, lines+`[0].textContent`))
 	t.Logf("TestUI took %s", time.Since(began).Round(time.Second))
-}
-
-// watchTriggerWrites watches the environment from now and returns a
-// function that stops watching and says how many writes set the trigger
-// annotation to value (a change from any other value or none).
-func watchTriggerWrites(t *testing.T, key client.ObjectKey, value string) func() int {
-	t.Helper()
-	wc, err := client.NewWithWatch(need(t).Config, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &v1alpha1.DevEnvironmentList{}, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	writes, last := 0, ""
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for ev := range w.ResultChan() {
-			env, ok := ev.Object.(*v1alpha1.DevEnvironment)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-				continue
-			}
-			cur := env.Annotations[v1alpha1.TriggerAnnotation]
-			mu.Lock()
-			if ev.Type == watch.Modified && cur == value && last != value {
-				writes++
-			}
-			last = cur
-			mu.Unlock()
-		}
-	}()
-	var once sync.Once
-	stop := func() int {
-		once.Do(func() { w.Stop(); <-stopped })
-		mu.Lock()
-		defer mu.Unlock()
-		return writes
-	}
-	t.Cleanup(func() { stop() })
-	return stop
 }

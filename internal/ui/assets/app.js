@@ -61,10 +61,14 @@ function patch(parent, ...children) {
 }
 
 // update carries n's attributes, handlers and children into o; returns o.
+// A <details> panel's open state is the user's: they open and close it
+// (a panel that loads on opening tracks that through its toggle), and a
+// render that does not say open must not close it under them.
 function update(o, n) {
   if (o.nodeType !== 1) { if (o.nodeValue !== n.nodeValue) o.nodeValue = n.nodeValue; return o; }
-  for (const a of [...o.attributes]) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name);
-  for (const a of n.attributes) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value);
+  const theirs = a => a === 'open' && o.nodeName === 'DETAILS';
+  for (const a of [...o.attributes]) if (!n.hasAttribute(a.name) && !theirs(a.name)) o.removeAttribute(a.name);
+  for (const a of n.attributes) if (o.getAttribute(a.name) !== a.value && !theirs(a.name)) o.setAttribute(a.name, a.value);
   if (n._on) for (const [type, fn] of Object.entries(n._on)) on(o, type, fn);
   patch(o, ...n.childNodes);
   return o;

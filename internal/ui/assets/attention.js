@@ -48,23 +48,70 @@ function resourceList(v, r) {
 }
 
 // rebuildButton asks the operator for a reconcile, as kubectl devloop
-// push does after a push: the images are built again if their sources
-// changed. One click, one request.
+// push does after a push: the images are built again if their inputs
+// changed, and an image whose inputs did not is neither built nor pushed
+// (builds are content-addressed). One click, one request; the answer
+// then follows status (rebuildOutcome): waiting for the operator,
+// building, built (the images whose build changed), build failed, not
+// built, or nothing changed since the last build.
 function rebuildButton(v, target, label) {
   const key = v.key + '#rebuild#' + target;
+  const asked = rebuilds.get(key);
+  if (asked) actionResults.set(key, rebuildOutcome(v, target, key, asked));
   return el('button', { type: 'button', class: 'small', 'data-rebuild': target, disabled: inFlight.has(key), title: 'request a reconcile (as kubectl devloop push does)',
     onclick: () => rebuild(v, target, key) }, label, el('span', { class: 'msg', 'data-rebuild-result': target }, actionResults.get(key) ? ' ' + actionResults.get(key) : ''));
+}
+
+// rebuilds are the page's reconcile requests still followed: the
+// request's value and what status said of the target's images at the
+// click.
+const rebuilds = new Map();
+
+// imagesOf is what status says of target's images (COMPONENT or
+// COMPONENT/IMAGE); buildsOf keeps, per image, its digest and last build.
+function imagesOf(v, target) {
+  const image = target.split('/')[1];
+  return (componentOf(v, target).images || []).filter(im => !image || im.name === image);
+}
+const componentOf = (v, target) => ((v.object.status || {}).components || []).find(c => c.name === target.split('/')[0]) || {};
+const buildOf = im => JSON.stringify([im.digest, im.build && [im.build.job, im.build.startTime, im.build.result]]);
+const buildsOf = images => Object.fromEntries(images.map(im => [im.name, buildOf(im)]));
+
+// rebuildOutcome reads status once the operator handled the request
+// (status.lastHandledReconcileAt is the request's value, or a later
+// one): the reconcile that handled it built what changed, so images
+// whose digest and last build are as at the click were not built.
+function rebuildOutcome(v, target, key, asked) {
+  const handled = (v.object.status || {}).lastHandledReconcileAt || '';
+  if (handled !== asked.token && !(Date.parse(handled) > Date.parse(asked.token))) return 'requested; waiting for the operator';
+  const cs = componentOf(v, target), images = imagesOf(v, target), phase = cs.phase;
+  // A build the reconcile started may show first as the phase.
+  if (phase === 'Building' || images.some(im => im.build && im.build.result === 'Running')) return 'building…';
+  if (phase === 'Blocked' || phase === 'Pending') return 'waiting: ' + target.split('/')[0] + ' is ' + phase;
+  rebuilds.delete(key);
+  const changed = images.filter(im => asked.before[im.name] !== buildOf(im));
+  if (!changed.length) {
+    // Not built: either nothing to build, or the reconcile failed first.
+    if (phase === 'Failed') return 'not built: ' + (cs.message || target.split('/')[0] + ' Failed');
+    return 'nothing changed since the last build: nothing built or pushed';
+  }
+  const failed = changed.filter(im => im.build && im.build.result === 'Failed');
+  if (failed.length) return 'build failed: ' + failed.map(im => im.name).join(', ') + ' (see its build log)';
+  return 'built ' + changed.map(im => im.name + '@' + short(im.digest)).join(', ');
 }
 
 async function rebuild(v, target, key) {
   if (inFlight.has(key)) return;
   inFlight.add(key);
+  rebuilds.delete(key);
   actionResults.set(key, '…');
+  const before = buildsOf(imagesOf(v, target));
   queueRender();
   try {
     const r = await api('/api/component', { json: ({ namespace: v.namespace, env: v.name, component: target, action: 'rebuild', requestId: crypto.randomUUID() }) });
     const j = await r.json();
-    actionResults.set(key, j.error ? 'refused: ' + j.error : 'requested');
+    if (j.error) actionResults.set(key, 'refused: ' + j.error);
+    else { actionResults.set(key, 'requested'); rebuilds.set(key, { token: j.value, before }); }
   } catch (e) { actionResults.set(key, 'failed: ' + e); }
   inFlight.delete(key);
   queueRender();
