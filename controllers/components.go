@@ -80,7 +80,7 @@ type componentsWalk struct {
 	idle []string
 	// unpushed wait for the first push of a source they read.
 	unpushed []string
-	failed []error
+	failed   []error
 	// deploys is set when a component deploys a release or manifests.
 	deploys bool
 }
