@@ -48,6 +48,14 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 			continue
 		}
 		st.WaitingFor = nil
+		if unpushed := s.sources.Unpushed(componentSources(s.plan.Components[name])); unpushed != nil {
+			// Its own source is not pushed yet: it waits, and only it
+			// (and what depends on it) does.
+			st.Phase = v1alpha1.PhasePending
+			st.Message = message.Truncate(message.Condense(unpushed.Error()), v1alpha1.MaxComponentMessage)
+			w.unpushed = append(w.unpushed, name)
+			continue
+		}
 		if err := r.reconcileComponent(ctx, s, name, st, &w); err != nil {
 			st.Phase = v1alpha1.PhaseFailed
 			if fault.IsUnavailable(err) && fault.AsStalled(err) == nil {
@@ -69,8 +77,10 @@ type componentsWalk struct {
 	// dependency; failed are the errors of components that failed.
 	inFlight, blocked []string
 	// idle are blocked only by components turned off (Disabled).
-	idle   []string
-	failed []error
+	idle []string
+	// unpushed wait for the first push of a source they read.
+	unpushed []string
+	failed   []error
 	// deploys is set when a component deploys a release or manifests.
 	deploys bool
 }
@@ -137,8 +147,14 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 	if len(w.failed) > 0 {
 		failures = componentErrors(w.failed)
 	}
+	if unpushed := s.sources.AnyUnpushed(); unpushed != nil && len(w.inFlight) == 0 && failures == nil {
+		// Nothing else to wait for but a push (what is blocked waits on
+		// the components that wait for it): the push's own message, as
+		// before any component could start.
+		return unpushed
+	}
 	if len(w.inFlight) > 0 || (len(w.blocked) > 0 && len(w.failed) == 0) {
-		pending := append(append([]string{}, w.inFlight...), w.blocked...)
+		pending := append(append(append([]string{}, w.inFlight...), w.unpushed...), w.blocked...)
 		msg := fmt.Sprintf("%d of %d components not Ready: %s", len(pending), len(s.plan.Components), strings.Join(pending, ", "))
 		if failures != nil {
 			msg += "; " + failures.Error()

@@ -21,7 +21,7 @@ import (
 // that writes its command line and reads what it reports.
 func runHelper(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: manager helper fetch|assemble|install|idle|build|test-report|supervise|sync [flags]")
+		return errors.New("usage: manager helper fetch|assemble|install|idle|build|count-packages|test-report|supervise|sync [flags]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -39,7 +39,7 @@ func runHelper(args []string) error {
 		}
 		return nil
 	default:
-		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle, build, test-report, supervise or sync", step)
+		return fmt.Errorf("unknown helper %q: want fetch, assemble, install, idle, build, count-packages, test-report, supervise or sync", step)
 	}
 }
 

@@ -133,14 +133,18 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	}
 
 	initContainers := []corev1.Container{fetch}
-	if req.TeamCache != nil {
+	if req.TeamCache != nil || len(req.GoPackages) > 0 {
 		install, tools, toolsMount := installTools(req)
 		initContainers = append(initContainers, install)
 		volumes = append(volumes, tools)
 		buildMounts = append(buildMounts, toolsMount)
 	}
+	command, err := countedCommand(req)
+	if err != nil {
+		return nil, err
+	}
 	initContainers = append(initContainers, corev1.Container{
-		Name: ContainerBuild, Image: req.Run.Image, Command: req.Run.Command,
+		Name: ContainerBuild, Image: req.Run.Image, Command: command,
 		WorkingDir: pods.WorkspaceDir, Env: env, VolumeMounts: buildMounts,
 		EnvFrom:                  v1alpha1.ContainerEnvFrom(req.Run.EnvFrom),
 		SecurityContext:          pods.RestrictedContainer(),
@@ -175,6 +179,21 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 	spec := &job.Spec.Template.Spec
 	withTeamCache(req, spec, &spec.InitContainers[len(spec.InitContainers)-1])
 	return job, nil
+}
+
+// countedCommand is the build container's command: the run step's, or,
+// for an image whose paths name its Go packages, the helper (from the
+// tools volume) that counts their dependencies first and then runs it,
+// so the progress has a total (progress.go), as a warm build's has.
+func countedCommand(req JobRequest) ([]string, error) {
+	if len(req.GoPackages) == 0 {
+		return req.Run.Command, nil
+	}
+	pkgs, err := json.Marshal(req.GoPackages)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{pods.ToolsHelper, "helper", "count-packages", "--packages", string(pkgs), "--"}, req.Run.Command...), nil
 }
 
 // cacheVolume is the build cache (the claim, or an emptyDir without one)

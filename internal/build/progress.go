@@ -49,8 +49,9 @@ func compiledPackage(line string) bool {
 	return lower
 }
 
-// The warm builder's run step counts the Go packages the image's `go:`
-// paths need before the command runs (helper/countpackages.go) and says
+// The warm builder's run step, and a builder Job's build container
+// (countedCommand), count the Go packages the image's `go:` paths need
+// before the command runs (helper/countpackages.go) and say
 // so in one line of the build's output: "devloop: 1180 Go packages in
 // the build (go list -deps)". On a cold cache the build compiles that
 // many (fewer where the cache has some), so the count has an end.
@@ -111,7 +112,16 @@ func (s *imageBuilds) progressKey(img string) string {
 // Job's pod compiled so far (its whole log, read as the tenant). A log
 // that cannot be read leaves the last count.
 func (s *imageBuilds) countJobProgress(ctx context.Context, logs pods.LogReader, img, job string, pod *corev1.Pod) {
-	n, err := logs.CountLines(ctx, s.env.Namespace, pod.Name, ContainerBuild, compiledPackage)
+	// The total is a line of the same log (countedCommand's helper),
+	// read on the way.
+	total := 0
+	n, err := logs.CountLines(ctx, s.env.Namespace, pod.Name, ContainerBuild, func(line string) bool {
+		if t, ok := packagesTotal(line); ok {
+			total = t
+			return false
+		}
+		return compiledPackage(line)
+	})
 	if err != nil {
 		return
 	}
@@ -120,7 +130,7 @@ func (s *imageBuilds) countJobProgress(ctx context.Context, logs pods.LogReader,
 		after = time.Since(since)
 	}
 	last, _ := s.e.progress.Get(s.progressKey(img))
-	next := jobsProgress{job: {packages: n, after: after}}
+	next := jobsProgress{job: {packages: n, total: total, after: after}}
 	for j, p := range last {
 		if j != job {
 			next[j] = p
@@ -139,6 +149,7 @@ func (s *imageBuilds) jobProgress(img string, running []string) buildProgress {
 		if p, ok := last[job]; ok {
 			kept[job] = p
 			sum.packages += p.packages
+			sum.total += p.total
 			sum.after = max(sum.after, p.after)
 		}
 	}

@@ -104,3 +104,55 @@ func TestWarmBuildProgressHasATotal(t *testing.T) {
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
 	g.Expect(operatortest.WarmExec.CallsWith(`--count-packages ["./cmd/api"]`)).To(BeNumerically(">=", 1))
 }
+
+// TestBuilderJobProgressHasATotal (issue 42): a warm build says "305 of
+// 816 packages compiled"; a builder Job said only "N packages compiled".
+// For an image whose paths name its Go packages (go:cmd/api), the Job's
+// build container runs the helper (installed into the tools volume) that
+// counts their dependencies (go list -deps) once and then runs the build
+// command in its place, and the message reads the total from the log:
+// "2 of 1180 packages compiled".
+func TestBuilderJobProgressHasATotal(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := operatortest.Namespace(t)
+	operatortest.CreateDeployer(t, ns, operatortest.Deployer)
+	operatortest.AppFiles(t, ns, map[string]string{"go.mod": "module example.com/api\n\ngo 1.22\n",
+		"cmd/api/main.go": "package main // " + ns + "\nfunc main() {}\n"})
+	env := amd64APIEnv(ns)
+	env.Spec.Components[0].Images[0].Paths = []string{"go:cmd/api"}
+	key := operatortest.CreateEnv(t, env)
+	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
+	inits := job.Spec.Template.Spec.InitContainers
+	builder := inits[len(inits)-1]
+	g.Expect(builder.Name).To(Equal(build.ContainerBuild))
+	g.Expect(builder.Command).To(Equal(append([]string{pods.ToolsHelper, "helper", "count-packages", "--packages", `["./cmd/api"]`, "--"},
+		env.Spec.Components[0].Images[0].Run.Command...)), "the helper counts, then runs the build command")
+	g.Expect(inits).To(ContainElement(HaveField("Name", pods.ContainerInstall)), "the helper is installed for the build container")
+	g.Expect(builder.VolumeMounts).To(ContainElement(HaveField("MountPath", pods.ToolsDir)))
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-" + string(job.UID)[:5],
+			Labels:          map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: job.Spec.Template.Spec,
+	}
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{
+		operatortest.Terminated(pods.ContainerFetch, 0, ""),
+		operatortest.Terminated(pods.ContainerInstall, 0, ""),
+		{Name: build.ContainerBuild, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Minute))}}},
+	}
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	total := fmt.Sprintf("%s 1180 %s", build.PackagesTotalPrefix, build.PackagesTotalSuffix)
+	operatortest.PodLogs.Set(ns, pod.Name, build.ContainerBuild, "go: downloading k8s.io/api v0.34.0\n"+total+"\ninternal/goarch\nruntime\n")
+
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		api := env.Status.Component("api")
+		g.Expect(api).NotTo(BeNil())
+		g.Expect(api.Phase).To(Equal(v1alpha1.PhaseBuilding))
+		g.Expect(api.Message).To(MatchRegexp(`building image api in job %s: 2 of 1180 packages compiled in 1m\d+s`, job.Name))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+}

@@ -3,6 +3,8 @@ package source
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -56,4 +58,40 @@ func waitingForPush(env *v1alpha1.DevEnvironment, index int, err error) (*fault.
 		Err: fmt.Errorf("spec.sources[%d] (%s): waiting for %s to %s:%s (kubectl devloop push)",
 			index, src.Name, which, np.repository, np.tag),
 	}, true
+}
+
+// Unpushed is the Waiting error of those of names whose tag is not pushed
+// yet, in the spec's order, or nil when none of them waits. Resolve does
+// not stop at such a source: a component reading only pushed sources is
+// built and deployed, and one reading an unpushed source waits with this
+// error as its message.
+func (s *Sources) Unpushed(names []string) *fault.WaitingError {
+	return s.unpushedOf(func(name string) bool { return slices.Contains(names, name) })
+}
+
+// AnyUnpushed is the Waiting error of every source not pushed yet, or nil.
+func (s *Sources) AnyUnpushed() *fault.WaitingError {
+	return s.unpushedOf(func(string) bool { return true })
+}
+
+func (s *Sources) unpushedOf(selected func(name string) bool) *fault.WaitingError {
+	if s == nil || len(s.unpushed) == 0 {
+		return nil
+	}
+	var msgs []string
+	var after time.Duration
+	for _, src := range s.env.Spec.Sources {
+		w, ok := s.unpushed[src.Name]
+		if !ok || !selected(src.Name) {
+			continue
+		}
+		msgs = append(msgs, w.Error())
+		if after == 0 || w.RequeueAfter < after {
+			after = w.RequeueAfter
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &fault.WaitingError{Reason: v1alpha1.ReasonWaiting, RequeueAfter: after, Err: errors.New(strings.Join(msgs, "; "))}
 }

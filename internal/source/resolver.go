@@ -39,6 +39,9 @@ type Sources struct {
 	refs map[string]Ref
 	// artifacts are the sources fetched during this reconcile.
 	artifacts map[string]*Artifact
+	// unpushed are the sources whose tag is not pushed yet, by name, set
+	// by Resolve (Unpushed).
+	unpushed map[string]*fault.WaitingError
 }
 
 // Begin starts one reconcile's sources of env; nothing is resolved until
@@ -81,6 +84,7 @@ func (s *Sources) Resolve(ctx context.Context) (time.Duration, error) {
 	now := time.Now()
 	request := s.env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	s.refs = map[string]Ref{}
+	s.unpushed = nil
 	var kept []v1alpha1.SourceStatus
 	for i := range s.env.Spec.Sources {
 		src := s.env.Spec.Sources[i]
@@ -115,15 +119,26 @@ func (s *Sources) Resolve(ctx context.Context) (time.Duration, error) {
 			if err == nil {
 				ref, err = fetcher.Resolve(ctx, s.env.Namespace, src)
 			}
+			if waiting, ok := waitingForPush(s.env, i, err); ok {
+				// Only what reads this source waits for its push: the
+				// others go on resolving, and their components on
+				// building and deploying (Unpushed).
+				if s.unpushed == nil {
+					s.unpushed = map[string]*fault.WaitingError{}
+				}
+				s.unpushed[src.Name] = waiting
+				if next == 0 || waiting.RequeueAfter < next {
+					next = waiting.RequeueAfter
+				}
+				kept = append(kept, st)
+				continue
+			}
 			if err != nil {
 				// What the other sources last resolved stays in status.
 				for _, rest := range s.env.Spec.Sources[i:] {
 					kept = append(kept, sourceStatus(s.env, rest.Name))
 				}
 				s.env.Status.Sources = kept
-				if waiting, ok := waitingForPush(s.env, i, err); ok {
-					return next, waiting
-				}
 				return next, sourceError(fieldError(s.env, src.Name, err))
 			}
 			changed := !ok || last.spec != specHash || last.request != request || last.ref.Key() != ref.Key()

@@ -24,7 +24,7 @@ import (
 )
 
 // Steps are the helper steps this package runs, by name.
-var Steps = []string{"assemble", "install", "idle", "build", "gocacheprog"}
+var Steps = []string{"assemble", "install", "idle", "build", "gocacheprog", "count-packages"}
 
 // Run runs one of Steps: args[0] is its name, the rest its flags.
 func Run(ctx context.Context, args []string) error {
@@ -44,6 +44,9 @@ func Run(ctx context.Context, args []string) error {
 	case "gocacheprog":
 		// The go command's build cache, with the team's (teamcache.Prog).
 		return gocacheprogStep(ctx, args[1:])
+	case "count-packages":
+		// A builder Job's build command, after counting its packages.
+		return countStep(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown build helper step %q: want one of %v", args[0], Steps)
 	}
