@@ -58,7 +58,7 @@ func (r *DevEnvironmentReconciler) reconcileComponents(ctx context.Context, s *s
 		}
 		if err := r.reconcileComponent(ctx, s, name, st, &w); err != nil {
 			st.Phase = v1alpha1.PhaseFailed
-			if fault.IsUnavailable(err) && fault.AsStalled(err) == nil {
+			if o := classify(err); o.dependencyDown && o.class != stalling {
 				// A registry that is down is waited for, not a failure of
 				// the component; one that stalled the environment (a host
 				// that never resolves) is the component's failure.
@@ -171,9 +171,9 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 	if failures != nil {
 		var transient, unavailable []error
 		for _, err := range w.failed {
-			switch {
-			case fault.AsStalled(err) != nil || fault.IsPermanent(err):
-			case fault.IsUnavailable(err):
+			switch o := classifyComponent(err); {
+			case o.class == stalling:
+			case o.dependencyDown:
 				unavailable = append(unavailable, err)
 			default:
 				transient = append(transient, err)
@@ -185,11 +185,7 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 		case len(unavailable) > 0:
 			return fault.Unavailable(failures)
 		}
-		reason := v1alpha1.ReasonDeployFailed
-		if stalled := fault.AsStalled(w.failed[0]); stalled != nil {
-			reason = stalled.Reason
-		}
-		return fault.Stalled(reason, failures)
+		return fault.Stalled(classifyComponent(w.failed[0]).reason, failures)
 	}
 	if w.deploys {
 		// Nothing watches the deployed objects: a Ready environment looks

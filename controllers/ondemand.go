@@ -36,12 +36,12 @@ func (s *scope) offReason(name string) string {
 // failure to remove keeps the status, so the next reconcile tries again.
 func (r *DevEnvironmentReconciler) turnOff(ctx context.Context, s *scope, name, reason string, st *v1alpha1.ComponentStatus) error {
 	st.WaitingFor = nil
-	if st.Release != nil || len(st.Inventory) > 0 {
+	if st.OwnsObjects() {
+		// The deploy engine removes them and clears them from st.
 		log.FromContext(ctx).Info("removing what a turned-off component deployed", "component", name)
 		if err := r.Engines.Deploy.Finalize(ctx, s.request(s.plan.Components[name], st, nil)); err != nil {
 			return fmt.Errorf("removing what it deployed: %w", err)
 		}
-		st.Release, st.Inventory, st.Drift = nil, nil, nil
 	}
 	st.Phase, st.Message = v1alpha1.PhaseDisabled, reason
 	return nil

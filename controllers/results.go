@@ -5,9 +5,6 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-
-	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // defaultWaitInterval is how soon an environment waiting on work in
@@ -30,17 +27,17 @@ const defaultWaitInterval = 5 * time.Second
 //
 // waited is how long the environment has not been Ready.
 func resultFor(err error, waited time.Duration) (ctrl.Result, error) {
-	switch {
-	case err == nil:
+	switch o := classify(err); o.class {
+	case settled:
 		return ctrl.Result{}, nil
-	case fault.AsStalled(err) != nil:
+	case stalling:
 		// The status says Stalled; returning the error would only add a
 		// backoff loop that cannot succeed.
 		return ctrl.Result{}, nil
-	case isWait(err):
+	case waitingOutside:
 		return ctrl.Result{RequeueAfter: waitRetry(waited, rand.Float64())}, nil
-	case fault.AsWaiting(err) != nil:
-		after := fault.AsWaiting(err).RequeueAfter
+	case progressing:
+		after := o.after
 		if after <= 0 {
 			after = defaultWaitInterval
 		}
@@ -54,12 +51,7 @@ func resultFor(err error, waited time.Duration) (ctrl.Result, error) {
 // that heals by itself: a dependency down (fault.Unavailable), or a
 // WaitingError with reason Waiting and no interval of its own. Any engine
 // reporting either gets the wait schedule, its log line and its event.
-func isWait(err error) bool {
-	if w := fault.AsWaiting(err); w != nil {
-		return w.Reason == v1alpha1.ReasonWaiting && w.RequeueAfter <= 0
-	}
-	return fault.IsUnavailable(err)
-}
+func isWait(err error) bool { return classify(err).class == waitingOutside }
 
 // The wait schedule's bounds: a first retry soon (DNS catching up, a
 // registry restarting), and never more than waitRetryMax between tries,

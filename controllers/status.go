@@ -29,7 +29,7 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 	st.ComponentsReady = componentsReady(env)
 	st.LastTestResult = st.LatestTestResult()
 
-	stalling, waiting := fault.AsStalled(outcome), fault.AsWaiting(outcome)
+	o := classify(outcome)
 	switch {
 	case env.Spec.Suspend:
 		// Suspension changes nothing deployed; Ready keeps its status and
@@ -42,24 +42,24 @@ func summarize(env *v1alpha1.DevEnvironment, outcome error) {
 		removeCondition(env, v1alpha1.ConditionReconciling)
 		removeCondition(env, v1alpha1.ConditionStalled)
 		st.ObservedGeneration = env.Generation
-	case outcome == nil:
+	case o.class == settled:
 		setReady(env, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, readyMessage(env))
 		removeCondition(env, v1alpha1.ConditionReconciling)
 		removeCondition(env, v1alpha1.ConditionStalled)
 		st.ObservedGeneration = env.Generation
-	case stalling != nil:
-		setReady(env, metav1.ConditionFalse, stalling.Reason, outcome.Error())
-		setCondition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, stalling.Reason, outcome.Error())
+	case o.class == stalling:
+		setReady(env, metav1.ConditionFalse, o.reason, outcome.Error())
+		setCondition(env, v1alpha1.ConditionStalled, metav1.ConditionTrue, o.reason, outcome.Error())
 		removeCondition(env, v1alpha1.ConditionReconciling)
 		st.ObservedGeneration = env.Generation
-	case waiting != nil:
-		setReady(env, metav1.ConditionFalse, waiting.Reason, outcome.Error())
-		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, waiting.Reason, outcome.Error())
+	case o.class == progressing || (o.class == waitingOutside && !o.retryingDependency):
+		setReady(env, metav1.ConditionFalse, o.reason, outcome.Error())
+		setCondition(env, v1alpha1.ConditionReconciling, metav1.ConditionTrue, o.reason, outcome.Error())
 		removeCondition(env, v1alpha1.ConditionStalled)
 		// kstatus reads Reconciling as in progress: the generation the
 		// operator is acting on is observed, so status says which.
 		st.ObservedGeneration = env.Generation
-	case fault.IsUnavailable(outcome):
+	case o.class == waitingOutside:
 		// Something the environment needs (a registry, a git server) is
 		// down: retried on the wait schedule (resultFor), and it heals by
 		// itself when it comes back.

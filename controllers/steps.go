@@ -93,7 +93,7 @@ func (r *DevEnvironmentReconciler) removeDropped(ctx context.Context, s *scope, 
 	env := s.env
 	for i := range env.Status.Components {
 		st := &env.Status.Components[i]
-		if _, ok := p.Components[st.Name]; ok || (st.Release == nil && len(st.Inventory) == 0) {
+		if _, ok := p.Components[st.Name]; ok || !st.OwnsObjects() {
 			continue
 		}
 		// Status says what it deployed: the engine removes both kinds.

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	"github.com/devloop-dev/devloop/internal/fault"
 )
 
 // recordTransition tells what changed in Ready, once per change:
@@ -43,23 +42,24 @@ func (r *DevEnvironmentReconciler) recordTransition(ctx context.Context, before,
 	if r.Recorder == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message) {
 		return
 	}
-	stalling, waiting := fault.AsStalled(outcome), fault.AsWaiting(outcome)
-	switch {
-	case stalling != nil:
+	switch o := classify(outcome); o.class {
+	case stalling:
 		if wasStalled := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionStalled); wasStalled == nil ||
-			wasStalled.Status != metav1.ConditionTrue || wasStalled.Reason != stalling.Reason {
-			r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, stalling.Reason, "Reconcile", "%s", now.Message)
+			wasStalled.Status != metav1.ConditionTrue || wasStalled.Reason != o.reason {
+			r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, o.reason, "Reconcile", "%s", now.Message)
 		}
-	case isWait(outcome):
+	case waitingOutside:
 		if reasonChanged {
 			r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, v1alpha1.ReasonWaiting, "Reconcile", "%s", now.Message)
 		}
-	case waiting != nil:
+	case progressing:
 		// Progress is not news; the condition carries it.
-	case outcome != nil:
+	case retrying:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1alpha1.ReasonReconcileError, "Reconcile", "%s", now.Message)
-	case now.Status == metav1.ConditionTrue && (old == nil || old.Status != now.Status):
-		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, now.Reason, "Reconcile", "%s", now.Message)
+	case settled:
+		if now.Status == metav1.ConditionTrue && (old == nil || old.Status != now.Status) {
+			r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, now.Reason, "Reconcile", "%s", now.Message)
+		}
 	}
 }
 

@@ -251,10 +251,11 @@ func printImages(ctx context.Context, k8s client.Client, keys []client.ObjectKey
 			for _, img := range c.Images {
 				fmt.Printf("    built %s@%s\n      tags: %s\n", img.Repository, img.Digest, strings.Join(img.Tags, ", "))
 			}
-			for _, o := range c.Inventory {
+			objs, _ := c.OwnedObjects()
+			for _, o := range objs {
 				fmt.Printf("    deployed %s %s/%s (as %s)\n", o.Kind, o.Namespace, o.Name, env.Spec.ServiceAccountName)
 			}
-			if pinned := cronJobImages(ctx, k8s, env.Namespace, c.Inventory); len(pinned) > 0 {
+			if pinned := cronJobImages(ctx, k8s, env.Namespace, objs); len(pinned) > 0 {
 				fmt.Printf("      its pod template runs %s\n", strings.Join(pinned, ", "))
 			}
 		}

@@ -12,8 +12,8 @@ import (
 // backend builds one image whose inputs are known (ko's build.Interface is
 // the model). In-process, builder Jobs and warm builders are the three
 // backends; the policies every build follows — build only changed inputs,
-// push, record in status — are decorators around one
-// (backend_policies.go). A new backend (BuildKit in a pod, a remote
+// push, record in status (backend_policies.go), take turns on the build
+// cache claim (lanes.go) — are decorators around one. A new backend (BuildKit in a pod, a remote
 // builder) is one file with a type that has this method and one case in
 // backendFor.
 type backend interface {
@@ -38,6 +38,10 @@ type imageBuild struct {
 	// builder that reported a digest the registry no longer holds is run
 	// again rather than trusted.
 	missing bool
+	// turn is the image's turn on its build cache claim, set by
+	// takingTurns: a backend asks it (waitTurn) before it starts a
+	// builder.
+	turn *turn
 }
 
 // built is what a backend (or a decorator) did with an image.
@@ -65,5 +69,5 @@ func (s *imageBuilds) backendFor(img *v1alpha1.ImageSpec) backend {
 	default:
 		b = builderJobs{s}
 	}
-	return onlyChanged{s, recording{s, publishing{s, b}}}
+	return onlyChanged{s, recording{s, publishing{s, takingTurns{s, b}}}}
 }

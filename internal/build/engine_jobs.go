@@ -58,7 +58,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 		job := &batchv1.Job{}
 		err := s.e.Cache.Get(ctx, types.NamespacedName{Namespace: s.env.Namespace, Name: jobName}, job)
 		if apierrors.IsNotFound(err) {
-			busy, err := s.busyLane(ctx, img, p, s.cacheClaimOf(img))
+			busy, err := b.waitTurn(ctx, p)
 			if err != nil {
 				return nil, "", err
 			}

@@ -132,7 +132,7 @@ func (s *imageBuilds) warmRunOf(ctx context.Context, b *imageBuild, req JobReque
 	// claim, compiles what this build would: the build starts after it
 	// (its end reconciles). Other warm builds of the lane are waited for
 	// in memory (runInLane).
-	if busy, err := s.busyLane(ctx, img, p, req.CacheClaim); err != nil || busy != "" {
+	if busy, err := b.waitTurn(ctx, p); err != nil || busy != "" {
 		return nil, busy, err
 	}
 	// The steps are written once the claim names the token; a request
@@ -147,7 +147,7 @@ func (s *imageBuilds) warmRunOf(ctx context.Context, b *imageBuild, req JobReque
 		claim:   WarmClaimStep(claimKey(key), newBuildToken()),
 		steps:   func(token string) ([]WarmStep, error) { return WarmBuildSteps(req, token) },
 		timeout: s.e.buildTimeout(img.Run), attempt: attempt,
-		lane: laneOf(req.Namespace, req.CacheClaim, p), holder: "image " + img.Name,
+		lane: b.turn.lane(p), holder: "image " + img.Name,
 		image: img.Name, builder: pod.Namespace + "/" + pod.Name,
 	}, func(ctx context.Context, step WarmStep, stdout, stderr io.Writer) error {
 		if exec != nil {

@@ -26,14 +26,21 @@ import (
 // platform): builds for other platforms compile other objects and may run
 // at once.
 //
+// The turn is a policy around every backend, like the others
+// (takingTurns, below): a backend asks it before it starts a builder, and
+// only the decorator hands it one, so no backend starts one unasked.
+//
 // Who waits for whom (issue 42: GPU Operator's warm-built operator and
-// Job-built validator compiled k8s.io/api side by side):
-//   - a builder Job waits while another image's builder Job of the lane
-//     runs, while a warm build of the lane runs (busyWarmBuild), and while
-//     a test Job of the claim runs;
+// Job-built validator compiled k8s.io/api side by side), whatever the
+// mix, one image moved from one backend to the other included:
+//   - a builder Job waits while a builder Job of the lane that it does
+//     not replace runs (another image's: a new Job of an image deletes
+//     its earlier ones), while a warm build of the lane runs, its own
+//     image's too (busyWarmBuild), and while a test Job of the claim runs;
 //   - a warm build waits, before it starts, while a builder Job of the
-//     lane or a test Job of the claim runs, and after it starts, in
-//     memory, for the lane's other warm builds (lanes below).
+//     lane (its own image's too) or a test Job of the claim runs, and
+//     after it starts, in memory, for the lane's other warm builds (lanes
+//     below; its own image's earlier build is stopped by its claim).
 //
 // What says a builder Job runs is the Job; what says a warm build runs is
 // the image's status (Build.Result Running, written when it starts, kept
@@ -47,6 +54,45 @@ import (
 // cache claim it mounts: the lane's other Jobs (and the test Jobs of the
 // claim) are found by it.
 const LabelBuildCache = pods.LabelBuildCache
+
+// takingTurns hands the backend its image's turn on the cache claim's
+// lanes (backendFor wraps every backend in it). In-process builds start
+// no builder and never ask.
+type takingTurns struct {
+	s    *imageBuilds
+	next backend
+}
+
+func (d takingTurns) build(ctx context.Context, b *imageBuild) (built, error) {
+	b.turn = &turn{s: d.s, img: b.img, claim: d.s.cacheClaimOf(b.img)}
+	return d.next.build(ctx, b)
+}
+
+// turn is one image build's place in its claim's lanes.
+type turn struct {
+	s     *imageBuilds
+	img   *v1alpha1.ImageSpec
+	claim string
+}
+
+// wait names what a builder of the image for platform waits for before
+// it may start ("" when it is its turn).
+func (t *turn) wait(ctx context.Context, platform string) (string, error) {
+	return t.s.busyLane(ctx, t.img, platform, t.claim)
+}
+
+// lane is the lane a warm build for platform holds in memory while it
+// runs ("" without a claim).
+func (t *turn) lane(platform string) string { return laneOf(t.s.env.Namespace, t.claim, platform) }
+
+// waitTurn is wait for a backend: one reached without takingTurns
+// starts no builder.
+func (b *imageBuild) waitTurn(ctx context.Context, platform string) (string, error) {
+	if b.turn == nil {
+		return "", fmt.Errorf("image %s: built outside backendFor, without a turn on its build cache claim", b.img.Name)
+	}
+	return b.turn.wait(ctx, platform)
+}
 
 // laneOf is the lane of a build on claim in namespace for platform (""
 // without a claim: no lane, no waiting). Claim names repeat across
@@ -80,10 +126,11 @@ func (s *imageBuilds) busyLane(ctx context.Context, img *v1alpha1.ImageSpec, pla
 	return s.busyTestJob(ctx, img, claim)
 }
 
-// busyLaneJob names the unfinished builder Job of another image in the
-// lane of img's build for platform ("" when none). The API server is
-// asked, not the cache, so a Job created earlier in this reconcile is
-// seen.
+// busyLaneJob names an unfinished builder Job in the lane of img's build
+// for platform ("" when none): another image's, or img's own when img is
+// now built warm (a builder Job of img deletes its earlier ones; a warm
+// build stops none). The API server is asked, not the cache, so a Job
+// created earlier in this reconcile is seen.
 func (s *imageBuilds) busyLaneJob(ctx context.Context, img *v1alpha1.ImageSpec, platform, claim string) (string, error) {
 	if claim == "" || s.e.APIReader == nil {
 		return "", nil
@@ -97,7 +144,8 @@ func (s *imageBuilds) busyLaneJob(ctx context.Context, img *v1alpha1.ImageSpec, 
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if job.Labels[v1alpha1.LabelImage] == v1alpha1.LabelValue(img.Name) || !metav1.IsControlledBy(job, s.env) ||
+		replaces := !img.Run.KeepWarm && job.Labels[v1alpha1.LabelImage] == v1alpha1.LabelValue(img.Name)
+		if replaces || !metav1.IsControlledBy(job, s.env) ||
 			!job.DeletionTimestamp.IsZero() || jobEnded(job) {
 			continue
 		}
@@ -107,8 +155,8 @@ func (s *imageBuilds) busyLaneJob(ctx context.Context, img *v1alpha1.ImageSpec, 
 	return "", nil
 }
 
-// busyWarmBuild names a running warm build of another image in the lane
-// of img's build for platform ("" when none): one this process runs or
+// busyWarmBuild names a running warm build in the lane of img's build
+// for platform, img's own included ("" when none): one this process runs or
 // queues, or one status says runs (an earlier operator process's, which
 // the next reconcile of its image adopts) unless this process saw every
 // build of that warm builder end, or the build started longer ago than
@@ -128,19 +176,23 @@ func (s *imageBuilds) busyWarmBuild(img *v1alpha1.ImageSpec, platform, claim str
 		return fmt.Sprintf("image %s waits for the build of image %s in warm builder %s, which shares build cache claim %s: one compile at a time",
 			img.Name, other, pod, claim)
 	}
-	if other, pod, ok := warm.runningIn(lane, img.Name); ok {
+	// img's own warm build counts too: img was built warm until its
+	// spec said otherwise, and a builder Job stops no warm build.
+	if other, pod, ok := warm.runningIn(lane, ""); ok {
 		return say(other, pod)
 	}
 	for _, c := range s.env.Spec.Components {
 		st := s.env.Status.Component(c.Name)
 		for i := range c.Images {
 			other := &c.Images[i]
-			if other.Name == img.Name || other.Run == nil || !other.Run.KeepWarm || st == nil ||
+			own := other.Name == img.Name
+			if other.Run == nil || (!own && !other.Run.KeepWarm) || st == nil ||
 				!slices.Contains(other.BuildPlatforms(), platform) || s.cacheClaimOf(other) != claim {
 				continue
 			}
 			ist := st.Image(other.Name)
 			if ist == nil || ist.Build == nil || ist.Build.Result != v1alpha1.BuildRunning || ist.Build.StartTime == nil ||
+				(own && ist.Build.Job != WarmPodName(s.env.Name, img.Name, platform)) ||
 				time.Since(ist.Build.StartTime.Time) > s.e.buildTimeout(other.Run)+warmGrace(s.e.buildTimeout(other.Run)) ||
 				warm.sawEnd(s.env.Namespace, ist.Build.Job) {
 				continue

@@ -78,7 +78,7 @@ func TestWarmRunsInALaneAreSeenByJobs(t *testing.T) {
 		t.Errorf("a running warm build of the lane: got %q %q %v", other, pod, ok)
 	}
 	if _, _, ok := w.runningIn(lane, "gpu-operator"); ok {
-		t.Error("an image's own warm build holds back its builder Jobs")
+		t.Error("runningIn counts the image it was asked to leave out")
 	}
 	if _, _, ok := w.runningIn(laneOf("b", "gpu-operator-src-1234-gocache", "linux/amd64"), "nvidia-validator"); ok {
 		t.Error("a warm build holds back a lane of another namespace")
@@ -102,5 +102,15 @@ func TestWarmRunsInALaneAreSeenByJobs(t *testing.T) {
 	}
 	if w.sawEnd("a", "another-warm") {
 		t.Error("a warm builder this process never ran a build in is seen ended")
+	}
+}
+
+// TestABackendWithoutItsTurnStartsNoBuilder: the turn on the build cache
+// claim comes only from the takingTurns decorator; a backend reached
+// without it (not through backendFor) is refused, not let through.
+func TestABackendWithoutItsTurnStartsNoBuilder(t *testing.T) {
+	b := &imageBuild{img: &v1alpha1.ImageSpec{Name: "api"}}
+	if _, err := b.waitTurn(context.Background(), "linux/amd64"); err == nil {
+		t.Error("a build without a turn on its claim may start a builder")
 	}
 }

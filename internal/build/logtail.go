@@ -8,6 +8,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/memo"
+	"github.com/devloop-dev/devloop/internal/pods"
 )
 
 // runningTailInterval is how often a running build's log tail in status
@@ -34,12 +35,9 @@ func (s *imageBuilds) refreshJobTail(ctx context.Context, img *v1alpha1.ImageSpe
 	if !started(pod, ContainerBuild) {
 		return
 	}
-	logs := s.e.Logs
-	if s.e.LogsFor != nil {
-		var err error
-		if logs, err = s.e.LogsFor(s.tenant); err != nil {
-			return
-		}
+	logs, err := pods.ReaderFor(s.e.LogsFor, s.e.Logs, s.tenant)
+	if err != nil || logs == nil {
+		return
 	}
 	s.countJobProgress(ctx, logs, img.Name, ist.Build.Job, pod)
 	out, err := logs.TailLog(ctx, s.env.Namespace, pod.Name, ContainerBuild, 40)

@@ -21,10 +21,6 @@ ended otherwise first (it finished before the cancel took effect).`,
 		Example: `  kubectl devloop cancel volcano e2e-tests-all`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if timeout > 0 {
 				var cancel context.CancelFunc
@@ -32,7 +28,7 @@ ended otherwise first (it finished before the cancel took effect).`,
 				defer cancel()
 			}
 			name, suite := args[0], args[1]
-			env, err := s.getEnv(ctx, name)
+			s, env, err := a.connectTo(ctx, name)
 			if err != nil {
 				return err
 			}

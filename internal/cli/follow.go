@@ -30,13 +30,37 @@ func (a *app) connectTo(ctx context.Context, name string) (*session, *v1alpha1.D
 	return s, env, nil
 }
 
+// connectFind is connectTo for a command that may run before its
+// environment exists (writing a Secret it will read): env is nil then.
+func (a *app) connectFind(ctx context.Context, name string) (*session, *v1alpha1.DevEnvironment, error) {
+	s, err := a.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := findEnv(ctx, s, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, env, nil
+}
+
 // getEnv reads an environment, saying where it looked when it is not there.
 func (s *session) getEnv(ctx context.Context, name string) (*v1alpha1.DevEnvironment, error) {
+	env, err := findEnv(ctx, s, name)
+	if err == nil && env == nil {
+		return nil, fmt.Errorf("devenvironment %q not found in namespace %q of context %q: list them with `kubectl get devenv -A`, pick the namespace with -n", name, s.namespace, s.context)
+	}
+	return env, err
+}
+
+// findEnv reads an environment; nil, and no error, when there is none (a
+// Secret is often written before the environment that names it).
+func findEnv(ctx context.Context, s *session, name string) (*v1alpha1.DevEnvironment, error) {
 	env := &v1alpha1.DevEnvironment{}
 	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, env)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("devenvironment %q not found in namespace %q of context %q: list them with `kubectl get devenv -A`, pick the namespace with -n", name, s.namespace, s.context)
+		return nil, nil
 	case meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("the cluster of context %q has no DevEnvironment API (devloop.dev/v1alpha1): is devloop installed there?", s.context)
 	case err != nil:

@@ -38,12 +38,9 @@ func (a *app) targetPods(ctx context.Context, s *session, env *v1alpha1.DevEnvir
 	if st == nil {
 		return nil, fmt.Errorf("component %s has no status yet: the operator has not reached it (see `kubectl devloop status %s`)", t.component, env.Name)
 	}
-	objs := append([]v1alpha1.ObjectRef(nil), st.Inventory...)
-	if st.Release != nil {
-		// The operator records the release's workloads in status, so the
-		// plugin need not read Helm's storage.
-		objs = append(objs, st.Release.Workloads...)
-	}
+	// The operator records the release's workloads in status, so the
+	// plugin need not read Helm's storage.
+	objs, _ := st.OwnedObjects()
 	pods, err := s.podsOf(ctx, env.Namespace, objs)
 	if err != nil || len(pods) > 0 || st.Release == nil {
 		return pods, err
@@ -52,7 +49,7 @@ func (a *app) targetPods(ctx context.Context, s *session, env *v1alpha1.DevEnvir
 	// operator it installs, say), or a release whose status records no
 	// workloads (written by an older operator), still labels its pods by
 	// convention.
-	if len(st.Release.Workloads) == 0 && !t.noted {
+	if len(objs) == 0 && !t.noted {
 		t.noted = true
 		fmt.Fprintf(a.errOut(), "note: status records no workloads of Helm release %s/%s; looking for pods labelled %s=%s\n", st.Release.Namespace, st.Release.Name, helmInstanceLabel, st.Release.Name)
 	}

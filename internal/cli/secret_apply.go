@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -59,11 +58,7 @@ func newLocalObject(kind, name string, secretType corev1.SecretType, data map[st
 // ServiceAccount may), so without the request a change would wait for the
 // next reconcile for another reason.
 func (a *app) writeObject(ctx context.Context, envName string, o *localObject, dryRun bool) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	env, err := findEnv(ctx, s, envName)
+	s, env, err := a.connectFind(ctx, envName)
 	if err != nil {
 		return err
 	}
@@ -140,22 +135,6 @@ func (a *app) writeObject(ctx context.Context, envName string, o *localObject, d
 	}
 	fmt.Fprintf(a.out(), "asked devenvironment/%s to reconcile\n", envName)
 	return nil
-}
-
-// findEnv reads the environment; nil when it does not exist (a Secret is
-// often written before the environment that names it).
-func findEnv(ctx context.Context, s *session, name string) (*v1alpha1.DevEnvironment, error) {
-	env := &v1alpha1.DevEnvironment{}
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, env)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("the cluster of context %q has no DevEnvironment API (devloop.dev/v1alpha1): is devloop installed there?", s.context)
-	case err != nil:
-		return nil, fmt.Errorf("reading devenvironment %s/%s: %w", s.namespace, name, err)
-	}
-	return env, nil
 }
 
 // existing reads the object as it is now and returns its resourceVersion

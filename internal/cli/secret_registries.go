@@ -53,11 +53,7 @@ func repositoryHost(repo string) string {
 // neededRegistries reads env and says which registries --docker-config
 // is to copy for the Secret secret.
 func (a *app) neededRegistries(ctx context.Context, envName, secret string) ([]string, error) {
-	s, err := a.connect()
-	if err != nil {
-		return nil, err
-	}
-	env, err := findEnv(ctx, s, envName)
+	_, env, err := a.connectFind(ctx, envName)
 	if err != nil {
 		return nil, err
 	}

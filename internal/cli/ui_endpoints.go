@@ -46,7 +46,8 @@ func (u *uiActions) endpointsOf(ctx context.Context, s *session, env *v1alpha1.D
 		namespaces[p.Namespace] = true
 	}
 	if st := env.Status.Component(component); st != nil {
-		for _, r := range st.Inventory {
+		objs, _ := st.OwnedObjects()
+		for _, r := range objs {
 			if r.Kind == "Service" && r.Group == "" {
 				ns := r.Namespace
 				if ns == "" {

@@ -55,18 +55,15 @@ func (u *uiActions) Objects(ctx context.Context, namespace, name, component stri
 }
 
 // componentObjects are the objects a component's panel shows: what its
-// manifests applied or, for a Helm component (no inventory: Helm keeps
-// the release's manifest), the workloads status lists of its release,
-// with how many more the status left out.
+// status lists as the component's (OwnedObjects: what its manifests
+// applied, its Helm release's workloads), with how many more the status
+// left out.
 func componentObjects(env *v1alpha1.DevEnvironment, component string) ([]v1alpha1.ObjectRef, int) {
 	for _, c := range env.Status.Components {
 		if c.Name != component {
 			continue
 		}
-		if len(c.Inventory) == 0 && c.Release != nil {
-			return c.Release.Workloads, int(c.Release.MoreWorkloads)
-		}
-		return c.Inventory, 0
+		return c.OwnedObjects()
 	}
 	return nil, 0
 }

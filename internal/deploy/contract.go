@@ -29,5 +29,14 @@ func (e *Engine) Finalize(ctx context.Context, req engine.Request) error {
 	if req.Component == nil {
 		return nil
 	}
-	return e.finalizeComponent(ctx, req.Env, req.Component, req.Status, req.Tenant)
+	if err := e.finalizeComponent(ctx, req.Env, req.Component, req.Status, req.Tenant); err != nil {
+		return err
+	}
+	// What was removed is no longer the component's: its status entry
+	// says so here, where it was written (a component turned off keeps
+	// its entry).
+	if st := req.Status; st != nil {
+		st.Release, st.Inventory, st.Drift = nil, nil, nil
+	}
+	return nil
 }

@@ -148,13 +148,9 @@ func Namespaces(env *v1alpha1.DevEnvironment) []string {
 			out = append(out, ns)
 		}
 	}
-	for _, st := range env.Status.Components {
-		if st.Release != nil {
-			for _, w := range st.Release.Workloads {
-				add(w.Namespace)
-			}
-		}
-		for _, o := range st.Inventory {
+	for i := range env.Status.Components {
+		objs, _ := env.Status.Components[i].OwnedObjects()
+		for _, o := range objs {
 			add(o.Namespace)
 		}
 	}

@@ -128,11 +128,9 @@ func starting(reason string) bool {
 // available: <why>)" when the log cannot be read.
 func TailFor(ctx context.Context, logsFor func(*identity.Tenant) (LogReader, error), logs LogReader,
 	t *identity.Tenant, namespace, pod, container string, lines int64) string {
-	if logsFor != nil && t != nil {
-		var err error
-		if logs, err = logsFor(t); err != nil {
-			return "(log not available: " + err.Error() + ")"
-		}
+	logs, err := ReaderFor(logsFor, logs, t)
+	if err != nil {
+		return "(log not available: " + err.Error() + ")"
 	}
 	if logs == nil {
 		return ""
@@ -142,6 +140,17 @@ func TailFor(ctx context.Context, logsFor func(*identity.Tenant) (LogReader, err
 		return "(log not available: " + err.Error() + ")"
 	}
 	return out
+}
+
+// ReaderFor is the log reader an engine reads a container's log with for
+// status: t's own (logsFor, the operator) when it is set, else logs
+// (tests without a kubelet); nil when neither is. The one choice, for
+// tails (TailFor) and counts (a build's progress) alike.
+func ReaderFor(logsFor func(*identity.Tenant) (LogReader, error), logs LogReader, t *identity.Tenant) (LogReader, error) {
+	if logsFor != nil && t != nil {
+		return logsFor(t)
+	}
+	return logs, nil
 }
 
 // TenantLogs reads container logs as t's user (its ServiceAccount,

@@ -63,3 +63,43 @@ func TestBuildImageChoosesABackendThroughTheInterface(t *testing.T) {
 		t.Error("buildImage does not call backendFor: how does it choose a backend?")
 	}
 }
+
+// TestBackendsTakeTheirTurnThroughTheDecorator: the turn per build cache
+// claim is a policy around every backend (takingTurns, lanes.go), not a
+// check each backend makes its own way: outside lanes.go no file of
+// internal/build asks who holds a lane, and backendFor wraps every
+// backend in takingTurns, so a new backend that starts builders gets its
+// turn from there (and none without it: waitTurn refuses).
+func TestBackendsTakeTheirTurnThroughTheDecorator(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join(testenv.RepoRoot(), "internal", "build"), func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanePolicy := map[string]bool{"busyLane": true, "busyLaneJob": true, "busyWarmBuild": true, "busyTestJob": true, "laneOf": true}
+	wrapped := false
+	for _, pkg := range pkgs {
+		for name, f := range pkg.Files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if fn, ok := n.(*ast.FuncDecl); ok && fn.Name.Name == "backendFor" {
+					ast.Inspect(fn.Body, func(n ast.Node) bool {
+						if id, ok := n.(*ast.Ident); ok && id.Name == "takingTurns" {
+							wrapped = true
+						}
+						return true
+					})
+				}
+				if id, ok := n.(*ast.Ident); ok && lanePolicy[id.Name] && filepath.Base(name) != "lanes.go" {
+					t.Errorf("%s: %s asks the lanes itself: take the turn from the takingTurns decorator (b.waitTurn, b.turn.lane)",
+						fset.Position(id.Pos()), id.Name)
+				}
+				return true
+			})
+		}
+	}
+	if !wrapped {
+		t.Error("backendFor does not wrap the backends in takingTurns: which backend takes turns on its build cache claim?")
+	}
+}

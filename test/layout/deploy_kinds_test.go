@@ -51,3 +51,27 @@ func deployKindTest(n ast.Node) string {
 	}
 	return ""
 }
+
+// TestOnlyTheAccessorsListWhatAComponentOwns fails when a Go file outside
+// internal/deploy and api/ reads a component status's Inventory or its
+// release's Workloads: what a component owns is asked of
+// ComponentStatus.OwnedObjects and OwnsObjects
+// (api/v1alpha1/status_owned.go), so removal, live update, the plugin's
+// logs and the dashboard follow a third deploy kind without an edit.
+// The status tree prints each field of status as written (a release
+// line, a manifests line): it shows status, it lists nothing it acts on.
+func TestOnlyTheAccessorsListWhatAComponentOwns(t *testing.T) {
+	shows := map[string]bool{"internal/cli/status_tree.go": true}
+	eachGoFile(t, false, func(fset *token.FileSet, rel string, f *ast.File) {
+		if strings.HasPrefix(rel, "internal/deploy/") || strings.HasPrefix(rel, "api/") || shows[rel] {
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Inventory" || sel.Sel.Name == "Workloads") {
+				t.Errorf("%s reads a component's %s: ask st.OwnedObjects() or st.OwnsObjects() (api/v1alpha1/status_owned.go)",
+					fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	})
+}

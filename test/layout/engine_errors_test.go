@@ -1,0 +1,42 @@
+package layout
+
+import (
+	"go/ast"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOnePlaceReadsAnEnginesError fails when a file of controllers other
+// than outcome.go looks into an engine's error (fault.AsStalled,
+// AsWaiting, IsUnavailable, IsPermanent): the class an engine reports at
+// its boundary is read once, by classify, and summarize, resultFor, the
+// transitions and the component walk act on that class. An engine (a new
+// one too) cannot be read two ways, and no step special-cases one; the
+// conditions themselves are the owners' (TestOnlyTheOwnerWritesACondition).
+func TestOnePlaceReadsAnEnginesError(t *testing.T) {
+	readers := map[string]bool{"AsStalled": true, "AsWaiting": true, "IsUnavailable": true, "IsPermanent": true}
+	read := 0
+	eachGoFile(t, false, func(fset *token.FileSet, rel string, f *ast.File) {
+		if filepath.Dir(rel) != "controllers" {
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || !isIdent(sel.X, "fault") || !readers[sel.Sel.Name] {
+				return true
+			}
+			if strings.HasSuffix(rel, "/outcome.go") {
+				read++
+				return true
+			}
+			t.Errorf("%s reads an engine's error (fault.%s): ask classify (controllers/outcome.go) for its class",
+				fset.Position(sel.Pos()), sel.Sel.Name)
+			return true
+		})
+	})
+	if read == 0 {
+		t.Fatal("controllers/outcome.go reads no fault class: is this check still about anything?")
+	}
+}
