@@ -1,0 +1,87 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/internal/identity"
+	"github.com/devloop-dev/devloop/internal/message"
+)
+
+// A ReadWriteOnce cache claim whose volume is a node's own disk (a local
+// or host-path class) can only be mounted on that node. When that node is
+// drained (cordoned), tainted away or gone, a builder that mounts the
+// claim waits for it forever. The scheduler says so on the pod; these
+// words are its volume-binding plugin's (the second, older releases').
+var volumeNodeAffinityWords = []string{"didn't match PersistentVolume's node affinity", "volume node affinity conflict"}
+
+// StrandedByVolume is the scheduler's message when pod cannot be placed
+// because a volume it mounts is bound to a node that cannot take it now,
+// "" otherwise. A node that is only full ("Insufficient cpu") is not
+// stranding: the pod gets its turn there.
+func StrandedByVolume(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
+		return ""
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+			continue
+		}
+		if strings.Contains(c.Message, "Insufficient") {
+			return ""
+		}
+		for _, w := range volumeNodeAffinityWords {
+			if strings.Contains(c.Message, w) {
+				return c.Message
+			}
+		}
+	}
+	return ""
+}
+
+// selectedNodeAnnotation is where the scheduler records the node it bound
+// a WaitForFirstConsumer claim's volume for.
+const selectedNodeAnnotation = "volume.kubernetes.io/selected-node"
+
+// DropStrandedClaim deletes the cache claim ns/name that owner controls,
+// whose volume a pod cannot reach any more (StrandedByVolume said why):
+// the next builder gets a fresh, empty claim wherever it is scheduled.
+// What was cached is lost; the build starts cold. It returns what status
+// says of it. A claim owner does not control is left alone.
+func DropStrandedClaim(ctx context.Context, tenant client.Client, ns string, owner types.UID, name, what, why string) (string, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pvc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", identity.Refused(err, "get "+what+" "+name)
+	}
+	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.UID != owner {
+		return "", nil
+	}
+	if pvc.DeletionTimestamp.IsZero() {
+		if err := tenant.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return "", identity.Refused(err, "delete "+what+" "+name)
+		}
+	}
+	where := "a node"
+	if node := pvc.Annotations[selectedNodeAnnotation]; node != "" {
+		where = "node " + node
+	}
+	return message.Truncate(fmt.Sprintf("%s %s is on %s, where no pod can run now (%s): a fresh cache on another node, this build starts cold",
+		what, name, where, schedulerReason(why)), 400), nil
+}
+
+// schedulerReason is the scheduler's message without its preemption
+// part, which says nothing more.
+func schedulerReason(msg string) string {
+	msg, _, _ = strings.Cut(msg, " preemption:")
+	return strings.TrimSuffix(strings.TrimSpace(msg), ".")
+}
