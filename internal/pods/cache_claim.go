@@ -2,7 +2,7 @@ package pods
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +38,7 @@ func EnsureCacheClaim(ctx context.Context, tenant client.Client, env *v1alpha1.D
 		// Dropped (DropStrandedClaim): a new one once it is gone, not a
 		// pod mounting one on its way out.
 		return false, &fault.WaitingError{Reason: v1alpha1.ReasonWaiting, RequeueAfter: 2 * time.Second,
-			Err: fmt.Errorf("waiting for the previous %s %s to be deleted", c.What, c.Name)}
+			Err: errors.New(droppedClaimMessage(pvc, c.What))}
 	case err == nil:
 		return metav1.IsControlledBy(pvc, env), nil
 	case !apierrors.IsNotFound(err):

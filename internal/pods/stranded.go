@@ -66,17 +66,38 @@ func DropStrandedClaim(ctx context.Context, tenant client.Client, ns string, own
 	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.UID != owner {
 		return "", nil
 	}
-	if pvc.DeletionTimestamp.IsZero() {
-		if err := tenant.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return "", identity.Refused(err, "delete "+what+" "+name)
-		}
-	}
 	where := "a node"
 	if node := pvc.Annotations[selectedNodeAnnotation]; node != "" {
 		where = "node " + node
 	}
-	return message.Truncate(fmt.Sprintf("%s %s is on %s, where no pod can run now (%s): a fresh cache on another node, this build starts cold",
-		what, name, where, schedulerReason(why)), 400), nil
+	msg := message.Truncate(fmt.Sprintf("%s %s is on %s, where no pod can run now (%s): a fresh cache on another node, this build starts cold",
+		what, name, where, schedulerReason(why)), 400)
+	if !pvc.DeletionTimestamp.IsZero() {
+		return msg, nil
+	}
+	// Kept on the claim while it goes (its protection waits for the
+	// stranded pod to be removed), so status keeps saying why meanwhile.
+	patch := client.MergeFrom(pvc.DeepCopy())
+	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, droppedAnnotation, msg)
+	if err := tenant.Patch(ctx, pvc, patch); err != nil && !apierrors.IsNotFound(err) {
+		return "", identity.Refused(err, "annotate "+what+" "+name)
+	}
+	if err := tenant.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return "", identity.Refused(err, "delete "+what+" "+name)
+	}
+	return msg, nil
+}
+
+// droppedAnnotation holds, on a cache claim DropStrandedClaim deletes,
+// what status says of it until it is gone.
+const droppedAnnotation = "devloop.dev/dropped"
+
+// droppedClaimMessage is what status says while a claim goes.
+func droppedClaimMessage(pvc *corev1.PersistentVolumeClaim, what string) string {
+	if msg := pvc.Annotations[droppedAnnotation]; msg != "" {
+		return msg
+	}
+	return fmt.Sprintf("waiting for the previous %s %s to be deleted", what, pvc.Name)
 }
 
 // schedulerReason is the scheduler's message without its preemption
