@@ -172,9 +172,10 @@ func (s *imageBuilds) removeBuilderJob(ctx context.Context, job *batchv1.Job) er
 
 // dropStrandedBuild removes a builder Job whose pod cannot be scheduled
 // because its cache claim's volume is bound to a node that takes no pods
-// now (drained, gone), and the claim with it: the next reconcile starts
-// the Job again with a fresh claim on a node that can run it. It returns
-// what status says then, "" when the Job is not stranded.
+// now (drained, gone), and the claim with it where a new claim follows
+// the next pod (pods.DropStrandedClaim): the next reconcile starts the
+// Job again with a fresh claim on a node that can run it. It returns what
+// status says then, "" when the Job is not stranded.
 func (s *imageBuilds) dropStrandedBuild(ctx context.Context, img *v1alpha1.ImageSpec, job *batchv1.Job, jobPods []corev1.Pod) (string, error) {
 	claim := s.cacheClaimOf(img)
 	if claim == "" {
@@ -193,14 +194,16 @@ func (s *imageBuilds) dropStrandedBuild(ctx context.Context, img *v1alpha1.Image
 	if err != nil {
 		return "", err
 	}
-	log.FromContext(ctx).Info("builder job stranded by its cache claim's node; starting again with a fresh cache", "job", job.Name, "claim", claim, "scheduler", why)
-	if err := tenant.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil &&
-		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return "", identity.Refused(err, "delete builder job "+job.Name)
-	}
-	msg, err := pods.DropStrandedClaim(ctx, tenant, s.env.Namespace, s.env.UID, claim, "build cache claim", why)
-	if err != nil {
+	msg, dropped, err := pods.DropStrandedClaim(ctx, tenant, s.env.Namespace, s.env.UID, claim, "build cache claim", why)
+	if err != nil || msg == "" {
 		return "", err
+	}
+	if dropped {
+		log.FromContext(ctx).Info("builder job stranded by its cache claim's node; starting again with a fresh cache", "job", job.Name, "claim", claim, "scheduler", why)
+		if err := tenant.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return "", identity.Refused(err, "delete builder job "+job.Name)
+		}
 	}
 	s.next.Poll = true // the claim's deletion is not watched
 	return fmt.Sprintf("image %s: %s", img.Name, msg), nil

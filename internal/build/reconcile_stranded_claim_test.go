@@ -133,3 +133,48 @@ func TestABuilderStrandedByItsCacheClaimsNodeStartsAgainWithAFreshClaim(t *testi
 	g.Expect(operatortest.BuilderJobs(g, other)["linux-amd64"].UID).To(Equal(otherJob.UID))
 	_ = otherKey
 }
+
+// A claim of a class that binds at once (no node recorded by the
+// scheduler) would be placed by its class alone, maybe on the drained
+// node again: devloop keeps it and its Job, and says what the build waits
+// for, never Stalled. Seen on the local cluster, whose default class
+// makes volumes on node 1 only: dropping such a claim made the next one
+// there again, over and over.
+func TestABuilderStrandedByAnImmediateClaimWaitsSayingWhy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	key := operatortest.CreateEnv(t, amd64APIEnv(ns))
+	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
+	env := &v1alpha1.DevEnvironment{}
+	g.Expect(operatortest.Admin.Get(ctx, key, env)).To(Succeed())
+	claim := build.CacheClaimName(env, "api")
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, pvc)).To(Succeed())
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-p1",
+			Labels:          map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: job.Spec.Template.Spec,
+	}
+	g.Expect(operatortest.Admin.Create(ctx, pod)).To(Succeed())
+	strandPod(t, pod)
+	operatortest.RequestReconcile(t, env)
+
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components[0].Message).To(ContainSubstring(
+			"build cache claim " + claim + " is on a node where no pod can run now (0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 node(s) were unschedulable): waiting for that node"))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectShortSummary(t, env)
+	// Another reconcile later, the claim and the Job are the same.
+	operatortest.RequestReconcile(t, env)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("waiting for that node"))
+	})
+	again := &corev1.PersistentVolumeClaim{}
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, again)).To(Succeed())
+	g.Expect(again.UID).To(Equal(pvc.UID))
+	g.Expect(again.DeletionTimestamp).To(BeNil())
+	g.Expect(operatortest.BuilderJobs(g, ns)["linux-amd64"].UID).To(Equal(job.UID))
+}

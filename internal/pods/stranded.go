@@ -51,41 +51,47 @@ func StrandedByVolume(pod *corev1.Pod) string {
 const selectedNodeAnnotation = "volume.kubernetes.io/selected-node"
 
 // DropStrandedClaim deletes the cache claim ns/name that owner controls,
-// whose volume a pod cannot reach any more (StrandedByVolume said why):
-// the next builder gets a fresh, empty claim wherever it is scheduled.
-// What was cached is lost; the build starts cold. It returns what status
-// says of it. A claim owner does not control is left alone.
-func DropStrandedClaim(ctx context.Context, tenant client.Client, ns string, owner types.UID, name, what, why string) (string, error) {
+// whose volume a pod cannot reach any more (StrandedByVolume said why),
+// when a new claim would follow the next pod: a claim of a
+// WaitForFirstConsumer class (the scheduler recorded the node it was made
+// for) is made again for the node the next builder is scheduled on. What
+// was cached is lost; the build starts cold. A claim bound at once
+// (Immediate class) would be placed by its class alone, maybe on the same
+// node again, so it is kept and the build waits for its node. It returns
+// what status says and whether the claim goes (the caller then removes
+// the pod that mounts it). A claim owner does not control is left alone.
+func DropStrandedClaim(ctx context.Context, tenant client.Client, ns string, owner types.UID, name, what, why string) (string, bool, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := tenant.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pvc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", nil
+			return "", false, nil
 		}
-		return "", identity.Refused(err, "get "+what+" "+name)
+		return "", false, identity.Refused(err, "get "+what+" "+name)
 	}
 	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.UID != owner {
-		return "", nil
+		return "", false, nil
 	}
-	where := "a node"
-	if node := pvc.Annotations[selectedNodeAnnotation]; node != "" {
-		where = "node " + node
+	node := pvc.Annotations[selectedNodeAnnotation]
+	if node == "" {
+		return message.Truncate(fmt.Sprintf("%s %s is on a node where no pod can run now (%s): waiting for that node (its storage class binds at once, so a new claim could land there again)",
+			what, name, schedulerReason(why)), 400), false, nil
 	}
-	msg := message.Truncate(fmt.Sprintf("%s %s is on %s, where no pod can run now (%s): a fresh cache on another node, this build starts cold",
-		what, name, where, schedulerReason(why)), 400)
+	msg := message.Truncate(fmt.Sprintf("%s %s is on node %s, where no pod can run now (%s): a fresh cache on another node, this build starts cold",
+		what, name, node, schedulerReason(why)), 400)
 	if !pvc.DeletionTimestamp.IsZero() {
-		return msg, nil
+		return msg, true, nil
 	}
 	// Kept on the claim while it goes (its protection waits for the
 	// stranded pod to be removed), so status keeps saying why meanwhile.
 	patch := client.MergeFrom(pvc.DeepCopy())
 	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, droppedAnnotation, msg)
 	if err := tenant.Patch(ctx, pvc, patch); err != nil && !apierrors.IsNotFound(err) {
-		return "", identity.Refused(err, "annotate "+what+" "+name)
+		return "", false, identity.Refused(err, "annotate "+what+" "+name)
 	}
 	if err := tenant.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return "", identity.Refused(err, "delete "+what+" "+name)
+		return "", false, identity.Refused(err, "delete "+what+" "+name)
 	}
-	return msg, nil
+	return msg, true, nil
 }
 
 // droppedAnnotation holds, on a cache claim DropStrandedClaim deletes,

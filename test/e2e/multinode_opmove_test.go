@@ -204,7 +204,7 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	}
 
 	t.Run("builder job", func(t *testing.T) {
-		env := newEnv(ns, "job").Components(Component("app", Images(Image("app", Run(slowBuild("25")), Program("out/app", "/app"))))).Build()
+		env := newEnv(ns, "job").PushingImages().Components(Component("app", Images(Image("app", Run(slowBuild("25")), Program("out/app", "/app"))))).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
 		pod := waitBuilderRunning(t, ns, "job", false)
 		jobName := pod.Labels["job-name"]
@@ -225,7 +225,7 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	t.Run("warm build", func(t *testing.T) {
 		run := slowBuild("25")
 		run.KeepWarm = true
-		env := newEnv(ns, "warm").Components(Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
+		env := newEnv(ns, "warm").PushingImages().Components(Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
 		pod := waitBuilderRunning(t, ns, "warm", true)
 		moveOperator(t, c, true)
