@@ -52,7 +52,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 	}
 	digests := map[string]v1.Hash{}
 	var outputs []image.OutputReport
-	var running, waiting []string
+	var running, waiting, disrupted []string
 	for _, p := range img.BuildPlatforms() {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
 		job := &batchv1.Job{}
@@ -108,6 +108,9 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 				continue
 			}
 			running = append(running, jobName)
+			if note := disruptedPod(ours); note != "" {
+				disrupted = append(disrupted, note)
+			}
 			s.refreshJobTail(ctx, img, ist, ours)
 			if line := s.registryWaitIn(ctx, ours); line != "" {
 				return nil, "", s.unavailableIn(img, nil, registryWaitMessage(img, jobName, line))
@@ -146,7 +149,11 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 		}
 	}
 	if len(running) > 0 {
-		waiting = append(waiting, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", "))+s.jobProgress(img.Name, running).String())
+		msg := fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")) + s.jobProgress(img.Name, running).String()
+		if len(disrupted) > 0 {
+			msg += ": " + disrupted[0]
+		}
+		waiting = append(waiting, msg)
 	}
 	if len(waiting) > 0 {
 		return nil, strings.Join(waiting, "; "), nil
