@@ -114,6 +114,9 @@ type Engine struct {
 	recent memo.Map[memoEntry]
 	// progress is the running builder Jobs' last counts (progress.go).
 	progress memo.Map[jobsProgress]
+	// disruptions is what a running builder Job's disrupted pod said,
+	// by Job UID, kept after the pod is gone (disrupted.go).
+	disruptions memo.Map[string]
 	warmOnce sync.Once
 	warm     *warmBuilds
 	// jobFailures counts builder Jobs that failed in a row for a

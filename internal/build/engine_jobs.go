@@ -95,6 +95,9 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 		if err != nil {
 			return nil, "", err
 		}
+		if outcome.Finished {
+			s.forgetDisruption(job)
+		}
 		if ist.Build == nil || ist.Build.Job != jobName {
 			ist.Build = &v1alpha1.BuildStatus{Job: jobName, Result: v1alpha1.BuildRunning, StartTime: job.Status.StartTime}
 		}
@@ -108,7 +111,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 				continue
 			}
 			running = append(running, jobName)
-			if note := disruptedPod(ours); note != "" {
+			if note := s.jobDisruption(job, ours); note != "" {
 				disrupted = append(disrupted, note)
 			}
 			s.refreshJobTail(ctx, img, ist, ours)

@@ -102,7 +102,7 @@ func TestABuilderStrandedByItsCacheClaimsNodeStartsAgainWithAFreshClaim(t *testi
 	operatortest.RequestReconcile(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components[0].Message).To(ContainSubstring(
+		g.Expect(apiMessage(env)).To(ContainSubstring(
 			"build cache claim " + claim + " is on node node-1, where no pod can run now (0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 node(s) were unschedulable): a fresh cache on another node, this build starts cold"))
 	})
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
@@ -122,7 +122,7 @@ func TestABuilderStrandedByItsCacheClaimsNodeStartsAgainWithAFreshClaim(t *testi
 		g.Expect(pvc.DeletionTimestamp).To(BeNil())
 	}, operatortest.Timeout).Should(Succeed())
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("building image api in job"))
+		g.Expect(apiMessage(env)).To(ContainSubstring("building image api in job"))
 	})
 
 	// The other namespace's builder was never touched.
@@ -162,7 +162,7 @@ func TestABuilderStrandedByAnImmediateClaimWaitsSayingWhy(t *testing.T) {
 	operatortest.RequestReconcile(t, env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components[0].Message).To(ContainSubstring(
+		g.Expect(apiMessage(env)).To(ContainSubstring(
 			"build cache claim " + claim + " is on a node where no pod can run now (0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 node(s) were unschedulable): waiting for that node"))
 	})
 	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
@@ -170,7 +170,7 @@ func TestABuilderStrandedByAnImmediateClaimWaitsSayingWhy(t *testing.T) {
 	// Another reconcile later, the claim and the Job are the same.
 	operatortest.RequestReconcile(t, env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		g.Expect(env.Status.Components[0].Message).To(ContainSubstring("waiting for that node"))
+		g.Expect(apiMessage(env)).To(ContainSubstring("waiting for that node"))
 	})
 	again := &corev1.PersistentVolumeClaim{}
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, again)).To(Succeed())
