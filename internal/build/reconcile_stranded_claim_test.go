@@ -77,7 +77,7 @@ func TestABuilderStrandedByItsCacheClaimsNodeStartsAgainWithAFreshClaim(t *testi
 	ns, _ := apiNamespace(t)
 	other, _ := apiNamespace(t)
 	key := operatortest.CreateEnv(t, amd64APIEnv(ns))
-	otherKey := operatortest.CreateEnv(t, amd64APIEnv(other))
+	operatortest.CreateEnv(t, amd64APIEnv(other))
 	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 	otherJob := operatortest.WaitForBuilderJob(t, other, "linux-amd64")
 	env := &v1alpha1.DevEnvironment{}
@@ -131,7 +131,6 @@ func TestABuilderStrandedByItsCacheClaimsNodeStartsAgainWithAFreshClaim(t *testi
 	g.Expect(pvc.UID).To(Equal(otherClaimUID))
 	g.Expect(pvc.DeletionTimestamp).To(BeNil())
 	g.Expect(operatortest.BuilderJobs(g, other)["linux-amd64"].UID).To(Equal(otherJob.UID))
-	_ = otherKey
 }
 
 // A claim of a class that binds at once (no node recorded by the
