@@ -46,6 +46,7 @@ func (e *Engine) Finalize(_ context.Context, req engine.Request) error {
 	if req.Component == nil {
 		e.recent.Forget(req.Env.UID)
 		e.progress.Forget(req.Env.UID)
+		e.disruptions.Forget(req.Env.UID)
 		e.noSuchHosts.forget(req.Env.UID)
 		e.jobFailures.Forget(req.Env.UID)
 	}

@@ -114,8 +114,11 @@ type Engine struct {
 	recent memo.Map[memoEntry]
 	// progress is the running builder Jobs' last counts (progress.go).
 	progress memo.Map[jobsProgress]
-	warmOnce sync.Once
-	warm     *warmBuilds
+	// disruptions is what a running builder Job's disrupted pod said,
+	// by Job UID, kept after the pod is gone (disrupted.go).
+	disruptions memo.Map[string]
+	warmOnce    sync.Once
+	warm        *warmBuilds
 	// jobFailures counts builder Jobs that failed in a row for a
 	// registry down or past their timeout (engine_retries.go).
 	jobFailures memo.Counts[failuresInARow]

@@ -52,7 +52,7 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 	}
 	digests := map[string]v1.Hash{}
 	var outputs []image.OutputReport
-	var running, waiting []string
+	var running, waiting, disrupted []string
 	for _, p := range img.BuildPlatforms() {
 		jobName := builderJobName(s.env.Name, img.Name, p, inputs)
 		job := &batchv1.Job{}
@@ -95,12 +95,25 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 		if err != nil {
 			return nil, "", err
 		}
+		if outcome.Finished {
+			s.forgetDisruption(job)
+		}
 		if ist.Build == nil || ist.Build.Job != jobName {
 			ist.Build = &v1alpha1.BuildStatus{Job: jobName, Result: v1alpha1.BuildRunning, StartTime: job.Status.StartTime}
 		}
 		switch {
 		case !outcome.Finished:
+			if msg, err := s.dropStrandedBuild(ctx, img, job, ours); err != nil || msg != "" {
+				if err != nil {
+					return nil, "", err
+				}
+				waiting = append(waiting, msg)
+				continue
+			}
 			running = append(running, jobName)
+			if note := s.jobDisruption(job, ours); note != "" {
+				disrupted = append(disrupted, note)
+			}
 			s.refreshJobTail(ctx, img, ist, ours)
 			if line := s.registryWaitIn(ctx, ours); line != "" {
 				return nil, "", s.unavailableIn(img, nil, registryWaitMessage(img, jobName, line))
@@ -139,7 +152,11 @@ func (s *imageBuilds) buildWithJobs(ctx context.Context, b *imageBuild) (*image.
 		}
 	}
 	if len(running) > 0 {
-		waiting = append(waiting, fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", "))+s.jobProgress(img.Name, running).String())
+		msg := fmt.Sprintf("building image %s in job %s", img.Name, strings.Join(running, ", ")) + s.jobProgress(img.Name, running).String()
+		if len(disrupted) > 0 {
+			msg += ": " + disrupted[0]
+		}
+		waiting = append(waiting, msg)
 	}
 	if len(waiting) > 0 {
 		return nil, strings.Join(waiting, "; "), nil
@@ -161,6 +178,45 @@ func (s *imageBuilds) removeBuilderJob(ctx context.Context, job *batchv1.Job) er
 		return identity.Refused(err, "delete builder job "+job.Name)
 	}
 	return nil
+}
+
+// dropStrandedBuild removes a builder Job whose pod cannot be scheduled
+// because its cache claim's volume is bound to a node that takes no pods
+// now (drained, gone), and the claim with it where a new claim follows
+// the next pod (pods.DropStrandedClaim): the next reconcile starts the
+// Job again with a fresh claim on a node that can run it. It returns what
+// status says then, "" when the Job is not stranded.
+func (s *imageBuilds) dropStrandedBuild(ctx context.Context, img *v1alpha1.ImageSpec, job *batchv1.Job, jobPods []corev1.Pod) (string, error) {
+	claim := s.cacheClaimOf(img)
+	if claim == "" {
+		return "", nil
+	}
+	why := ""
+	for i := range jobPods {
+		if why = pods.StrandedByVolume(&jobPods[i]); why != "" {
+			break
+		}
+	}
+	if why == "" {
+		return "", nil
+	}
+	tenant, err := s.tenant.Client()
+	if err != nil {
+		return "", err
+	}
+	msg, dropped, err := pods.DropStrandedClaim(ctx, tenant, s.env.Namespace, s.env.UID, claim, "build cache claim", why)
+	if err != nil || msg == "" {
+		return "", err
+	}
+	if dropped {
+		log.FromContext(ctx).Info("builder job stranded by its cache claim's node; starting again with a fresh cache", "job", job.Name, "claim", claim, "scheduler", why)
+		if err := tenant.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return "", identity.Refused(err, "delete builder job "+job.Name)
+		}
+	}
+	s.next.Poll = true // the claim's deletion is not watched
+	return fmt.Sprintf("image %s: %s", img.Name, msg), nil
 }
 
 // needHelperImage refuses a run step when builder pods would have no

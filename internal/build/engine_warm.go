@@ -331,6 +331,23 @@ func ensureWarmPod(ctx context.Context, tenant client.Client, req JobRequest) (*
 	if running == 2 {
 		return pod, "", nil
 	}
+	if why := pods.StrandedByVolume(pod); why != "" && req.CacheClaim != "" {
+		// Its cache claim's node takes no pods now: a fresh claim, and
+		// the pod again, on a node that can run it.
+		msg, dropped, err := pods.DropStrandedClaim(ctx, tenant, req.Namespace, req.Owner.UID, req.CacheClaim, "build cache claim", why)
+		if err != nil {
+			return nil, "", err
+		}
+		if dropped {
+			log.FromContext(ctx).Info("warm builder stranded by its cache claim's node; starting again with a fresh cache", "pod", req.Name, "claim", req.CacheClaim, "scheduler", why)
+			if err := tenant.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return nil, "", identity.Refused(err, "delete warm builder pod "+req.Name)
+			}
+		}
+		if msg != "" {
+			return nil, "warm builder " + req.Name + ": " + msg, nil
+		}
+	}
 	return nil, "waiting for warm builder " + req.Name + " to start" + pods.WaitingReason(pod), nil
 }
 

@@ -159,6 +159,7 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
+			PodFailurePolicy:      pods.RetryDisrupted(),
 			ActiveDeadlineSeconds: ptr.To(int64(timeout.Seconds())),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: req.Labels},

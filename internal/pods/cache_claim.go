@@ -2,6 +2,8 @@ package pods
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/identity"
 )
 
@@ -31,6 +34,11 @@ func EnsureCacheClaim(ctx context.Context, tenant client.Client, env *v1alpha1.D
 	pvc := &corev1.PersistentVolumeClaim{}
 	err = tenant.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: c.Name}, pvc)
 	switch {
+	case err == nil && metav1.IsControlledBy(pvc, env) && !pvc.DeletionTimestamp.IsZero():
+		// Dropped (DropStrandedClaim): a new one once it is gone, not a
+		// pod mounting one on its way out.
+		return false, &fault.WaitingError{Reason: v1alpha1.ReasonWaiting, RequeueAfter: 2 * time.Second,
+			Err: errors.New(droppedClaimMessage(pvc, c.What))}
 	case err == nil:
 		return metav1.IsControlledBy(pvc, env), nil
 	case !apierrors.IsNotFound(err):

@@ -123,6 +123,7 @@ func Job(req JobRequest) (*batchv1.Job, error) {
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
+			PodFailurePolicy:      pods.RetryDisrupted(),
 			ActiveDeadlineSeconds: ptr.To(deadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: req.Labels},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -94,6 +95,12 @@ func TestJobSpec(t *testing.T) {
 			g.Expect(job.Name).To(Equal("volcano-unit-tests-1"))
 			g.Expect(job.OwnerReferences).To(Equal([]metav1.OwnerReference{owner}))
 			g.Expect(*job.Spec.BackoffLimit).To(BeZero(), "no retries")
+			// A drain's eviction is not the suite's failure: the Job runs
+			// the same run in a new pod on another node (seen on two
+			// nodes: without it the evicted builder Job failed).
+			g.Expect(job.Spec.PodFailurePolicy).NotTo(BeNil(), "an evicted test pod would fail the run")
+			g.Expect(job.Spec.PodFailurePolicy.Rules).To(ConsistOf(HaveField("Action", batchv1.PodFailurePolicyActionIgnore)))
+			g.Expect(job.Spec.PodFailurePolicy.Rules[0].OnPodConditions).To(ConsistOf(HaveField("Type", corev1.DisruptionTarget)))
 			g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(90)))
 			g.Expect(job.Spec.Template.Labels).To(Equal(req.Labels))
 			pod := job.Spec.Template.Spec

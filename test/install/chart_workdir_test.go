@@ -116,3 +116,21 @@ func TestChartWorkDirPersistenceKeepsTheUsersAffinity(t *testing.T) {
 		t.Errorf("affinity %+v, want exactly the values' affinity", aff)
 	}
 }
+
+// One replica on the work claim gets no pod affinity: the pod replacing
+// one a drain evicted is created while the old one still terminates on
+// the drained node, and a required affinity to its own labels held it
+// to that node (seen on two nodes: Pending, "didn't match pod affinity
+// rules", until the scheduler's periodic retry).
+func TestChartWorkDirPersistenceOneReplicaFollowsTheClaimOnly(t *testing.T) {
+	vals := workDirPersistence()
+	vals["replicaCount"] = 1
+	objs := renderChart(t, vals)
+	d := deploymentOf(t, objs, "devloop-manager")
+	if aff := d.Spec.Template.Spec.Affinity; aff != nil && aff.PodAffinity != nil {
+		t.Errorf("one replica with pod affinity %+v: a replacement could not leave a drained node", aff.PodAffinity)
+	}
+	if v := workVolume(t, d); v.PersistentVolumeClaim == nil {
+		t.Errorf("work volume %+v, want the claim", v.VolumeSource)
+	}
+}

@@ -301,8 +301,11 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- else }}
-      {{- if $root.Values.workDir.persistence.enabled }}
-      # Every replica on the node the work claim is attached to.
+      {{- if and $root.Values.workDir.persistence.enabled (gt (int $root.Values.replicaCount) 1) }}
+      # Every replica on the node the work claim is attached to. One
+      # replica needs none: with it, the pod that replaces one evicted
+      # by a drain would be held to the drained node while the old pod
+      # terminates, and wait for the scheduler's next full retry.
       affinity:
         podAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:

@@ -1,0 +1,81 @@
+package build_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/operatortest"
+)
+
+// A drain evicts a builder Job's pod mid-build: the Job does not fail
+// (its pod failure policy ignores a disruption) and its controller starts
+// a new pod on another node. Status says so, naming the node the pod was
+// stopped on, and the environment keeps building (Reconciling, never
+// Stalled). Before, a drain failed the Job (BackoffLimitExceeded) and
+// stalled the environment (seen on two nodes).
+func TestABuilderJobWhosePodADrainEvictedGoesOnSayingWhere(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	key := operatortest.CreateEnv(t, amd64APIEnv(ns))
+	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
+	g.Expect(job.Spec.PodFailurePolicy).NotTo(BeNil(), "a builder Job without a pod failure policy fails when a drain evicts its pod")
+	g.Expect(job.Spec.PodFailurePolicy.Rules).To(ContainElement(HaveField("Action", batchv1.PodFailurePolicyActionIgnore)))
+
+	// The evicted pod, as the eviction API and the kubelet leave it, and
+	// the Job still active (its controller starts the next pod).
+	evicted := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-p1",
+			Labels:          map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: job.Spec.Template.Spec,
+	}
+	evicted.Spec.NodeName = "node-1"
+	g.Expect(operatortest.Admin.Create(ctx, evicted)).To(Succeed())
+	evicted.Status = corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI",
+		Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()}}}
+	g.Expect(operatortest.Admin.Status().Update(ctx, evicted)).To(Succeed())
+	env := &v1alpha1.DevEnvironment{}
+	g.Expect(operatortest.Admin.Get(ctx, key, env)).To(Succeed())
+	operatortest.RequestReconcile(t, env)
+
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(apiMessage(env)).To(ContainSubstring(
+			"building image api in job " + job.Name + ": its pod on node node-1 was stopped (EvictionByEvictionAPI); a new pod goes on"))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectShortSummary(t, env)
+	g.Expect(env.Status.Component("api").Image("api").Build.Result).To(Equal(v1alpha1.BuildRunning))
+
+	// The evicted pod is removed at the end of its grace period (on two
+	// nodes, before any reconcile read it: the note was never seen); its
+	// replacement builds on the other node. Status still says why.
+	g.Expect(operatortest.Admin.Delete(ctx, evicted)).To(Succeed())
+	next := evicted.DeepCopy()
+	next.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-p2", Labels: evicted.Labels, OwnerReferences: evicted.OwnerReferences}
+	next.Spec.NodeName = "node-2"
+	next.Status = corev1.PodStatus{}
+	g.Expect(operatortest.Admin.Create(ctx, next)).To(Succeed())
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(env.Annotations[v1alpha1.ReconcileRequestAnnotation]).To(Equal(env.Status.LastHandledReconcileAt))
+		g.Expect(apiMessage(env)).To(ContainSubstring("its pod on node node-1 was stopped (EvictionByEvictionAPI); a new pod goes on"))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+}
+
+// apiMessage is component api's message, "" before it has a status.
+func apiMessage(env *v1alpha1.DevEnvironment) string {
+	if c := env.Status.Component("api"); c != nil {
+		return c.Message
+	}
+	return ""
+}
