@@ -36,21 +36,29 @@ func (s *imageBuilds) forgetDisruption(job *batchv1.Job) {
 // (EvictionByEvictionAPI); a new pod goes on". "" when none was. The Job
 // counts no such pod as a failure (pods.RetryDisrupted).
 func disruptedPod(jobPods []corev1.Pod) string {
-	for _, p := range jobPods {
-		for _, c := range p.Status.Conditions {
-			if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
-				continue
-			}
-			node := p.Spec.NodeName
-			if node == "" {
-				node = "?"
-			}
-			reason := c.Reason
-			if reason == "" {
-				reason = "disrupted"
-			}
+	for i := range jobPods {
+		if node, reason, ok := disruption(&jobPods[i]); ok {
 			return fmt.Sprintf("its pod on node %s was stopped (%s); a new pod goes on", node, reason)
 		}
 	}
 	return ""
+}
+
+// disruption is the node and the reason of a disruption that stopped
+// pod, ok false when none did.
+func disruption(pod *corev1.Pod) (node, reason string, ok bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		node, reason = pod.Spec.NodeName, c.Reason
+		if node == "" {
+			node = "?"
+		}
+		if reason == "" {
+			reason = "disrupted"
+		}
+		return node, reason, true
+	}
+	return "", "", false
 }

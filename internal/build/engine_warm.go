@@ -302,6 +302,10 @@ func ensureWarmPod(ctx context.Context, tenant client.Client, req JobRequest) (*
 		return nil, "", notOurs("warm builder pod", req.Name)
 	}
 	if !pod.DeletionTimestamp.IsZero() {
+		if node, reason, ok := disruption(pod); ok {
+			// A drain evicted it: say where, and that it starts again.
+			return nil, fmt.Sprintf("warm builder %s on node %s was stopped (%s): it starts again on a node that takes pods", req.Name, node, reason), nil
+		}
 		return nil, "waiting for the previous warm builder " + req.Name + " to stop", nil
 	}
 	stopped := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/test/operatortest"
@@ -78,4 +79,57 @@ func apiMessage(env *v1alpha1.DevEnvironment) string {
 		return c.Message
 	}
 	return ""
+}
+
+// A drain evicts a warm builder mid-build: while the pod stops, status
+// names its node and says it starts again; once it is gone a new warm
+// builder is made (the e2e case on two nodes builds in it). Never
+// Stalled.
+func TestAWarmBuilderADrainEvictedSaysWhereAndStartsAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := apiNamespace(t)
+	operatortest.WarmExec.HangIn(ns) // the build runs until the pod goes
+	key := operatortest.CreateEnv(t, warmAPIEnv(ns))
+	pod := operatortest.RunPod(t, ns, warmAPIPod)
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(apiMessage(env)).To(ContainSubstring("in warm builder"))
+	})
+
+	// The eviction: DisruptionTarget, then the deletion; a finalizer of
+	// the test's keeps it terminating, as its grace period would.
+	g.Expect(operatortest.Admin.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: "node-1"}})).To(Succeed())
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Finalizers = append(pod.Finalizers, "devloop.dev/test-hold")
+	g.Expect(operatortest.Admin.Update(ctx, pod)).To(Succeed())
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()})
+	g.Expect(operatortest.Admin.Status().Update(ctx, pod)).To(Succeed())
+	g.Expect(operatortest.Admin.Delete(ctx, pod)).To(Succeed())
+	env := &v1alpha1.DevEnvironment{}
+	g.Expect(operatortest.Admin.Get(ctx, key, env)).To(Succeed())
+	operatortest.RequestReconcile(t, env)
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(apiMessage(env)).To(ContainSubstring(
+			"warm builder " + warmAPIPod + " on node node-1 was stopped (EvictionByEvictionAPI): it starts again on a node that takes pods"))
+	})
+	operatortest.ExpectKstatus(t, env, status.InProgressStatus)
+	operatortest.ExpectShortSummary(t, env)
+
+	// Gone: a new warm builder.
+	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Finalizers = nil
+	g.Expect(operatortest.Admin.Update(ctx, pod)).To(Succeed())
+	// The kubelet confirms a bound pod's end with a deletion of grace 0.
+	g.Expect(client.IgnoreNotFound(operatortest.Admin.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		next := &corev1.Pod{}
+		g.Expect(operatortest.Admin.Get(ctx, client.ObjectKeyFromObject(pod), next)).To(Succeed())
+		g.Expect(next.UID).NotTo(Equal(pod.UID))
+	}, operatortest.Timeout).Should(Succeed())
+	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		g.Expect(operatortest.EnvCondition(env, v1alpha1.ConditionStalled)).To(Or(BeNil(), HaveField("Status", metav1.ConditionFalse)))
+	})
 }

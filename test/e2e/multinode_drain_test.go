@@ -94,6 +94,11 @@ func TestMultiNodeDrainMidBuild(t *testing.T) {
 			})
 			t.Logf("%s: Ready %s after draining %s; built by %s; status on the way:\n%s", tc.name,
 				time.Since(start).Round(100*time.Millisecond), node, imageOf(done, "app").Build.Job, strings.Join(seen, "---\n"))
+			if !tc.cache {
+				// Status said the build moved, naming the drained node.
+				NewWithT(t).Expect(strings.Join(seen, "\n")).To(ContainSubstring("its pod on node "+node+" was stopped"),
+					"status never said the builder pod was stopped on %s", node)
+			}
 
 			// Nothing of the environment is left waiting for the drained node.
 			waitPods(t, poll.Wait{What: "no pod of " + tc.name + " left Pending or on " + node, Every: time.Second, Within: 2 * time.Minute},
