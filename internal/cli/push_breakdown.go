@@ -138,6 +138,9 @@ func (a *app) printBreakdown(ctx context.Context, s *session, env *v1alpha1.DevE
 	deadline := time.Now().Add(breakdownWait)
 	for {
 		changes, err := readTimeline(ctx, s, env)
+		if ctx.Err() != nil {
+			return // the watch stopped, or a newer change is followed
+		}
 		if err != nil {
 			fmt.Fprintf(a.out(), "no breakdown: %s\n", printable(err.Error()))
 			return

@@ -46,27 +46,29 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 	// operator supersedes it anyway) rather than waited for.
 	var stopFollow context.CancelFunc
 	var followed chan struct{}
-	stopFollowing := func() {
+	stopFollowing := func(newer bool) {
 		if stopFollow == nil {
 			return
 		}
 		select {
 		case <-followed:
 		default:
-			fmt.Fprintln(a.out(), "a newer change: no longer following the one before it")
+			if newer {
+				fmt.Fprintln(a.out(), "a newer change: no longer following the one before it")
+			}
 		}
 		stopFollow()
 		<-followed
 		stopFollow = nil
 	}
-	defer stopFollowing()
+	defer stopFollowing(false)
 	watching := func() {
 		if ctx.Err() == nil {
 			fmt.Fprintf(a.out(), "watching %s for changes (p pause, r resume, Enter push now, q stop)\n", t.dir)
 		}
 	}
 	push := func() {
-		stopFollowing()
+		stopFollowing(true)
 		follow, err := a.pushChange(ctx, s, t, f)
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(a.errOut(), "push failed:", err)
