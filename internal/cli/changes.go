@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
@@ -42,20 +44,9 @@ devloop-changes-ENV; -o json prints them as stored.`,
 			if err != nil {
 				return err
 			}
-			name := timeline.ConfigMapName(env.Name)
-			cm := &corev1.ConfigMap{}
-			err = s.client.Get(cmd.Context(), client.ObjectKey{Namespace: env.Namespace, Name: name}, cm)
-			var changes []timeline.Change
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return fmt.Errorf("reading configmap %s/%s: %w", env.Namespace, name, err)
-			case !metav1.IsControlledBy(cm, env):
-				return fmt.Errorf("configmap %s/%s is not devenvironment/%s's: the operator does not write its timeline there", env.Namespace, name, env.Name)
-			default:
-				if changes, err = timeline.Decode(cm); err != nil {
-					return fmt.Errorf("configmap %s/%s: %w", env.Namespace, name, err)
-				}
+			changes, err := readTimeline(cmd.Context(), s, env)
+			if err != nil {
+				return err
 			}
 			if output == "json" {
 				data, err := json.MarshalIndent(changes, "", "  ")
@@ -74,6 +65,27 @@ devloop-changes-ENV; -o json prints them as stored.`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json: the changes as the operator stores them")
 	return cmd
+}
+
+// readTimeline reads env's change timeline (none when the operator wrote
+// none), refusing a ConfigMap of its name that env does not control.
+func readTimeline(ctx context.Context, s *session, env *v1alpha1.DevEnvironment) ([]timeline.Change, error) {
+	name := timeline.ConfigMapName(env.Name)
+	cm := &corev1.ConfigMap{}
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading configmap %s/%s: %w", env.Namespace, name, err)
+	case !metav1.IsControlledBy(cm, env):
+		return nil, fmt.Errorf("configmap %s/%s is not devenvironment/%s's: the operator does not write its timeline there", env.Namespace, name, env.Name)
+	}
+	changes, err := timeline.Decode(cm)
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", env.Namespace, name, err)
+	}
+	return changes, nil
 }
 
 // stepColumns are the table's step columns, in the order a change takes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -112,6 +113,11 @@ type pushTarget struct {
 	// push uses it rather than read it again a moment later (one round
 	// trip fewer before the upload); a watch's later pushes read it anew.
 	read *v1alpha1.DevEnvironment
+	// pusher is the registry client of every push (pusherFor).
+	pusher      *source.Pusher
+	pusherOpts  source.PushOptions
+	pusherOwner string
+	pusherMade  time.Time
 }
 
 // resolvePushTarget reads the source from the environment's spec and says
@@ -168,24 +174,36 @@ func registryHost(ref string) string {
 }
 
 // pushOnce packs and pushes the directory, requests a reconcile and
-// follows the rollout, printing how long each part took.
+// follows the rollout, printing how long each part took and, once the
+// change serves, where its time went (push_breakdown.go).
 func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFlags) error {
+	follow, err := a.pushChange(ctx, s, t, f)
+	if err != nil || follow == nil {
+		return err
+	}
+	return follow(ctx)
+}
+
+// pushChange packs and pushes the directory and requests a reconcile; it
+// returns how to follow the change (nil when there is nothing to follow),
+// so that push --watch can push the next change without waiting for it.
+func (a *app) pushChange(ctx context.Context, s *session, t *pushTarget, f *pushFlags) (func(context.Context) error, error) {
 	start := time.Now()
 	env := t.read
 	t.read = nil
 	if env == nil {
 		var err error
 		if env, err = s.getEnv(ctx, t.env); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	img, err := PackSource(t.dir, env, t.source, f.layer.For(registryHost(t.ref)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	digest, err := img.Digest()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	size := int64(0)
 	if layers, err := img.Layers(); err == nil {
@@ -196,7 +214,7 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	}
 	packed := time.Since(start)
 
-	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName, insecure: t.insecure}}
+	pusher, opts := t.pusherFor(s, env)
 	// Only content the environment already has may be a no-op: then the
 	// registry is asked whether it holds it too. New content is pushed
 	// at once (the upload skips the blobs the registry has), one round
@@ -204,13 +222,14 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	remote := ""
 	if sourceDigest(env, t.source) == digest.String() {
 		if remote, err = source.RemoteDigest(ctx, t.ref, opts); err != nil {
-			return fmt.Errorf("reading %s: %w", t.ref, err)
+			return nil, fmt.Errorf("reading %s: %w", t.ref, err)
 		}
 	}
 	pushStart := time.Now()
+	var stats source.PushStats
 	if remote != digest.String() {
-		if err := source.PushArtifact(ctx, img, t.ref, opts); err != nil {
-			return fmt.Errorf("pushing %s: %w", t.dir, err)
+		if stats, err = pusher.Push(ctx, img, t.ref); err != nil {
+			return nil, fmt.Errorf("pushing %s: %w", t.dir, err)
 		}
 	}
 	pushed := time.Since(pushStart)
@@ -218,41 +237,71 @@ func (a *app) pushOnce(ctx context.Context, s *session, t *pushTarget, f *pushFl
 	if remote == digest.String() && sourceDigest(env, t.source) == digest.String() {
 		fmt.Fprintf(a.out(), "unchanged: %s@%s is already what devenvironment/%s has (packed in %s); nothing pushed\n",
 			t.ref, shortDigest(digest.String()), t.env, seconds(packed))
-		return nil
+		return nil, nil
 	}
-	verb := "pushed"
 	if remote == digest.String() {
-		verb = "already in the registry:"
+		fmt.Fprintf(a.out(), "already in the registry: %s@%s (%s; pack %s, push %s)\n", t.ref, shortDigest(digest.String()), humanBytes(size), seconds(packed), seconds(pushed))
+	} else {
+		fmt.Fprintf(a.out(), "pushed %s@%s (%s; %s; pack %s, push %s)\n", t.ref, shortDigest(digest.String()), humanBytes(size), stats, seconds(packed), seconds(pushed))
 	}
-	fmt.Fprintf(a.out(), "%s %s@%s (%s; pack %s, push %s)\n", verb, t.ref, shortDigest(digest.String()), humanBytes(size), seconds(packed), seconds(pushed))
 
 	// What this push measured rides with the reconcile request, for the
 	// operator's change timeline (internal/timeline).
 	measured := timeline.Pushed{Source: t.source, Digest: digest.String(), At: start, Pack: packed, Upload: pushed}
 	token, err := requestReconcile(ctx, s, env, map[string]string{timeline.PushedAnnotation: measured.String()})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	sent := clientSteps{pushed: measured, stats: stats, requested: time.Now()}
 	if f.noFollow {
-		return nil
+		return nil, nil
 	}
 	affected := withLabel(env, affectedComponents(env, t.source), f.label)
-	if len(affected) == 0 {
-		fmt.Fprintf(a.out(), "no component uses source %s; waiting for the environment to resolve it\n", t.source)
-	} else {
-		fmt.Fprintf(a.out(), "following %s\n", strings.Join(affected, ", "))
+	return func(ctx context.Context) error {
+		if len(affected) == 0 {
+			fmt.Fprintf(a.out(), "no component uses source %s; waiting for the environment to resolve it\n", t.source)
+		} else {
+			fmt.Fprintf(a.out(), "following %s\n", strings.Join(affected, ", "))
+		}
+		p := newProgress(a.out(), a.opts.ProgressInterval)
+		err := a.follow(ctx, s, t.env, f.timeout, p, rolloutCheck(token, t.source, digest.String(), affected))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.out(), "Ready in %s (pack %s, push %s, rollout %s)\n", seconds(time.Since(start)), seconds(packed), seconds(pushed), seconds(p.elapsed()))
+		// Live update or rollout, per live-updatable image, and why.
+		if env, err := s.getEnv(ctx, t.env); err == nil {
+			a.printHowUpdated(env, affected)
+			a.printBreakdown(ctx, s, env, sent)
+		}
+		return nil
+	}, nil
+}
+
+// pusherFor is the registry client of this process's pushes to the
+// target, made once: one transport (kept-alive connections), one
+// authentication, and the blobs of the last push remembered. It is made
+// again for another ServiceAccount and before a requested registry token
+// (push_keychain.go) can expire.
+func (t *pushTarget) pusherFor(s *session, env *v1alpha1.DevEnvironment) (*source.Pusher, source.PushOptions) {
+	owner := env.Namespace + "/" + env.Spec.ServiceAccountName
+	opts := source.PushOptions{Insecure: t.insecure, Keychain: &pushKeychain{clientset: s.clientset, namespace: env.Namespace, sa: env.Spec.ServiceAccountName, insecure: t.insecure}}
+	if t.pusher == nil || t.pusherOwner != owner || time.Since(t.pusherMade) > registryTokenLifetime/2 {
+		t.pusher = source.NewPusher(opts, pushMemory())
+		t.pusherOwner, t.pusherMade, t.pusherOpts = owner, time.Now(), opts
 	}
-	p := newProgress(a.out(), a.opts.ProgressInterval)
-	err = a.follow(ctx, s, t.env, f.timeout, p, rolloutCheck(token, t.source, digest.String(), affected))
+	return t.pusher, t.pusherOpts
+}
+
+// pushMemory remembers the blobs of each repository's last push in the
+// user's cache directory, for the next push process; in memory alone
+// when there is none.
+func pushMemory() *source.Remembered {
+	dir, err := os.UserCacheDir()
 	if err != nil {
-		return err
+		return &source.Remembered{}
 	}
-	fmt.Fprintf(a.out(), "Ready in %s (pack %s, push %s, rollout %s)\n", seconds(time.Since(start)), seconds(packed), seconds(pushed), seconds(p.elapsed()))
-	// Live update or rollout, per live-updatable image, and why.
-	if env, err := s.getEnv(ctx, t.env); err == nil {
-		a.printHowUpdated(env, affected)
-	}
-	return nil
+	return &source.Remembered{Dir: filepath.Join(dir, "devloop", "pushed")}
 }
 
 // PackSource packs dir as the source srcName of env, as push does: what

@@ -18,7 +18,8 @@ import (
 // the directory, until ctx ends (Ctrl-C) or the user types q. A failed
 // push or rollout is reported and the watch goes on: the next save may fix
 // it. Lines on stdin steer it: p pauses, r resumes, an empty line pushes
-// now. A change made while a rollout is followed is pushed once it ends.
+// now. A change made while a rollout is followed is pushed as soon as its
+// debounce ends; the follow of the older change stops then.
 func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pushFlags) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -40,13 +41,53 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 		defer a.startPortForwards(ctx, s, t.env, f.label)()
 	}
 
-	push := func() {
-		if err := a.pushOnce(ctx, s, t, f); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(a.errOut(), "push failed:", err)
+	// A change is pushed as soon as its debounce ends, also while the
+	// change before it is still followed: that follow is stopped (the
+	// operator supersedes it anyway) rather than waited for.
+	var stopFollow context.CancelFunc
+	var followed chan struct{}
+	stopFollowing := func(newer bool) {
+		if stopFollow == nil {
+			return
 		}
+		select {
+		case <-followed:
+		default:
+			if newer {
+				fmt.Fprintln(a.out(), "a newer change: no longer following the one before it")
+			}
+		}
+		stopFollow()
+		<-followed
+		stopFollow = nil
+	}
+	defer stopFollowing(false)
+	watching := func() {
 		if ctx.Err() == nil {
 			fmt.Fprintf(a.out(), "watching %s for changes (p pause, r resume, Enter push now, q stop)\n", t.dir)
 		}
+	}
+	push := func() {
+		stopFollowing(true)
+		follow, err := a.pushChange(ctx, s, t, f)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(a.errOut(), "push failed:", err)
+		}
+		if follow == nil {
+			watching()
+			return
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		stopFollow, followed = cancel, make(chan struct{})
+		go func(done chan<- struct{}) {
+			defer close(done)
+			if err := follow(fctx); err != nil && fctx.Err() == nil {
+				fmt.Fprintln(a.errOut(), "push failed:", err)
+			}
+			if fctx.Err() == nil {
+				watching()
+			}
+		}(followed)
 	}
 	push()
 

@@ -50,6 +50,8 @@ func runSuite(m *testing.M) int {
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
 	os.Unsetenv(AllowedContextsEnv)
 	os.Setenv("DOCKER_CONFIG", filepath.Join(tmp, "docker"))
+	// push remembers what it pushed in the user's cache directory.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
 	return testenv.Run(m, func(env *testenv.Env) error {
 		testEnv = env.Environment
 		env.Cleanup(stopOperator)

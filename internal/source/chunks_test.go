@@ -18,7 +18,7 @@ import (
 // projectTree writes a tree of a real project's shape: dirs packages of
 // files Go files each, of incompressible content (so sizes are what
 // crosses a link), about 3 KiB a file.
-func projectTree(t *testing.T, dirs, files int) string {
+func projectTree(t testing.TB, dirs, files int) string {
 	t.Helper()
 	root := t.TempDir()
 	r := rand.New(rand.NewPCG(1, 2))

@@ -47,6 +47,8 @@ type PushOptions struct {
 	// Compression of the layer; auto (the zero value) leaves a local
 	// registry's layer uncompressed (see LocalRegistry).
 	Compression Compression
+	// Transport carries the requests (http.DefaultTransport when nil).
+	Transport http.RoundTripper
 }
 
 // PushOption changes PushOptions.
@@ -228,17 +230,11 @@ func addEntry(tw *tar.Writer, path, rel string, d fs.DirEntry) error {
 }
 
 // PushArtifact pushes img to ref (repository:tag). Blobs the registry has
-// are not uploaded again.
+// are not uploaded again. A Pusher does the same over one client for many
+// pushes, remembering what it pushed.
 func PushArtifact(ctx context.Context, img v1.Image, ref string, o PushOptions) error {
-	r, err := parsePushRef(ref, o.Insecure)
-	if err != nil {
-		return err
-	}
-	g := &httpGuard{base: http.DefaultTransport, insecure: o.Insecure}
-	if err := remote.Write(r, img, pushRemoteOptions(ctx, g, o)...); err != nil {
-		return pushError(g, ref, err)
-	}
-	return nil
+	_, err := NewPusher(o, nil).Push(ctx, img, ref)
+	return err
 }
 
 // RemoteDigest is the digest ref names in the registry, or "" when the tag
@@ -248,7 +244,11 @@ func RemoteDigest(ctx context.Context, ref string, o PushOptions) (string, error
 	if err != nil {
 		return "", err
 	}
-	g := &httpGuard{base: http.DefaultTransport, insecure: o.Insecure}
+	base := o.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	g := &httpGuard{base: base, insecure: o.Insecure}
 	desc, err := remote.Head(r, pushRemoteOptions(ctx, g, o)...)
 	var te *transport.Error
 	switch {
