@@ -44,21 +44,7 @@ func captureStderr(t *testing.T, f func() error) (string, error) {
 // for the package in its module (a module in a subdirectory, as
 // Dynamo's operator is).
 func TestRunStepCountsTheImagesPackagesFirst(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	workspace := testfiles.Tree(t, map[string]string{
-		"op/go.mod":              "module example.com/op\n\ngo 1.22\n",
-		"op/cmd/app/main.go":     "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/op/internal/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hello()) }\n",
-		"op/internal/greet/g.go": "package greet\n\nimport \"strings\"\n\nfunc Hello() string { return strings.ToUpper(\"hi\") }\n",
-	})
-	list := exec.Command("go", "list", "-deps", "./cmd/app")
-	list.Dir = filepath.Join(workspace, "op")
-	listed, err := list.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := len(strings.Fields(string(listed)))
+	workspace, want := moduleInASubdirectory(t)
 	if want < 3 {
 		t.Fatalf("go list -deps listed %d packages", want)
 	}
@@ -82,4 +68,27 @@ func TestRunStepCountsTheImagesPackagesFirst(t *testing.T) {
 	if strings.Contains(out, "example.com/op/internal/greet\n") {
 		t.Errorf("go list's packages leaked into the build output: %q", out)
 	}
+}
+
+// moduleInASubdirectory is a workspace holding a Go module in op/ (as
+// Dynamo's operator is) whose ./cmd/app imports a package of its own, and
+// the number of packages go list -deps names for it: the total a count of
+// the image's packages must print. It skips without a go command.
+func moduleInASubdirectory(t *testing.T) (string, int) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	workspace := testfiles.Tree(t, map[string]string{
+		"op/go.mod":              "module example.com/op\n\ngo 1.22\n",
+		"op/cmd/app/main.go":     "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/op/internal/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hello()) }\n",
+		"op/internal/greet/g.go": "package greet\n\nimport \"strings\"\n\nfunc Hello() string { return strings.ToUpper(\"hi\") }\n",
+	})
+	list := exec.Command("go", "list", "-deps", "./cmd/app")
+	list.Dir = filepath.Join(workspace, "op")
+	listed, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workspace, len(strings.Fields(string(listed)))
 }

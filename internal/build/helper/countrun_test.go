@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,21 +18,7 @@ import (
 // total line the operator reads, and then becomes the build command: its
 // output follows the total and its exit code is the step's.
 func TestCountPackagesStepCountsThenRunsTheCommand(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	workspace := testfiles.Tree(t, map[string]string{
-		"op/go.mod":              "module example.com/op\n\ngo 1.22\n",
-		"op/cmd/app/main.go":     "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/op/internal/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hello()) }\n",
-		"op/internal/greet/g.go": "package greet\n\nimport \"strings\"\n\nfunc Hello() string { return strings.ToUpper(\"hi\") }\n",
-	})
-	list := exec.Command("go", "list", "-deps", "./cmd/app")
-	list.Dir = filepath.Join(workspace, "op")
-	listed, err := list.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := len(strings.Fields(string(listed)))
+	workspace, want := moduleInASubdirectory(t)
 
 	cmd := exec.Command(os.Args[0], "count-packages", "--packages", `["./op/cmd/app"]`, "--",
 		"sh", "-c", `echo "the build ran with GOFLAGS=$GOFLAGS"; exit 3`)
