@@ -163,8 +163,8 @@ e2e: cluster-binaries ## End-to-end tests on a real local cluster (root), but th
 	  DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 55m $(if $(RUN),-run '$(RUN)')
 
 .PHONY: bench-serving
-bench-serving: cluster-binaries ## The change-to-serving benchmark (TestChangeToServingLatency) with its full count: 10 changes per path, 100 live updates in a row: up, test, down.
-	DEVLOOP_BENCH_ITERATIONS=10 DEVLOOP_BENCH_LIVE_ITERATIONS=100 hack/e2e.sh -timeout 60m -run '^TestChangeToServingLatency$$'
+bench-serving: ## The change-to-serving benchmark (TestChangeToServingLatency) with its full count: 10 changes per path, 100 live updates in a row: up, test, down.
+	$(MAKE) e2e RUN='^TestChangeToServingLatency$$' BENCH_ITERATIONS=10 BENCH_LIVE_ITERATIONS=100
 
 # The cases that need two nodes (TestMultiNode*), on the local cluster with
 # node 2 (hack/cluster/node2.sh); make e2e stays on one node, where they skip.
