@@ -175,8 +175,19 @@ func TestAPushAfterAnEditUploadsOnlyWhatChanged(t *testing.T) {
 		t.Errorf("the push after a one-file edit sent %d bytes of the tree's %d: more than a fifth", second, first)
 	}
 
+	fetched := fetchedTreeIs(ctx, t, hostOf(srv)+"/team/src", root)
+	if got := readFile(t, filepath.Join(fetched, "pkg", "p123", "f1.go")); got != "package p123 // edited\n" {
+		t.Errorf("the edited file reads %q", got)
+	}
+}
+
+// fetchedTreeIs fetches the tag dev of repository (plain HTTP) as an OCI
+// source, checks the fetched tree is root's, byte for byte (TreeDigest),
+// and returns where it was fetched.
+func fetchedTreeIs(ctx context.Context, t *testing.T, repository, root string) string {
+	t.Helper()
 	f := newFetcher(t)
-	resolved, err := f.Resolve(ctx, testNamespace, ociSource(hostOf(srv)+"/team/src", "dev", "", true))
+	resolved, err := f.Resolve(ctx, testNamespace, ociSource(repository, "dev", "", true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +202,5 @@ func TestAPushAfterAnEditUploadsOnlyWhatChanged(t *testing.T) {
 	if got, err := TreeDigest(a.Dir); err != nil || got != want {
 		t.Errorf("the fetched tree's digest %s (%v), want the directory's %s", got, err, want)
 	}
-	if got := readFile(t, filepath.Join(a.Dir, "pkg", "p123", "f1.go")); got != "package p123 // edited\n" {
-		t.Errorf("the edited file reads %q", got)
-	}
+	return a.Dir
 }

@@ -72,22 +72,7 @@ func editFile(t testing.TB, root, rel, content string) {
 func expectFetchedTree(t *testing.T, host, repo, root string) {
 	t.Helper()
 	ctx := context.Background()
-	f := newFetcher(t)
-	resolved, err := f.Resolve(ctx, testNamespace, ociSource(host+"/"+repo, "dev", "", true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := f.Fetch(ctx, resolved, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := TreeDigest(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := TreeDigest(a.Dir); err != nil || got != want {
-		t.Errorf("the fetched tree's digest %s (%v), want the directory's %s", got, err, want)
-	}
+	fetchedTreeIs(ctx, t, host+"/"+repo, root)
 }
 
 // TestAPushAfterAnEditAsksOnlyAboutNewBlobs (issue 46): against the real
