@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -78,10 +77,7 @@ func (s *Supervisor) Run() (int, error) {
 	signal.Notify(signals, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
 	defer signal.Stop(signals)
 
-	socket := filepath.Join(s.Root, SocketName)
-	// A restarted container finds its previous socket in the emptyDir.
-	_ = os.Remove(socket)
-	l, err := net.Listen("unix", socket)
+	l, err := listenAt(filepath.Join(s.Root, SocketName))
 	if err != nil {
 		return 0, fmt.Errorf("listening for syncs: %w", err)
 	}
