@@ -3,6 +3,7 @@ package supervisor
 import (
 	"net"
 	"os"
+	"path/filepath"
 )
 
 // listenAt listens on the Unix socket at path so that the path appears only
@@ -12,7 +13,7 @@ import (
 // A restarted container finds its previous socket in the emptyDir: the
 // rename replaces it.
 func listenAt(path string) (net.Listener, error) {
-	staging := path + ".new"
+	staging := filepath.Join(filepath.Dir(path), stagingSocketName)
 	_ = os.Remove(staging)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: staging, Net: "unix"})
 	if err != nil {

@@ -18,7 +18,7 @@ func TestListenAtPublishesAListeningSocket(t *testing.T) {
 
 	l, err := listenAt(path)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(path + ".new").NotTo(BeAnExistingFile())
+	g.Expect(filepath.Join(filepath.Dir(path), stagingSocketName)).NotTo(BeAnExistingFile())
 	info, err := os.Lstat(path)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Mode() & os.ModeSocket).NotTo(BeZero())

@@ -33,6 +33,9 @@ const (
 	DigestName   = ".digest"
 	lockName     = ".sync.lock"
 	manifestName = ".synced"
+	// stagingSocketName is where the socket is bound before it listens
+	// (listenAt).
+	stagingSocketName = SocketName + ".new"
 )
 
 // cleanImagePath turns a path as a tar entry or program names it ("/app/x",
@@ -49,7 +52,7 @@ func cleanImagePath(name string) (string, error) {
 	}
 	rel := strings.TrimPrefix(p, "/")
 	switch rel {
-	case SocketName, DigestName, lockName, manifestName:
+	case SocketName, stagingSocketName, DigestName, lockName, manifestName:
 		return "", fmt.Errorf("%q is the supervisor's own file", name)
 	}
 	// Clean of an absolute path cannot climb above "/", so a "../" in the
