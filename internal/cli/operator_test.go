@@ -68,11 +68,9 @@ func startOperator() error {
 	if err := os.WriteFile(operatorKubeconfig, data, 0o600); err != nil {
 		return err
 	}
-	manager := filepath.Join(workDir, "manager")
-	build := exec.Command("go", "build", "-o", manager, "./cmd/manager")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the manager: %v\n%s", err, out)
+	manager, err := managerBinary(workDir)
+	if err != nil {
+		return err
 	}
 	cmd := exec.Command(manager, "--kubeconfig", operatorKubeconfig, "--watch-namespace", ns.Name,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
@@ -99,4 +97,24 @@ func stopOperator() {
 	_ = operator.cmd.Process.Signal(os.Interrupt)
 	<-operator.done
 	os.RemoveAll(operator.workDir)
+}
+
+// managerBinary is the operator binary the tests run: the one make test
+// built before go test started (DEVLOOP_TEST_MANAGER), so its compile is
+// not inside this package's test timeout nor racing the other packages'
+// compiles of the same dependencies; or, run without make, built here.
+func managerBinary(workDir string) (string, error) {
+	if built := os.Getenv("DEVLOOP_TEST_MANAGER"); built != "" {
+		if _, err := os.Stat(built); err != nil {
+			return "", fmt.Errorf("DEVLOOP_TEST_MANAGER: %w", err)
+		}
+		return built, nil
+	}
+	manager := filepath.Join(workDir, "manager")
+	build := exec.Command("go", "build", "-o", manager, "./cmd/manager")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %v\n%s", err, out)
+	}
+	return manager, nil
 }
