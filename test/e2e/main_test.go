@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/testenv"
 )
@@ -33,6 +36,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The cases run the plugin in-process (cli.Run), whose clients log
+	// through controller-runtime; the plugin's main discards those logs,
+	// and so does this one, instead of controller-runtime's warning stack.
+	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
 	c, err := devcluster.Connect(ctx, testenv.RepoRoot())
 	if err != nil {
