@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
@@ -223,7 +224,11 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	})
 
 	t.Run("warm build", func(t *testing.T) {
-		run := slowBuild("25")
+		// Each run of the build command leaves a line on its cache
+		// claim: the build's count, whichever operator sent it.
+		run := &v1alpha1.BuildRun{Image: busybox, Command: []string{"sh", "-c",
+			"echo run >> /tmp/cache/runs && sleep 25 && mkdir -p out && cp bin/app out/app"}}
+		run.Cache = &v1alpha1.BuildCache{Paths: []string{"/tmp/cache"}}
 		run.KeepWarm = true
 		env := newEnv(ns, "warm").PushingImages().Components(Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
@@ -235,6 +240,12 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 		still := &corev1.Pod{}
 		NewWithT(t).Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(&pod), still)).To(Succeed())
 		NewWithT(t).Expect(still.UID).To(Equal(pod.UID), "the warm builder was replaced")
+		// The claim's volume holds each cache path in a directory of its own.
+		found, _ := filepath.Glob(filepath.Join(boundVolume(t, c, ns, build.CacheClaimName(env, "app")), "*", "runs"))
+		NewWithT(t).Expect(found).To(HaveLen(1), "the build's runs file on its cache claim")
+		runs, err := os.ReadFile(found[0])
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(strings.Count(string(runs), "run\n")).To(Equal(1), "the build command ran more than once for one input")
 		t.Logf("warm build finished by the new operator in the same pod %s; status: %s", pod.Name, conditionMessages(done))
 	})
 
