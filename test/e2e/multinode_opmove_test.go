@@ -63,13 +63,17 @@ func operatorPod(t *testing.T, c *devcluster.Cluster, not string) corev1.Pod {
 
 // moveOperator cordons the operator's node and deletes its pod (grace 0
 // when kill): the Deployment's next pod runs on another node. The node is
-// uncordoned when the test ends. It returns the new pod.
+// uncordoned once that pod is Ready: kept cordoned, it would strand every
+// later build whose cache claim's volume is that node's disk (the default
+// class's are node 1's), which is not what the move tests. It returns the
+// new pod.
 func moveOperator(t *testing.T, c *devcluster.Cluster, kill bool) corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	old := operatorPod(t, c, "")
 	kubectl(t, c, "cordon", old.Spec.NodeName)
-	t.Cleanup(func() { kubectl(t, c, "uncordon", old.Spec.NodeName) })
+	t.Cleanup(func() { uncordon(t, c, old.Spec.NodeName) })
+	defer uncordon(t, c, old.Spec.NodeName)
 	opts := []client.DeleteOption{}
 	if kill {
 		opts = append(opts, client.GracePeriodSeconds(0))
