@@ -471,8 +471,8 @@ type TestRun struct {
 	// +kubebuilder:validation:MaxLength=4096
 	LogTail string `json:"logTail,omitempty"`
 	// Message says why the run ended as it did when the log does not (it
-	// could not start, it was cancelled) or what a queued run waits for;
-	// cut to MaxRunMessage.
+	// could not start, it was cancelled) or what a queued run, or one whose
+	// pod cannot be placed, waits for; cut to MaxRunMessage.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`

@@ -46,6 +46,13 @@ func StrandedByVolume(pod *corev1.Pod) string {
 	return ""
 }
 
+// StrandedClaimNote is what status says of a pod that waits for the node
+// of its claim's volume (StrandedByVolume said why): what and name are the
+// claim's, why the scheduler's message.
+func StrandedClaimNote(what, name, why string) string {
+	return fmt.Sprintf("%s %s is on a node where no pod can run now (%s)", what, name, schedulerReason(why))
+}
+
 // selectedNodeAnnotation is where the scheduler records the node it bound
 // a WaitForFirstConsumer claim's volume for.
 const selectedNodeAnnotation = "volume.kubernetes.io/selected-node"

@@ -276,6 +276,10 @@ func (p *testPass) advance(ctx context.Context, suite *v1alpha1.TestSuite) error
 			queued = run
 		}
 	}
+	if active != nil && active.Message != "" {
+		// A run that cannot start says why (strandedRunMessage).
+		st.Message = message.Truncate(fmt.Sprintf("run #%d waits: %s", active.Number, active.Message), v1alpha1.MaxTestMessage)
+	}
 	if queued == nil {
 		return nil
 	}

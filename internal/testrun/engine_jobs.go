@@ -59,6 +59,10 @@ func (p *testPass) observe(ctx context.Context, suite *v1alpha1.TestSuite, run *
 	timeout := p.e.startTimeout()
 	out := Read(job, pods.Items, p.now, timeout)
 	if out.Result == v1alpha1.ResultRunning {
+		run.Message = ""
+		if !out.Started {
+			run.Message = strandedRunMessage(job, pods.Items)
+		}
 		if !out.Started && len(pods.Items) > 0 {
 			// Job events say when the test ends, but nothing changes on
 			// the Job while its pod fails to pull an image: look again.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
@@ -62,13 +63,17 @@ func operatorPod(t *testing.T, c *devcluster.Cluster, not string) corev1.Pod {
 
 // moveOperator cordons the operator's node and deletes its pod (grace 0
 // when kill): the Deployment's next pod runs on another node. The node is
-// uncordoned when the test ends. It returns the new pod.
+// uncordoned once that pod is Ready: kept cordoned, it would strand every
+// later build whose cache claim's volume is that node's disk (the default
+// class's are node 1's), which is not what the move tests. It returns the
+// new pod.
 func moveOperator(t *testing.T, c *devcluster.Cluster, kill bool) corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	old := operatorPod(t, c, "")
 	kubectl(t, c, "cordon", old.Spec.NodeName)
-	t.Cleanup(func() { kubectl(t, c, "uncordon", old.Spec.NodeName) })
+	t.Cleanup(func() { uncordon(t, c, old.Spec.NodeName) })
+	defer uncordon(t, c, old.Spec.NodeName)
 	opts := []client.DeleteOption{}
 	if kill {
 		opts = append(opts, client.GracePeriodSeconds(0))
@@ -223,7 +228,11 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	})
 
 	t.Run("warm build", func(t *testing.T) {
-		run := slowBuild("25")
+		// Each run of the build command leaves a line on its cache
+		// claim: the build's count, whichever operator sent it.
+		run := &v1alpha1.BuildRun{Image: busybox, Command: []string{"sh", "-c",
+			"echo run >> /tmp/cache/runs && sleep 25 && mkdir -p out && cp bin/app out/app"}}
+		run.Cache = &v1alpha1.BuildCache{Paths: []string{"/tmp/cache"}}
 		run.KeepWarm = true
 		env := newEnv(ns, "warm").PushingImages().Components(Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
@@ -235,6 +244,12 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 		still := &corev1.Pod{}
 		NewWithT(t).Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(&pod), still)).To(Succeed())
 		NewWithT(t).Expect(still.UID).To(Equal(pod.UID), "the warm builder was replaced")
+		// The claim's volume holds each cache path in a directory of its own.
+		found, _ := filepath.Glob(filepath.Join(boundVolume(t, c, ns, build.CacheClaimName(env, "app")), "*", "runs"))
+		NewWithT(t).Expect(found).To(HaveLen(1), "the build's runs file on its cache claim")
+		runs, err := os.ReadFile(found[0])
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(strings.Count(string(runs), "run\n")).To(Equal(1), "the build command ran more than once for one input")
 		t.Logf("warm build finished by the new operator in the same pod %s; status: %s", pod.Name, conditionMessages(done))
 	})
 
