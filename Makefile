@@ -212,6 +212,15 @@ real-projects: cluster-binaries ## The real projects' loops (GPU Operator's real
 	$(CLUSTER_SH) up
 	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 150m -run '^TestRealGPUOperator$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
+# The OLM-packaged operator's loop (stakater/ipshield, docs/real-projects.md)
+# through OLM v1: its tree is no Go module, so IPSHIELD_TREE names a checkout
+# (commit b2e67d5). OLM's controllers are built first, as for e2e-gitops.
+.PHONY: real-ipshield-olm
+real-ipshield-olm: cluster-binaries olm-binaries opm ## The OLM-packaged operator's loop (IPSHIELD_TREE=checkout of stakater/ipshield) through OLM v1 on the local cluster, with figures: up, test, down.
+	@[ -n "$(IPSHIELD_TREE)" ] || { echo "IPSHIELD_TREE=DIR: a checkout of github.com/stakater/ipshield (b2e67d5)" >&2; exit 2; }
+	$(CLUSTER_SH) up
+	DEVLOOP_IPSHIELD_TREE=$(abspath $(IPSHIELD_TREE)) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 90m -run '^TestRealIPShieldOLM$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+
 # Flux's and OLM's controllers are built from Go modules first, outside the
 # test timeout (minutes on a cold cache, then cached under bin/flux, bin/olm).
 e2e-gitops: cluster-binaries flux-binaries olm-binaries ## The Flux and OLM end-to-end cases (their controllers built from Go modules) on the local cluster.

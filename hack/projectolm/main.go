@@ -24,7 +24,6 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -85,93 +84,13 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		defer srv.Close()
 		o.prefix, o.insecure = strings.TrimPrefix(srv.URL, "http://")+"/project", true
 	}
-	files, pkg, err := olm.DevBundle(filepath.Join(o.tree, "bundle"), olm.DevBundleOptions{
-		Version: o.version, Channel: o.channel, Images: map[string]string{"manager": o.image}, Drop: o.drop})
+	p, err := olm.PublishProject(ctx, olm.ProjectRelease{Tree: o.tree, Prefix: o.prefix, Image: o.image,
+		Version: o.version, Channel: o.channel, Opm: o.opm, Drop: o.drop, Insecure: o.insecure})
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "projectolm-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if err := olm.WriteDir(filepath.Join(dir, "bundle"), files); err != nil {
-		return err
-	}
-	bundle, err := olm.PushProjectBundle(ctx, filepath.Join(dir, "bundle"), o.prefix, pkg+"-bundle", "v"+o.version, o.insecure)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "bundle image:", bundle)
-	pkgYAML, err := os.ReadFile(filepath.Join(o.tree, "catalog", "package.yaml"))
-	if err != nil {
-		return err
-	}
-	fbc, err := olm.RenderProjectCatalog(ctx, o.opm, pkgYAML, o.channel, bundle, o.insecure)
-	if err != nil {
-		return err
-	}
-	catalog := filepath.Join(dir, "catalog")
-	if err := olm.WriteDir(filepath.Join(catalog, pkg), map[string][]byte{"catalog.yaml": fbc}); err != nil {
-		return err
-	}
-	if err := olm.ValidateCatalog(ctx, o.opm, catalog); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "catalog: %d bytes, opm validate passed\n", len(fbc))
-	ref, err := olm.PushProjectCatalog(ctx, catalog, pkg, o.prefix, pkg+"-catalog", o.channel, o.insecure)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "catalog image:", ref)
-	if o.namespace == "" {
-		o.namespace = pkg + "-system"
-	}
-	if o.serviceAccount == "" {
-		o.serviceAccount = pkg + "-installer"
-	}
-	// The catalog by its tag, polled as a published one is: the next push
-	// of this command is picked up without editing the ClusterCatalog.
-	tagged := ref[:strings.LastIndex(ref, "@")] + ":" + o.channel
-	// The installer: cluster-admin, for a development cluster only (a
-	// least-rights installer is derived from the CSV's permissions, as
-	// devloop's own config/olm/installer-rbac.yaml is).
-	_, err = fmt.Fprintf(out, `apiVersion: v1
-kind: Namespace
-metadata: {name: %[3]s}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: %[4]s, namespace: %[3]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: %[4]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
-subjects: [{kind: ServiceAccount, name: %[4]s, namespace: %[3]s}]
----
-apiVersion: olm.operatorframework.io/v1
-kind: ClusterCatalog
-metadata: {name: %[1]s-dev}
-spec:
-  source:
-    type: Image
-    image: {ref: %[2]s, pollIntervalMinutes: 1}
----
-apiVersion: olm.operatorframework.io/v1
-kind: ClusterExtension
-metadata: {name: %[1]s}
-spec:
-  namespace: %[3]s
-  serviceAccount: {name: %[4]s}
-  source:
-    sourceType: Catalog
-    catalog:
-      packageName: %[1]s
-      channels: [%[5]s]
-      selector:
-        matchLabels: {olm.operatorframework.io/metadata.name: %[1]s-dev}
-      upgradeConstraintPolicy: SelfCertified
-`, pkg, tagged, o.namespace, o.serviceAccount, o.channel)
+	fmt.Fprintln(os.Stderr, "bundle image:", p.Bundle)
+	fmt.Fprintln(os.Stderr, "catalog image (opm validate passed):", p.Catalog)
+	_, err = io.WriteString(out, p.InstallYAML(o.namespace, o.serviceAccount))
 	return err
 }

@@ -244,12 +244,18 @@ func waitCatalogServing(t *testing.T, name, ref string) {
 // installed).
 func waitExtensionInstalled(t *testing.T, version string) {
 	t.Helper()
+	waitExtension(t, "devloop", version)
+}
+
+// waitExtension is waitExtensionInstalled for the ClusterExtension name.
+func waitExtension(t *testing.T, name, version string) {
+	t.Helper()
 	last := ""
-	waitCheck(t, poll.Wait{What: "ClusterExtension devloop installed " + version, Every: 500 * time.Millisecond, Within: 5 * time.Minute}, func(g Gomega) {
-		st, err := getOLMStatus(context.Background(), clusterExtensionGVK, "devloop")
+	waitCheck(t, poll.Wait{What: "ClusterExtension " + name + " installed " + version, Every: 500 * time.Millisecond, Within: 5 * time.Minute}, func(g Gomega) {
+		st, err := getOLMStatus(context.Background(), clusterExtensionGVK, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		if s := st.summary(); s != last {
-			t.Logf("  ClusterExtension devloop: %s", s)
+			t.Logf("  ClusterExtension %s: %s", name, s)
 			last = s
 		}
 		g.Expect(st.installedVersion()).To(Equal(version))
