@@ -75,6 +75,16 @@ func (b *EnvSpec) ImagePrefix(prefix string) *EnvSpec {
 	return b
 }
 
+// RegistryCredentials pushes the images with the credentials of the
+// Secret (registry.credentialsRef).
+func (b *EnvSpec) RegistryCredentials(secret string) *EnvSpec {
+	if b.env.Spec.Registry == nil {
+		b.Registry()
+	}
+	b.env.Spec.Registry.CredentialsRef = &v1alpha1.LocalObjectReference{Name: secret}
+	return b
+}
+
 // PullPrefix is where the nodes pull the built images from
 // (registry.pullPrefix); without a push prefix yet, the images are pushed
 // as Registry pushes them.
