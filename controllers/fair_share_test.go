@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -88,7 +89,7 @@ func TestSlowNamespaceDoesNotHoldEveryWorker(t *testing.T) {
 		src := v1alpha1.Source{Name: "app", Git: &v1alpha1.GitSource{
 			URL: fmt.Sprintf("http://%s/team-a/app-%d.git", tp.ln.Addr(), i)}}
 		operatortest.Env(teamA, fmt.Sprintf("slow-%d", i)).Source(src).
-			Components(v1alpha1.Component{Name: "app", Manifests: &v1alpha1.ManifestsSpec{Source: "app"}}).Create(t, operatortest.Admin)
+			Components(builder.Component("app", builder.Manifests())).Create(t, operatortest.Admin)
 	}
 	// team-a's reconciles are stuck in the tarpit: two with the default
 	// share of the suite's four workers (all four without it).
