@@ -28,7 +28,7 @@ func TestBrokenMiddleOfADiamondBlocksOnlyItsBranch(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "c", "", errors.New("helm install c: 1 error occurred:\n\t* job c-hook failed: BackoffLimitExceeded"))
-	env := operatortest.Env(ns, "diamond").SharedSource().Components(diamond()...).Obj()
+	env := operatortest.Env(ns, "diamond").Source(operatortest.SharedOCISource()).Components(diamond()...).Obj()
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -68,7 +68,7 @@ func TestStalledComponentStallsOnlyWhenNothingElseMoves(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "c", "", fault.Stalledf(v1alpha1.ReasonDeployFailed, "helm release c failed 3 times in a row"))
 	operatortest.ScriptedDeploy.Set(ns, "b", v1alpha1.PhaseDeploying, nil)
-	env := operatortest.Env(ns, "stalls").SharedSource().Components(diamond()...).Obj()
+	env := operatortest.Env(ns, "stalls").Source(operatortest.SharedOCISource()).Components(diamond()...).Obj()
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -101,7 +101,7 @@ func TestListOrderNeverChangesTheOutcome(t *testing.T) {
 	operatortest.ScriptedDeploy.Set(ns, "c", "", errors.New("chart c is broken"))
 	perms := permutations(diamond())
 	for i, comps := range perms {
-		env := operatortest.Env(ns, fmt.Sprintf("order-%d", i)).SharedSource().Components(comps...).Obj()
+		env := operatortest.Env(ns, fmt.Sprintf("order-%d", i)).Source(operatortest.SharedOCISource()).Components(comps...).Obj()
 		g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	}
 	want := map[string]v1alpha1.ComponentPhase{"a": v1alpha1.PhaseReady, "b": v1alpha1.PhaseReady, "c": v1alpha1.PhaseFailed, "d": v1alpha1.PhaseBlocked}

@@ -46,7 +46,7 @@ func TestReconcileDeadline(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.Env(ns, "slow").SharedSource().Components(operatortest.ScriptedComponent("a")).Obj()
+	env := operatortest.Env(ns, "slow").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("a")).Obj()
 	env.Spec.Suspend = true // the suite's manager leaves it alone
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)

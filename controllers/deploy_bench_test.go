@@ -15,6 +15,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/controllers"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -54,7 +55,7 @@ spec:
 	hour := &metav1.Duration{Duration: time.Hour}
 	env := operatortest.AsDeployer(operatortest.WebEnv(ns))
 	env.Spec.Sources[0].Interval = hour
-	cfgSource := operatortest.OCISource("cfg", operatortest.Registry.Host+"/"+ns+"/cfg", "dev")
+	cfgSource := builder.OCISource("cfg", operatortest.Registry.Host+"/"+ns+"/cfg", "dev")
 	cfgSource.Interval = hour
 	env.Spec.Sources = append(env.Spec.Sources, cfgSource)
 	site := &env.Spec.Components[0]

@@ -34,7 +34,7 @@ func TestEmptyEnvironmentBecomesReady(t *testing.T) {
 func TestDependencyCycleStallsUntilFixed(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.Env(ns, "cyclic").SharedSource().Components(operatortest.ScriptedComponent("crds", "webhook"), operatortest.ScriptedComponent("operator", "crds"), operatortest.ScriptedComponent("webhook", "operator")).Obj()
+	env := operatortest.Env(ns, "cyclic").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("crds", "webhook"), operatortest.ScriptedComponent("operator", "crds"), operatortest.ScriptedComponent("webhook", "operator")).Obj()
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed(), "CEL cannot see a cycle, so the API server accepts it")
 	key := client.ObjectKeyFromObject(env)
 
@@ -82,7 +82,7 @@ func TestDependentsWaitOnEveryChange(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "db", v1alpha1.PhaseDeploying, nil)
-	env := operatortest.Env(ns, "gated").SharedSource().Components(operatortest.ScriptedComponent("app", "db", "crds"), operatortest.ScriptedComponent("db"), operatortest.ScriptedComponent("crds")).Obj()
+	env := operatortest.Env(ns, "gated").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("app", "db", "crds"), operatortest.ScriptedComponent("db"), operatortest.ScriptedComponent("crds")).Obj()
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -125,7 +125,7 @@ func TestEngineErrorIsRetried(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "api", "", errors.New("registry unreachable"))
-	env := operatortest.Env(ns, "flaky").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
+	env := operatortest.Env(ns, "flaky").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("api")).Obj()
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -149,7 +149,7 @@ func TestEngineErrorIsRetried(t *testing.T) {
 func TestSuspendedEnvironmentDoesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.Env(ns, "paused").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
+	env := operatortest.Env(ns, "paused").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("api")).Obj()
 	env.Spec.Suspend = true
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -174,7 +174,7 @@ func TestSuspendedEnvironmentDoesNothing(t *testing.T) {
 func TestDeletionFinalizesInReverseOrder(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.Env(ns, "doomed").SharedSource().Components(operatortest.ScriptedComponent("operator", "crds"), operatortest.ScriptedComponent("tests-tooling", "operator"), operatortest.ScriptedComponent("crds")).Obj()
+	env := operatortest.Env(ns, "doomed").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("operator", "crds"), operatortest.ScriptedComponent("tests-tooling", "operator"), operatortest.ScriptedComponent("crds")).Obj()
 	env.Spec.Tests = []v1alpha1.TestSuite{{Name: "smoke", Image: v1alpha1.TestImage{Ref: "busybox"}, Command: []string{"true"}, DependsOn: []string{"operator"}}}
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
@@ -193,7 +193,7 @@ func TestDeletionFinalizesInReverseOrder(t *testing.T) {
 func TestCrossNamespaceSourceRefused(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.Env(ns, "borrower").SharedSource().Components(operatortest.ScriptedComponent("api")).Obj()
+	env := operatortest.Env(ns, "borrower").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("api")).Obj()
 	env.Spec.Sources = append(env.Spec.Sources, v1alpha1.Source{Name: "flux", SourceRef: &v1alpha1.FluxSourceReference{Kind: "GitRepository", Name: "app", Namespace: "flux-system"}})
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 

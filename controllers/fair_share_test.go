@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -88,14 +89,14 @@ func TestSlowNamespaceDoesNotHoldEveryWorker(t *testing.T) {
 		src := v1alpha1.Source{Name: "app", Git: &v1alpha1.GitSource{
 			URL: fmt.Sprintf("http://%s/team-a/app-%d.git", tp.ln.Addr(), i)}}
 		operatortest.Env(teamA, fmt.Sprintf("slow-%d", i)).Source(src).
-			Components(v1alpha1.Component{Name: "app", Manifests: &v1alpha1.ManifestsSpec{Source: "app"}}).Create(t)
+			Components(builder.Component("app", builder.Manifests())).Create(t, operatortest.Admin)
 	}
 	// team-a's reconciles are stuck in the tarpit: two with the default
 	// share of the suite's four workers (all four without it).
 	g.Eventually(func() int { opened, _ := tp.counts(); return opened }, operatortest.Timeout).Should(BeNumerically(">=", 2))
 
 	start := time.Now()
-	fast := operatortest.Env(teamB, "fast").SharedSource().Components(operatortest.ScriptedComponent("app")).Create(t)
+	fast := operatortest.Env(teamB, "fast").Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("app")).Create(t, operatortest.Admin)
 	var readyAt time.Duration
 	g.Eventually(func(g Gomega) {
 		env := &v1alpha1.DevEnvironment{}

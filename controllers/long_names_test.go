@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -24,7 +25,7 @@ func TestLongEnvironmentNameDeploysAndTests(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	env := operatortest.DeployDirEnv(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
 	env.Name = strings.Repeat("long-", 20)[:99] + "x"
-	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.BusyboxSuite("unit")}
+	env.Spec.Tests = []v1alpha1.TestSuite{builder.BusyboxSuite("unit")}
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), operatortest.ExpectReadyAndCurrent)
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -27,9 +28,9 @@ func toggleEnv(t *testing.T, ns string, kwok v1alpha1.Component) *v1alpha1.DevEn
 		"app/config.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n",
 	})
 	kwok.Name = "kwok"
-	kwok.Manifests = operatortest.Manifests("kwok", "kwok").Manifests
-	return operatortest.Env(ns, "toggles").Deployer().AppSource().
-		Components(kwok, operatortest.After(operatortest.Manifests("app", "app"), "kwok")).Obj()
+	kwok.Manifests = builder.Component("kwok", builder.Manifests("kwok")).Manifests
+	return operatortest.Env(ns, "toggles").ServiceAccount(operatortest.Deployer).AppSource().
+		Components(kwok, builder.Component("app", builder.Manifests("app"), builder.DependsOn("kwok"))).Obj()
 }
 
 func configMapExists(ns, name string) bool {
@@ -170,7 +171,7 @@ func TestTriggeredSuiteBringsUpOnDemandComponent(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	env := toggleEnv(t, ns, v1alpha1.Component{OnDemand: true})
-	env.Spec.Tests = []v1alpha1.TestSuite{operatortest.Suite("e2e").After("app").Obj()}
+	env.Spec.Tests = []v1alpha1.TestSuite{builder.Suite("e2e").After("app").Obj()}
 	g.Expect(operatortest.Admin.Create(context.Background(), env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {

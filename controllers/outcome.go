@@ -52,26 +52,25 @@ type outcome struct {
 	dependencyDown bool
 }
 
-// classify reads err, in this order: Stalled wins over any wait it wraps,
-// a WaitingError over the Unavailable it wraps.
+// classify reads err through fault.Classify, the one place an engine's
+// kinds become the boundary's classes, and splits its waits by what the
+// reconciler does with them.
 func classify(err error) outcome {
-	if err == nil {
-		return outcome{class: settled}
+	o := fault.Classify(err)
+	out := outcome{reason: o.Reason, retryingDependency: o.RetryingDependency, dependencyDown: o.DependencyDown}
+	switch {
+	case o.Class == fault.Settled:
+		out.class = settled
+	case o.Class == fault.Stalling:
+		out.class = stalling
+	case o.Class == fault.Waiting && o.Outside:
+		out.class = waitingOutside
+	case o.Class == fault.Waiting:
+		out.class, out.after = progressing, o.After
+	default:
+		out.class = retrying
 	}
-	down := fault.IsUnavailable(err)
-	if s := fault.AsStalled(err); s != nil {
-		return outcome{class: stalling, reason: s.Reason, dependencyDown: down}
-	}
-	if w := fault.AsWaiting(err); w != nil {
-		if w.Reason == v1alpha1.ReasonWaiting && w.RequeueAfter <= 0 {
-			return outcome{class: waitingOutside, reason: w.Reason, dependencyDown: down}
-		}
-		return outcome{class: progressing, reason: w.Reason, after: w.RequeueAfter, dependencyDown: down}
-	}
-	if down {
-		return outcome{class: waitingOutside, reason: v1alpha1.ReasonWaiting, retryingDependency: true, dependencyDown: true}
-	}
-	return outcome{class: retrying}
+	return out
 }
 
 // classifyComponent is classify for a component's failure among others:

@@ -100,7 +100,10 @@ pid_of() {
 running() { [ -n "$(pid_of "$1")" ]; }
 
 # launch NAME ARGS...: starts the component's binary in its own session (so
-# Ctrl-C or make's exit does not stop it), output to logs/NAME.log.
+# Ctrl-C or make's exit does not stop it), output to logs/NAME.log. A
+# caller may set LAUNCH_WRAP (an array: a command that execs what follows,
+# node2.sh's nsenter into node 2's namespace) and LAUNCH_SETTLE (how long
+# to give the binary before checking it still runs; 0.2 s).
 launch() {
   local name=$1; shift
   local bin; bin=$(binary_of "$name")
@@ -108,10 +111,11 @@ launch() {
   mkdir -p "$STATE/pids" "$STATE/logs"
   echo "=== $(date -Is) starting $bin $*" >>"$STATE/logs/$name.log"
   # A subshell without job control is not a process group leader, so setsid
-  # calls setsid(2) and execs in place: $! is the component's own PID.
-  (exec setsid "$bin" "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1) &
+  # calls setsid(2) and execs in place (as LAUNCH_WRAP's command must): $!
+  # is the component's own PID.
+  (exec setsid ${LAUNCH_WRAP[@]+"${LAUNCH_WRAP[@]}"} "$bin" "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1) &
   echo $! >"$(pidfile "$name")"
-  sleep 0.2
+  sleep "${LAUNCH_SETTLE:-0.2}"
   running "$name" || { tail -20 "$STATE/logs/$name.log" >&2; die "$name exited at once (log: $STATE/logs/$name.log)"; }
   log "started $name (pid $(pid_of "$name"), log $STATE/logs/$name.log)"
 }

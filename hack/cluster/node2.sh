@@ -143,19 +143,11 @@ node_configs() {
   grep -q "clusterDNS: \[$HOST_IP\]" "$STATE/config/kubelet.yaml" || die "kubelet.yaml: the template changed (clusterDNS not set)"
 }
 
-# launch_in_node NAME ARGS...: launch (cluster.sh), in node 2's namespace.
+# launch_in_node NAME ARGS...: launch (cluster.sh), in node 2's namespace
+# (nsenter execs the binary: $! is still the component's own PID).
 launch_in_node() {
-  local name=$1; shift
-  local bin; bin=$(binary_of "$name")
-  [ -x "$bin" ] || die "no binary for $name ($bin)"
-  mkdir -p "$STATE/pids" "$STATE/logs"
-  echo "=== $(date -Is) starting $bin $*" >>"$STATE/logs/$name.log"
-  # nsenter execs the binary: $! is the component's own PID.
-  (exec setsid nsenter --net="$NETNS" "$bin" "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1) &
-  echo $! >"$(pidfile "$name")"
-  sleep 0.3
-  running "$name" || { tail -20 "$STATE/logs/$name.log" >&2; die "$name exited at once (log: $STATE/logs/$name.log)"; }
-  log "started $name (pid $(pid_of "$name"), log $STATE/logs/$name.log)"
+  local LAUNCH_WRAP=(nsenter "--net=$NETNS") LAUNCH_SETTLE=0.3
+  launch "$@"
 }
 
 http_ok_in_node() { in_node busybox wget -q -O /dev/null "$1"; }

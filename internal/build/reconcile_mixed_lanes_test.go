@@ -47,7 +47,7 @@ func gpuOperatorEnv(ns string) *v1alpha1.DevEnvironment {
 		img.Run.KeepWarm = name == "gpu-operator"
 		operator.Images = append(operator.Images, img)
 	}
-	return operatortest.Env(ns, "gpu-operator").Registry().PushedSource("gpu-operator", "src").Deployer().Components(operator).Obj()
+	return operatortest.Env(ns, "gpu-operator").Registry().PushedSource("gpu-operator", "src").ServiceAccount(operatortest.Deployer).Components(operator).Obj()
 }
 
 // compileSpans records the warm builder's compiles of gpu-operator (its

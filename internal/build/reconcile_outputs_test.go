@@ -23,6 +23,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/image"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -53,14 +54,14 @@ spec:
 // applies through the output source crds.
 func operatorWithGeneratedCRDs(ns string) *v1alpha1.DevEnvironment {
 	operator := v1alpha1.Component{Name: "operator", Images: []v1alpha1.ImageSpec{{
-		Name: "operator", Source: operatortest.AppSource,
+		Name: "operator", Source: builder.AppSource,
 		Run: &v1alpha1.BuildRun{
 			Image:   "golang:1.25",
 			Command: []string{"make", "manifests"},
 			Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}},
 		},
 	}}}
-	return operatortest.Env(ns, "operator").Deployer().Registry().AppSource().
+	return operatortest.Env(ns, "operator").ServiceAccount(operatortest.Deployer).Registry().AppSource().
 		Source(v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}}).
 		Components(operator, v1alpha1.Component{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "crds"}}).Obj()
 }

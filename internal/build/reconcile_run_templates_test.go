@@ -84,7 +84,7 @@ func TestOneRunSpecBuildsThreeImages(t *testing.T) {
 			Entrypoint: []string{"/" + base},
 		})
 	}
-	env := operatortest.Env(ns, "volcano").Registry().PushedSource("volcano", "src").Components(volcano).Create(t)
+	env := operatortest.Env(ns, "volcano").Registry().PushedSource("volcano", "src").Components(volcano).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 
 	var jobs map[string]batchv1.Job
@@ -138,7 +138,7 @@ func TestBundleBuildReadsTheOperatorImage(t *testing.T) {
 			Run:    &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"go", "build", "-o", "out/operator", "./cmd/operator"}},
 			Layers: []v1alpha1.LayerMapping{{From: "out/operator", To: "/operator", Mode: "0755"}},
 		}}},
-	).Create(t)
+	).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 
 	// The operator builds; the bundle waits for it, and says so.
@@ -216,7 +216,7 @@ func TestRunTemplateMistakesStallNamingTheField(t *testing.T) {
 	}
 	env := operatortest.Env(ns, "mistakes").Registry().AppSource().Components(
 		v1alpha1.Component{Name: "operator", Images: []v1alpha1.ImageSpec{image("operator", `{{ (image "operator").Digest }}`)}},
-	).Create(t)
+	).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForStalled(t, key, v1alpha1.ReasonInvalidSpec, `spec.components[0].images[0].run.env[0].value`, `image "operator" is not built by a component before this one`)
 

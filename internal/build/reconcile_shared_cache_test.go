@@ -46,7 +46,7 @@ func volcanoEnv(ns string, keepWarm bool) *v1alpha1.DevEnvironment {
 	volcano.Images[2].Run.Cache.Size = &larger
 	unit := v1alpha1.TestSuite{Name: "unit", Source: "volcano", Image: v1alpha1.TestImage{Ref: "golang:1.25"},
 		Command: []string{"make", "unit-test"}, Cache: &v1alpha1.TestCache{}}
-	return operatortest.Env(ns, "volcano").Registry().PushedSource("volcano", "src").Deployer().Components(volcano).Tests(unit).Obj()
+	return operatortest.Env(ns, "volcano").Registry().PushedSource("volcano", "src").ServiceAccount(operatortest.Deployer).Components(volcano).Tests(unit).Obj()
 }
 
 // claimsOf are the PersistentVolumeClaims a pod spec mounts.

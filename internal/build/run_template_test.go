@@ -12,25 +12,22 @@ import (
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/plan"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // operatorEnv builds an operator image and a bundle whose run step reads
 // its digest; nodes pull from another address than the operator pushes to.
 func operatorEnv() *v1alpha1.DevEnvironment {
-	env := &v1alpha1.DevEnvironment{Spec: v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "localhost:5000/team", PullPrefix: "kind-registry:5000/team"},
-		Components: []v1alpha1.Component{
-			{Name: "operator", Images: []v1alpha1.ImageSpec{{Name: "org/operator", Source: "app"}}},
-			{Name: "bundle", Images: []v1alpha1.ImageSpec{{Name: "bundle", Source: "app", Run: &v1alpha1.BuildRun{
-				Image:   "golang:1.25",
-				Command: []string{"make", "{{ .ImageBase }}", "VERSION={{ .ShortRevision }}"},
-				Env: []v1alpha1.EnvVar{
-					{Name: "IMG", Value: `{{ (image "org/operator").Reference }}`},
-					{Name: "OPERATOR_TAG", Value: `{{ (image "org/operator").Tag }}`},
-				},
-			}}}},
-		},
-	}}
+	env := builder.Env("team", "operator").In("localhost:5000").Registry().PullPrefix("kind-registry:5000/team").Components(
+		builder.Component("operator", builder.Images(builder.Image("org/operator"))),
+		builder.Component("bundle", builder.Images(builder.Image("bundle", builder.Run(&v1alpha1.BuildRun{
+			Image:   "golang:1.25",
+			Command: []string{"make", "{{ .ImageBase }}", "VERSION={{ .ShortRevision }}"},
+			Env: []v1alpha1.EnvVar{
+				{Name: "IMG", Value: `{{ (image "org/operator").Reference }}`},
+				{Name: "OPERATOR_TAG", Value: `{{ (image "org/operator").Tag }}`},
+			},
+		}))))).Obj()
 	env.Status.Components = []v1alpha1.ComponentStatus{{Name: "operator", Images: []v1alpha1.ImageStatus{{
 		Name: "org/operator", Repository: "localhost:5000/team/org/operator", Digest: "sha256:0a", ContentHash: "c0ffee",
 	}}}}

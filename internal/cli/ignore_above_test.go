@@ -13,6 +13,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // isolateGitConfig points git's user configuration at an empty directory.
@@ -105,8 +106,8 @@ func TestPushRefusesAbsoluteSymlinks(t *testing.T) {
 	}
 	// An image copying the link without a run step: a local push lays its
 	// layer out before packing.
-	env := &v1alpha1.DevEnvironment{Spec: v1alpha1.DevEnvironmentSpec{Components: []v1alpha1.Component{{Name: "c",
-		Images: []v1alpha1.ImageSpec{{Name: "i", Source: "app", Layers: []v1alpha1.LayerMapping{{From: "passwd", To: "/passwd"}}}}}}}}
+	env := builder.Env("team", "dev").Components(builder.Component("c",
+		builder.Images(builder.Image("i", builder.Layer("passwd", "/passwd"))))).Obj()
 	for _, c := range []source.Compression{source.CompressionGzip, source.CompressionNone} {
 		_, err := PackSource(dir, env, "app", c)
 		if err == nil || !strings.Contains(err.Error(), "passwd is a symbolic link to /etc/passwd") {

@@ -4,27 +4,25 @@ import (
 	"testing"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // TestPushSaysLiveUpdateOrRollout: after a push, each live-updatable
 // image of the affected components gets a line saying how its digest
 // reached the pods and why; other images and components are not listed.
 func TestPushSaysLiveUpdateOrRollout(t *testing.T) {
-	live := &v1alpha1.LiveUpdate{Paths: []string{"/web"}}
-	env := &v1alpha1.DevEnvironment{
-		Spec: v1alpha1.DevEnvironmentSpec{Components: []v1alpha1.Component{
-			{Name: "web", Images: []v1alpha1.ImageSpec{{Name: "web", LiveUpdate: live}, {Name: "sidecar"}}},
-			{Name: "api", Images: []v1alpha1.ImageSpec{{Name: "api", LiveUpdate: live}}},
-			{Name: "db", Images: []v1alpha1.ImageSpec{{Name: "db", LiveUpdate: live}}},
-		}},
-		Status: v1alpha1.DevEnvironmentStatus{Components: []v1alpha1.ComponentStatus{
-			{Name: "web", Images: []v1alpha1.ImageStatus{
-				{Name: "web", LastUpdate: v1alpha1.UpdateLive, UpdateReason: "synced in place: /web"},
-				{Name: "sidecar", LastUpdate: v1alpha1.UpdateRollout}}},
-			{Name: "api", Images: []v1alpha1.ImageStatus{
-				{Name: "api", LastUpdate: v1alpha1.UpdateRollout, UpdateReason: "/etc/api.yaml changed, outside liveUpdate.paths"}}},
-			{Name: "db", Images: []v1alpha1.ImageStatus{{Name: "db", LastUpdate: v1alpha1.UpdateLive}}},
-		}},
+	live := builder.LiveUpdate("/web")
+	env := builder.Env("team", "dev").Components(
+		builder.Component("web", builder.Images(builder.Image("web", live), builder.Image("sidecar"))),
+		builder.Component("api", builder.Images(builder.Image("api", live))),
+		builder.Component("db", builder.Images(builder.Image("db", live)))).Obj()
+	env.Status.Components = []v1alpha1.ComponentStatus{
+		{Name: "web", Images: []v1alpha1.ImageStatus{
+			{Name: "web", LastUpdate: v1alpha1.UpdateLive, UpdateReason: "synced in place: /web"},
+			{Name: "sidecar", LastUpdate: v1alpha1.UpdateRollout}}},
+		{Name: "api", Images: []v1alpha1.ImageStatus{
+			{Name: "api", LastUpdate: v1alpha1.UpdateRollout, UpdateReason: "/etc/api.yaml changed, outside liveUpdate.paths"}}},
+		{Name: "db", Images: []v1alpha1.ImageStatus{{Name: "db", LastUpdate: v1alpha1.UpdateLive}}},
 	}
 	got := howUpdated(env, []string{"web", "api"})
 	want := []string{

@@ -147,7 +147,7 @@ func TestSecretCommand(t *testing.T) {
 
 	// --dry-run: redacted, validated, not written.
 	r = run("secret", "gpu", "app-secrets", "--from-literal", "password=hunter2", "--dry-run")
-	expectOutput(t, r, 0, []string{"kind: Secret", "password: '<redacted: 7 bytes>'", "devloop.dev/environment: gpu", "# dry run: secret/app-secrets accepted by the API server, nothing written"}, nil)
+	expectOutput(t, r, 0, []string{"kind: Secret", "password: '<redacted: 7 bytes>'", v1alpha1.LabelEnvironment + ": gpu", "# dry run: secret/app-secrets accepted by the API server, nothing written"}, nil)
 	absent(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-secrets"}})
 	t.Logf("dry run:\n%s", r.out)
 

@@ -25,6 +25,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // dirSource serves one directory as every source.
@@ -71,10 +72,8 @@ func newCountedEngine(t testing.TB, c v1alpha1.Component, src source.Resolved) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "noop", UID: types.UID("uid-" + ns)},
-		Spec:       v1alpha1.DevEnvironmentSpec{ServiceAccountName: "deployer", Components: []v1alpha1.Component{c}},
-	}
+	env := builder.Env(ns, "noop").ServiceAccount("deployer").Components(c).Obj()
+	env.UID = types.UID("uid-" + ns)
 	env.Status.Components = []v1alpha1.ComponentStatus{{Name: c.Name}}
 	return &countedEngine{t: t, src: src, env: env,
 		e:  &Engine{Mapper: mapper, Charts: &ChartLoader{CacheDir: t.TempDir()}},

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/digest"
 )
 
@@ -58,7 +59,7 @@ func TestRewriteImagesRunsLiveUpdateImagesUnderTheSupervisor(t *testing.T) {
 
 			// The pod template is labelled, for the operator's watch.
 			labels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
-			g.Expect(labels).To(Equal(map[string]string{"devloop.dev/live-update": "supervised"}))
+			g.Expect(labels).To(Equal(map[string]string{v1alpha1.LabelLiveUpdate: v1alpha1.LiveUpdateSupervised}))
 
 			// Rewriting the rewritten object changes nothing.
 			again := obj.DeepCopy()
@@ -82,13 +83,13 @@ func TestLiveUpdateAfterCommandAndDebug(t *testing.T) {
 	g.Expect(c[0].(map[string]any)["command"]).To(Equal([]any{"/.devloop/supervisor", "supervise", "--after=command", `--after-command=["/app","reload"]`, "--", "/app"}))
 	v, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumes")
 	g.Expect(v).To(HaveLen(1))
-	g.Expect(obj.GetLabels()).To(Equal(map[string]string{"devloop.dev/live-update": "supervised"}), "a Pod is its own template")
+	g.Expect(obj.GetLabels()).To(Equal(map[string]string{v1alpha1.LabelLiveUpdate: v1alpha1.LiveUpdateSupervised}), "a Pod is its own template")
 
 	cron := fromYAML(t, "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        metadata: {labels: {app: c}}\n        spec:\n          containers:\n          - {name: c, image: api}\n")
 	_, err = RewriteImages([]*unstructured.Unstructured{cron}, []BuiltImage{live})
 	g.Expect(err).NotTo(HaveOccurred())
 	labels, _, _ := unstructured.NestedStringMap(cron.Object, "spec", "jobTemplate", "spec", "template", "metadata", "labels")
-	g.Expect(labels).To(Equal(map[string]string{"app": "c", "devloop.dev/live-update": "supervised"}), "the template's own labels are kept")
+	g.Expect(labels).To(Equal(map[string]string{"app": "c", v1alpha1.LabelLiveUpdate: v1alpha1.LiveUpdateSupervised}), "the template's own labels are kept")
 
 	none := builtAPI
 	none.LiveUpdate = &LiveUpdateEntrypoint{Entrypoint: []string{"/app"}, After: "None"}

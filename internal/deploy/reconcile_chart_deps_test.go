@@ -24,6 +24,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -110,8 +111,8 @@ func TestUmbrellaChartWithDependencies(t *testing.T) {
 
 	// The OCI dependency is in the environment's own registry, the one
 	// plain HTTP is allowed to.
-	env := operatortest.Env(ns, "dynamo").Deployer().Registry().AppSource().
-		Components(operatortest.Chart("platform", "deploy/platform", `{"grove": {"enabled": false}}`)).Obj()
+	env := operatortest.Env(ns, "dynamo").ServiceAccount(operatortest.Deployer).Registry().AppSource().
+		Components(builder.Component("platform", builder.Chart("deploy/platform", builder.Values(`{"grove": {"enabled": false}}`)))).Obj()
 	env.Spec.ChartCredentials = []v1alpha1.ChartCredentials{{URLPrefix: chartRepo, SecretRef: v1alpha1.LocalObjectReference{Name: "chart-repo"}}}
 	key := operatortest.CreateEnv(t, env)
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -156,7 +157,7 @@ func TestFailingHookStallsThenInstalls(t *testing.T) {
 		files[k] = v
 	}
 	operatortest.AppFiles(t, ns, files)
-	env := operatortest.Env(ns, "hooks").Deployer().AppSource().Components(operatortest.Chart("init", "chart", "")).Create(t)
+	env := operatortest.Env(ns, "hooks").ServiceAccount(operatortest.Deployer).AppSource().Components(builder.Component("init", builder.Chart("chart"))).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForStalled(t, key, v1alpha1.ReasonDeployFailed, "pre-install", "Invalid_Hook_Name")
 	g.Expect(env.Status.Component("init").Phase).To(Equal(v1alpha1.PhaseFailed))
@@ -219,11 +220,11 @@ func deployedIntoTarget(t *testing.T, name string) (env *v1alpha1.DevEnvironment
 	files := operatortest.DirFiles(t, filepath.Join("testdata", "charts", "hookfail"), "chart")
 	files["deploy/config.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"
 	operatortest.AppFiles(t, ns, files)
-	plain := operatortest.Manifests("plain", "deploy")
+	plain := builder.Component("plain", builder.Manifests("deploy"))
 	plain.Manifests.Namespace = target.Name
-	chart := operatortest.After(operatortest.Chart("chart", "chart", `{"failHook": false}`), "plain")
+	chart := builder.Component("chart", builder.Chart("chart", builder.Values(`{"failHook": false}`)), builder.DependsOn("plain"))
 	chart.Helm.Namespace = target.Name
-	env = operatortest.Env(ns, name).Deployer().AppSource().Components(plain, chart).Create(t)
+	env = operatortest.Env(ns, name).ServiceAccount(operatortest.Deployer).AppSource().Components(plain, chart).Create(t, operatortest.Admin)
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
 	})
@@ -313,7 +314,7 @@ func TestDeletionWhenItsNamespaceIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, operatortest.DirFiles(t, filepath.Join("testdata", "charts", "hookfail"), "chart"))
-	env := operatortest.Env(ns, "doomed").Deployer().AppSource().Components(operatortest.Chart("chart", "chart", `{"failHook": false}`)).Create(t)
+	env := operatortest.Env(ns, "doomed").ServiceAccount(operatortest.Deployer).AppSource().Components(builder.Component("chart", builder.Chart("chart", builder.Values(`{"failHook": false}`)))).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	operatortest.ExpectKstatus(t, env, status.CurrentStatus)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -136,7 +137,7 @@ func TestDeployWithoutRightsStallsNamingVerbAndResource(t *testing.T) {
 	operatortest.CreateServiceAccount(t, ns, "nobody")
 	operatortest.AppFiles(t, ns, map[string]string{
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"})
-	env := operatortest.Env(ns, "denied").ServiceAccount("nobody").AppSource().Components(operatortest.Manifests("config", "deploy")).Create(t)
+	env := operatortest.Env(ns, "denied").ServiceAccount("nobody").AppSource().Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 
 	env = operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
@@ -155,7 +156,7 @@ func TestDeployWithoutServiceAccountStalls(t *testing.T) {
 	ns := operatortest.Namespace(t)
 	operatortest.UseDeployEngine(ns)
 	operatortest.AppFiles(t, ns, map[string]string{"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"})
-	env := operatortest.Env(ns, "anonymous").AppSource().Components(operatortest.Manifests("config", "deploy")).Create(t)
+	env := operatortest.Env(ns, "anonymous").AppSource().Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonNoServiceAccount, "spec.serviceAccountName: no ServiceAccount to deploy as")
 	operatortest.ExpectKstatus(t, env, status.FailedStatus)
 
@@ -172,8 +173,8 @@ func TestDroppedComponentIsPruned(t *testing.T) {
 		"a/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
 		"b/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
 	})
-	env := operatortest.Env(ns, "pair").Deployer().AppSource().
-		Components(operatortest.Manifests("a", "a"), operatortest.After(operatortest.Manifests("b", "b"), "a")).Obj()
+	env := operatortest.Env(ns, "pair").ServiceAccount(operatortest.Deployer).AppSource().
+		Components(builder.Component("a", builder.Manifests("a")), builder.Component("b", builder.Manifests("b"), builder.DependsOn("a"))).Obj()
 	key := operatortest.CreateEnv(t, env)
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
@@ -198,7 +199,7 @@ func TestFailingReleaseStallsWithHelmError(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AppFiles(t, ns, operatortest.ChartFiles(t, "web", "chart"))
-	env := operatortest.Env(ns, "broken").Deployer().AppSource().Components(operatortest.Chart("site", "chart", `{"broken": true}`)).Create(t)
+	env := operatortest.Env(ns, "broken").ServiceAccount(operatortest.Deployer).AppSource().Components(builder.Component("site", builder.Chart("chart", builder.Values(`{"broken": true}`)))).Create(t, operatortest.Admin)
 	env = operatortest.WaitForStalled(t, client.ObjectKeyFromObject(env), v1alpha1.ReasonDeployFailed, "failed 3 times in a row", "Not_A_Valid_Name")
 	g.Expect(env.Status.Component("site").Phase).To(Equal(v1alpha1.PhaseFailed))
 	// The count lives in status, so a restarted operator (the engine keeps

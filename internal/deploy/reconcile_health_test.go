@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -107,7 +108,7 @@ func policyFiles() map[string]string {
 var policyEnvs = map[string]func(ns string) *v1alpha1.DevEnvironment{
 	"manifests": func(ns string) *v1alpha1.DevEnvironment { return webManifestsEnv(ns, "deploy") },
 	"helm": func(ns string) *v1alpha1.DevEnvironment {
-		return webHelmEnv(ns, &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: operatortest.AppSource, Path: "chart"}})
+		return webHelmEnv(ns, &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: builder.AppSource, Path: "chart"}})
 	},
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -24,7 +25,7 @@ func installHookEnv(t *testing.T) (client.ObjectKey, client.ObjectKey) {
 	ns := operatortest.Namespace(t)
 	env := operatortest.DeployDirEnv(t, ns, operatortest.ChartFiles(t, "installhook", "chart"))
 	env.Spec.Components[0].Manifests = nil
-	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: operatortest.AppSource, Path: "chart"}}
+	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: builder.AppSource, Path: "chart"}}
 	key := operatortest.CreateEnv(t, env)
 	job := operatortest.WaitForJob(t, ns, "init-setup")
 	NewWithT(t).Expect(job.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationOwner, key.String()))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -85,7 +86,7 @@ func TestHookNamedLikeAnotherObjectIsRefused(t *testing.T) {
 	handMade := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsB, Name: "settings"}, Data: map[string]string{"made": "by hand"}}
 	g.Expect(operatortest.Admin.Create(ctx, handMade)).To(Succeed())
 	envB.Spec.Components[0].Manifests = nil
-	envB.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: operatortest.AppSource, Path: "chart"}}
+	envB.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: builder.AppSource, Path: "chart"}}
 	hookValues(`{"configMap": "settings"}`)(envB)
 	keyB := operatortest.CreateEnv(t, envB)
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -43,7 +44,7 @@ func preDeleteEnv(t *testing.T, nsB, ns, hook string) client.ObjectKey {
 	t.Helper()
 	env := operatortest.DeployDirEnv(t, nsB, preDeleteChartFiles)
 	env.Spec.Components[0].Manifests = nil
-	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: operatortest.AppSource, Path: "chart"}}
+	env.Spec.Components[0].Helm = &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: builder.AppSource, Path: "chart"}}
 	hookValues(`{"hook": "` + hook + `", "namespace": "` + ns + `"}`)(env)
 	return operatortest.CreateEnv(t, env)
 }

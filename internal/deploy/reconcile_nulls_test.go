@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -33,7 +34,7 @@ func nodePolicyEnv(t *testing.T, ns, sa, values string) *v1alpha1.DevEnvironment
 	operatortest.AllowCRDs(t, ns, sa)
 	operatortest.AppFiles(t, ns, operatortest.DirFiles(t, "testdata/charts/nodepolicy", "chart"))
 	return operatortest.Env(ns, "policy").ServiceAccount(sa).AppSource().
-		Components(operatortest.Chart("policy", "chart", values)).Create(t)
+		Components(builder.Component("policy", builder.Chart("chart", builder.Values(values)))).Create(t, operatortest.Admin)
 }
 
 // nodePolicySpec reads the spec of the release's NodePolicy as stored.
@@ -114,7 +115,7 @@ func TestNullInHelmValuesRemovesTheChartDefault(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	operatortest.AllowCRDs(t, ns, operatortest.Deployer)
 	operatortest.AppFiles(t, ns, operatortest.DirFiles(t, "testdata/charts/nodepolicy", "chart"))
-	env := operatortest.Env(ns, "policy").Deployer().AppSource().Components(operatortest.Chart("policy", "chart", `{"validator":{"version":"v2.0.0"}}`)).Obj()
+	env := operatortest.Env(ns, "policy").ServiceAccount(operatortest.Deployer).AppSource().Components(builder.Component("policy", builder.Chart("chart", builder.Values(`{"validator":{"version":"v2.0.0"}}`)))).Obj()
 	applyServerSide(t, env)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -208,11 +209,11 @@ spec:
   migManager:
     config: {name: null, default: all-disabled}
 `})
-	policy := operatortest.Manifests("policy", "deploy")
+	policy := builder.Component("policy", builder.Manifests("deploy"))
 	// A patch's null (after the source's were dropped) is no key either.
 	policy.Manifests.Patches = []v1alpha1.Patch{{Target: &v1alpha1.PatchTarget{Kind: "NodePolicy", Name: "applied-policy"},
 		Patch: "- {op: add, path: /spec/validator/plugin, value: null}\n"}}
-	env := operatortest.Env(ns, "policy").Deployer().AppSource().Components(policy).Create(t)
+	env := operatortest.Env(ns, "policy").ServiceAccount(operatortest.Deployer).AppSource().Components(policy).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -29,7 +30,7 @@ func TestStatusDuringAHelmUpgradeIsNeverCurrent(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	files := operatortest.ChartFiles(t, "upgradehook", "chart")
 	operatortest.AppFiles(t, ns, files)
-	env := operatortest.Env(ns, "upgrades").Deployer().AppSource().Components(operatortest.Chart("app", "chart", "")).Create(t)
+	env := operatortest.Env(ns, "upgrades").ServiceAccount(operatortest.Deployer).AppSource().Components(builder.Component("app", builder.Chart("chart"))).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
 	g.Expect(env.Status.Component("app").Release.Revision).To(Equal(1))

@@ -37,11 +37,11 @@ func TestValuesFilesFromTheSource(t *testing.T) {
 	ns := operatortest.DeployNamespace(t)
 	files := treeFiles(t, "testdata/valuesfiles/volcano")
 	operatortest.AppFiles(t, ns, files)
-	env := operatortest.Env(ns, "volcano").Deployer().PushedSource("volcano", "src").Components(v1alpha1.Component{Name: "volcano", Helm: &v1alpha1.HelmSpec{
+	env := operatortest.Env(ns, "volcano").ServiceAccount(operatortest.Deployer).PushedSource("volcano", "src").Components(v1alpha1.Component{Name: "volcano", Helm: &v1alpha1.HelmSpec{
 		Chart:       v1alpha1.ChartRef{Source: "volcano", Path: "installer/helm/chart/volcano"},
 		ValuesFiles: []string{"installer/helm/chart/volcano/values.yaml", "hack/values-dev.yaml"},
 		Values:      &apiextensionsv1.JSON{Raw: []byte(`{"custom":{"admission_enable":false}}`)},
-	}}).Create(t)
+	}}).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {

@@ -8,13 +8,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/deploy/helm"
 	"github.com/devloop-dev/devloop/internal/fault"
 	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // volcanoLikeSource is a source whose chart sits deep in the tree with a
@@ -101,13 +101,9 @@ func TestValuesFilesOfAPackagedChartAreItsOwn(t *testing.T) {
 // spec writes it, and the content tag.
 func TestImageValuesRegistryAndName(t *testing.T) {
 	g := NewWithT(t)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gpu"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			Registry:   &v1alpha1.RegistrySpec{Prefix: "10.0.0.1:5000/team/", PullPrefix: "localhost:5001/team"},
-			Components: []v1alpha1.Component{{Name: "operator", Images: []v1alpha1.ImageSpec{{Name: "nvidia/gpu-operator"}}}},
-		},
-	}
+	// The push prefix ends in a slash: the values' repository has none.
+	env := builder.Env("ns", "gpu").ImagePrefix("10.0.0.1:5000/team/").PullPrefix("localhost:5001/team").Components(
+		builder.Component("operator", builder.Images(builder.Image("nvidia/gpu-operator")))).Obj()
 	env.Status.Components = []v1alpha1.ComponentStatus{{Name: "operator", Images: []v1alpha1.ImageStatus{{
 		Name: "nvidia/gpu-operator", Repository: "10.0.0.1:5000/team/nvidia/gpu-operator", Digest: "sha256:abc", ContentHash: "c0ffee"}}}}
 	_, refs := builtImages(env)

@@ -20,6 +20,10 @@
 //     not pushed yet), retried on the wait schedule like Unavailable.
 //
 // Anything else is a plain error, retried with backoff.
+//
+// These are how an engine says it; at the engine boundary they are two
+// classes, Stalling and Waiting (or neither), and Classify (class.go) is
+// the one place a kind becomes a class.
 package fault
 
 import (

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -53,7 +54,7 @@ func chartLiveEnv(ns string) *v1alpha1.DevEnvironment {
 	env.Spec.ServiceAccountName = operatortest.Deployer
 	c := &env.Spec.Components[0]
 	c.Manifests = nil
-	c.Helm = operatortest.Chart("web", "chart", `{"greeting":"hello"}`).Helm
+	c.Helm = builder.Component("web", builder.Chart("chart", builder.Values(`{"greeting":"hello"}`))).Helm
 	c.Helm.ImageValues = []v1alpha1.ImageValue{{Image: "web", Path: "image", From: "Reference"}}
 	c.Images[0].LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/web"}}
 	return env

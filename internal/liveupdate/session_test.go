@@ -13,12 +13,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/identity"
 	"github.com/devloop-dev/devloop/internal/supervisor"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // streamExec plays the container's side of the execs a live update makes:
@@ -104,9 +103,7 @@ func testTenant() *identity.Tenant { return tenantOf("team-a") }
 // tenantOf is the environment dev of namespace ns, acting as its
 // ServiceAccount deployer.
 func tenantOf(ns string) *identity.Tenant {
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
-		Spec: v1alpha1.DevEnvironmentSpec{ServiceAccountName: "deployer"}}
-	return (&identity.Identity{}).For(env)
+	return (&identity.Identity{}).For(builder.Env(ns, "dev").ServiceAccount("deployer").Obj())
 }
 
 // testEnvUID is testTenant's environment's UID.

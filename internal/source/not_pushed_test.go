@@ -9,6 +9,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/fault"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // TestOnlyAnUnpushedTagIsWaitedFor: a tag the registry does not have, in
@@ -39,7 +40,7 @@ func TestOnlyAnUnpushedTagIsWaitedFor(t *testing.T) {
 		{"registry down", ociSource(hostOf(down)+"/x/y", "dev", "", true), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &v1alpha1.DevEnvironment{Spec: v1alpha1.DevEnvironmentSpec{Sources: []v1alpha1.Source{tc.src}}}
+			env := builder.Env(testNamespace, "dev").Source(tc.src).Obj()
 			_, err := newFetcher(t).Resolve(context.Background(), testNamespace, tc.src)
 			if err == nil {
 				t.Fatal("resolved")

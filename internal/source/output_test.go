@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // TestOutputRefReadsTheProducingImagesStatus: an output source has no
@@ -15,11 +16,9 @@ import (
 func TestOutputRefReadsTheProducingImagesStatus(t *testing.T) {
 	g := NewWithT(t)
 	digest := "sha256:" + strings.Repeat("ab", 32)
-	env := &v1alpha1.DevEnvironment{Spec: v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "10.0.0.1:5000/team", Insecure: true, CredentialsRef: &v1alpha1.LocalObjectReference{Name: "regcred"}},
-		Components: []v1alpha1.Component{{Name: "operator", Images: []v1alpha1.ImageSpec{{Name: "operator",
-			Run: &v1alpha1.BuildRun{Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}}}}}}},
-	}}
+	env := builder.Env("team", "dev").In("10.0.0.1:5000").Registry().RegistryCredentials("regcred").Components(
+		builder.Component("operator", builder.Images(builder.Image("operator",
+			builder.Run(&v1alpha1.BuildRun{Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}}}))))).Obj()
 	src := v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}}
 
 	_, ok := OutputRef(env, src)

@@ -13,15 +13,16 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
 // gitEnv deploys the manifests under deploy/ of a git source pinned to
 // commit, after the sources env already has.
-func gitEnv(env *operatortest.EnvSpec, url, commit string, secret *v1alpha1.LocalObjectReference) *operatortest.EnvSpec {
-	return env.Deployer().Source(v1alpha1.Source{Name: operatortest.AppSource, Git: &v1alpha1.GitSource{
+func gitEnv(env *builder.EnvSpec, url, commit string, secret *v1alpha1.LocalObjectReference) *builder.EnvSpec {
+	return env.ServiceAccount(operatortest.Deployer).Source(v1alpha1.Source{Name: builder.AppSource, Git: &v1alpha1.GitSource{
 		URL: url, Ref: &v1alpha1.GitRef{Commit: commit}, SecretRef: secret}}).
-		Components(operatortest.Manifests("config", "deploy"))
+		Components(builder.Component("config", builder.Manifests("deploy")))
 }
 
 // Crossing 1 of issue 17: the source store is shared by every
@@ -44,7 +45,7 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 		StringData: map[string]string{"username": user, "password": password},
 	})).To(Succeed())
 
-	a := gitEnv(operatortest.Env(nsA, "tenant-a"), url, commit, &v1alpha1.LocalObjectReference{Name: "git-creds"}).Create(t)
+	a := gitEnv(operatortest.Env(nsA, "tenant-a"), url, commit, &v1alpha1.LocalObjectReference{Name: "git-creds"}).Create(t, operatortest.Admin)
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(a), operatortest.ExpectReadyAndCurrent)
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "private-settings"}, &corev1.ConfigMap{})).To(Succeed())
 
@@ -55,7 +56,7 @@ func TestSourceCacheIsNotServedToATenantWithoutAccess(t *testing.T) {
 		{"tenant-b", commit},
 		{"tenant-b-short", commit[:7]},
 	} {
-		b := gitEnv(operatortest.Env(nsB, tc.name).PushedSource("public", "src"), url, tc.commit, nil).Create(t)
+		b := gitEnv(operatortest.Env(nsB, tc.name).PushedSource("public", "src"), url, tc.commit, nil).Create(t, operatortest.Admin)
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(b), func(g Gomega, env *v1alpha1.DevEnvironment) {
 			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", operatortest.ConditionsSummary(env))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -35,9 +36,9 @@ func TestNewRevisionIsAcknowledgedWhileAHelmInstallWaitsOnItsHook(t *testing.T) 
 	files := operatortest.ChartFiles(t, "installhook", "chart")
 	files["deploy/config.yaml"] = appConfig("1")
 	operatortest.AppFiles(t, ns, files)
-	hooked := operatortest.Chart("hooked", "chart", "")
+	hooked := builder.Component("hooked", builder.Chart("chart"))
 	hooked.Helm.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
-	env := operatortest.Env(ns, "acks").Deployer().AppSource().Components(hooked, operatortest.Manifests("config", "deploy")).Create(t)
+	env := operatortest.Env(ns, "acks").ServiceAccount(operatortest.Deployer).AppSource().Components(hooked, builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	hook := client.ObjectKey{Namespace: ns, Name: "hooked-setup"}
 	operatortest.WaitForJob(t, hook.Namespace, hook.Name) // Helm runs the pre-install hook

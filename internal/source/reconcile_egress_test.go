@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -20,7 +21,7 @@ func TestEgressRefusalStallsNamingTheSource(t *testing.T) {
 		"git": {Name: "app", Git: &v1alpha1.GitSource{URL: "https://169.254.169.254/latest/meta-data.git", Ref: &v1alpha1.GitRef{Branch: "main"}}},
 		"oci": {Name: "app", OCI: &v1alpha1.OCISource{Repository: "169.254.169.254/team/src", Tag: "dev"}},
 	} {
-		env := operatortest.Env(ns, "metadata-"+name).Deployer().Source(src).Components(operatortest.Manifests("config", "deploy")).Create(t)
+		env := operatortest.Env(ns, "metadata-"+name).ServiceAccount(operatortest.Deployer).Source(src).Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 		operatortest.WaitForEnv(t, client.ObjectKeyFromObject(env), func(g Gomega, env *v1alpha1.DevEnvironment) {
 			stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil(), "conditions: %s", operatortest.ConditionsSummary(env))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -36,17 +37,17 @@ func TestOCIDigestReusedThroughALyingRegistryIsRefused(t *testing.T) {
 		Type:       corev1.SecretTypeDockerConfigJson,
 		StringData: map[string]string{corev1.DockerConfigJsonKey: fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, host, auth)},
 	})).To(Succeed())
-	a := operatortest.Env(nsA, "tenant-a").Deployer().Source(v1alpha1.Source{Name: operatortest.AppSource, OCI: &v1alpha1.OCISource{
+	a := operatortest.Env(nsA, "tenant-a").ServiceAccount(operatortest.Deployer).Source(v1alpha1.Source{Name: builder.AppSource, OCI: &v1alpha1.OCISource{
 		Repository: host + "/team-a/private", Digest: digest, Insecure: true,
 		SecretRef: &v1alpha1.LocalObjectReference{Name: "registry-creds"}}}).
-		Components(operatortest.Manifests("config", "deploy")).Create(t)
+		Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(a), operatortest.ExpectReadyAndCurrent)
 	g.Expect(operatortest.Admin.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "private-settings"}, &corev1.ConfigMap{})).To(Succeed())
 
 	liar, gets := source.LyingRegistry(t, digest)
-	b := operatortest.Env(nsB, "tenant-b").Deployer().Source(v1alpha1.Source{Name: operatortest.AppSource, OCI: &v1alpha1.OCISource{
+	b := operatortest.Env(nsB, "tenant-b").ServiceAccount(operatortest.Deployer).Source(v1alpha1.Source{Name: builder.AppSource, OCI: &v1alpha1.OCISource{
 		Repository: liar + "/x", Digest: digest, Insecure: true}}).
-		Components(operatortest.Manifests("config", "deploy")).Create(t)
+		Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 	operatortest.WaitForEnv(t, client.ObjectKeyFromObject(b), func(g Gomega, env *v1alpha1.DevEnvironment) {
 		stalled := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)
 		g.Expect(stalled).NotTo(BeNil(), "conditions: %s", operatortest.ConditionsSummary(env))

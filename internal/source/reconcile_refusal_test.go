@@ -8,6 +8,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -20,9 +21,9 @@ func TestRefusedSourceIsNotFetchedAgainUntilItsDigestChanges(t *testing.T) {
 	host, blobGets, push := source.CountingRegistry(t)
 	push("team/app", "dev", map[string]string{"/etc/cron.d/x": "evil"})
 	ns := operatortest.DeployNamespace(t)
-	env := operatortest.Env(ns, "refused").Deployer().
-		Source(operatortest.OCISource(operatortest.AppSource, host+"/team/app", "dev")).
-		Components(operatortest.Manifests("config", "deploy")).Create(t)
+	env := operatortest.Env(ns, "refused").ServiceAccount(operatortest.Deployer).
+		Source(builder.OCISource(builder.AppSource, host+"/team/app", "dev")).
+		Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	stalled := func(g Gomega, env *v1alpha1.DevEnvironment) {
 		c := operatortest.EnvCondition(env, v1alpha1.ConditionStalled)

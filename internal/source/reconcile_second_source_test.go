@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -30,8 +31,8 @@ func TestComponentOfAPushedSourceDoesNotWaitForAnother(t *testing.T) {
 	for i := range 2 {
 		ns := operatortest.DeployNamespace(t)
 		name := []string{"first", "second"}[i]
-		env := operatortest.Env(ns, name).Deployer().AppSource().PushedSource("crds", "crds").
-			Components(operatortest.Manifests("config", "deploy"), crdsComponent()).Create(t)
+		env := operatortest.Env(ns, name).ServiceAccount(operatortest.Deployer).AppSource().PushedSource("crds", "crds").
+			Components(builder.Component("config", builder.Manifests("deploy")), crdsComponent()).Create(t, operatortest.Admin)
 		runs = append(runs, run{ns, client.ObjectKeyFromObject(env)})
 		// Only the second source is pushed.
 		operatortest.Registry.PushSource(t, ns+"/crds", "dev", map[string]string{"deploy/crds.yaml": crdsConfig(name)})
@@ -84,7 +85,7 @@ func TestComponentOfAPushedSourceDoesNotWaitForAnother(t *testing.T) {
 
 // crdsComponent applies the "crds" source's deploy directory.
 func crdsComponent() v1alpha1.Component {
-	c := operatortest.Manifests("crds", "deploy")
+	c := builder.Component("crds", builder.Manifests("deploy"))
 	c.Manifests.Source = "crds"
 	return c
 }

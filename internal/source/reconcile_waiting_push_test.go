@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -30,8 +31,8 @@ func TestEnvironmentWaitsForTheFirstPush(t *testing.T) {
 			// The repository of "other" exists, at another tag only.
 			operatortest.Registry.PushSource(t, ns+"/other", "old", map[string]string{"deploy/config.yaml": appConfig("0")})
 			repo := operatortest.Registry.Host + "/" + ns + "/" + tc.repository
-			env := operatortest.Env(ns, tc.name).Deployer().PushedSource(operatortest.AppSource, tc.repository).
-				Components(operatortest.Manifests("config", "deploy")).Create(t)
+			env := operatortest.Env(ns, tc.name).ServiceAccount(operatortest.Deployer).PushedSource(builder.AppSource, tc.repository).
+				Components(builder.Component("config", builder.Manifests("deploy"))).Create(t, operatortest.Admin)
 			key := client.ObjectKeyFromObject(env)
 
 			env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -52,7 +53,7 @@ func TestEnvironmentWaitsForTheFirstPush(t *testing.T) {
 			pushed := operatortest.Registry.PushSource(t, ns+"/"+tc.repository, "dev", map[string]string{"deploy/config.yaml": appConfig(tc.name)})
 			env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 				operatortest.ExpectReadyAndCurrent(g, env)
-				g.Expect(env.Status.Source(operatortest.AppSource).Digest).To(Equal(pushed.String()))
+				g.Expect(env.Status.Source(builder.AppSource).Digest).To(Equal(pushed.String()))
 			})
 			g.Expect(configVersion(t, ns)).To(Equal(tc.name))
 			operatortest.ExpectKstatus(t, env, status.CurrentStatus)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // tenantEnv is one environment in a namespace of its own, acting as its
@@ -44,10 +45,7 @@ func newTenantEnvAt(t *testing.T, prefix, url string, hc *http.Client, readFrom 
 	ns := testenv.Namespace(t, admin, prefix)
 	const sa = "builder"
 	createServiceAccount(t, ns, sa)
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
-		Spec:       v1alpha1.DevEnvironmentSpec{ServiceAccountName: sa},
-	}
+	env := builder.Env(ns, "dev").ServiceAccount(sa).Obj()
 	if len(readFrom) > 0 {
 		env.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: readFrom}
 	}

@@ -53,7 +53,7 @@ func TestJobSpec(t *testing.T) {
 		Timeout: &metav1.Duration{Duration: 90 * time.Second},
 	}
 	ref := &source.Ref{Source: "app", Kind: source.KindOCI, URL: "r.test/src", Digest: "sha256:abc"}
-	owner := metav1.OwnerReference{APIVersion: "devloop.dev/v1alpha1", Kind: "DevEnvironment", Name: "volcano", UID: "u1"}
+	owner := metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DevEnvironment", Name: "volcano", UID: "u1"}
 	cases := []struct {
 		name  string
 		req   JobRequest
@@ -85,7 +85,7 @@ func TestJobSpec(t *testing.T) {
 			req := c.req
 			req.Name, req.Namespace, req.Owner, req.Suite = "volcano-unit-tests-1", "team", owner, suite
 			req.Image, req.ServiceAccount = "golang:1.25", "deployer"
-			req.Labels = map[string]string{"devloop.dev/suite": "unit-tests"}
+			req.Labels = map[string]string{v1alpha1.LabelSuite: "unit-tests"}
 			req.Env = []corev1.EnvVar{{Name: "DEVLOOP_RUN", Value: "1"}}
 			job, err := Job(req)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -19,7 +20,7 @@ import (
 // "fast #1 started" with a count of 2, and the third never appeared.
 func TestEveryRunStartAndEndIsItsOwnEvent(t *testing.T) {
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("fast"), operatortest.Suite("slow"), operatortest.Suite("lint")).Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("fast"), builder.Suite("slow"), builder.Suite("lint")).Create(t, operatortest.Admin)
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "all")
 	suites := []string{"fast", "slow", "lint"}
 	var jobs []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/pods"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -21,8 +22,8 @@ func TestDependsOnGatesARun(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.RunnerNamespace(t)
 	operatortest.ScriptedDeploy.Set(ns, "api", v1alpha1.PhaseDeploying, nil)
-	env := operatortest.Env(ns, "deps").AsRunner().SharedSource().Components(operatortest.ScriptedComponent("api")).
-		Suites(operatortest.Suite("tools"), operatortest.Suite("e2e").After("api", "tools")).Create(t)
+	env := operatortest.Env(ns, "deps").ServiceAccount(operatortest.Runner).Source(operatortest.SharedOCISource()).Components(operatortest.ScriptedComponent("api")).
+		Suites(builder.Suite("tools"), builder.Suite("e2e").After("api", "tools")).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e")
@@ -70,7 +71,7 @@ func TestOnChangeRunsOncePerDigestSet(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.RunnerNamespace(t)
 	srcDigest := operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
-	env := operatortest.WebTestsEnv(ns, operatortest.BuiltSuite("smoke", "web", "/web", "--self-test").After("web").OnChange())
+	env := operatortest.WebTestsEnv(ns, builder.BuiltSuite("smoke", "web", "/web", "--self-test").After("web").OnChange())
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)
 
@@ -115,7 +116,7 @@ func TestTestJobDeniedNamesTheServiceAccount(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	operatortest.CreateServiceAccount(t, ns, "nobody")
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit")).ServiceAccount("nobody").Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("unit")).ServiceAccount("nobody").Create(t, operatortest.Admin)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	env, run := operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultError)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -44,8 +45,8 @@ func lastValue(env []corev1.EnvVar, name string) string {
 func TestTriggerParams(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	e2e := operatortest.Suite("e2e").Params("E2E_FOCUS", "E2E_SKIP").Env("E2E_FOCUS", "default-focus").Env("E2E_SKIP", "Slow")
-	env := operatortest.TestsEnv(t, ns, e2e).Create(t)
+	e2e := builder.Suite("e2e").Params("E2E_FOCUS", "E2E_SKIP").Env("E2E_FOCUS", "default-focus").Env("E2E_SKIP", "Slow")
+	env := operatortest.TestsEnv(t, ns, e2e).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "e2e(E2E_FOCUS=Job%7CPod)")
@@ -96,7 +97,7 @@ func TestTestCacheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Cache("2Gi"), operatortest.Suite("plain")).Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("unit").Cache("2Gi"), builder.Suite("plain")).Create(t, operatortest.Admin)
 
 	claimName := testrun.CacheClaimName(env.Name, "unit")
 	g.Expect(claimName).To(HaveSuffix("-tcache"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -23,7 +24,7 @@ func TestRunResultsAndFlakyTests(t *testing.T) {
 	ctx := context.Background()
 	ns := operatortest.RunnerNamespace(t)
 	operatortest.AppFiles(t, ns, operatortest.WebFiles("binary v1"))
-	env := operatortest.WebTestsEnv(ns, operatortest.BuiltSuite("e2e", "web", "ginkgo", "--junit-report=report.xml", "./test/e2e").
+	env := operatortest.WebTestsEnv(ns, builder.BuiltSuite("e2e", "web", "ginkgo", "--junit-report=report.xml", "./test/e2e").
 		After("web").JUnit("report.xml"))
 	g.Expect(operatortest.Admin.Create(ctx, env)).To(Succeed())
 	key := client.ObjectKeyFromObject(env)

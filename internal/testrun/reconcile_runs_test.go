@@ -16,6 +16,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -27,7 +28,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Env("E2E_FOCUS", "queue")).HistoryLimit(3).Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("unit").Env("E2E_FOCUS", "queue")).HistoryLimit(3).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
@@ -135,7 +136,7 @@ func TestRunsEndInEveryOutcomeAndHistoryIsKept(t *testing.T) {
 func TestDeletedEnvironmentsMetricsGo(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	env := operatortest.ReadyTestsEnv(t, builder.Suite("unit"))
 	ns, other := env.Namespace, operatortest.Namespace(t)
 	// As the runs of its past would have left them.
 	for _, n := range []string{ns, other} {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -38,12 +39,12 @@ func TestPinnedSourceSecretNotMountedInTestPods(t *testing.T) {
 	} {
 		g.Expect(operatortest.Admin.Create(ctx, obj)).To(Succeed())
 	}
-	src := operatortest.OCISource(operatortest.AppSource, operatortest.Registry.Host+"/"+ns+"/src", "")
+	src := builder.OCISource(builder.AppSource, operatortest.Registry.Host+"/"+ns+"/src", "")
 	src.OCI.Digest = digest.String()
 	src.OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: "namespace-admin"}
-	suite := operatortest.Suite("unit").Obj()
-	suite.Source = operatortest.AppSource
-	env := operatortest.Env(ns, "tests").ServiceAccount("tester").Source(src).Tests(suite).Create(t)
+	suite := builder.Suite("unit").Obj()
+	suite.Source = builder.AppSource
+	env := operatortest.Env(ns, "tests").ServiceAccount("tester").Source(src).Tests(suite).Create(t, operatortest.Admin)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	_, run := operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultError)

@@ -18,6 +18,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/pods"
 	"github.com/devloop-dev/devloop/internal/teamcache"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -31,15 +32,15 @@ const goBuilder = "golang:1.25"
 // Deployer, so with the operator's team cache on its builders use it.
 func treeEnv(ns string) *v1alpha1.DevEnvironment {
 	api := v1alpha1.Component{Name: "api", Images: []v1alpha1.ImageSpec{{
-		Name: "api", Source: operatortest.AppSource, Platforms: []string{"linux/amd64"},
+		Name: "api", Source: builder.AppSource, Platforms: []string{"linux/amd64"},
 		Run:    &v1alpha1.BuildRun{Image: goBuilder, Command: []string{"go", "build", "-o", "out/api", "./cmd/api"}, Cache: &v1alpha1.BuildCache{}},
 		Layers: []v1alpha1.LayerMapping{{From: "out/api", To: "/api", Mode: "0755"}}, Entrypoint: []string{"/api"},
 	}}}
-	unit := v1alpha1.TestSuite{Name: "unit", Source: operatortest.AppSource, Image: v1alpha1.TestImage{Ref: goBuilder},
+	unit := v1alpha1.TestSuite{Name: "unit", Source: builder.AppSource, Image: v1alpha1.TestImage{Ref: goBuilder},
 		Command: []string{"go", "test", "./..."}, Cache: &v1alpha1.TestCache{}}
-	lint := v1alpha1.TestSuite{Name: "lint", Source: operatortest.AppSource, Image: v1alpha1.TestImage{Ref: "golangci/golangci-lint:v2"},
+	lint := v1alpha1.TestSuite{Name: "lint", Source: builder.AppSource, Image: v1alpha1.TestImage{Ref: "golangci/golangci-lint:v2"},
 		Command: []string{"golangci-lint", "run"}, Cache: &v1alpha1.TestCache{}}
-	return operatortest.Env(ns, "tree").Registry().AppSource().Deployer().Components(api).Tests(unit, lint).Obj()
+	return operatortest.Env(ns, "tree").Registry().AppSource().ServiceAccount(operatortest.Deployer).Components(api).Tests(unit, lint).Obj()
 }
 
 // containerOf is the named container (or init container) of a pod spec.

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -19,7 +20,7 @@ import (
 // test waits for before looking at the runs); a new token still runs.
 func TestOlderTokenNeverRunsAgain(t *testing.T) {
 	g := NewWithT(t)
-	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	env := operatortest.ReadyTestsEnv(t, builder.Suite("unit"))
 	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit@t1")
@@ -61,7 +62,7 @@ func TestOlderTokenNeverRunsAgain(t *testing.T) {
 // the value, so a script (or a person) can tell which of several raw
 // annotations written at once the operator saw.
 func TestEveryConsumedTriggerIsAnEvent(t *testing.T) {
-	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	env := operatortest.ReadyTestsEnv(t, builder.Suite("unit"))
 	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")

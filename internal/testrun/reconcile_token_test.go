@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestTestPodsGetATokenOnlyWhenAsked(t *testing.T) {
 	for _, asks := range []bool{false, true} {
 		g := NewWithT(t)
-		env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit").Token(asks))
+		env := operatortest.ReadyTestsEnv(t, builder.Suite("unit").Token(asks))
 		ns := env.Namespace
 		operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 		operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)

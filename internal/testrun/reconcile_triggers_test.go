@@ -13,6 +13,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestTriggerForms(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("a", "x"), operatortest.Suite("b", "x"), operatortest.Suite("c")).Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("a", "x"), builder.Suite("b", "x"), builder.Suite("c")).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 
 	// A comma list under the prefixed key.
@@ -101,7 +102,7 @@ func TestTriggerForms(t *testing.T) {
 // number of successful calls.
 func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	g := NewWithT(t)
-	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("unit"))
+	env := operatortest.ReadyTestsEnv(t, builder.Suite("unit"))
 	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	const clients, calls = 6, 4
@@ -146,7 +147,7 @@ func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 func TestPendingTriggerSurvivesACrash(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit")).Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("unit")).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	operatortest.Annotate(t, env, v1alpha1.TriggerAnnotation, "unit")
 	env, _ = operatortest.ExpectRun(t, env, "unit", 1, v1alpha1.ResultRunning)
@@ -185,7 +186,7 @@ func TestPendingTriggerSurvivesACrash(t *testing.T) {
 // and the next token trigger runs.
 func TestOversizedTokenTrigger(t *testing.T) {
 	g := NewWithT(t)
-	env := operatortest.ReadyTestsEnv(t, operatortest.Suite("c"))
+	env := operatortest.ReadyTestsEnv(t, builder.Suite("c"))
 	ns, key := env.Namespace, client.ObjectKeyFromObject(env)
 
 	huge := "c@" + strings.Repeat("x", 1200)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/timeline"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -106,7 +107,7 @@ func TestTransientErrorKeepsTheChangeInFlight(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	digest := operatortest.AppFiles(t, ns, map[string]string{"a": "0"})
-	env := operatortest.Env(ns, "web").AppSource().Components(operatortest.Manifests("web")).Create(t)
+	env := operatortest.Env(ns, "web").AppSource().Components(builder.Component("web", builder.Manifests())).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	waitForChange(t, ns, env.Name, digest.String(), timeline.Serving)
 
@@ -114,7 +115,7 @@ func TestTransientErrorKeepsTheChangeInFlight(t *testing.T) {
 	next := operatortest.AppFiles(t, ns, map[string]string{"a": "1"})
 	operatortest.RequestReconcile(t, env)
 	operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		src := env.Status.Source(operatortest.AppSource)
+		src := env.Status.Source(builder.AppSource)
 		g.Expect(src).NotTo(BeNil())
 		g.Expect(src.Digest).To(Equal(next.String()))
 		reconciling := operatortest.EnvCondition(env, v1alpha1.ConditionReconciling)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/timeline"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -101,7 +102,7 @@ func TestPushRecordsAChangeFromFetchToReady(t *testing.T) {
 	// client measured on the environment, and a reconcile request.
 	second := operatortest.AppFiles(t, ns, webFiles("binary v2"))
 	pushedAt := time.Now().Add(-2 * time.Second)
-	pushed := timeline.Pushed{Source: operatortest.AppSource, Digest: second.String(), At: pushedAt,
+	pushed := timeline.Pushed{Source: builder.AppSource, Digest: second.String(), At: pushedAt,
 		Pack: 300 * time.Millisecond, Upload: 700 * time.Millisecond}
 	operatortest.Annotate(t, cur, timeline.PushedAnnotation, pushed.String())
 	operatortest.RequestReconcile(t, cur)
@@ -111,7 +112,7 @@ func TestPushRecordsAChangeFromFetchToReady(t *testing.T) {
 	printChange(t, c)
 	g.Expect(changes).To(HaveLen(2))
 	g.Expect(changes[1].Revision).To(HaveSuffix("@" + first.String()))
-	g.Expect(c.Source).To(Equal(operatortest.AppSource))
+	g.Expect(c.Source).To(Equal(builder.AppSource))
 	g.Expect(c.Started).To(BeTemporally("~", pushedAt, time.Millisecond), "started when the client began packing")
 	g.Expect(stepNames(c)).To(Equal([]string{"Pack", "Upload", "Fetch", "Assemble:web/web", "Push:web/web", "Deploy:web", "Ready:web"}))
 	g.Expect(c.Steps[0].Duration).To(Equal(300 * time.Millisecond))
@@ -158,7 +159,7 @@ func TestNewRevisionSupersedesTheChangeInFlightAndHistoryIsBounded(t *testing.T)
 	// change can reach Ready until the script says so.
 	operatortest.ScriptedDeploy.Set(ns, "web", v1alpha1.PhaseDeploying, nil)
 	digest := operatortest.AppFiles(t, ns, map[string]string{"a": "0"})
-	env := operatortest.Env(ns, "web").AppSource().Components(operatortest.Manifests("web")).Create(t)
+	env := operatortest.Env(ns, "web").AppSource().Components(builder.Component("web", builder.Manifests())).Create(t, operatortest.Admin)
 	key := client.ObjectKeyFromObject(env)
 	waitForChange(t, ns, env.Name, digest.String(), timeline.InFlight)
 
@@ -207,7 +208,7 @@ func TestTimelineNeverAdoptsAForeignConfigMap(t *testing.T) {
 	g.Expect(cmB.OwnerReferences[0].UID).NotTo(BeEmpty())
 	a := operatortest.WaitForEnv(t, keyA, func(g Gomega, env *v1alpha1.DevEnvironment) {
 		operatortest.ExpectReadyAndCurrent(g, env)
-		g.Expect(env.Status.Source(operatortest.AppSource).Digest).To(Equal(digestA.String()))
+		g.Expect(env.Status.Source(builder.AppSource).Digest).To(Equal(digestA.String()))
 	})
 	// The timeline is flushed before status is written, so the reconcile
 	// that made A Ready on its source has had its try at the ConfigMap:

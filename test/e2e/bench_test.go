@@ -25,6 +25,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -216,7 +217,7 @@ func startBenchEnv(t *testing.T, ns, name, dir string, img v1alpha1.ImageSpec, l
 	if live {
 		img.LiveUpdate = &v1alpha1.LiveUpdate{Paths: []string{"/server"}}
 	}
-	env := newEnv(ns, name).PushingImages().Components(Component("bench", Images(img), Manifests("deploy"))).Build()
+	env := newEnv(ns, name).Registry().Components(Component("bench", Images(img), Manifests("deploy"))).Build()
 	pushOnly(t, env, dir)
 	NewWithT(t).Expect(need(t).Client.Create(context.Background(), env)).To(Succeed())
 	env = waitEnv(t, client.ObjectKeyFromObject(env), within, false, readyNow)

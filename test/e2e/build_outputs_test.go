@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -75,8 +76,8 @@ func TestGeneratedCRDIsApplied(t *testing.T) {
 		"hack/generate.sh":     generateCRDs,
 		"NOTES.md":             "first\n",
 	})
-	env := newEnv(ns, "outputs").PushingImages().
-		Sources(v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}}).
+	env := newEnv(ns, "outputs").Registry().
+		Source(v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}}).
 		Components(
 			Component("operator", Images(Image("operator", Base(busybox),
 				Run(&v1alpha1.BuildRun{Image: goImage,

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -42,7 +43,7 @@ func TestBuilderJobCompilesInTheCluster(t *testing.T) {
 	ctx := context.Background()
 	c := need(t)
 	ns := namespace(t, "e2e-build")
-	env := newEnv(ns, "hello").SourceRepository("hello-src").PushingImages().Components(
+	env := newEnv(ns, "hello").SourceRepository("hello-src").Registry().Components(
 		Component("hello", Manifests(), Images(Image("hello", Base(busybox),
 			Run(GoBuild(goImage, []string{"go", "build", "-o", "out/hello", "."}, GoPath)),
 			Program("out/hello", "/hello"),

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -30,7 +31,7 @@ func TestBuilderImageRunsMakeAndGit(t *testing.T) {
 	ctx := context.Background()
 	c := need(t)
 	ns := namespace(t, "e2e-tools")
-	env := newEnv(ns, "tools").PushingImages().Components(Component("tools", Images(Image("versions", Base(busybox),
+	env := newEnv(ns, "tools").Registry().Components(Component("tools", Images(Image("versions", Base(busybox),
 		Run(&v1alpha1.BuildRun{Image: goImage, Command: []string{"sh", "-c", "make --version && git --version && make out/versions.txt"}}),
 		Layer("out/versions.txt", "/versions.txt"))))).Build()
 	pushOnly(t, env, sourceDir(t, Files{"Makefile": versionsMakefile}))

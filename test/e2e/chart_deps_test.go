@@ -29,6 +29,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -127,7 +128,7 @@ func TestUmbrellaChartDependencies(t *testing.T) {
 		StringData: map[string]string{"username": "reader", "password": "Ch4rt-Pa55"},
 	})).To(Succeed())
 
-	env := newEnv(ns, "dynamo").PushingImages().ChartCredentials(chartRepo, "chart-repo").Components(
+	env := newEnv(ns, "dynamo").Registry().ChartCredentials(chartRepo, "chart-repo").Components(
 		Component("platform", Chart("deploy/cloud/helm/platform", func(h *v1alpha1.HelmSpec) {
 			h.Values = &apiextensionsv1.JSON{Raw: []byte(`{"grove": {"enabled": false}}`)}
 		}))).Build()

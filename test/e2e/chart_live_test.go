@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
-	. "github.com/devloop-dev/devloop/test/e2e/fixture"
+	. "github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
@@ -87,7 +87,7 @@ func vcsimEnv(ns string) *v1alpha1.DevEnvironment {
 	image := func(name string) v1alpha1.ImageSpec {
 		return Image(name, Program("bin/"+name, "/"+name), Paths("bin/"+name), LiveUpdate("/"+name))
 	}
-	return newEnv(ns, "vcsim").PushingImages().Components(
+	return newEnv(ns, "vcsim").Registry().Components(
 		Component("images", Images(image("vc-scheduler"), image("vc-controller-manager"), image("vc-webhook-manager"))),
 		Component("init", Manifests("init"), DependsOn("images")),
 		Component("vcsim", DependsOn("init"), Chart("chart", func(h *v1alpha1.HelmSpec) {

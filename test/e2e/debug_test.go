@@ -22,6 +22,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/cli"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -132,7 +133,7 @@ func TestDebugAttachesDelve(t *testing.T) {
 	ns := namespace(t, "e2e-debug")
 	goproxy := delveGoProxy(t)
 	httpPort, dlvPort := freeLocalPort(t), freeLocalPort(t)
-	env := newEnv(ns, "dbg").PushingImages().Components(Component("server",
+	env := newEnv(ns, "dbg").Registry().Components(Component("server",
 		Images(Image("server", Base(busybox), Program("out/server", "/server"),
 			Run(GoBuild(goImage, []string{"go", "build", "-o", "out/server", "."},
 				GoPath, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy}, v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"})))),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -29,7 +30,7 @@ func TestBadInputAndFaults(t *testing.T) {
 		"bin/app":            "#!/bin/sh\necho app\n",
 		"deploy/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
 	})
-	base := func(name string) *Environment { return newEnv(ns, name).PushingImages() }
+	base := func(name string) *EnvSpec { return newEnv(ns, name).Registry() }
 	pushDir(t, base("source").Build(), dir) // the one source every case below reads
 	stalledWith := func(t *testing.T, env *v1alpha1.DevEnvironment, reason string, words ...string) {
 		t.Helper()

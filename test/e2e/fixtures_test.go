@@ -13,6 +13,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/cli"
 	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/internal/source"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -35,8 +36,13 @@ const idleCommand = `command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep
 
 // newEnv is the environment a case starts from: the namespace's deployer
 // ServiceAccount and the source "app" at <ns>/src:dev that it pushes.
-func newEnv(ns, name string) *fixture.Environment {
-	return fixture.New(registry, ns, name)
+func newEnv(ns, name string) *builder.EnvSpec {
+	return newEnvIn(registry, ns, name)
+}
+
+// newEnvIn is newEnv with its source (and images) in another registry.
+func newEnvIn(host, ns, name string) *builder.EnvSpec {
+	return builder.Env(ns, name).In(host).ServiceAccount("deployer").AppSource()
 }
 
 // sourceDir writes files to a fresh directory, the tree a case pushes.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -57,7 +58,7 @@ func TestUnchangedBinaryKeepsItsDigest(t *testing.T) {
 	})
 	build := GoBuild(goImage, []string{"go", "build", "-trimpath", "-o", "out/sleeper", "."}, GoPath)
 	build.Cache = &v1alpha1.BuildCache{}
-	env := newEnv(ns, "same").PushingImages().Components(Component("sleeper",
+	env := newEnv(ns, "same").Registry().Components(Component("sleeper",
 		Images(Image("tools/sleeper", Base(busybox), Run(build), Program("out/sleeper", "/sleeper"))), Manifests("deploy"))).Build()
 	pushOnly(t, env, dir)
 	g.Expect(c.Client.Create(ctx, env)).To(Succeed())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -61,7 +62,7 @@ func TestMultiNodeDrainMidBuild(t *testing.T) {
 			if tc.cache {
 				run.Cache = &v1alpha1.BuildCache{Paths: []string{"/tmp/cache"}}
 			}
-			env := newEnv(ns, tc.name).PushingImages().Components(
+			env := newEnv(ns, tc.name).Registry().Components(
 				Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
 			NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
 			key := client.ObjectKeyFromObject(env)

@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -128,7 +129,7 @@ func readerBuilds(t *testing.T, c *devcluster.Cluster, nsA, prefix string, files
 	t.Helper()
 	ns := namespace(t, prefix)
 	grantReadCache(t, c, nsA, "hello", ns)
-	env := newEnv(ns, "hello").PushingImages().Components(Component("hello", Images(helloBuild()))).Build()
+	env := newEnv(ns, "hello").Registry().Components(Component("hello", Images(helloBuild()))).Build()
 	env.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: nsA, Name: "hello"}}}
 	pushDir(t, env, sourceDir(t, files))
 	NewWithT(t).Expect(c.Client.Create(context.Background(), env)).To(Succeed())
@@ -168,7 +169,7 @@ func TestMultiNodeTeamCacheSurvivesTheOperatorMove(t *testing.T) {
 	ctx := context.Background()
 	files := helloSource(helloMain)
 	nsA := namespace(t, "e2e-opmove-a")
-	envA := newEnv(nsA, "hello").PushingImages().Components(Component("hello", Images(helloBuild()))).Build()
+	envA := newEnv(nsA, "hello").Registry().Components(Component("hello", Images(helloBuild()))).Build()
 	pushDir(t, envA, sourceDir(t, files))
 	NewWithT(t).Expect(c.Client.Create(ctx, envA)).To(Succeed())
 	waitEnv(t, client.ObjectKeyFromObject(envA), 6*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) { readyNow(g, env) })
@@ -209,7 +210,7 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	}
 
 	t.Run("builder job", func(t *testing.T) {
-		env := newEnv(ns, "job").PushingImages().Components(Component("app", Images(Image("app", Run(slowBuild("25")), Program("out/app", "/app"))))).Build()
+		env := newEnv(ns, "job").Registry().Components(Component("app", Images(Image("app", Run(slowBuild("25")), Program("out/app", "/app"))))).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
 		pod := waitBuilderRunning(t, ns, "job", false)
 		jobName := pod.Labels["job-name"]
@@ -234,7 +235,7 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 			"echo run >> /tmp/cache/runs && sleep 25 && mkdir -p out && cp bin/app out/app"}}
 		run.Cache = &v1alpha1.BuildCache{Paths: []string{"/tmp/cache"}}
 		run.KeepWarm = true
-		env := newEnv(ns, "warm").PushingImages().Components(Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
+		env := newEnv(ns, "warm").Registry().Components(Component("app", Images(Image("app", Run(run), Program("out/app", "/app"))))).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
 		pod := waitBuilderRunning(t, ns, "warm", true)
 		moveOperator(t, c, true)
@@ -254,7 +255,7 @@ func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	})
 
 	t.Run("test run", func(t *testing.T) {
-		suite := v1alpha1.TestSuite{Name: "slow", Source: Source, Image: v1alpha1.TestImage{Ref: busybox},
+		suite := v1alpha1.TestSuite{Name: "slow", Source: AppSource, Image: v1alpha1.TestImage{Ref: busybox},
 			Command: []string{"sh", "-c", "sleep 25 && echo passed"}}
 		env := newEnv(ns, "tests").Components(Component("app", Manifests("deploy"))).Tests(suite).Build()
 		NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -73,7 +74,7 @@ func TestPatchesAndAPinnedHookJob(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-patch")
-	env := newEnv(ns, "patched").PushingImages().Components(Component("app",
+	env := newEnv(ns, "patched").Registry().Components(Component("app",
 		Images(Image("app", Base(busybox), Program("bin/app", "/app"))),
 		Chart("chart", func(h *v1alpha1.HelmSpec) {
 			h.ReleaseName = "site"

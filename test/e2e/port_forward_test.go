@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/internal/cli"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )

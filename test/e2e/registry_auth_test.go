@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/cli"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -103,7 +104,7 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	// team-a's environment: its source on the node's address, its images
 	// pushed by the operator to the Service name and pulled by the kubelet
 	// from localhost.
-	env := New(bundledNode, nsA, "app").PullPrefix(bundledLocal + "/" + nsA).Components(Component("app",
+	env := newEnvIn(bundledNode, nsA, "app").PullPrefix(bundledLocal + "/" + nsA).Components(Component("app",
 		Images(Image("app", Base(busybox), Program("bin/app", "/app"))), Manifests("deploy"))).Build()
 	env.Spec.Registry.Prefix = bundledService + "/" + nsA
 	// busybox is on the host's plain-HTTP registry, not the bundled one.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/build"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -118,7 +119,7 @@ func TestOneCompilePerTree(t *testing.T) {
 	case err == nil:
 		t.Logf("%s alone, cold cache: Ready in %s (an earlier session's figure)", largest, aloneTook)
 	case ratios:
-		alone := newEnv(namespace(t, "e2e-onecompile-alone"), "alone").PushingImages().
+		alone := newEnv(namespace(t, "e2e-onecompile-alone"), "alone").Registry().
 			Components(Component("vcsim", Images(vcsimImage(largest, goproxy)))).Build()
 		aloneTook = readyIn(alone, 8*time.Minute)
 		t.Logf("%s alone, cold cache: Ready in %s", largest, aloneTook.Round(100*time.Millisecond))
@@ -130,7 +131,7 @@ func TestOneCompilePerTree(t *testing.T) {
 	for _, name := range vcsimImages {
 		images = append(images, vcsimImage(name, goproxy))
 	}
-	tree := newEnv(treeNS, "vcsim").PushingImages().Components(Component("vcsim", Images(images...))).Tests(vcsimSuite(goproxy)).Build()
+	tree := newEnv(treeNS, "vcsim").Registry().Components(Component("vcsim", Images(images...))).Tests(vcsimSuite(goproxy)).Build()
 	// 20 minutes: the one cold compile of client-go in the suite, beside
 	// the waiting cases and whatever else loads the machine (at load
 	// 30-40 on 2 cores it took longer than 10).

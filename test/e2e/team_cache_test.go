@@ -19,6 +19,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/teamcache"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 )
 
@@ -36,7 +37,7 @@ func secondEnvironmentReadsTheTreesCache(t *testing.T, envA *v1alpha1.DevEnviron
 	c := need(t)
 	nsA := envA.Namespace
 	nsB := namespace(t, "e2e-tcache-b")
-	envB := newEnv(nsB, "vcsim").PushingImages().Components(
+	envB := newEnv(nsB, "vcsim").Registry().Components(
 		Component("vcsim", Images(vcsimImage("controller-manager", goproxy)))).Build()
 	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: nsA, Name: envA.Name}}}
 	role := &rbacv1.Role{

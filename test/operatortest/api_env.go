@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // APIEnv is the environment the builder Job tests start from: one image
@@ -18,9 +19,9 @@ import (
 // source as manifests.
 func APIEnv(ns string) *v1alpha1.DevEnvironment {
 	size := resource.MustParse("1Gi")
-	api := Manifests("api")
+	api := builder.Component("api", builder.Manifests())
 	api.Images = []v1alpha1.ImageSpec{{
-		Name: "api", Source: AppSource,
+		Name: "api", Source: builder.AppSource,
 		Run: &v1alpha1.BuildRun{
 			Image:   "golang:1.25",
 			Command: []string{"go", "build", "-o", "out/api", "./cmd/api"},

@@ -14,9 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
-// DeployDirEnv pushes files as AppSource to ns, where it makes the real
+// DeployDirEnv pushes files as builder.AppSource to ns, where it makes the real
 // deploy engine run and the ServiceAccount Deployer, and returns
 // DeployDirSpec(ns, "jobs").
 func DeployDirEnv(t testing.TB, ns string, files map[string]string) *v1alpha1.DevEnvironment {
@@ -30,7 +31,7 @@ func DeployDirEnv(t testing.TB, ns string, files map[string]string) *v1alpha1.De
 // DeployDirSpec is an environment acting as Deployer with one component,
 // "init", applying the manifests under deploy/ of AppSource.
 func DeployDirSpec(ns, name string) *v1alpha1.DevEnvironment {
-	return Env(ns, name).Deployer().AppSource().Components(Manifests("init", "deploy")).Obj()
+	return Env(ns, name).ServiceAccount(Deployer).AppSource().Components(builder.Component("init", builder.Manifests("deploy"))).Obj()
 }
 
 // ClusterRoleManifest is a ClusterRole without rules, as YAML.

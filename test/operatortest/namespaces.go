@@ -19,7 +19,7 @@ import (
 const DefaultDeployer = "devloop-default"
 
 // Deployer is the ServiceAccount DeployNamespace makes, with every right in
-// its namespace; Env(…).Deployer() names it.
+// its namespace; Env(…).ServiceAccount(Deployer) names it.
 const Deployer = "deployer"
 
 // Namespace gives a test a namespace of its own, with its default

@@ -6,6 +6,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // AppFiles pushes files to the namespace's "src" repository at tag "dev",
@@ -20,9 +21,9 @@ func AppFiles(t testing.TB, ns string, files map[string]string) v1.Hash {
 // and a static directory, two layers, a content tag and a revision tag),
 // in component "web", which applies the whole source as manifests.
 func WebEnv(ns string) *v1alpha1.DevEnvironment {
-	web := Manifests("web")
+	web := builder.Component("web", builder.Manifests())
 	web.Images = []v1alpha1.ImageSpec{{
-		Name: "web", Source: AppSource,
+		Name: "web", Source: builder.AppSource,
 		Layers: []v1alpha1.LayerMapping{
 			{From: "bin/web", To: "/web", Mode: "0755"},
 			{From: "static", To: "/srv/static"},

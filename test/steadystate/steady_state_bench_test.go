@@ -26,6 +26,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/metrics"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // size is the benchmark's shape, from the environment: DEVLOOP_BENCH_ENVS
@@ -154,14 +155,7 @@ func createEnvironment(b *testing.B, host string, i, components int) client.Obje
 	}
 	files := webChart()
 	helm := i%helmEvery == 0
-	env := &v1alpha1.DevEnvironment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
-		Spec: v1alpha1.DevEnvironmentSpec{
-			ServiceAccountName: "deployer",
-			Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{
-				Repository: host + "/" + ns + "/app", Tag: "dev", Insecure: true}}},
-		},
-	}
+	env := builder.Env(ns, "team").In(host).ServiceAccount("deployer").PushedSource(builder.AppSource, "app").Obj()
 	for c := range components {
 		name := fmt.Sprintf("c%d", c)
 		comp := v1alpha1.Component{Name: name}
