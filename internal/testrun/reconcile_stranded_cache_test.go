@@ -12,6 +12,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testrun"
+	"github.com/devloop-dev/devloop/test/builder"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -52,8 +53,8 @@ func TestATestRunStrandedByItsCacheClaimSaysWhy(t *testing.T) {
 	g := NewWithT(t)
 	ns := operatortest.Namespace(t)
 	other := operatortest.Namespace(t)
-	env := operatortest.TestsEnv(t, ns, operatortest.Suite("unit").Cache("1Gi")).Create(t)
-	otherEnv := operatortest.TestsEnv(t, other, operatortest.Suite("unit").Cache("1Gi")).Create(t)
+	env := operatortest.TestsEnv(t, ns, builder.Suite("unit").Cache("1Gi")).Create(t, operatortest.Admin)
+	otherEnv := operatortest.TestsEnv(t, other, builder.Suite("unit").Cache("1Gi")).Create(t, operatortest.Admin)
 	claim := testrun.CacheClaimName(env.Name, "unit")
 
 	jobs := map[string]*batchv1.Job{}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
@@ -157,7 +158,7 @@ func TestMultiNodeLivePodMoved(t *testing.T) {
 	server := buildBenchServer(t)
 	bin := filepath.Join(dir, "bin", "server")
 	writeBenchServer(t, bin, server, 0)
-	env := newEnv(ns, "live").PushingImages().Components(Component("live",
+	env := newEnv(ns, "live").Registry().Components(Component("live",
 		Images(Image("server", Program("bin/server", "/server"), LiveUpdate("/server"))), Manifests("deploy"))).Build()
 	pushOnly(t, env, dir)
 	NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
