@@ -155,6 +155,9 @@ type session struct {
 	clientset kubernetes.Interface
 	namespace string
 	context   string
+	// watcher is client, which can also watch (follow_watch.go); nil
+	// for a session built without one.
+	watcher client.WithWatch
 }
 
 // connect checks the context against the allow-list, then builds clients.
@@ -182,7 +185,7 @@ func (a *app) connect() (*session, error) {
 	if err := checkContextServer(raw, contextName, cfg.Host); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster of context %q: %w", contextName, err)
 	}
@@ -190,7 +193,7 @@ func (a *app) connect() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{config: cfg, client: c, clientset: cs, namespace: ns, context: contextName}, nil
+	return &session{config: cfg, client: c, watcher: c, clientset: cs, namespace: ns, context: contextName}, nil
 }
 
 func (a *app) out() io.Writer    { return a.streams.Out }
