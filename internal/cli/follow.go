@@ -58,6 +58,13 @@ func (s *session) getEnv(ctx context.Context, name string) (*v1alpha1.DevEnviron
 func findEnv(ctx context.Context, s *session, name string) (*v1alpha1.DevEnvironment, error) {
 	env := &v1alpha1.DevEnvironment{}
 	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, env)
+	if apierrors.IsNotFound(err) && s.discovered != nil {
+		// The kind is mapped without discovery (mapper.go): a cluster
+		// without devloop answers 404 too. Discovery tells them apart.
+		if _, derr := s.discovered.RESTMapping(v1alpha1.GroupVersion.WithKind("DevEnvironment").GroupKind(), v1alpha1.GroupVersion.Version); meta.IsNoMatchError(derr) {
+			err = derr
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
