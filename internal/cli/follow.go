@@ -58,6 +58,13 @@ func (s *session) getEnv(ctx context.Context, name string) (*v1alpha1.DevEnviron
 func findEnv(ctx context.Context, s *session, name string) (*v1alpha1.DevEnvironment, error) {
 	env := &v1alpha1.DevEnvironment{}
 	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, env)
+	if apierrors.IsNotFound(err) && s.discovered != nil {
+		// The kind is mapped without discovery (mapper.go): a cluster
+		// without devloop answers 404 too. Discovery tells them apart.
+		if _, derr := s.discovered.RESTMapping(v1alpha1.GroupVersion.WithKind("DevEnvironment").GroupKind(), v1alpha1.GroupVersion.Version); meta.IsNoMatchError(derr) {
+			err = derr
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -114,17 +121,39 @@ const maxRead = 30 * time.Second
 // errTimeout marks a wait that ran out of time.
 var errTimeout = errors.New("timed out")
 
-// follow reads the environment every poll interval until check says done,
-// timeout passes (0: no limit) or ctx is cancelled. The timeout is the
-// wait's, not each read's: a read cut by it would fail with the client's
-// own words (its rate limiter refuses a wait that would pass the
-// deadline) instead of saying the wait timed out.
+// follow looks at the environment, then at each new version of it as a
+// watch delivers it, until check says done, timeout passes (0: no limit)
+// or ctx is cancelled. A watch that cannot be had (a user who may get
+// but not watch devenvironments) or that ends is made up for by reading
+// again every poll interval until a new watch opens: a change never waits
+// for a poll where a watch works. The timeout is the wait's, not each
+// read's: a read cut by it would fail with the client's own words (its
+// rate limiter refuses a wait that would pass the deadline) instead of
+// saying the wait timed out.
 func (a *app) follow(ctx context.Context, s *session, name string, timeout time.Duration, p *progress, c check) error {
-	var expired <-chan time.Time
+	// expired is closed, not sent on, so the watch and this loop both
+	// see it.
+	expired := make(chan struct{})
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
+		t := time.AfterFunc(timeout, func() { close(expired) })
 		defer t.Stop()
-		expired = t.C
+	}
+	// seen is what each version of the environment says; done ends the
+	// follow with err.
+	seen := func(env *v1alpha1.DevEnvironment) (bool, error) {
+		state, done, err := c(env)
+		p.show(state)
+		return done, err
+	}
+	interrupted := func() error {
+		select {
+		case <-expired:
+			return &ExitError{Code: 1, Err: fmt.Errorf("%w after %s: %s", errTimeout, seconds(p.elapsed()), p.last)}
+		case <-ctx.Done():
+			return &ExitError{Code: 130, Err: errors.New("interrupted: " + p.last)}
+		default:
+			return nil
+		}
 	}
 	for {
 		readCtx, cancel := context.WithTimeout(ctx, maxRead)
@@ -134,18 +163,24 @@ func (a *app) follow(ctx context.Context, s *session, name string, timeout time.
 			return err
 		}
 		if env != nil {
-			state, done, err := c(env)
-			p.show(state)
+			if done, err := seen(env); done {
+				return err
+			}
+			done, err := a.followWatch(ctx, s, env, expired, seen)
 			if done {
+				return err
+			}
+			if err := interrupted(); err != nil {
 				return err
 			}
 		}
 		select {
 		case <-expired:
-			return &ExitError{Code: 1, Err: fmt.Errorf("%w after %s: %s", errTimeout, seconds(p.elapsed()), p.last)}
 		case <-ctx.Done():
-			return &ExitError{Code: 130, Err: errors.New("interrupted: " + p.last)}
 		case <-time.After(a.opts.PollInterval):
+		}
+		if err := interrupted(); err != nil {
+			return err
 		}
 	}
 }

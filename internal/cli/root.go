@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -39,6 +41,9 @@ type Options struct {
 	Logs LogSource
 	// Color forces colours on or off; nil decides from the terminal.
 	Color *bool
+	// wrapTransport wraps the API server connection's transport (tests
+	// record requests with it).
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // ExitError ends the plugin with Code after the message (if any) is
@@ -155,6 +160,12 @@ type session struct {
 	clientset kubernetes.Interface
 	namespace string
 	context   string
+	// watcher is client, which can also watch (follow_watch.go); nil
+	// for a session built without one.
+	watcher client.WithWatch
+	// discovered maps kinds by asking the API server (mapper.go); nil
+	// for a session built without one.
+	discovered meta.RESTMapper
 }
 
 // connect checks the context against the allow-list, then builds clients.
@@ -182,7 +193,18 @@ func (a *app) connect() (*session, error) {
 	if err := checkContextServer(raw, contextName, cfg.Host); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if a.opts.wrapTransport != nil {
+		cfg.Wrap(a.opts.wrapTransport)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster of context %q: %w", contextName, err)
+	}
+	mapper, discovered, err := restMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster of context %q: %w", contextName, err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster of context %q: %w", contextName, err)
 	}
@@ -190,7 +212,7 @@ func (a *app) connect() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{config: cfg, client: c, clientset: cs, namespace: ns, context: contextName}, nil
+	return &session{config: cfg, client: c, watcher: c, discovered: discovered, clientset: cs, namespace: ns, context: contextName}, nil
 }
 
 func (a *app) out() io.Writer    { return a.streams.Out }

@@ -14,6 +14,7 @@ package liveupdate
 
 import (
 	"archive/tar"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -48,7 +49,25 @@ type File struct {
 	// (absolute), which differs from Path for a copy under origDir.
 	layer int
 	entry string
+	// kept is the file as the pass that compared it read it, when that
+	// pass kept it (within the live update's size): WriteTar writes it
+	// without reading the layer again.
+	kept *keptFile
 }
+
+// keptFile is a changed file's tar header and content.
+type keptFile struct {
+	header tar.Header
+	body   []byte
+}
+
+// lister lists a layer's entries by absolute path. With keep, it also
+// returns, read in the same pass, the files keep accepts once it has
+// their entry (content up to budget bytes in all; a regular file past it
+// is not kept, and WriteTar reads it from the layer). keep is first asked
+// with a nil entry whether it may want the path at all, so no other
+// file's content is held in memory.
+type lister func(l v1.Layer, keep func(path string, e *entry) bool, budget int64) (map[string]entry, map[string]*keptFile, error)
 
 // origCopies is where the build keeps the image's own files of live
 // paths (the in-container side's OrigDir), each live path being a link
@@ -64,11 +83,12 @@ const supervisorDir = "/.devloop"
 // any other file, the config (entrypoint, env, user, ...) or the layer
 // count makes a rollout, named in Reason.
 func Decide(old, next v1.Image, paths []string) (*Decision, error) {
-	return decide(old, next, paths, layerEntries)
+	return decide(old, next, paths, layerEntriesKeeping, DefaultMaxBytes)
 }
 
-// decide is Decide reading layers' entries with entriesOf.
-func decide(old, next v1.Image, paths []string, entriesOf func(v1.Layer) (map[string]entry, error)) (*Decision, error) {
+// decide is Decide listing layers with list, keeping up to budget bytes
+// of the changed files' content for the tar.
+func decide(old, next v1.Image, paths []string, list lister, budget int64) (*Decision, error) {
 	if reason, err := configChange(old, next); err != nil || reason != "" {
 		return &Decision{Reason: reason}, err
 	}
@@ -92,7 +112,7 @@ func decide(old, next v1.Image, paths []string, entriesOf func(v1.Layer) (map[st
 		if same {
 			continue
 		}
-		changed, err := layerChanges(oldLayers[i], newLayers[i], entriesOf)
+		changed, err := layerChanges(oldLayers[i], newLayers[i], paths, list, budget)
 		if err != nil {
 			return nil, fmt.Errorf("comparing layer %d: %w", i, err)
 		}
@@ -209,13 +229,22 @@ type entry struct {
 // layerChanges lists the paths that differ between two layers at the
 // same position: added, changed or removed files, links and whiteouts.
 // Directories count only when added, removed or given other owners or
-// modes; files inside them are listed for themselves.
-func layerChanges(old, next v1.Layer, entriesOf func(v1.Layer) (map[string]entry, error)) ([]File, error) {
-	a, err := entriesOf(old)
+// modes; files inside them are listed for themselves. The changed files
+// under paths are kept as the new layer is read (up to budget bytes), so
+// the live update's tar does not read it again.
+func layerChanges(old, next v1.Layer, paths []string, list lister, budget int64) ([]File, error) {
+	a, _, err := list(old, nil, 0)
 	if err != nil {
 		return nil, err
 	}
-	b, err := entriesOf(next)
+	keep := func(p string, e *entry) bool {
+		if ip := imagePath(p); ip == "" || !underAny(ip, paths) {
+			return false
+		}
+		o, ok := a[p]
+		return e == nil || !ok || o != *e
+	}
+	b, kept, err := list(next, keep, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -223,13 +252,13 @@ func layerChanges(old, next v1.Layer, entriesOf func(v1.Layer) (map[string]entry
 	for p, e := range b {
 		if o, ok := a[p]; !ok || o != e {
 			if e.typeflag == tar.TypeDir && ok {
-				out = append(out, File{Path: p})
+				out = append(out, File{Path: p, kept: kept[p]})
 				continue
 			}
 			if e.typeflag == tar.TypeDir {
 				continue // a new directory holds new files, listed themselves
 			}
-			out = append(out, File{Path: p})
+			out = append(out, File{Path: p, kept: kept[p]})
 		}
 	}
 	for p, e := range a {
@@ -251,50 +280,73 @@ var ErrLayerNotItsDiffID = errors.New("a layer's content is not the diff ID its 
 // (Engine.entriesOf). Reading to the end also lets a registry layer
 // check its compressed digest, which it does at EOF.
 func layerEntries(l v1.Layer) (map[string]entry, error) {
+	out, _, err := layerEntriesKeeping(l, nil, 0)
+	return out, err
+}
+
+// layerEntriesKeeping is layerEntries, keeping what keep accepts (a
+// lister).
+func layerEntriesKeeping(l v1.Layer, keep func(string, *entry) bool, budget int64) (map[string]entry, map[string]*keptFile, error) {
 	claimed, err := l.DiffID()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rc, err := l.Uncompressed()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = rc.Close() }()
 	whole := sha256.New()
-	out, err := readEntries(io.TeeReader(rc, whole))
+	out, kept, err := readEntries(io.TeeReader(rc, whole), keep, budget)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := io.Copy(whole, rc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if got := "sha256:" + hex.EncodeToString(whole.Sum(nil)); got != claimed.String() {
-		return nil, fmt.Errorf("%w (%s is %s)", ErrLayerNotItsDiffID, claimed, got)
+		// Nothing kept from it is used either.
+		return nil, nil, fmt.Errorf("%w (%s is %s)", ErrLayerNotItsDiffID, claimed, got)
 	}
-	return out, nil
+	return out, kept, nil
 }
 
-// readEntries reads a tar into entries by absolute path.
-func readEntries(r io.Reader) (map[string]entry, error) {
-	out := map[string]entry{}
+// readEntries reads a tar into entries by absolute path, keeping the
+// entries keep accepts (see lister).
+func readEntries(r io.Reader, keep func(string, *entry) bool, budget int64) (map[string]entry, map[string]*keptFile, error) {
+	out, kept := map[string]entry{}, map[string]*keptFile{}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return out, kept, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		p := cleanPath(h.Name)
 		e := entry{typeflag: h.Typeflag, mode: h.Mode & 07777, uid: h.Uid, gid: h.Gid, link: h.Linkname}
+		var body []byte
 		if h.Typeflag == tar.TypeReg {
 			sum := sha256.New()
-			if _, err := io.Copy(sum, tr); err != nil {
-				return nil, err
+			if keep != nil && h.Size <= budget && keep(p, nil) {
+				// Held while hashed: kept only if keep accepts it.
+				var buf bytes.Buffer
+				buf.Grow(int(h.Size))
+				if _, err := io.Copy(io.MultiWriter(sum, &buf), tr); err != nil {
+					return nil, nil, err
+				}
+				body = buf.Bytes()
+			} else if _, err := io.Copy(sum, tr); err != nil {
+				return nil, nil, err
 			}
 			e.sum = hex.EncodeToString(sum.Sum(nil))
 		}
-		out[cleanPath(h.Name)] = e
+		out[p] = e
+		if keep != nil && (h.Typeflag != tar.TypeReg || body != nil) && keep(p, &e) {
+			kept[p] = &keptFile{header: *h, body: body}
+			budget -= int64(len(body))
+		}
 	}
 }
 

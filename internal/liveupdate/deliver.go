@@ -246,7 +246,11 @@ func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1
 	if err != nil {
 		return nil, nil, fmt.Errorf("live update of image %s: %w", img.Name, err)
 	}
-	d, err := decide(old, next, img.LiveUpdate.Paths, e.entriesOf(req.Env.UID))
+	max := e.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	d, err := decide(old, next, img.LiveUpdate.Paths, e.entriesOf(req.Env.UID), max)
 	if errors.Is(err, ErrLayerNotItsDiffID) {
 		// A human must fix the image (its base, most likely): the
 		// kubelet would refuse to unpack it too.
@@ -259,10 +263,6 @@ func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1
 		return d, nil, nil
 	}
 	var buf bytes.Buffer
-	max := e.MaxBytes
-	if max <= 0 {
-		max = DefaultMaxBytes
-	}
 	if err := WriteTar(&buf, next, d.Files, max); err != nil {
 		if errors.Is(err, ErrTooBig) {
 			return &Decision{Reason: err.Error()}, nil, nil

@@ -61,24 +61,25 @@ type cachedEntries struct {
 const maxCachedLayers = 16
 
 // entriesOf lists layers for the environment env, from memory when it
-// listed the same layer lately.
-func (e *Engine) entriesOf(env types.UID) func(v1.Layer) (map[string]entry, error) {
-	return func(l v1.Layer) (map[string]entry, error) {
+// listed the same layer lately (then nothing is kept: WriteTar reads the
+// changed files from the layer).
+func (e *Engine) entriesOf(env types.UID) lister {
+	return func(l v1.Layer, keep func(string, *entry) bool, budget int64) (map[string]entry, map[string]*keptFile, error) {
 		digest, err := l.Digest()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		diffID, err := l.DiffID()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		key := layerKey{env: env, digest: digest, diffID: diffID}
 		if entries, ok := e.cachedListing(key); ok {
-			return entries, nil
+			return entries, nil, nil
 		}
-		entries, err := layerEntries(l)
+		entries, kept, err := layerEntriesKeeping(l, keep, budget)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -86,7 +87,7 @@ func (e *Engine) entriesOf(env types.UID) func(v1.Layer) (map[string]entry, erro
 		if len(e.entries) > maxCachedLayers {
 			e.entries = e.entries[1:]
 		}
-		return entries, nil
+		return entries, kept, nil
 	}
 }
 

@@ -25,6 +25,7 @@ const whiteoutPrefix = supervisor.WhiteoutPrefix
 func WriteTar(w io.Writer, next v1.Image, files []File, maxBytes int64) error {
 	tw := tar.NewWriter(w)
 	byLayer := map[int]map[string]string{} // layer -> entry name -> image path
+	var written int64
 	for _, f := range files {
 		if f.Deleted {
 			dir, base := path.Split(f.Path)
@@ -33,10 +34,28 @@ func WriteTar(w io.Writer, next v1.Image, files []File, maxBytes int64) error {
 			}
 			continue
 		}
+		if f.kept != nil {
+			// Read when it was compared (decide): not read again.
+			h := &f.kept.header
+			if h.Typeflag == tar.TypeReg && written+h.Size > maxBytes {
+				return fmt.Errorf("%w (%d bytes at %s)", ErrTooBig, written+h.Size, f.Path)
+			}
+			if err := tw.WriteHeader(syncHeader(h, f.Path)); err != nil {
+				return err
+			}
+			if _, err := tw.Write(f.kept.body); err != nil {
+				return err
+			}
+			written += int64(len(f.kept.body))
+			continue
+		}
 		if byLayer[f.layer] == nil {
 			byLayer[f.layer] = map[string]string{}
 		}
 		byLayer[f.layer][f.entry] = f.Path
+	}
+	if len(byLayer) == 0 {
+		return tw.Close()
 	}
 	layers, err := next.Layers()
 	if err != nil {
@@ -47,7 +66,6 @@ func WriteTar(w io.Writer, next v1.Image, files []File, maxBytes int64) error {
 		order = append(order, i)
 	}
 	slices.Sort(order)
-	var written int64
 	for _, i := range order {
 		want := byLayer[i]
 		if i >= len(layers) {
@@ -91,12 +109,7 @@ func copyEntries(tw *tar.Writer, l v1.Layer, want map[string]string, budget int6
 		if h.Typeflag == tar.TypeReg && n+h.Size > budget {
 			return n, fmt.Errorf("%w (%d bytes at %s)", ErrTooBig, n+h.Size, target)
 		}
-		out := &tar.Header{Name: target, Typeflag: h.Typeflag, Mode: h.Mode, Size: h.Size, Linkname: h.Linkname,
-			Uid: h.Uid, Gid: h.Gid, ModTime: h.ModTime, Format: tar.FormatPAX}
-		if h.Typeflag != tar.TypeReg {
-			out.Size = 0
-		}
-		if err := tw.WriteHeader(out); err != nil {
+		if err := tw.WriteHeader(syncHeader(h, target)); err != nil {
 			return n, err
 		}
 		if h.Typeflag == tar.TypeReg {
@@ -107,4 +120,15 @@ func copyEntries(tw *tar.Writer, l v1.Layer, want map[string]string, budget int6
 			}
 		}
 	}
+}
+
+// syncHeader is a layer entry's header as a sync's tar carries it: under
+// its image path, only a regular file with content.
+func syncHeader(h *tar.Header, target string) *tar.Header {
+	out := &tar.Header{Name: target, Typeflag: h.Typeflag, Mode: h.Mode, Size: h.Size, Linkname: h.Linkname,
+		Uid: h.Uid, Gid: h.Gid, ModTime: h.ModTime, Format: tar.FormatPAX}
+	if h.Typeflag != tar.TypeReg {
+		out.Size = 0
+	}
+	return out
 }

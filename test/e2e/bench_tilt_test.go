@@ -33,6 +33,8 @@ import (
 //	    (the plugin built from this tree, run as a user runs it): the
 //	    binary synced into the running pod by the operator, the program
 //	    restarted by its supervisor.
+//	devloop, watching: the same, but one `kubectl devloop push --watch`
+//	    started beforehand pushes each build (bench_watch_test.go).
 //	Tilt: `tilt up` on a Tiltfile whose local_resource runs the same go
 //	    build on the source's change, and a custom_build (go build, then
 //	    crane appends the binary to busybox and pushes: no Docker here)
@@ -65,30 +67,32 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	tilt, crane := benchTool(t, "tilt"), benchTool(t, "crane")
 
 	dl := startDevloopArm(t)
+	dw := startWatchArm(t)
 	tl := startTiltArm(t, tilt, crane)
 
 	for i := 1; i <= n; i++ {
-		arms := []func(int){dl.change, tl.change}
-		if rand.N(2) == 1 {
-			arms[0], arms[1] = arms[1], arms[0]
-		}
+		arms := []func(int){dl.change, dw.change, tl.change}
+		rand.Shuffle(len(arms), func(i, j int) { arms[i], arms[j] = arms[j], arms[i] })
 		for _, arm := range arms {
 			offPhase()
 			arm(i)
 		}
 	}
 	dp50, dp90 := percentiles(dl.samples)
+	wp50, wp90 := percentiles(dw.samples)
 	tp50, tp90 := percentiles(tl.samples)
 	var b strings.Builder
 	fmt.Fprintf(&b, "edit → local go build → new code answering through the Service (polled every 20 ms), %d changes per arm, interleaved in random order; load average %s before, %s after\n",
 		n, loadBefore, loadAverage())
 	fmt.Fprintf(&b, "| arm | p50 | p90 |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| devloop push, live update | %s | %s |\n", dp50.Round(10*time.Millisecond), dp90.Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "| devloop push --watch (debounce %s), live update | %s | %s |\n", watchDebounce, wp50.Round(10*time.Millisecond), wp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "| Tilt live_update (sync + restart) | %s | %s |\n", tp50.Round(10*time.Millisecond), tp90.Round(10*time.Millisecond))
-	fmt.Fprintf(&b, "devloop / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
+	fmt.Fprintf(&b, "devloop push / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
+	fmt.Fprintf(&b, "devloop push --watch / Tilt: p50 %.2f, p90 %.2f\n", float64(wp50)/float64(tp50), float64(wp90)/float64(tp90))
 	fmt.Fprintf(&b, "local edit + go build p50 in the devloop arm: %s\n", median(dl.builds).Round(10*time.Millisecond))
-	fmt.Fprintf(&b, "link (Mbit/s up:down:round trip ms): %s; sent from the laptop per change, median: devloop %s, Tilt %s\n",
-		linkProfile(), kib(medianBytes(dl.sent)), kib(medianBytes(tl.sent)))
+	fmt.Fprintf(&b, "link (Mbit/s up:down:round trip ms): %s; sent from the laptop per change, median: devloop push %s, push --watch %s, Tilt %s\n",
+		linkProfile(), kib(medianBytes(dl.sent)), kib(medianBytes(dw.sent)), kib(medianBytes(tl.sent)))
 	t.Log("\n" + b.String())
 	out := filepath.Join(testenv.RepoRoot(), "bin", "e2e-bench-tilt.md")
 	_ = os.WriteFile(out, []byte(b.String()), 0o644)
@@ -154,6 +158,13 @@ type devloopArm struct {
 
 func startDevloopArm(t *testing.T) *devloopArm {
 	t.Helper()
+	return startDevloopArmIn(t, "e2e-bench-tilt-dl")
+}
+
+// startDevloopArmIn starts the arm's environment in a new namespace named
+// from prefix.
+func startDevloopArmIn(t *testing.T, prefix string) *devloopArm {
+	t.Helper()
 	// DEVLOOP_BENCH_PLUGIN: the plugin built beforehand from this tree.
 	plugin := os.Getenv("DEVLOOP_BENCH_PLUGIN")
 	if plugin == "" {
@@ -164,7 +175,7 @@ func startDevloopArm(t *testing.T) *devloopArm {
 		NewWithT(t).Expect(err).NotTo(HaveOccurred(), "building the plugin: %s", out)
 	}
 
-	ns := namespace(t, "e2e-bench-tilt-dl")
+	ns := namespace(t, prefix)
 	a := &devloopArm{t: t, plugin: plugin, ns: ns, env: "push-live",
 		mod: sourceDir(t, Files{"go.mod": GoModule("example.com/bench"), "main.go": benchSource(0)}),
 		dir: sourceDir(t, Files{"deploy/bench.yaml": benchManifests})}
