@@ -55,16 +55,9 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-live")
-	dir := sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
-	server := buildBenchServer(t)
-	bin := filepath.Join(dir, "bin", "server")
-	writeBenchServer(t, bin, server, 0)
-	env := newEnv(ns, "live").Registry().Components(Component("live",
-		Images(Image("server", Program("bin/server", "/server"), LiveUpdate("/server"))), Manifests("deploy"))).Build()
-	pushOnly(t, env, dir)
-	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	env, live := startLiveServer(t, ns)
+	dir, server, bin := live.dir, live.server, live.bin
 	key := client.ObjectKeyFromObject(env)
-	env = waitEnv(t, key, 5*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) { readyNow(g, env) })
 	var pod string
 	waitPods(t, poll.Wait{What: "one Ready bench pod serving version 0", Every: 200 * time.Millisecond, Within: 2 * time.Minute},
 		ns, benchLabels, func(g Gomega, pods []corev1.Pod) {
@@ -160,4 +153,26 @@ func TestLiveUpdateServesNewCodeWithoutARollout(t *testing.T) {
 	})
 	ist = imageOf(env, "server")
 	t.Logf("the fix serving %s after its push: %s (%s)", served.Round(time.Millisecond), ist.LastUpdate, ist.UpdateReason)
+}
+
+// liveServer is the bench server's tree pushed as a live-updated image:
+// the pushed directory, the server's source and the binary's path in it.
+type liveServer struct {
+	dir, bin string
+	server   []byte
+}
+
+// startLiveServer creates, in ns, the environment "live" whose image runs
+// the bench server (version 0) with live update on its binary, and
+// returns it once Ready.
+func startLiveServer(t *testing.T, ns string) (*v1alpha1.DevEnvironment, liveServer) {
+	t.Helper()
+	dir := sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
+	live := liveServer{dir: dir, server: buildBenchServer(t), bin: filepath.Join(dir, "bin", "server")}
+	writeBenchServer(t, live.bin, live.server, 0)
+	env := newEnv(ns, "live").Registry().Components(Component("live",
+		Images(Image("server", Program("bin/server", "/server"), LiveUpdate("/server"))), Manifests("deploy"))).Build()
+	pushOnly(t, env, dir)
+	NewWithT(t).Expect(need(t).Client.Create(context.Background(), env)).To(Succeed())
+	return waitEnv(t, client.ObjectKeyFromObject(env), 5*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) { readyNow(g, env) }), live
 }

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -154,16 +153,9 @@ func TestMultiNodeLivePodMoved(t *testing.T) {
 	}
 	ctx := context.Background()
 	ns := namespace(t, "e2e-live-moved")
-	dir := sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
-	server := buildBenchServer(t)
-	bin := filepath.Join(dir, "bin", "server")
-	writeBenchServer(t, bin, server, 0)
-	env := newEnv(ns, "live").Registry().Components(Component("live",
-		Images(Image("server", Program("bin/server", "/server"), LiveUpdate("/server"))), Manifests("deploy"))).Build()
-	pushOnly(t, env, dir)
-	NewWithT(t).Expect(c.Client.Create(ctx, env)).To(Succeed())
+	env, live := startLiveServer(t, ns)
+	dir, server, bin := live.dir, live.server, live.bin
 	key := client.ObjectKeyFromObject(env)
-	waitEnv(t, key, 5*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) { readyNow(g, env) })
 
 	// servingIn waits until one Ready bench pod (not not) serves version v.
 	servingIn := func(v int, not string) corev1.Pod {
