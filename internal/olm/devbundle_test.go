@@ -41,9 +41,7 @@ func TestProjectBundleAndCatalogForTheLoop(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	opm := opm(t)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	prefix := strings.TrimPrefix(srv.URL, "http://") + "/shield"
+	prefix := shieldRegistry(t)
 	built := prefix + "/ghcr.io/example/shield-operator@sha256:" + strings.Repeat("ab", 32)
 
 	files, pkg, err := olm.DevBundle("testdata/project-bundle", olm.DevBundleOptions{
@@ -124,4 +122,12 @@ func TestProjectBundleAndCatalogForTheLoop(t *testing.T) {
 func TestProjectBundleNamesAContainerItDoesNotHave(t *testing.T) {
 	_, _, err := olm.DevBundle("testdata/project-bundle", olm.DevBundleOptions{Version: "0.0.2", Images: map[string]string{"operator": "x"}})
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring(`no container "operator"`)))
+}
+
+// shieldRegistry serves a real registry for the test and returns the
+// repository prefix the project's images are pushed under.
+func shieldRegistry(t *testing.T) string {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://") + "/shield"
 }

@@ -2,16 +2,12 @@ package olm_test
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -59,9 +55,7 @@ func TestPublishProjectTwiceMovesTheChannelTag(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	opm := opm(t)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	prefix := strings.TrimPrefix(srv.URL, "http://") + "/shield"
+	prefix := shieldRegistry(t)
 	tree := projectTree(t)
 	release := olm.ProjectRelease{Tree: tree, Prefix: prefix, Opm: opm, Drop: []string{"kube-rbac-proxy"}, Insecure: true,
 		Image: prefix + "/ghcr.io/example/shield-operator@sha256:" + strings.Repeat("ab", 32), Version: "0.0.2-dev.1"}
