@@ -33,10 +33,7 @@ import (
 // took after the drain, are printed.
 func TestMultiNodeDrainMidBuild(t *testing.T) {
 	c := need(t)
-	nodes := readyNodes(t, c)
-	if len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s); hack/cluster/node2.sh up adds a second", len(nodes))
-	}
+	twoNodes(t, c)
 	ns := namespace(t, "e2e-drain")
 	dir := sourceDir(t, Files{"bin/app": "#!/bin/sh\necho app\n"})
 	pushDir(t, newEnv(ns, "source").Build(), dir)

@@ -67,9 +67,7 @@ func helmReleaseSecrets(g Gomega, ns, release string) []corev1.Secret {
 // deployed, no revision left pending, the hook Job not left behind.
 func TestMultiNodeOperatorKilledMidHelmUpgrade(t *testing.T) {
 	c := need(t)
-	if nodes := readyNodes(t, c); len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s); hack/cluster/node2.sh up adds a second", len(nodes))
-	}
+	twoNodes(t, c)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-opkill-helm")
 	env := newEnv(ns, "slow").Components(Component("slow", Chart("chart", func(h *v1alpha1.HelmSpec) {
@@ -148,9 +146,7 @@ func TestMultiNodeOperatorKilledMidHelmUpgrade(t *testing.T) {
 // push live-updates that pod (no new pod), status saying live.
 func TestMultiNodeLivePodMoved(t *testing.T) {
 	c := need(t)
-	if nodes := readyNodes(t, c); len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s); hack/cluster/node2.sh up adds a second", len(nodes))
-	}
+	twoNodes(t, c)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-live-moved")
 	env, live := startLiveServer(t, ns)

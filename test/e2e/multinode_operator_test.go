@@ -43,10 +43,7 @@ const sharedClass = "local-shared"
 func TestMultiNodeOperatorStateFollowsTheLeader(t *testing.T) {
 	c := needCluster(t)
 	ctx := context.Background()
-	nodes := readyNodes(t, c)
-	if len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s); hack/cluster/node2.sh up adds a second", len(nodes))
-	}
+	twoNodes(t, c)
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: sharedClass}, &storagev1.StorageClass{}); err != nil {
 		t.Skipf("no StorageClass %s (hack/cluster/node2.sh makes it): %v", sharedClass, err)
 	}

@@ -162,9 +162,7 @@ func storeEntries(t *testing.T, volume, dir string) []string {
 // store still holds what it held.
 func TestMultiNodeTeamCacheSurvivesTheOperatorMove(t *testing.T) {
 	c := need(t)
-	if nodes := readyNodes(t, c); len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s); hack/cluster/node2.sh up adds a second", len(nodes))
-	}
+	twoNodes(t, c)
 	operatorOnSharedClaim(t, c)
 	ctx := context.Background()
 	files := helloSource(helloMain)
@@ -196,9 +194,7 @@ func TestMultiNodeTeamCacheSurvivesTheOperatorMove(t *testing.T) {
 // trigger, its one Job.
 func TestMultiNodeOperatorKilledMidWork(t *testing.T) {
 	c := need(t)
-	if nodes := readyNodes(t, c); len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s); hack/cluster/node2.sh up adds a second", len(nodes))
-	}
+	twoNodes(t, c)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-opkill")
 	dir := sourceDir(t, Files{"bin/app": "#!/bin/sh\necho app\n",

@@ -40,10 +40,7 @@ const node2WIPTaint = "devloop.dev/node2-wip"
 func TestMultiNodePodNetwork(t *testing.T) {
 	c := needCluster(t)
 	ctx := context.Background()
-	nodes := readyNodes(t, c)
-	if len(nodes) < 2 {
-		t.Skipf("the cluster has %d Ready node(s) (%s); hack/cluster/node2.sh up adds a second", len(nodes), strings.Join(nodes, ", "))
-	}
+	nodes := twoNodes(t, c)
 	nodes = nodes[:2]
 	ns := clusterNamespace(t, c, "multinode")
 	image, runID := pushRunImage(t)
@@ -207,4 +204,15 @@ func mustRef(t *testing.T, s string) name.Reference {
 	ref, err := name.ParseReference(s, name.Insecure)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return ref
+}
+
+// twoNodes returns the cluster's Ready nodes, skipping the case when there
+// are fewer than two (the multi-node cases run on hack/cluster/node2.sh's).
+func twoNodes(t *testing.T, c *devcluster.Cluster) []string {
+	t.Helper()
+	nodes := readyNodes(t, c)
+	if len(nodes) < 2 {
+		t.Skipf("the cluster has %d Ready node(s) (%s); hack/cluster/node2.sh up adds a second", len(nodes), strings.Join(nodes, ", "))
+	}
+	return nodes
 }

@@ -66,15 +66,7 @@ func gpuOperatorTree(t *testing.T) string {
 // copies: the test runs it, changing only what this cluster differs in.
 func gpuOperatorSample(t *testing.T) *v1alpha1.DevEnvironment {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "gpu-operator.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &v1alpha1.DevEnvironment{}
-	if err := yaml.UnmarshalStrict(data, env); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	env := readSample(t, "gpu-operator.yaml")
 	return env
 }
 
@@ -282,4 +274,20 @@ func initContainerStates(pods []corev1.Pod) string {
 		return "no init container started"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// readSample reads config/samples/NAME, a DevEnvironment written for a
+// user's cluster, for a case to change only what this cluster differs in.
+func readSample(t *testing.T, name string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	path := filepath.Join(testenv.RepoRoot(), "config", "samples", name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &v1alpha1.DevEnvironment{}
+	if err := yaml.UnmarshalStrict(data, env); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return env
 }

@@ -135,15 +135,7 @@ func TestRealIPShieldOLM(t *testing.T) {
 // operator component only builds: OLM deploys it, as the sample says.
 func localIPShield(t *testing.T, ns, goproxy string) *v1alpha1.DevEnvironment {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "config", "samples", "olm-operator.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &v1alpha1.DevEnvironment{}
-	if err := yaml.UnmarshalStrict(data, env); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	env := readSample(t, "olm-operator.yaml")
 	env.Namespace = ns
 	env.Spec.ServiceAccountName = "deployer"
 	env.Spec.Registry = &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true}
@@ -158,7 +150,7 @@ func localIPShield(t *testing.T, ns, goproxy string) *v1alpha1.DevEnvironment {
 		}
 	}
 	if manager == nil || len(manager.Images) != 1 || manager.Images[0].Name != ipshieldImage {
-		t.Fatalf("%s: no manager component building %s", path, ipshieldImage)
+		t.Fatalf("config/samples/olm-operator.yaml: no manager component building %s", ipshieldImage)
 	}
 	manager.Manifests = nil
 	img := &manager.Images[0]
