@@ -115,11 +115,14 @@ func grantReadCache(t *testing.T, c *devcluster.Cluster, nsA, name, readerNS str
 }
 
 // helloBuild is a Go program's image compiled by a builder Job with a
-// cache claim, so its go command uses the team cache.
+// cache claim, so its go command uses the team cache. Its paths make the
+// operator fetch the source into its store (it hashes the selected files),
+// which a builder Job alone would not: the store then has something to
+// keep across the move.
 func helloBuild() v1alpha1.ImageSpec {
 	run := GoBuild(goImage, []string{"go", "build", "-o", "out/hello", "."}, GoPath)
 	run.Cache = &v1alpha1.BuildCache{}
-	return Image("hello", Base(busybox), Run(run), Program("out/hello", "/hello"))
+	return Image("hello", Base(busybox), Run(run), Program("out/hello", "/hello"), Paths("go.mod", "main.go"))
 }
 
 // readerBuilds builds the hello program in a new namespace whose
@@ -178,6 +181,7 @@ func TestMultiNodeTeamCacheSurvivesTheOperatorMove(t *testing.T) {
 	cached := storeEntries(t, volume, "build-cache")
 	t.Logf("before the move: B's builder read %d entries from the team cache; store %s: %d source files, %d cache files", before, volume, len(sources), len(cached))
 	NewWithT(t).Expect(before).To(BeNumerically(">", 0), "B read nothing from the team cache before the move")
+	NewWithT(t).Expect(sources).NotTo(BeEmpty(), "the operator's source store under %s holds nothing before the move: nothing to show it keeps", volume)
 
 	moveOperator(t, c, false)
 	after := readerBuilds(t, c, nsA, "e2e-opmove-c", files)
