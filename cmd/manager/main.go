@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -130,6 +131,7 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		LayerCompression:       opts.layerCompression,
 		MaxBuildTimeout:        opts.maxBuildTimeout,
 		MaxHelmTimeout:         opts.maxHelmTimeout,
+		LeaderLease:            opts.leaderLease(),
 		MaxSourceSize:          opts.maxSourceSize,
 		SourceStoreMaxBytes:    opts.sourceStoreMaxBytes,
 		SourceStoreFlush:       opts.sourceStoreFlush,
@@ -278,4 +280,19 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--layer-compression %w", err)
 	}
 	return o, nil
+}
+
+// leaderLease names the Lease this process is elected on, "" without
+// leader election: the namespace (as controller-runtime picks it: the
+// flag, else the pod's own) and the shard's lease name.
+func (o *options) leaderLease() string {
+	if !o.leaderElect {
+		return ""
+	}
+	ns := o.leaderElectionNamespace
+	if ns == "" {
+		b, _ := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+		ns = strings.TrimSpace(string(b))
+	}
+	return ns + "/" + o.shard.leaderElectionID
 }

@@ -62,7 +62,15 @@ type Engine struct {
 	// used when it is nil (tests without a kubelet).
 	LogsFor func(t *identity.Tenant) (pods.LogReader, error)
 	Logs    pods.LogReader
+	// HelmWriter names this process on the revisions it writes
+	// (NewHelmWriter), so the next leader of its lease unlocks a revision
+	// it left pending at once; "" without leader election.
+	HelmWriter string
 }
+
+// NewHelmWriter is HelmWriter for a process elected on lease ("" when it
+// runs without leader election).
+func NewHelmWriter(lease string) string { return helm.NewWriter(lease) }
 
 // DefaultMaxHelmTimeout is the cap of a Helm action's timeout when
 // Engine.MaxHelmTimeout is zero.

@@ -293,6 +293,7 @@ func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Compon
 		Configs:         helm.NewConfigFactory(t.BaseConfig(), user),
 		CreateNamespace: h.CreateNamespace,
 		Timeout:         e.helmTimeout(h),
+		Writer:          e.HelmWriter,
 	}
 	req.ReleaseName, req.Namespace = releasePlace(env, c)
 	return req, nil

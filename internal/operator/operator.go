@@ -45,6 +45,9 @@ type Options struct {
 	MaxBuildTimeout  time.Duration
 	// MaxHelmTimeout: see deploy.Engine.
 	MaxHelmTimeout time.Duration
+	// LeaderLease is the Lease the process is elected on; "" when it runs
+	// without leader election (see deploy.NewHelmWriter).
+	LeaderLease string
 	// MaxSourceSize, SourceStoreMaxBytes and SourceStoreEnvMaxBytes bound
 	// a source, the source store and one environment's share of it.
 	MaxSourceSize, SourceStoreMaxBytes, SourceStoreEnvMaxBytes int64
@@ -130,6 +133,7 @@ func New(mgr ctrl.Manager, o Options) Operator {
 		Charts:           &deploy.ChartLoader{CacheDir: filepath.Join(o.WorkDir, "charts"), Egress: o.Egress},
 		DriftQuietPeriod: quiet,
 		MaxHelmTimeout:   o.MaxHelmTimeout,
+		HelmWriter:       deploy.NewHelmWriter(o.LeaderLease),
 		LogsFor:          logsFor,
 		Logs:             logs,
 	}

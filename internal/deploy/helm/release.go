@@ -50,7 +50,11 @@ type ReleaseRequest struct {
 	// Timeout bounds each action. It is also how long a pending revision
 	// that this process did not write is left alone after it started
 	// (plus lockGrace): someone else's helm action may still be running.
-	Timeout         time.Duration
+	Timeout time.Duration
+	// Writer, when set (NewWriter: the process is its lease's elected
+	// leader), is stamped on every revision (WriterLabel); a pending
+	// revision another leader of the same lease left is unlocked at once.
+	Writer          string
 	CreateNamespace bool
 	// Mutate, when set, edits rendered objects before they are applied,
 	// hooks included.
@@ -146,6 +150,9 @@ func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) 
 	if render != nil {
 		cfg.Releases.Driver = hookRenderDriver{Driver: cfg.Releases.Driver, render: render, ctx: ctx}
 	}
+	if req.Writer != "" {
+		cfg.Releases.Driver = writerDriver{Driver: cfg.Releases.Driver, writer: req.Writer}
+	}
 	obs := NewObserver(cfg.Releases.Driver)
 	cfg.Releases.Driver = obs
 	out, err := reconcileRelease(ctx, cfg, req, render)
@@ -178,12 +185,12 @@ func (e *ReleaseLockedError) Error() string {
 // revision this process wrote and is no longer acting on (reconciles of a
 // release are serialized: one owner, one reconcile at a time) was left by
 // an action that ended without finishing, and may be unlocked at once.
-// Any other — someone's helm command, or a previous operator process
-// (their labels cannot tell: helm upgrade copies the previous revision's
-// labels, devloop's owner label included) — only once the action timeout
-// and lockGrace have passed since it started.
-func lockExpiry(cfg *action.Configuration, last *release.Release, timeout time.Duration) time.Time {
-	if written.wrote(last) {
+// So may one a previous leader of this process's lease wrote
+// (leftByAnotherLeader). Any other — someone's helm command, or an
+// operator process that ran without leader election — only once the
+// action timeout and lockGrace have passed since it started.
+func lockExpiry(cfg *action.Configuration, last *release.Release, timeout time.Duration, writer string) time.Time {
+	if written.wrote(last) || leftByAnotherLeader(last, writer) {
 		return time.Time{}
 	}
 	if obs, ok := cfg.Releases.Driver.(*Observer); ok {
@@ -294,7 +301,7 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 			return out, lastErr
 		}
 		if act == ActionUnlock {
-			if until := lockExpiry(cfg, last, req.Timeout); time.Now().Before(until) {
+			if until := lockExpiry(cfg, last, req.Timeout, req.Writer); time.Now().Before(until) {
 				return out, &ReleaseLockedError{Namespace: req.Namespace, Name: req.ReleaseName, Revision: last.Version,
 					Status: string(last.Info.Status), Since: last.Info.LastDeployed.Time, Until: until}
 			}
