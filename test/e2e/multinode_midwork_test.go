@@ -64,16 +64,26 @@ func helmReleaseSecrets(g Gomega, ns, release string) []corev1.Secret {
 // (its pre-upgrade hook Job sleeping), the operator's node is cordoned and
 // its pod killed (grace 0). The new operator, on the other node, finishes
 // the upgrade: the new values in the cluster, the latest revision
-// deployed, no revision left pending, the hook Job not left behind.
+// deployed, no revision left pending, the hook Job not left behind. The
+// operator runs as the chart installs it, with leader election: the new
+// leader knows the pending revision is its lease's previous holder's and
+// unlocks it at once, never waiting out the action's timeout.
 func TestMultiNodeOperatorKilledMidHelmUpgrade(t *testing.T) {
 	c := need(t)
 	twoNodes(t, c)
 	ctx := context.Background()
+	NewWithT(t).Expect(c.InstallOperatorWith(ctx, operatorImage, map[string]any{"leaderElection": map[string]any{"enabled": true}})).To(Succeed())
+	t.Cleanup(func() {
+		if err := c.InstallOperator(context.Background(), operatorImage); err != nil {
+			t.Logf("installing the operator back without leader election: %v", err)
+		}
+	})
 	ns := namespace(t, "e2e-opkill-helm")
 	env := newEnv(ns, "slow").Components(Component("slow", Chart("chart", func(h *v1alpha1.HelmSpec) {
 		h.ReleaseName = "slow"
-		// Short, so the pending revision the killed operator leaves is
-		// stale (unlocked) soon: timeout and a minute after it started.
+		// Short, so that were the pending revision the killed operator
+		// leaves waited out (timeout and a minute after it started), the
+		// case would still end in minutes.
 		h.Timeout = &metav1.Duration{Duration: 45 * time.Second}
 	}))).Build()
 	pushDir(t, env, sourceDir(t, slowUpgradeChart))
@@ -115,6 +125,10 @@ func TestMultiNodeOperatorKilledMidHelmUpgrade(t *testing.T) {
 	})
 	t.Logf("upgrade finished by the new operator %s after the kill; status on the way:\n%s", time.Since(start).Round(100*time.Millisecond),
 		fmt.Sprint(seen))
+	for _, m := range seen {
+		NewWithT(t).Expect(m).NotTo(ContainSubstring("another helm action may be running"),
+			"the new leader waited for the revision its lease's previous holder left pending")
+	}
 	waitCheck(t, poll.Wait{What: "no revision pending, the latest deployed, no hook Job left", Every: 500 * time.Millisecond, Within: time.Minute}, func(g Gomega) {
 		latest, status := 0, ""
 		var revisions []string
