@@ -167,9 +167,16 @@ func BuilderJob(req JobRequest) (*batchv1.Job, error) {
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              pods.RestrictedPod(),
-					Volumes:                      volumes,
-					InitContainers:               initContainers,
+					// An evicted or superseded builder has nothing to
+					// save (the next pod redoes its work, and what it
+					// wrote to caches is written whole or not at all),
+					// while its build, PID 1, ignores SIGTERM: the
+					// default 30 s would only hold a drain and the next
+					// pod back.
+					TerminationGracePeriodSeconds: ptr.To[int64](builderGracePeriod),
+					SecurityContext:               pods.RestrictedPod(),
+					Volumes:                       volumes,
+					InitContainers:                initContainers,
 					Containers: []corev1.Container{
 						pods.HelperContainer(ContainerAssemble, req.HelperImage, assembleArgs, assembleMounts),
 					},
@@ -349,3 +356,7 @@ func ReadJob(job *batchv1.Job, pods []corev1.Pod) (JobOutcome, error) {
 	}
 	return out, nil
 }
+
+// builderGracePeriod is how long a builder pod (a Job's or a warm one) is
+// given to stop, in seconds.
+const builderGracePeriod = 2

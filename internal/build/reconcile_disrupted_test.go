@@ -29,6 +29,10 @@ func TestABuilderJobWhosePodADrainEvictedGoesOnSayingWhere(t *testing.T) {
 	job := operatortest.WaitForBuilderJob(t, ns, "linux-amd64")
 	g.Expect(job.Spec.PodFailurePolicy).NotTo(BeNil(), "a builder Job without a pod failure policy fails when a drain evicts its pod")
 	g.Expect(job.Spec.PodFailurePolicy.Rules).To(ContainElement(HaveField("Action", batchv1.PodFailurePolicyActionIgnore)))
+	// Nor does the evicted pod hold the drain and the Job's next pod back
+	// for the default 30 s: its build ignores SIGTERM (PID 1), and the
+	// next pod redoes its work anyway.
+	g.Expect(job.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(BeNumerically("<=", 5)), "a builder pod's grace period")
 
 	// The evicted pod, as the eviction API and the kubelet leave it, and
 	// the Job still active (its controller starts the next pod).

@@ -126,7 +126,7 @@ func WarmPod(req JobRequest) (*corev1.Pod, error) {
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			ShareProcessNamespace:         ptr.To(false),
-			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			TerminationGracePeriodSeconds: ptr.To[int64](builderGracePeriod),
 			SecurityContext:               pods.RestrictedPod(),
 			Volumes:                       volumes,
 			InitContainers:                []corev1.Container{install},
