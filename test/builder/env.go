@@ -9,6 +9,7 @@ package builder
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,6 +170,16 @@ func (b *EnvSpec) SourceRepository(repo string) *EnvSpec {
 	for _, s := range b.env.Spec.Sources {
 		if s.Name == AppSource && s.OCI != nil {
 			s.OCI.Repository = b.repositories() + "/" + repo
+		}
+	}
+	return b
+}
+
+// Interval checks the source name for changes every d.
+func (b *EnvSpec) Interval(name string, d time.Duration) *EnvSpec {
+	for i := range b.env.Spec.Sources {
+		if b.env.Spec.Sources[i].Name == name {
+			b.env.Spec.Sources[i].Interval = &metav1.Duration{Duration: d}
 		}
 	}
 	return b
