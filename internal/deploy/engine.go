@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,6 +63,10 @@ type Engine struct {
 	// used when it is nil (tests without a kubelet).
 	LogsFor func(t *identity.Tenant) (pods.LogReader, error)
 	Logs    pods.LogReader
+
+	// applied is what this engine applied (book()).
+	applied     *appliedBook
+	appliedOnce sync.Once
 }
 
 // DefaultMaxHelmTimeout is the cap of a Helm action's timeout when
@@ -113,7 +118,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 			return fmt.Errorf("removing the component's former manifests: %w", err)
 		}
 		st.Inventory, st.AppliedDigest = nil, ""
-		applied.forget(appliedKey(string(env.UID), c.Name))
+		e.book().forget(appliedKey(string(env.UID), c.Name))
 	}
 	if st.Release == nil {
 		return nil
@@ -130,7 +135,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 		return err
 	}
 	st.Release = nil
-	applied.forget(appliedKey(string(env.UID), c.Name))
+	e.book().forget(appliedKey(string(env.UID), c.Name))
 	return nil
 }
 
@@ -142,7 +147,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 func (e *Engine) finalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
 	hasRelease := (st != nil && st.Release != nil) || c.Helm != nil
 	hasObjects := st != nil && len(st.Inventory) > 0
-	applied.forget(appliedKey(string(env.UID), c.Name))
+	e.book().forget(appliedKey(string(env.UID), c.Name))
 	if !hasRelease && !hasObjects {
 		return nil
 	}
