@@ -129,11 +129,11 @@ func constantValue(e ast.Expr) bool {
 	case *ast.SelectorExpr:
 		return true
 	case *ast.CompositeLit:
-		switch t := e.Type.(type) {
-		case *ast.ArrayType, *ast.MapType:
-			return true
-		case *ast.SelectorExpr:
-			_ = t
+		// A table, or a value of another package's type
+		// (schema.GroupVersion{…}); a local struct literal may hold a
+		// lock or a map that is written, so it is listed.
+		switch e.Type.(type) {
+		case *ast.ArrayType, *ast.MapType, *ast.SelectorExpr:
 			return true
 		}
 		return false
