@@ -2,28 +2,42 @@ package cli
 
 import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
-// teamSpec is an environment of two components and three suites: crds,
+// The plugin's fixtures name one registry, over HTTPS as a developer's
+// is, and one path in it whatever namespace a test runs in: the golden
+// output spells registry.test/team.
+const (
+	fixtureRegistry = "registry.test"
+	fixturePath     = "team"
+)
+
+// fixtureEnv starts a fixture environment: its images pushed to and its
+// source app fetched from registry.test/team, over HTTPS.
+func fixtureEnv(ns, name string) *builder.EnvSpec {
+	return builder.Env(ns, name).In(fixtureRegistry).Under(fixturePath).HTTPS()
+}
+
+// teamEnv is an environment of two components and three suites: crds,
 // then web (an image and manifests from the oci source app); unit after
 // web, e2e and smoke labelled e2e.
-func teamSpec() v1alpha1.DevEnvironmentSpec {
-	return v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "registry.test/team"},
-		Sources: []v1alpha1.Source{
-			{Name: "app", OCI: &v1alpha1.OCISource{Repository: "registry.test/team/src", Tag: "dev"}},
-			{Name: "upstream", Git: &v1alpha1.GitSource{URL: "https://git.test/team/upstream.git"}},
-		},
-		Components: []v1alpha1.Component{
-			{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "upstream", Paths: []string{"config/crd"}}},
-			{Name: "web", DependsOn: []string{"crds"},
-				Images:    []v1alpha1.ImageSpec{{Name: "web", Source: "app", Layers: []v1alpha1.LayerMapping{{From: "bin/web", To: "/web"}}}},
-				Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}},
-		},
-		Tests: []v1alpha1.TestSuite{
-			{Name: "unit", Image: v1alpha1.TestImage{Ref: "golang:1.25"}, Command: []string{"make", "test"}, DependsOn: []string{"web"}},
-			{Name: "e2e", Labels: []string{"e2e"}, Image: v1alpha1.TestImage{Built: "web"}, Command: []string{"/e2e"}, DependsOn: []string{"web"}},
-			{Name: "smoke", Labels: []string{"e2e"}, Image: v1alpha1.TestImage{Built: "web"}, Command: []string{"/smoke"}},
-		},
-	}
+func teamEnv(ns, name string) *builder.EnvSpec {
+	return fixtureEnv(ns, name).Registry().AppSource().
+		Source(builder.GitSource("upstream", "https://git.test/team/upstream.git")).
+		Components(
+			builder.Component("crds", builder.ManifestsOf("upstream", "config/crd")),
+			builder.Component("web", builder.DependsOn("crds"),
+				builder.Images(builder.Image("web", builder.Layer("bin/web", "/web"))),
+				builder.Manifests("deploy")),
+		).
+		Suites(
+			builder.ImageSuite("unit", "golang:1.25", "make", "test").After("web"),
+			builder.BuiltSuite("e2e", "web", "/e2e").Source("").Labels("e2e").After("web"),
+			builder.BuiltSuite("smoke", "web", "/smoke").Source("").Labels("e2e"),
+		)
 }
+
+// teamSpec is teamEnv's spec, for the tests that create it under names of
+// their own (createEnv) or edit it first.
+func teamSpec() v1alpha1.DevEnvironmentSpec { return teamEnv("", "").Spec() }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // createPod creates a pod labelled app=APP with one container port (name
@@ -122,11 +123,8 @@ func TestPortForwardNoReadyPodSaysWhy(t *testing.T) {
 	// The command waits for a Ready pod, says why it is waiting, and
 	// stops cleanly on Ctrl-C (the context ending).
 	port := freePort(t)
-	spec := v1alpha1.DevEnvironmentSpec{Components: []v1alpha1.Component{{
-		Name: "web", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}},
-		Ports: []v1alpha1.PortForward{{Name: "web", Local: port, Target: "svc/web:80"}},
-	}}, Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: "registry.test/team/src", Tag: "dev"}}}}
-	createEnv(t, ns, "team", spec)
+	createEnv(t, ns, "team", fixtureEnv("", "").AppSource().
+		Components(builder.Component("web", builder.Manifests("deploy"), builder.Forward("web", int(port), "svc/web:80"))).Spec())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut syncBuffer

@@ -8,16 +8,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 func TestAffectedComponents(t *testing.T) {
-	spec := teamSpec()
 	// api depends on web, docs on nothing that uses app.
-	spec.Components = append(spec.Components,
-		v1alpha1.Component{Name: "api", DependsOn: []string{"web"}, Manifests: &v1alpha1.ManifestsSpec{Source: "upstream"}},
-		v1alpha1.Component{Name: "docs", Manifests: &v1alpha1.ManifestsSpec{Source: "upstream"}},
-	)
-	env := &v1alpha1.DevEnvironment{Spec: spec}
+	env := teamEnv("", "").Components(
+		builder.Component("api", builder.DependsOn("web"), builder.ManifestsOf("upstream")),
+		builder.Component("docs", builder.ManifestsOf("upstream")),
+	).Obj()
 	if got, want := affectedComponents(env, "app"), []string{"web", "api"}; !slices.Equal(got, want) {
 		t.Fatalf("app: %v, want %v", got, want)
 	}
@@ -67,7 +66,8 @@ func TestRolloutCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Name: "team", Generation: 2}, Spec: teamSpec()}
+			env := teamEnv("", "team").Obj()
+			env.Generation = 2
 			c.set(env)
 			state, done, err := rolloutCheck(token, "app", digest, []string{"web"})(env)
 			if done != c.done || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {

@@ -22,6 +22,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 var envCount atomic.Int64
@@ -58,16 +59,11 @@ func appTreeFor(t *testing.T, page, name string) string {
 // pushed source gives a ConfigMap (component config) and the layer of an
 // image (component web, after config).
 func pushedSpec(host, repo string) v1alpha1.DevEnvironmentSpec {
-	return v1alpha1.DevEnvironmentSpec{
-		ServiceAccountName: "deployer",
-		Registry:           &v1alpha1.RegistrySpec{Prefix: host + "/team", Insecure: true},
-		Sources:            []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: host + "/" + repo, Tag: "dev", Insecure: true}}},
-		Components: []v1alpha1.Component{
-			{Name: "config", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"deploy"}}},
-			{Name: "web", DependsOn: []string{"config"}, Images: []v1alpha1.ImageSpec{{Name: repo + "-web", Source: "app",
-				Layers: []v1alpha1.LayerMapping{{From: "site", To: "/srv/site"}}}}},
-		},
-	}
+	return builder.Env("", "").In(host).ServiceAccount("deployer").ImagePrefix(host+"/team").OCI("app", host+"/"+repo).
+		Components(
+			builder.Component("config", builder.Manifests("deploy")),
+			builder.Component("web", builder.DependsOn("config"), builder.Images(builder.Image(repo+"-web", builder.Layer("site", "/srv/site")))),
+		).Spec()
 }
 
 // artifactFiles lists the tree the operator fetches from the artifact at

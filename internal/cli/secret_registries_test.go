@@ -20,11 +20,8 @@ import (
 // one that is not installed, which would fail the command).
 func TestDockerConfigCopiesOnlyWhatTheEnvironmentUses(t *testing.T) {
 	ns := testenv.Namespace(t, k8s, "cli-")
-	createEnv(t, ns, "gpu", v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "registry.test/team", CredentialsRef: &v1alpha1.LocalObjectReference{Name: "regcred"}},
-		Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: "sources.test:5000/team/app", Tag: "dev",
-			SecretRef: &v1alpha1.LocalObjectReference{Name: "regcred"}}}},
-	})
+	createEnv(t, ns, "gpu", fixtureEnv("", "").RegistryCredentials("regcred").
+		OCI("app", "sources.test:5000/team/app").SourceSecret("app", "regcred").Spec())
 	dir := t.TempDir()
 	testfiles.Write(t, dir, map[string]string{"config.json": `{"auths": {
   "registry.test": {"auth": "dGVhbTp0ZWFt"},
@@ -56,8 +53,7 @@ func TestDockerConfigCopiesOnlyWhatTheEnvironmentUses(t *testing.T) {
 }
 
 func TestRegistriesUsing(t *testing.T) {
-	env := &v1alpha1.DevEnvironment{Spec: referencingSpec()}
-	env.Spec.Registry.PullPrefix = "localhost:30500/team"
+	env := referencingEnv().PullPrefix("localhost:30500/team").Obj()
 	env.Spec.Sources = append(env.Spec.Sources, v1alpha1.Source{Name: "hub", OCI: &v1alpha1.OCISource{Repository: "library/busybox",
 		SecretRef: &v1alpha1.LocalObjectReference{Name: "regcred"}}})
 	if got := strings.Join(registriesUsing(env, "regcred"), ","); got != "charts.test,index.docker.io,localhost:30500,registry.test" {

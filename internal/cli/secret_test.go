@@ -14,26 +14,24 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testfiles"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
-// referencingSpec names a Secret or ConfigMap in every place a spec can:
+// referencingEnv names a Secret or ConfigMap in every place a spec can:
 // the registry's credentials, a git source's, a chart registry's, and two
 // valuesFrom (a ConfigMap and a Secret's key extra.yaml).
-func referencingSpec() v1alpha1.DevEnvironmentSpec {
-	return v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "registry.test/team", CredentialsRef: &v1alpha1.LocalObjectReference{Name: "regcred"}},
-		Sources: []v1alpha1.Source{{Name: "app", Git: &v1alpha1.GitSource{URL: "https://git.test/team/app.git",
-			SecretRef: &v1alpha1.LocalObjectReference{Name: "git-creds"}}}},
-		ChartCredentials: []v1alpha1.ChartCredentials{{URLPrefix: "oci://charts.test/team", SecretRef: v1alpha1.LocalObjectReference{Name: "regcred"}}},
-		Components: []v1alpha1.Component{{Name: "operator", Helm: &v1alpha1.HelmSpec{
-			Chart: v1alpha1.ChartRef{Source: "app", Path: "deployments/gpu-operator"},
-			ValuesFrom: []v1alpha1.ValuesReference{
-				{Kind: "ConfigMap", Name: "dev-settings", Optional: true},
-				{Kind: "Secret", Name: "gpu-secrets", Key: "extra.yaml"},
-			},
-		}}},
-	}
+func referencingEnv() *builder.EnvSpec {
+	return fixtureEnv("", "").RegistryCredentials("regcred").
+		Source(builder.GitSource("app", "https://git.test/team/app.git")).SourceSecret("app", "git-creds").
+		ChartCredentials("oci://charts.test/team", "regcred").
+		Components(builder.Component("operator", builder.Chart("deployments/gpu-operator", builder.ValuesFrom(
+			v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "dev-settings", Optional: true},
+			v1alpha1.ValuesReference{Kind: "Secret", Name: "gpu-secrets", Key: "extra.yaml"},
+		))))
 }
+
+// referencingSpec is referencingEnv's spec.
+func referencingSpec() v1alpha1.DevEnvironmentSpec { return referencingEnv().Spec() }
 
 func getSecret(t *testing.T, ns, name string) *corev1.Secret {
 	t.Helper()

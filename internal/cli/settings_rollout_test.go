@@ -8,12 +8,12 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testfiles"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // greeterChart is a chart whose one ConfigMap shows the value greeting.
@@ -34,18 +34,12 @@ func TestSettingsReachTheRelease(t *testing.T) {
 	ns := operatorNamespace(t)
 	name := uniqueName("greeter")
 	settingsName := name + "-settings"
-	createEnv(t, ns, name, v1alpha1.DevEnvironmentSpec{
-		ServiceAccountName: "deployer",
+	createEnv(t, ns, name, builder.Env("", "").ServiceAccount("deployer").
 		// An hour between source checks: only the reconcile that settings
 		// asks for can bring the value in within the test's minute.
-		Sources: []v1alpha1.Source{{Name: "app", Interval: &metav1.Duration{Duration: time.Hour},
-			OCI: &v1alpha1.OCISource{Repository: host + "/" + name + "-src", Tag: "dev", Insecure: true}}},
-		Components: []v1alpha1.Component{{Name: "greeter", Helm: &v1alpha1.HelmSpec{
-			Chart:       v1alpha1.ChartRef{Source: "app", Path: "chart"},
-			ReleaseName: name,
-			ValuesFrom:  []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: settingsName, Optional: true}},
-		}}},
-	})
+		OCI("app", host+"/"+name+"-src").Interval("app", time.Hour).
+		Components(builder.Component("greeter", builder.Chart("chart", builder.ReleaseName(name),
+			builder.ValuesFrom(v1alpha1.ValuesReference{Kind: "ConfigMap", Name: settingsName, Optional: true})))).Spec())
 	dir := testfiles.Tree(t, greeterChart)
 
 	r := plugin(t, "push", dir, "--env", name, "--source", "app", "-n", ns)

@@ -58,7 +58,8 @@ func observedTeam(env *v1alpha1.DevEnvironment) {
 }
 
 func TestStatusTreeGolden(t *testing.T) {
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team", Generation: 4}, Spec: teamSpec()}
+	env := teamEnv("team-a", "team").Obj()
+	env.Generation = 4
 	observedTeam(env)
 	var buf bytes.Buffer
 	renderTree(&buf, newStatusView(env), palette{}, now)
@@ -81,7 +82,8 @@ func TestStatusTreeGolden(t *testing.T) {
 }
 
 func TestStatusTreeColoursOnlyWhenAsked(t *testing.T) {
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team", Generation: 4}, Spec: teamSpec()}
+	env := teamEnv("team-a", "team").Obj()
+	env.Generation = 4
 	observedTeam(env)
 	var plain, coloured bytes.Buffer
 	renderTree(&plain, newStatusView(env), palette{}, now)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // The envtest suite: a real kube-apiserver and etcd with the CRD, and the
@@ -152,7 +153,8 @@ func startPlugin(ctx context.Context, in io.Reader, out, errOut io.Writer, opts 
 // createEnv creates an environment and reads it back (generation set).
 func createEnv(t *testing.T, ns, name string, spec v1alpha1.DevEnvironmentSpec) *v1alpha1.DevEnvironment {
 	t.Helper()
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	env := builder.Env(ns, name).Obj()
+	env.Spec = spec // built with test/builder by the caller (teamSpec and the like)
 	if err := k8s.Create(context.Background(), env); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // TestConcurrentTriggersAreEachRecordedOnce: 20 `kubectl devloop trigger`
@@ -18,10 +19,8 @@ import (
 func TestConcurrentTriggersAreEachRecordedOnce(t *testing.T) {
 	ns := operatorNamespace(t)
 	const calls = 20
-	createEnv(t, ns, "concurrent", v1alpha1.DevEnvironmentSpec{
-		ServiceAccountName: "deployer",
-		Tests:              []v1alpha1.TestSuite{{Name: "unit", Image: v1alpha1.TestImage{Ref: "registry.test/busybox:1.36"}, Command: []string{"true"}}},
-	})
+	createEnv(t, ns, "concurrent", builder.Env("", "").ServiceAccount("deployer").
+		Suites(builder.ImageSuite("unit", "registry.test/busybox:1.36", "true")).Spec())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	waits := make([]func() int, calls)

@@ -24,6 +24,7 @@ import (
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/ui"
 	"github.com/devloop-dev/devloop/test/browser"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // requestCounter counts the API requests the dashboard makes, as LIST or
@@ -69,15 +70,15 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // tenComponents is an environment of ten manifests components in a chain.
 func tenComponents() v1alpha1.DevEnvironmentSpec {
-	spec := v1alpha1.DevEnvironmentSpec{Sources: []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: "registry.test/team/src", Tag: "dev"}}}}
+	b := fixtureEnv("", "").AppSource()
 	for i := range 10 {
-		c := v1alpha1.Component{Name: fmt.Sprintf("c%d", i), Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{fmt.Sprintf("deploy/%d", i)}}}
+		opts := []builder.ComponentOption{builder.Manifests(fmt.Sprintf("deploy/%d", i))}
 		if i > 0 {
-			c.DependsOn = []string{fmt.Sprintf("c%d", i-1)}
+			opts = append(opts, builder.DependsOn(fmt.Sprintf("c%d", i-1)))
 		}
-		spec.Components = append(spec.Components, c)
+		b.Components(builder.Component(fmt.Sprintf("c%d", i), opts...))
 	}
-	return spec
+	return b.Spec()
 }
 
 // The dashboard over 50 environments of 10 components: the figures of

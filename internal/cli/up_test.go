@@ -14,22 +14,25 @@ import (
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	"github.com/devloop-dev/devloop/internal/testregistry"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
-// onDemandSpec is teamSpec with three more components: kwok (on demand,
+// onDemandEnv is teamEnv with three more components: kwok (on demand,
 // labelled sim), monitoring (on demand, labelled obs) depending on kwok,
 // and web labelled core.
-func onDemandSpec() v1alpha1.DevEnvironmentSpec {
-	spec := teamSpec()
-	spec.Components[1].Labels = []string{"core"}
-	spec.Components = append(spec.Components,
-		v1alpha1.Component{Name: "kwok", OnDemand: true, Labels: []string{"sim"},
-			Manifests: &v1alpha1.ManifestsSpec{Source: "upstream", Paths: []string{"kwok"}}},
-		v1alpha1.Component{Name: "monitoring", OnDemand: true, Labels: []string{"obs"}, DependsOn: []string{"kwok"},
-			Manifests: &v1alpha1.ManifestsSpec{Source: "upstream", Paths: []string{"monitoring"}}},
+func onDemandEnv(ns, name string) *builder.EnvSpec {
+	b := teamEnv(ns, name)
+	web := &b.Obj().Spec.Components[1]
+	builder.Labels("core")(web)
+	return b.Components(
+		builder.Component("kwok", builder.OnDemand(), builder.Labels("sim"), builder.ManifestsOf("upstream", "kwok")),
+		builder.Component("monitoring", builder.OnDemand(), builder.Labels("obs"), builder.DependsOn("kwok"),
+			builder.ManifestsOf("upstream", "monitoring")),
 	)
-	return spec
 }
+
+// onDemandSpec is onDemandEnv's spec.
+func onDemandSpec() v1alpha1.DevEnvironmentSpec { return onDemandEnv("", "").Spec() }
 
 // TestUpAndDownWriteTheUpAnnotation: up adds the named on-demand
 // component and those it depends on; -l selects by label; up again
@@ -127,7 +130,7 @@ func TestStatusSelectsByLabel(t *testing.T) {
 // components the operator leaves Disabled, nor for those depending on
 // one (Blocked), until they are brought up.
 func TestPushWaitsNotForComponentsTurnedOff(t *testing.T) {
-	env := &v1alpha1.DevEnvironment{Spec: onDemandSpec()}
+	env := onDemandEnv("", "").Obj()
 	env.Spec.Components[0].Enabled = ptr.To(false) // crds off: web is Blocked
 	if got := affectedComponents(env, "upstream"); len(got) != 0 {
 		t.Fatalf("upstream with crds off and kwok, monitoring not up: %v, want none", got)

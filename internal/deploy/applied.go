@@ -48,14 +48,20 @@ type releaseRecord struct {
 	deployed      time.Time
 }
 
-// appliedBook is the process's memory of applied components, keyed by
-// environment UID and component name.
+// appliedBook is an engine's memory of applied components, keyed by
+// environment UID and component name. It is the engine's, not the
+// process's: a second engine in the process (another operator.New) has
+// made no record and checks everything once, as a restarted one does.
 type appliedBook struct {
 	mu sync.Mutex
 	m  map[string]appliedRecord
 }
 
-var applied = &appliedBook{m: map[string]appliedRecord{}}
+// book is e's appliedBook, made on first use so a zero Engine works.
+func (e *Engine) book() *appliedBook {
+	e.appliedOnce.Do(func() { e.applied = &appliedBook{m: map[string]appliedRecord{}} })
+	return e.applied
+}
 
 func appliedKey(envUID, component string) string { return envUID + "/" + component }
 

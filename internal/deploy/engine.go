@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,6 +67,10 @@ type Engine struct {
 	// (NewHelmWriter), so the next leader of its lease unlocks a revision
 	// it left pending at once; "" without leader election.
 	HelmWriter string
+
+	// applied is what this engine applied (book()).
+	applied     *appliedBook
+	appliedOnce sync.Once
 }
 
 // NewHelmWriter is HelmWriter for a process elected on lease ("" when it
@@ -121,7 +126,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 			return fmt.Errorf("removing the component's former manifests: %w", err)
 		}
 		st.Inventory, st.AppliedDigest = nil, ""
-		applied.forget(appliedKey(string(env.UID), c.Name))
+		e.book().forget(appliedKey(string(env.UID), c.Name))
 	}
 	if st.Release == nil {
 		return nil
@@ -138,7 +143,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 		return err
 	}
 	st.Release = nil
-	applied.forget(appliedKey(string(env.UID), c.Name))
+	e.book().forget(appliedKey(string(env.UID), c.Name))
 	return nil
 }
 
@@ -150,7 +155,7 @@ func (e *Engine) removeReplaced(ctx context.Context, env *v1alpha1.DevEnvironmen
 func (e *Engine) finalizeComponent(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, st *v1alpha1.ComponentStatus, t *identity.Tenant) error {
 	hasRelease := (st != nil && st.Release != nil) || c.Helm != nil
 	hasObjects := st != nil && len(st.Inventory) > 0
-	applied.forget(appliedKey(string(env.UID), c.Name))
+	e.book().forget(appliedKey(string(env.UID), c.Name))
 	if !hasRelease && !hasObjects {
 		return nil
 	}

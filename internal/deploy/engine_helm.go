@@ -53,13 +53,13 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	}
 	key, digest := appliedKey(string(env.UID), c.Name), req.Digest()
 	inFlight := helm.ReleaseKey(req.Owner, req.Namespace, req.ReleaseName)
-	if rec, ok := applied.get(key); ok && rec.digest == digest && rec.release != nil && !helm.InFlight(inFlight) {
+	if rec, ok := e.book().get(key); ok && rec.digest == digest && rec.release != nil && !helm.InFlight(inFlight) {
 		res, done, err := e.unchangedRelease(ctx, env, c, st, cl, key, rec, opts)
 		if done || err != nil {
 			return res, err
 		}
 	}
-	applied.forget(key)
+	e.book().forget(key)
 	if upgrade, err := e.upgradeWithNewestBuilds(ctx, env, c, req, inFlight); err != nil {
 		return Result{}, err
 	} else if upgrade {
@@ -133,7 +133,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		st.Drift = boundDrift(drift)
 	}
 	if len(st.Drift) == 0 {
-		rememberRelease(ctx, cl, key, digest, rls, objs)
+		e.rememberRelease(ctx, cl, key, digest, rls, objs)
 	}
 	st.Release.Workloads, st.Release.MoreWorkloads = workloads(objs)
 	deployed := make([]ObjRef, 0, len(objs))

@@ -24,18 +24,18 @@ import (
 // objects, after a full reconcile of it. Its storage Secret is read now;
 // one that is not labelled deployed (someone acted in between) is not
 // recorded, and the next reconcile looks at the release in full again.
-func rememberRelease(ctx context.Context, cl client.Reader, key, digest string, rls *helm.Revision, objs []*unstructured.Unstructured) {
+func (e *Engine) rememberRelease(ctx context.Context, cl client.Reader, key, digest string, rls *helm.Revision, objs []*unstructured.Unstructured) {
 	if !rls.DeployedWith(digest) {
-		applied.forget(key)
+		e.book().forget(key)
 		return
 	}
 	secret := helm.ReleaseSecret(rls.Name, rls.Revision)
 	version, err := helm.StoredRevision(ctx, cl, rls.Namespace, rls.Name, rls.Revision)
 	if err != nil || version == "" {
-		applied.forget(key)
+		e.book().forget(key)
 		return
 	}
-	applied.set(key, appliedRecord{digest: digest, release: &releaseRecord{
+	e.book().set(key, appliedRecord{digest: digest, release: &releaseRecord{
 		info: rls.ReleaseInfo, secret: secret, secretVersion: version, objects: objs,
 		deployed: rls.LastDeployed,
 	}})
@@ -72,7 +72,7 @@ func (e *Engine) unchangedRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 			return Result{}, false, nil
 		}
 		rec.inSync = inSync
-		applied.set(key, rec)
+		e.book().set(key, rec)
 	}
 	st.Drift = nil
 	st.Release.Workloads, st.Release.MoreWorkloads = workloads(rel.objects)

@@ -81,7 +81,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	var drift []string
 	if st.AppliedDigest == digest {
 		refs := NewInventory(objs).Entries
-		if rec, ok := applied.get(key); ok && rec.digest == digest {
+		if rec, ok := e.book().get(key); ok && rec.digest == digest {
 			// Applied by this process: nothing to apply unless something
 			// drifted (applied.go).
 			res, found, done, err := e.unchangedManifests(ctx, env, c, cl, key, rec, objs, refs, opts)
@@ -104,7 +104,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		replaced = append(replaced, ref.String())
 		log.FromContext(ctx).Info("replaced an object whose immutable fields changed", "component", c.Name, "object", ref.String())
 	}
-	applied.forget(key)
+	e.book().forget(key)
 	done, err := Apply(ctx, cl, objs, opts)
 	if err != nil {
 		st.Inventory = toStatusInventory(Union(old, done))
@@ -118,7 +118,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	st.Inventory = toStatusInventory(done)
 	// Versions are recorded by the next reconcile's check, not taken from
 	// reads now: one found as wanted by the dry run is certain.
-	applied.set(key, appliedRecord{digest: digest})
+	e.book().set(key, appliedRecord{digest: digest})
 	msg := appliedMessage(len(done.Entries))
 	if len(replaced) > 0 {
 		msg += fmt.Sprintf(", %s deleted and created again (a field that cannot change did)", strings.Join(replaced, ", "))
@@ -148,7 +148,7 @@ func (e *Engine) unchangedManifests(ctx context.Context, env *v1alpha1.DevEnviro
 			return Result{}, drift, false, nil
 		}
 		rec.inSync = inSync
-		applied.set(key, rec)
+		e.book().set(key, rec)
 	}
 	return readinessResult(env, c, r, appliedMessage(len(refs))), nil, true, nil
 }

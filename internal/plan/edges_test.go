@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // bundleSpec is an operator project's loop: the operator image, then a
@@ -14,26 +15,25 @@ import (
 // step generates, deployed by a later component. Nothing lists the
 // dependencies the templates and the output source make.
 func bundleSpec() *v1alpha1.DevEnvironmentSpec {
-	return &v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "localhost:5000/team-a"},
-		Sources: []v1alpha1.Source{
-			{Name: "app", OCI: &v1alpha1.OCISource{Repository: "localhost:5000/src/app"}},
-			{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}},
-		},
-		Components: []v1alpha1.Component{
-			{Name: "bundle", Images: []v1alpha1.ImageSpec{{Name: "bundle", Source: "app", Run: &v1alpha1.BuildRun{
+	spec := builder.Env("", "").In("localhost:5000").Under("team-a").HTTPS().Registry().
+		Source(
+			v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: "localhost:5000/src/app"}},
+			v1alpha1.Source{Name: "crds", Output: &v1alpha1.BuildOutputReference{Image: "operator", Name: "crds"}},
+		).
+		Components(
+			builder.Component("bundle", builder.Images(builder.Image("bundle", builder.Run(&v1alpha1.BuildRun{
 				Image:   "golang:1.25",
 				Command: []string{"make", "bundle", "VERSION={{ .ShortRevision }}"},
 				Env:     []v1alpha1.EnvVar{{Name: "GOFLAGS", Value: "-mod=mod"}, {Name: "IMG", Value: `{{ (image "operator").Reference }}`}},
-			}}}},
-			{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "crds"}},
-			{Name: "operator", Images: []v1alpha1.ImageSpec{{Name: "operator", Source: "app", Run: &v1alpha1.BuildRun{
+			})))),
+			builder.Component("crds", builder.ManifestsOf("crds")),
+			builder.Component("operator", builder.Images(builder.Image("operator", builder.Run(&v1alpha1.BuildRun{
 				Image:   "golang:1.25",
 				Command: []string{"make", "manifests", "build"},
 				Outputs: []v1alpha1.RunOutput{{Name: "crds", Path: "config/crd/bases"}},
-			}}}},
-		},
-	}
+			})))),
+		).Spec()
+	return &spec
 }
 
 func TestImplicitEdgesOrderAndGate(t *testing.T) {

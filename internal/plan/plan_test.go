@@ -9,25 +9,30 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
+// planEnv starts the specs Build is tried on: images pushed to
+// localhost:5000/path.
+func planEnv(path string) *builder.EnvSpec {
+	return builder.Env("", "").In("localhost:5000").Under(path).HTTPS().Registry()
+}
+
 func validSpec() *v1alpha1.DevEnvironmentSpec {
-	return &v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "localhost:5000/team-a"},
-		Sources:  []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: "localhost:5000/src/app"}}},
-		Components: []v1alpha1.Component{
-			{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "app"}},
-			{Name: "operator", DependsOn: []string{"crds"}, Images: []v1alpha1.ImageSpec{{
-				Name: "controller", Source: "app", Base: "gcr.io/distroless/static:nonroot",
-				Tags: []string{"{{ .ContentHash }}", "{{ .Revision }}"},
-			}}, Helm: &v1alpha1.HelmSpec{Chart: v1alpha1.ChartRef{Source: "app", Path: "chart"},
-				ImageValues: []v1alpha1.ImageValue{{Image: "controller", Path: "validator.version", From: "Revision"}}}},
-		},
-		Tests: []v1alpha1.TestSuite{
-			{Name: "unit", Image: v1alpha1.TestImage{Built: "controller"}, Command: []string{"true"}, DependsOn: []string{"operator"}},
-			{Name: "e2e", Image: v1alpha1.TestImage{Ref: "golang:1.25"}, Command: []string{"true"}, DependsOn: []string{"unit"}},
-		},
-	}
+	spec := planEnv("team-a").
+		Source(v1alpha1.Source{Name: "app", OCI: &v1alpha1.OCISource{Repository: "localhost:5000/src/app"}}).
+		Components(
+			builder.Component("crds", builder.Manifests()),
+			builder.Component("operator", builder.DependsOn("crds"),
+				builder.Images(builder.Image("controller", builder.Base("gcr.io/distroless/static:nonroot"),
+					builder.Tags("{{ .ContentHash }}", "{{ .Revision }}"))),
+				builder.Chart("chart", builder.ImageValues(v1alpha1.ImageValue{Image: "controller", Path: "validator.version", From: "Revision"}))),
+		).
+		Suites(
+			builder.BuiltSuite("unit", "controller", "true").Source("").After("operator"),
+			builder.ImageSuite("e2e", "golang:1.25", "true").After("unit"),
+		).Spec()
+	return &spec
 }
 
 func TestBuildOrdersComponentsAndTests(t *testing.T) {
@@ -90,10 +95,8 @@ func FuzzBuild(f *testing.F) {
 			return
 		}
 		names := []string{"a", "b", "c", "d", "e", "f"}
-		spec := &v1alpha1.DevEnvironmentSpec{
-			Registry: &v1alpha1.RegistrySpec{Prefix: "localhost:5000/x"},
-			Sources:  []v1alpha1.Source{{Name: "src"}},
-		}
+		built := planEnv("x").Source(v1alpha1.Source{Name: "src"}).Spec()
+		spec := &built
 		nc, nt := int(data[0])%4+1, int(data[1])%3
 		for i := 0; i < nc; i++ {
 			spec.Components = append(spec.Components, v1alpha1.Component{

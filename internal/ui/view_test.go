@@ -9,24 +9,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/builder"
 )
 
 // The graph carries declared edges, the implicit ones internal/plan
 // finds (an image a run template reads), the sources each component
 // reads, phases from status and what a Blocked node waits for.
 func TestGraphHasDeclaredImplicitAndSourceEdges(t *testing.T) {
-	env := &v1alpha1.DevEnvironment{ObjectMeta: metav1.ObjectMeta{Namespace: "dev", Name: "team"}}
-	env.Spec = v1alpha1.DevEnvironmentSpec{
-		Registry: &v1alpha1.RegistrySpec{Prefix: "registry.test/team"},
-		Sources:  []v1alpha1.Source{{Name: "app", OCI: &v1alpha1.OCISource{Repository: "registry.test/team/src", Tag: "dev"}}},
-		Components: []v1alpha1.Component{
-			{Name: "tools", Images: []v1alpha1.ImageSpec{{Name: "tools", Source: "app", Layers: []v1alpha1.LayerMapping{{From: "bin", To: "/bin"}}}}},
-			{Name: "crds", Manifests: &v1alpha1.ManifestsSpec{Source: "app", Paths: []string{"crd"}}},
-			{Name: "web", DependsOn: []string{"crds"}, Images: []v1alpha1.ImageSpec{{Name: "web", Source: "app",
-				Run: &v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make", `TOOLS={{ (image "tools").Reference }}`}}}}},
-		},
-		Tests: []v1alpha1.TestSuite{{Name: "unit", Image: v1alpha1.TestImage{Ref: "golang"}, Command: []string{"go", "test"}, DependsOn: []string{"web"}}},
-	}
+	env := builder.Env("dev", "team").In("registry.test").Under("team").HTTPS().Registry().AppSource().
+		Components(
+			builder.Component("tools", builder.Images(builder.Image("tools", builder.Layer("bin", "/bin")))),
+			builder.Component("crds", builder.Manifests("crd")),
+			builder.Component("web", builder.DependsOn("crds"), builder.Images(builder.Image("web", builder.Run(
+				&v1alpha1.BuildRun{Image: "golang:1.25", Command: []string{"make", `TOOLS={{ (image "tools").Reference }}`}})))),
+		).
+		Suites(builder.ImageSuite("unit", "golang", "go", "test").After("web")).Obj()
 	env.Status.Components = []v1alpha1.ComponentStatus{{Name: "crds", Phase: v1alpha1.PhaseReady}, {Name: "web", Phase: v1alpha1.PhaseBlocked, WaitingFor: []string{"tools"}}}
 	g := graphOf(env)
 	if g.Error != "" {

@@ -9,6 +9,7 @@ package builder
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,8 @@ const AppSource = "app"
 // object, so a test may go on editing Obj's result like any literal.
 type EnvSpec struct {
 	registry string
+	under    string // the registry path of the repositories; the namespace when ""
+	https    bool   // the registry is reached over HTTPS: nothing marked insecure
 	env      *v1alpha1.DevEnvironment
 }
 
@@ -41,11 +44,40 @@ func (b *EnvSpec) In(registry string) *EnvSpec {
 	return b
 }
 
+// Under puts the repositories of Registry, AppSource and PushedSource
+// under path in the registry instead of under the namespace: fixtures
+// whose golden output names one path whatever namespace they run in.
+func (b *EnvSpec) Under(path string) *EnvSpec {
+	b.under = path
+	return b
+}
+
+// HTTPS reaches the registry over HTTPS, as a real one is: the push prefix
+// and the sources Registry, AppSource and PushedSource add after it are
+// not marked insecure. Call it before them.
+func (b *EnvSpec) HTTPS() *EnvSpec {
+	b.https = true
+	return b
+}
+
+// repositories is where the environment's repositories live:
+// host/namespace, or host/path after Under.
+func (b *EnvSpec) repositories() string {
+	if b.under != "" {
+		return b.registry + "/" + b.under
+	}
+	return b.registry + "/" + b.env.Namespace
+}
+
 // Obj is the environment built, the object itself.
 func (b *EnvSpec) Obj() *v1alpha1.DevEnvironment { return b.env }
 
 // Build is a copy of the environment built; each call a copy of its own.
 func (b *EnvSpec) Build() *v1alpha1.DevEnvironment { return b.env.DeepCopy() }
+
+// Spec is a copy of the spec built, for fixtures that name one spec and
+// create it under several names (internal/cli's teamSpec).
+func (b *EnvSpec) Spec() v1alpha1.DevEnvironmentSpec { return *b.env.Spec.DeepCopy() }
 
 // Create creates the environment through c and returns it.
 func (b *EnvSpec) Create(t testing.TB, c client.Writer) *v1alpha1.DevEnvironment {
@@ -61,15 +93,16 @@ func (b *EnvSpec) Labels(labels map[string]string) *EnvSpec {
 }
 
 // Registry pushes the environment's images to the registry under its
-// namespace, over plain HTTP.
+// namespace (or Under's path), over plain HTTP unless HTTPS.
 func (b *EnvSpec) Registry() *EnvSpec {
-	return b.ImagePrefix(b.registry + "/" + b.env.Namespace)
+	return b.ImagePrefix(b.repositories())
 }
 
-// ImagePrefix pushes the built images under prefix, over plain HTTP.
+// ImagePrefix pushes the built images under prefix, over plain HTTP
+// unless HTTPS.
 func (b *EnvSpec) ImagePrefix(prefix string) *EnvSpec {
 	if b.env.Spec.Registry == nil {
-		b.env.Spec.Registry = &v1alpha1.RegistrySpec{Insecure: true}
+		b.env.Spec.Registry = &v1alpha1.RegistrySpec{Insecure: !b.https}
 	}
 	b.env.Spec.Registry.Prefix = prefix
 	return b
@@ -100,10 +133,35 @@ func (b *EnvSpec) PullPrefix(prefix string) *EnvSpec {
 // at tag "dev".
 func (b *EnvSpec) AppSource() *EnvSpec { return b.PushedSource(AppSource, "src") }
 
-// PushedSource adds a source named name: the namespace's repository in
-// the registry at tag "dev".
+// PushedSource adds a source named name: the namespace's (or Under's)
+// repository in the registry at tag "dev".
 func (b *EnvSpec) PushedSource(name, repository string) *EnvSpec {
-	return b.Source(OCISource(name, b.registry+"/"+b.env.Namespace+"/"+repository, "dev"))
+	return b.OCI(name, b.repositories()+"/"+repository)
+}
+
+// OCI adds a source named name: repository (host/path, in any registry)
+// at tag "dev", over plain HTTP unless HTTPS.
+func (b *EnvSpec) OCI(name, repository string) *EnvSpec {
+	s := OCISource(name, repository, "dev")
+	s.OCI.Insecure = !b.https
+	return b.Source(s)
+}
+
+// SourceSecret fetches the source name (git or OCI) with the credentials
+// of the Secret (secretRef).
+func (b *EnvSpec) SourceSecret(name, secret string) *EnvSpec {
+	ref := &v1alpha1.LocalObjectReference{Name: secret}
+	for i := range b.env.Spec.Sources {
+		s := &b.env.Spec.Sources[i]
+		switch {
+		case s.Name != name:
+		case s.Git != nil:
+			s.Git.SecretRef = ref
+		case s.OCI != nil:
+			s.OCI.SecretRef = ref
+		}
+	}
+	return b
 }
 
 // SourceRepository moves the source AppSource to the namespace's
@@ -111,7 +169,17 @@ func (b *EnvSpec) PushedSource(name, repository string) *EnvSpec {
 func (b *EnvSpec) SourceRepository(repo string) *EnvSpec {
 	for _, s := range b.env.Spec.Sources {
 		if s.Name == AppSource && s.OCI != nil {
-			s.OCI.Repository = b.registry + "/" + b.env.Namespace + "/" + repo
+			s.OCI.Repository = b.repositories() + "/" + repo
+		}
+	}
+	return b
+}
+
+// Interval checks the source name for changes every d.
+func (b *EnvSpec) Interval(name string, d time.Duration) *EnvSpec {
+	for i := range b.env.Spec.Sources {
+		if b.env.Spec.Sources[i].Name == name {
+			b.env.Spec.Sources[i].Interval = &metav1.Duration{Duration: d}
 		}
 	}
 	return b
@@ -153,4 +221,9 @@ func (b *EnvSpec) Tests(s ...v1alpha1.TestSuite) *EnvSpec {
 // as the test registries are.
 func OCISource(name, repository, tag string) v1alpha1.Source {
 	return v1alpha1.Source{Name: name, OCI: &v1alpha1.OCISource{Repository: repository, Tag: tag, Insecure: true}}
+}
+
+// GitSource is a source cloned from the git repository at url.
+func GitSource(name, url string) v1alpha1.Source {
+	return v1alpha1.Source{Name: name, Git: &v1alpha1.GitSource{URL: url}}
 }

@@ -55,6 +55,12 @@ func BuiltSuite(name, image string, command ...string) *SuiteSpec {
 	return &SuiteSpec{suite: v1alpha1.TestSuite{Name: name, Source: AppSource, Image: v1alpha1.TestImage{Built: image}, Command: command}}
 }
 
+// ImageSuite starts a suite running command in the image ref, with no
+// source checked out.
+func ImageSuite(name, ref string, command ...string) *SuiteSpec {
+	return &SuiteSpec{suite: v1alpha1.TestSuite{Name: name, Image: v1alpha1.TestImage{Ref: ref}, Command: command}}
+}
+
 // Obj is the suite built.
 func (s *SuiteSpec) Obj() v1alpha1.TestSuite { return s.suite }
 
@@ -100,5 +106,17 @@ func (s *SuiteSpec) Token(asks bool) *SuiteSpec {
 // to the workspace.
 func (s *SuiteSpec) JUnit(path string) *SuiteSpec {
 	s.suite.Report = &v1alpha1.TestReport{Path: path, Format: v1alpha1.ReportJUnit}
+	return s
+}
+
+// Labels labels the suite, for `trigger -l`.
+func (s *SuiteSpec) Labels(labels ...string) *SuiteSpec {
+	s.suite.Labels = append(s.suite.Labels, labels...)
+	return s
+}
+
+// Source checks out the source name in the workspace ("": none).
+func (s *SuiteSpec) Source(name string) *SuiteSpec {
+	s.suite.Source = name
 	return s
 }

@@ -12,21 +12,15 @@ import (
 // spec as a literal, each with why: the test is about the literal's shape
 // itself, not setup a builder would write.
 var specLiteralAllowed = map[string]string{
-	"test/crd/validation_test.go":            "the CRD's validation is of the literal's shape: each case edits one field of a valid spec",
-	"internal/cli/push_follow_test.go":       cliFixtureSpecs,
-	"internal/cli/secret_registries_test.go": cliFixtureSpecs,
-	"internal/cli/status_test.go":            cliFixtureSpecs,
-	"internal/cli/suite_test.go":             cliFixtureSpecs,
-	"internal/cli/up_test.go":                cliFixtureSpecs,
+	"test/crd/validation_test.go": "the CRD's validation is of the literal's shape: each case edits one field of a valid spec",
 }
-
-const cliFixtureSpecs = "the plugin's views are golden-tested on its own fixture specs (teamSpec, onDemandSpec, referencingSpec); to be built with test/builder with the goldens checked"
 
 // TestOneSpecBuilder: tests build their DevEnvironments with test/builder
 // (or operatortest.Env, the same builder pointed at envtest's registry).
-// A DevEnvironment literal with a Spec pasted into a test is a second
-// builder growing back: the next required field or default is then set
-// in one place and missed in the others.
+// A DevEnvironment literal with a Spec, or a DevEnvironmentSpec literal
+// with fields, pasted into a test is a second builder growing back: the
+// next required field or default is then set in one place and missed in
+// the others.
 func TestOneSpecBuilder(t *testing.T) {
 	found := map[string][]string{}
 	eachGoFile(t, true, func(fset *token.FileSet, rel string, f *ast.File) {
@@ -35,14 +29,14 @@ func TestOneSpecBuilder(t *testing.T) {
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.CompositeLit)
-			if ok && namesDevEnvironment(lit.Type) && hasKey(lit, "Spec") {
+			if ok && (namesDevEnvironment(lit.Type) && hasKey(lit, "Spec") || namesSpec(lit.Type) && len(lit.Elts) > 0) {
 				found[rel] = append(found[rel], fset.Position(lit.Pos()).String())
 			}
 			return true
 		})
 	})
 	if len(found) == 0 {
-		t.Fatal("no DevEnvironment literal with a Spec anywhere, test/builder's own tests included: is this check still about anything?")
+		t.Fatal("no DevEnvironment or spec literal anywhere, test/builder's own tests included: is this check still about anything?")
 	}
 	var files []string
 	for rel := range found {
@@ -54,7 +48,7 @@ func TestOneSpecBuilder(t *testing.T) {
 			continue
 		}
 		if _, ok := specLiteralAllowed[rel]; !ok {
-			t.Errorf("%s: a v1alpha1.DevEnvironment literal with a Spec (%s); build it with test/builder", rel, strings.Join(found[rel], ", "))
+			t.Errorf("%s: a v1alpha1.DevEnvironment literal with a Spec, or a DevEnvironmentSpec literal (%s); build it with test/builder", rel, strings.Join(found[rel], ", "))
 		}
 	}
 	for rel := range specLiteralAllowed {
@@ -68,6 +62,16 @@ func TestOneSpecBuilder(t *testing.T) {
 func namesDevEnvironment(e ast.Expr) bool {
 	sel, ok := e.(*ast.SelectorExpr)
 	return ok && sel.Sel.Name == "DevEnvironment" && isIdent(sel.X, "v1alpha1")
+}
+
+// namesSpec: the type is v1alpha1.DevEnvironmentSpec, or
+// DevEnvironmentSpec inside package v1alpha1's own tests.
+func namesSpec(e ast.Expr) bool {
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name == "DevEnvironmentSpec"
+	}
+	sel, ok := e.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "DevEnvironmentSpec" && isIdent(sel.X, "v1alpha1")
 }
 
 // hasKey: the literal sets the field key.
