@@ -14,13 +14,13 @@ import (
 // helmChart is a chart directory of the tree and the image references its
 // values hold.
 type helmChart struct {
-	Dir     string // relative to the tree
-	Name    string
+	Dir  string // relative to the tree
+	Name string
 	// CRDDirs are the crds/ directories Helm installs once and never
 	// upgrades: the chart's and its vendored subcharts' (charts/*/crds),
 	// which --skip-crds leaves out with the chart's own.
 	CRDDirs []string
-	Deps    int  // dependencies in Chart.yaml
+	Deps    int // dependencies in Chart.yaml
 	Images  []chartImage
 	// templates are the chart's templates, read to tell which values
 	// paths reach a custom resource rather than a workload.

@@ -40,6 +40,7 @@ func (d *draft) components(s *treeScan, bindings map[int][]binding, images map[i
 		if c.Deps > 0 {
 			d.note("chart %s has %d dependencies: devloop resolves them as `helm dependency build` does", c.Dir, c.Deps)
 		}
+		d.noteCustomResourceHealth(c)
 		if crds := d.crdComponent(s, c, nil); crds != "" {
 			comp.DependsOn = []string{crds}
 			comp.Helm.SkipCRDs = len(c.CRDDirs) > 0

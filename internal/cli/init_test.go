@@ -135,6 +135,11 @@ func TestInitOperatorTreeWithChart(t *testing.T) {
 	// The comments say what was guessed and what was left.
 	g.Expect(text).To(ContainSubstring("exporter.image are left as the chart has them"))
 	g.Expect(text).To(ContainSubstring("reaches a custom resource"))
+	// The chart renders a custom resource its operator reconciles: Ready
+	// waits for it, and the draft says how to stop waiting where it cannot
+	// turn ready (GPU Operator's ClusterPolicy on a node without a driver).
+	g.Expect(text).To(ContainSubstring("chart deploy/widget renders WidgetPolicy"))
+	g.Expect(text).To(ContainSubstring("health: {ignore: [{kind: WidgetPolicy, group: widgets.example.com}]}"))
 }
 
 func TestInitKustomizeController(t *testing.T) {
