@@ -14,10 +14,13 @@ import (
 // helmChart is a chart directory of the tree and the image references its
 // values hold.
 type helmChart struct {
-	Dir     string // relative to the tree
-	Name    string
-	HasCRDs bool // a crds/ directory Helm installs once and never upgrades
-	Deps    int  // dependencies in Chart.yaml
+	Dir  string // relative to the tree
+	Name string
+	// CRDDirs are the crds/ directories Helm installs once and never
+	// upgrades: the chart's and its vendored subcharts' (charts/*/crds),
+	// which --skip-crds leaves out with the chart's own.
+	CRDDirs []string
+	Deps    int // dependencies in Chart.yaml
 	Images  []chartImage
 	// templates are the chart's templates, read to tell which values
 	// paths reach a custom resource rather than a workload.
@@ -136,9 +139,7 @@ func readChart(root, rel string) (*helmChart, error) {
 			c.local[path.Clean(path.Join(rel, dir))] = key
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "crds")); err == nil && fi.IsDir() {
-		c.HasCRDs = true
-	}
+	c.CRDDirs = chartCRDDirs(root, rel)
 	entries, _ := os.ReadDir(filepath.Join(dir, "templates"))
 	for _, e := range entries {
 		if b, err := os.ReadFile(filepath.Join(dir, "templates", e.Name())); err == nil && !e.IsDir() {
@@ -323,4 +324,22 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// chartCRDDirs is the chart at rel's crds/ and those of the subcharts
+// vendored (unpacked) under its charts/, depth first. A packaged subchart
+// (charts/*.tgz) is not a directory a manifests component can apply.
+func chartCRDDirs(root, rel string) []string {
+	var dirs []string
+	dir := filepath.Join(root, filepath.FromSlash(rel))
+	if fi, err := os.Stat(filepath.Join(dir, "crds")); err == nil && fi.IsDir() {
+		dirs = append(dirs, path.Join(rel, "crds"))
+	}
+	subs, _ := os.ReadDir(filepath.Join(dir, "charts"))
+	for _, e := range subs {
+		if e.IsDir() {
+			dirs = append(dirs, chartCRDDirs(root, path.Join(rel, "charts", e.Name()))...)
+		}
+	}
+	return dirs
 }

@@ -40,9 +40,10 @@ func (d *draft) components(s *treeScan, bindings map[int][]binding, images map[i
 		if c.Deps > 0 {
 			d.note("chart %s has %d dependencies: devloop resolves them as `helm dependency build` does", c.Dir, c.Deps)
 		}
+		d.noteCustomResourceHealth(c)
 		if crds := d.crdComponent(s, c, nil); crds != "" {
 			comp.DependsOn = []string{crds}
-			comp.Helm.SkipCRDs = c.HasCRDs
+			comp.Helm.SkipCRDs = len(c.CRDDirs) > 0
 		}
 		for _, i := range sortedKeys(images) {
 			for _, b := range bindings[i] {
@@ -115,13 +116,14 @@ func chartBound(c *helmChart, bindings map[int][]binding) bool {
 
 // crdComponent adds a manifests component of CRDs the chart (or
 // kustomization) needs first, and returns its name ("" for none): the
-// chart's crds/ (Helm installs them once and never upgrades them; applied
-// server-side they follow every change), else config/crd/bases.
+// chart's and its vendored subcharts' crds/ (Helm installs them once and
+// never upgrades them; applied server-side they follow every change), else
+// config/crd/bases.
 func (d *draft) crdComponent(s *treeScan, c *helmChart, k *kustomization) string {
 	var paths []string
 	switch {
-	case c != nil && c.HasCRDs:
-		paths = []string{c.Dir + "/crds"}
+	case c != nil && len(c.CRDDirs) > 0:
+		paths = c.CRDDirs
 	case len(s.CRDDirs) > 0:
 		paths = s.CRDDirs
 	default:

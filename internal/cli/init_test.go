@@ -23,7 +23,8 @@ import (
 //     images, a Dockerfile for one of them, a chart whose values spell
 //     image references three ways (registry and name apart, repository
 //     and tag, a full reference it does not build), one of them read by a
-//     custom resource, and CRDs in the chart's crds/ (GPU Operator, Volcano).
+//     custom resource, and CRDs in the chart's crds/ and in a vendored
+//     subchart's (GPU Operator, Volcano).
 //   - kustomize: a kubebuilder controller deployed by config/default (OCM,
 //     an Operator SDK project).
 //   - tilt: a main at the module root deployed by a Tiltfile's k8s_yaml,
@@ -62,11 +63,13 @@ func TestInitOperatorTreeWithChart(t *testing.T) {
 	g.Expect(env.Spec.Sources).To(HaveLen(1))
 	g.Expect(env.Spec.Sources[0].OCI.Repository).To(Equal("localhost:5000/widget/src"))
 
-	// CRDs first, then the chart that needs them, which leaves them out.
+	// CRDs first, then the chart that needs them, which leaves them out:
+	// its own and its vendored subchart's, which skipCRDs leaves out too
+	// (GPU Operator's node feature discovery).
 	g.Expect(env.Spec.Components).To(HaveLen(2))
 	crds, chart := env.Spec.Components[0], env.Spec.Components[1]
 	g.Expect(crds.Name).To(Equal("widget-crds"))
-	g.Expect(crds.Manifests.Paths).To(Equal([]string{"deploy/widget/crds"}))
+	g.Expect(crds.Manifests.Paths).To(Equal([]string{"deploy/widget/crds", "deploy/widget/charts/discovery/crds"}))
 	g.Expect(chart.Name).To(Equal("widget"))
 	g.Expect(chart.DependsOn).To(Equal([]string{"widget-crds"}))
 	g.Expect(chart.Helm.Chart).To(Equal(v1alpha1.ChartRef{Source: "src", Path: "deploy/widget"}))
@@ -132,6 +135,11 @@ func TestInitOperatorTreeWithChart(t *testing.T) {
 	// The comments say what was guessed and what was left.
 	g.Expect(text).To(ContainSubstring("exporter.image are left as the chart has them"))
 	g.Expect(text).To(ContainSubstring("reaches a custom resource"))
+	// The chart renders a custom resource its operator reconciles: Ready
+	// waits for it, and the draft says how to stop waiting where it cannot
+	// turn ready (GPU Operator's ClusterPolicy on a node without a driver).
+	g.Expect(text).To(ContainSubstring("chart deploy/widget renders WidgetPolicy"))
+	g.Expect(text).To(ContainSubstring("health: {ignore: [{kind: WidgetPolicy, group: widgets.example.com}]}"))
 }
 
 func TestInitKustomizeController(t *testing.T) {
