@@ -206,8 +206,9 @@ link-check: ## Measure the shaped link's round trip and rates.
 # devloop's live update beside Tilt's on the running local cluster (make
 # dev-up first; tilt and crane built as docs/performance.md says); across
 # the shaped link when it is up (make link-up).
-bench-tilt: ## TestLiveUpdateAgainstTilt on the running local cluster; across the shaped link if it is up.
-	DEVLOOP_BENCH_LINK=$$(test -f /run/devloop-link/proxy.pid && echo /run/devloop-link) \
+BENCH_PROGRAM ?= server
+bench-tilt: ## TestLiveUpdateAgainstTilt on the running local cluster; across the shaped link if it is up (BENCH_PROGRAM=server or operator).
+	DEVLOOP_BENCH_LINK=$$(test -f /run/devloop-link/proxy.pid && echo /run/devloop-link) DEVLOOP_BENCH_PROGRAM=$(BENCH_PROGRAM) \
 	  go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m -run '^TestLiveUpdateAgainstTilt$$'
 
 # The real projects' loops from their real trees, printing figures

@@ -18,6 +18,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/testenv"
 	. "github.com/devloop-dev/devloop/test/builder"
 	. "github.com/devloop-dev/devloop/test/e2e/fixture"
@@ -42,6 +43,11 @@ import (
 //	    into the container by exec (tar, so the image needs a shell) and
 //	    the container's shell loop starts the new binary.
 //
+// DEVLOOP_BENCH_PROGRAM=operator changes an operator-sized binary instead
+// of the small server (bench_program_test.go); devloop's arms then ship it
+// by the path devloopPath picks (a source push compiled by the warm
+// builder across a link, the binary otherwise), and the figures say which.
+//
 // It skips without tilt (DEVLOOP_BENCH_TILT or PATH) and crane
 // (DEVLOOP_BENCH_CRANE or PATH); DEVLOOP_BENCH_TILT=skip runs devloop's
 // arm alone; how they were built is in
@@ -51,24 +57,25 @@ import (
 func TestLiveUpdateAgainstTilt(t *testing.T) {
 	need(t)
 	n := envInt("DEVLOOP_BENCH_TILT_ITERATIONS", 15)
+	prog := selectedProgram(t)
 	loadBefore := loadAverage()
 	if os.Getenv("DEVLOOP_BENCH_TILT") == "skip" {
 		// devloop's arm alone, for its breakdown (the operator's debug
 		// log); no comparison.
-		dl := startDevloopArm(t)
+		dl := startDevloopArm(t, prog)
 		for i := 1; i <= n; i++ {
 			offPhase()
 			dl.change(i)
 		}
 		p50, p90 := percentiles(dl.samples)
-		t.Logf("devloop alone: p50 %s, p90 %s; load average %s before, %s after", p50.Round(10*time.Millisecond), p90.Round(10*time.Millisecond), loadBefore, loadAverage())
+		t.Logf("devloop alone (%s, %s path): p50 %s, p90 %s; load average %s before, %s after", prog.name, dl.path, p50.Round(10*time.Millisecond), p90.Round(10*time.Millisecond), loadBefore, loadAverage())
 		return
 	}
 	tilt, crane := benchTool(t, "tilt"), benchTool(t, "crane")
 
-	dl := startDevloopArm(t)
-	dw := startWatchArm(t)
-	tl := startTiltArm(t, tilt, crane)
+	dl := startDevloopArm(t, prog)
+	dw := startWatchArm(t, prog)
+	tl := startTiltArm(t, tilt, crane, prog)
 
 	for i := 1; i <= n; i++ {
 		arms := []func(int){dl.change, dw.change, tl.change}
@@ -82,7 +89,8 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	wp50, wp90 := percentiles(dw.samples)
 	tp50, tp90 := percentiles(tl.samples)
 	var b strings.Builder
-	fmt.Fprintf(&b, "edit → local go build → new code answering through the Service (polled every 20 ms), %d changes per arm, interleaved in random order; load average %s before, %s after\n",
+	fmt.Fprintf(&b, "program: %s (%.1f MiB binary); devloop's path: %s\n", prog.name, float64(tl.binarySize())/(1<<20), pathSays(dl.path))
+	fmt.Fprintf(&b, "edit → build → new code answering through the Service (polled every 20 ms), %d changes per arm, interleaved in random order; load average %s before, %s after\n",
 		n, loadBefore, loadAverage())
 	fmt.Fprintf(&b, "| arm | p50 | p90 |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| devloop push, live update | %s | %s |\n", dp50.Round(10*time.Millisecond), dp90.Round(10*time.Millisecond))
@@ -90,11 +98,14 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	fmt.Fprintf(&b, "| Tilt live_update (sync + restart) | %s | %s |\n", tp50.Round(10*time.Millisecond), tp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "devloop push / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
 	fmt.Fprintf(&b, "devloop push --watch / Tilt: p50 %.2f, p90 %.2f\n", float64(wp50)/float64(tp50), float64(wp90)/float64(tp90))
-	fmt.Fprintf(&b, "local edit + go build p50 in the devloop arm: %s\n", median(dl.builds).Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "local edit (+ go build on the binary path) p50 in the devloop arm: %s\n", median(dl.builds).Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "link (Mbit/s up:down:round trip ms): %s; sent from the laptop per change, median: devloop push %s, push --watch %s, Tilt %s\n",
 		linkProfile(), kib(medianBytes(dl.sent)), kib(medianBytes(dw.sent)), kib(medianBytes(tl.sent)))
 	t.Log("\n" + b.String())
 	out := filepath.Join(testenv.RepoRoot(), "bin", "e2e-bench-tilt.md")
+	if prog.name != "server" {
+		out = filepath.Join(testenv.RepoRoot(), "bin", "e2e-bench-tilt-"+prog.name+".md")
+	}
 	_ = os.WriteFile(out, []byte(b.String()), 0o644)
 	t.Logf("written to %s", out)
 }
@@ -150,20 +161,22 @@ type devloopArm struct {
 	mod, dir string // the Go module edited; the directory pushed
 	env      string
 	ns       string
+	prog     benchProgram
+	path     string // "binary" or "source": devloopPath
 	url      string
 	samples  []time.Duration
 	builds   []time.Duration
 	sent     []int64 // bytes the laptop sent over the link, per change
 }
 
-func startDevloopArm(t *testing.T) *devloopArm {
+func startDevloopArm(t *testing.T, prog benchProgram) *devloopArm {
 	t.Helper()
-	return startDevloopArmIn(t, "e2e-bench-tilt-dl")
+	return startDevloopArmIn(t, "e2e-bench-tilt-dl", prog)
 }
 
 // startDevloopArmIn starts the arm's environment in a new namespace named
-// from prefix.
-func startDevloopArmIn(t *testing.T, prefix string) *devloopArm {
+// from prefix, for prog shipped by devloopPath(prog).
+func startDevloopArmIn(t *testing.T, prefix string, prog benchProgram) *devloopArm {
 	t.Helper()
 	// DEVLOOP_BENCH_PLUGIN: the plugin built beforehand from this tree.
 	plugin := os.Getenv("DEVLOOP_BENCH_PLUGIN")
@@ -176,22 +189,50 @@ func startDevloopArmIn(t *testing.T, prefix string) *devloopArm {
 	}
 
 	ns := namespace(t, prefix)
-	a := &devloopArm{t: t, plugin: plugin, ns: ns, env: "push-live",
-		mod: sourceDir(t, Files{"go.mod": GoModule("example.com/bench"), "main.go": benchSource(0)}),
-		dir: sourceDir(t, Files{"deploy/bench.yaml": benchManifests})}
-	a.build(0)
-	img := Image("server", Program("bin/server", "/server"))
-	_, a.url = startBenchEnv(t, ns, a.env, a.dir, img, true, 5*time.Minute)
+	a := &devloopArm{t: t, plugin: plugin, ns: ns, env: "push-live", prog: prog, path: devloopPath(prog)}
+	var img v1alpha1.ImageSpec
+	within := 5 * time.Minute
+	switch a.path {
+	case "binary":
+		a.mod = sourceDir(t, prog.files)
+		a.dir = sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
+		a.build(0)
+		img = Image("server", Program("bin/server", "/server"))
+	case "source":
+		// The module itself is pushed; its warm builder compiles it (the
+		// first compile is cold: modules from this machine's cache).
+		files := prog.at(0).files
+		files["deploy/bench.yaml"] = benchManifests
+		a.mod = sourceDir(t, files)
+		a.dir = a.mod
+		img = warmBuiltImage(prog, hostGoProxy(t, a.mod))
+		within = 20 * time.Minute
+	default:
+		t.Fatalf("DEVLOOP_BENCH_DEVLOOP_PATH=%q: want binary or source", a.path)
+	}
+	_, a.url = startBenchEnv(t, ns, a.env, a.dir, img, true, within)
+	if a.path == "source" {
+		// One change first, not counted: the warm builder's pod starts
+		// and compiles the edited package into its cache.
+		a.change(warmUpVersion)
+		a.samples, a.builds, a.sent = nil, nil, nil
+	}
 	return a
 }
 
-// build edits the source to version v and compiles it into the pushed
-// directory.
+// warmUpVersion is the version of the source path's uncounted first change.
+const warmUpVersion = 9999999
+
+// build edits the source to version v and, on the binary path, compiles it
+// into the pushed directory (the source path pushes the edit itself).
 func (a *devloopArm) build(v int) time.Duration {
 	t0 := time.Now()
 	g := NewWithT(a.t)
-	g.Expect(os.WriteFile(filepath.Join(a.mod, "main.go"), []byte(benchSource(v)), 0o644)).To(Succeed())
-	cmd := onLaptop(exec.Command("sh", "-c", "go build "+goBuildFlags+" -o "+filepath.Join(a.dir, "bin", "server")+" ."))
+	g.Expect(os.WriteFile(filepath.Join(a.mod, a.prog.main), []byte(a.prog.src(v)), 0o644)).To(Succeed())
+	if a.path == "source" {
+		return time.Since(t0)
+	}
+	cmd := onLaptop(exec.Command("sh", "-c", "go build "+goBuildFlags+" -o "+filepath.Join(a.dir, "bin", "server")+" "+a.prog.pkg))
 	cmd.Dir, cmd.Env = a.mod, goBuildEnv()
 	out, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
@@ -261,6 +302,7 @@ func lastLines(s string, n int) string {
 // tiltArm is the same server under `tilt up`.
 type tiltArm struct {
 	t       *testing.T
+	prog    benchProgram
 	dir     string
 	url     string
 	samples []time.Duration
@@ -276,7 +318,7 @@ const tiltfile = `allow_k8s_contexts(k8s_context())
 update_settings(max_parallel_updates=1)
 default_registry('%[1]s/%[2]s')
 k8s_yaml('k8s.yaml')
-local_resource('compile', 'go build %[3]s -o build/server .', deps=['main.go'], labels=['bench'])
+local_resource('compile', 'go build %[3]s -o build/server %[4]s', deps=['%[5]s'], labels=['bench'])
 custom_build('tilt-server', './image.sh', deps=['build'], skips_local_docker=True,
     live_update=[sync('build', '/app/build'), run('kill $(cat /app/run/server.pid)')])
 k8s_resource('bench', resource_deps=['compile'])
@@ -297,7 +339,7 @@ tar --owner=65532 --group=65532 -C .stage -cf .stage.tar app
 // again whenever it exits (the restart).
 const tiltLoop = `command: [sh, -c, "while true; do cp /app/build/server /app/run/server; /app/run/server & echo $! > /app/run/server.pid; wait $!; done"]`
 
-func startTiltArm(t *testing.T, tilt, crane string) *tiltArm {
+func startTiltArm(t *testing.T, tilt, crane string, prog benchProgram) *tiltArm {
 	t.Helper()
 	g := NewWithT(t)
 	ns := namespace(t, "e2e-bench-tilt-t")
@@ -307,14 +349,12 @@ func startTiltArm(t *testing.T, tilt, crane string) *tiltArm {
 			"readinessProbe: {tcpSocket: {port: http}, periodSeconds: 1}",
 			`env: [{name: ITERATION, value: "0"}]`),
 		Service("bench")), "metadata: {name: bench}", "metadata: {name: bench, namespace: "+ns+"}")
-	a := &tiltArm{t: t, dir: sourceDir(t, Files{
-		"go.mod":      GoModule("example.com/bench"),
-		"main.go":     benchSource(0),
-		"k8s.yaml":    manifests,
-		"Tiltfile":    fmt.Sprintf(tiltfile, registry, ns, goBuildFlags),
-		"image.sh":    fmt.Sprintf(tiltImage, crane, busybox),
-		".tiltignore": ".stage\n.stage.tar\n",
-	})}
+	files := prog.at(0).files
+	files["k8s.yaml"] = manifests
+	files["Tiltfile"] = fmt.Sprintf(tiltfile, registry, ns, goBuildFlags, prog.pkg, prog.main)
+	files["image.sh"] = fmt.Sprintf(tiltImage, crane, busybox)
+	files[".tiltignore"] = ".stage\n.stage.tar\n"
+	a := &tiltArm{t: t, prog: prog, dir: sourceDir(t, files)}
 	g.Expect(os.Chmod(filepath.Join(a.dir, "image.sh"), 0o755)).To(Succeed())
 
 	var log bytes.Buffer
@@ -350,11 +390,28 @@ func startTiltArm(t *testing.T, tilt, crane string) *tiltArm {
 func (a *tiltArm) change(v int) {
 	t0 := time.Now()
 	sent := sentFromLaptop()
-	NewWithT(a.t).Expect(os.WriteFile(filepath.Join(a.dir, "main.go"), []byte(benchSource(v)), 0o644)).To(Succeed())
+	NewWithT(a.t).Expect(os.WriteFile(filepath.Join(a.dir, a.prog.main), []byte(a.prog.src(v)), 0o644)).To(Succeed())
 	d := waitServing(a.t, a.url, fmt.Sprintf("version %d ", v), t0, 2*time.Minute)
 	a.samples = append(a.samples, d)
 	a.sent = append(a.sent, sentFromLaptop()-sent)
 	a.t.Logf("tilt    %2d: %s (%s sent over the link)", v, d.Round(time.Millisecond), kib(a.sent[len(a.sent)-1]))
+}
+
+// binarySize is the size of the binary Tilt's local_resource built.
+func (a *tiltArm) binarySize() int64 {
+	fi, err := os.Stat(filepath.Join(a.dir, "build", "server"))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// pathSays is devloop's path in words, for the figures.
+func pathSays(path string) string {
+	if path == "source" {
+		return "source push (the edited file crosses the link), compiled by the image's warm builder"
+	}
+	return "binary push (the local go build's output)"
 }
 
 func goEnv(t *testing.T, name string) string {

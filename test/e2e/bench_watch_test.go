@@ -27,9 +27,9 @@ type watchArm struct {
 // renames its output into place, so one event ends the burst.
 const watchDebounce = "50ms"
 
-func startWatchArm(t *testing.T) *watchArm {
+func startWatchArm(t *testing.T, prog benchProgram) *watchArm {
 	t.Helper()
-	a := &watchArm{devloopArm: startDevloopArmIn(t, "e2e-bench-tilt-dw")}
+	a := &watchArm{devloopArm: startDevloopArmIn(t, "e2e-bench-tilt-dw", prog)}
 	a.out = &timedLines{t0: time.Now()}
 	cmd := onLaptop(exec.Command(a.plugin, "--kubeconfig", laptopKubeconfig(t), "-n", a.ns, "push", a.dir, "--env", a.env,
 		"--source", "app", "--watch", "--debounce", watchDebounce))
