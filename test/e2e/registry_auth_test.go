@@ -64,9 +64,11 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 			t.Errorf("reinstalling the operator without the registry: %v", err)
 		}
 	})
+	var registryNode string
 	waitCheck(t, poll.Wait{What: "the bundled registry's pod is ready", Every: 500 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
 		pods := readyPods(g, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"})
 		g.Expect(pods).NotTo(BeEmpty(), podStates(c, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"}))
+		registryNode = pods[0].Spec.NodeName
 	})
 	// A ready pod is not yet a reachable NodePort: kube-proxy programs the
 	// port from the Service's endpoints a moment later (CI once pushed into
@@ -118,7 +120,11 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	dir := sourceDir(t, Files{
 		"bin/app":         "#!/bin/sh\necho app; exec sleep 3600\n",
-		"deploy/app.yaml": Deployment("app", "app", "image: app"),
+		// localhost:<hostPort> is the registry only on the registry pod's
+		// node (this cluster's kube-proxy serves no NodePort on
+		// localhost), so on two nodes the pod that pulls runs there.
+		"deploy/app.yaml": strings.Replace(Deployment("app", "app", "image: app"), "      terminationGracePeriodSeconds: 2\n",
+			"      terminationGracePeriodSeconds: 2\n      nodeSelector: {kubernetes.io/hostname: "+registryNode+"}\n", 1),
 	})
 	var out, errOut strings.Builder
 	code := cli.Run(ctx, []string{"--kubeconfig", c.Kubeconfig, "-n", nsA, "push", dir, "--env", "app", "--source", "app", "--no-follow"},
