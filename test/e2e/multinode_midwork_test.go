@@ -72,12 +72,7 @@ func TestMultiNodeOperatorKilledMidHelmUpgrade(t *testing.T) {
 	c := need(t)
 	twoNodes(t, c)
 	ctx := context.Background()
-	NewWithT(t).Expect(c.InstallOperatorWith(ctx, operatorImage, map[string]any{"leaderElection": map[string]any{"enabled": true}})).To(Succeed())
-	t.Cleanup(func() {
-		if err := c.InstallOperator(context.Background(), operatorImage); err != nil {
-			t.Logf("installing the operator back without leader election: %v", err)
-		}
-	})
+	operatorForTheCase(t, c, map[string]any{"leaderElection": map[string]any{"enabled": true}})
 	ns := namespace(t, "e2e-opkill-helm")
 	env := newEnv(ns, "slow").Components(Component("slow", Chart("chart", func(h *v1alpha1.HelmSpec) {
 		h.ReleaseName = "slow"

@@ -36,12 +36,19 @@ func operatorOnSharedClaim(t *testing.T, c *devcluster.Cluster) {
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: sharedClass}, &storagev1.StorageClass{}); err != nil {
 		t.Skipf("no StorageClass %s (hack/cluster/node2.sh makes it): %v", sharedClass, err)
 	}
-	NewWithT(t).Expect(c.InstallOperatorWith(ctx, operatorImage, map[string]any{
+	operatorForTheCase(t, c, map[string]any{
 		"workDir": map[string]any{"sizeLimit": "6Gi", "persistence": map[string]any{"enabled": true, "size": "6Gi", "storageClass": sharedClass}},
-	})).To(Succeed())
+	})
+}
+
+// operatorForTheCase installs the operator with these chart values for
+// the case, and back with the suite's once it ends.
+func operatorForTheCase(t *testing.T, c *devcluster.Cluster, values map[string]any) {
+	t.Helper()
+	NewWithT(t).Expect(c.InstallOperatorWith(context.Background(), operatorImage, values)).To(Succeed())
 	t.Cleanup(func() {
 		if err := c.InstallOperator(context.Background(), operatorImage); err != nil {
-			t.Logf("installing the operator back without its claim: %v", err)
+			t.Logf("installing the operator back with the suite's values: %v", err)
 		}
 	})
 }

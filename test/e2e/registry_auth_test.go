@@ -119,7 +119,7 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	// for the registry: a registry-only token for the deployer.
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	dir := sourceDir(t, Files{
-		"bin/app":         "#!/bin/sh\necho app; exec sleep 3600\n",
+		"bin/app": "#!/bin/sh\necho app; exec sleep 3600\n",
 		// localhost:<hostPort> is the registry only on the registry pod's
 		// node (this cluster's kube-proxy serves no NodePort on
 		// localhost), so on two nodes the pod that pulls runs there.
