@@ -3,7 +3,8 @@ package layout
 import (
 	"go/ast"
 	"go/token"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,12 +80,7 @@ func TestNoPackageLevelState(t *testing.T) {
 	if len(found) == 0 {
 		t.Fatal("no package-level state anywhere, the metrics' collectors included: is this check still about anything?")
 	}
-	var keys []string
-	for k := range found {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(found)) {
 		if _, ok := packageStateAllowed[k]; !ok {
 			t.Errorf("%s: package-level state (%s); make it a field of what operator.New builds, or pass it in", found[k], k)
 		}

@@ -3,7 +3,8 @@ package layout
 import (
 	"go/ast"
 	"go/token"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,12 +39,7 @@ func TestOneSpecBuilder(t *testing.T) {
 	if len(found) == 0 {
 		t.Fatal("no DevEnvironment or spec literal anywhere, test/builder's own tests included: is this check still about anything?")
 	}
-	var files []string
-	for rel := range found {
-		files = append(files, rel)
-	}
-	sort.Strings(files)
-	for _, rel := range files {
+	for _, rel := range slices.Sorted(maps.Keys(found)) {
 		if strings.HasPrefix(rel, "test/builder/") {
 			continue
 		}
