@@ -37,6 +37,8 @@ func main() {
 		err = runHelper(os.Args[2:])
 	} else if len(os.Args) > 1 && os.Args[1] == "registry-front" {
 		err = runRegistryFront(os.Args[2:])
+	} else if len(os.Args) > 1 && os.Args[1] == "registry-node-proxy" {
+		err = runRegistryNodeProxy(os.Args[2:])
 	} else {
 		err = run(os.Args[1:])
 	}

@@ -35,7 +35,8 @@ const (
 	bundledNodePort = "30500"
 	bundledNode     = "10.250.0.1:" + bundledNodePort
 	// This cluster's kube-proxy does not serve NodePorts on localhost: the
-	// kubelet pulls through the chart's hostPort (registry.hostPort).
+	// kubelet pulls through the chart's hostPort (registry.hostPort),
+	// bound on every node by the node proxy (registry.nodeProxy).
 	bundledHostPort = "30600"
 	bundledLocal    = "localhost:" + bundledHostPort
 )
@@ -57,6 +58,8 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 		"image":    map[string]any{"repository": repo, "tag": "2", "pullPolicy": "Always"},
 		"service":  map[string]any{"type": "NodePort", "port": 5000, "nodePort": 30500},
 		"hostPort": 30600,
+		// localhost:<hostPort> on every node, not only the registry's.
+		"nodeProxy": map[string]any{"enabled": true},
 	}})).To(Succeed())
 	t.Cleanup(func() {
 		// The other cases run with the chart's defaults.
@@ -70,6 +73,22 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 		g.Expect(pods).NotTo(BeEmpty(), podStates(c, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"}))
 		registryNode = pods[0].Spec.NodeName
 	})
+	// The pod that pulls runs on another node than the registry's when
+	// there is one: there localhost:<hostPort> is the node proxy's alone.
+	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	pullNode := registryNode
+	for _, n := range nodes.Items {
+		if n.Name != registryNode {
+			pullNode = n.Name
+			break
+		}
+	}
+	proxies := map[string]string{"app.kubernetes.io/component": "registry-node-proxy"}
+	waitCheck(t, poll.Wait{What: "a ready registry node proxy on each node", Every: 500 * time.Millisecond, Within: 2 * time.Minute}, func(g Gomega) {
+		g.Expect(readyPods(g, devcluster.OperatorNamespace, proxies)).To(HaveLen(len(nodes.Items)), podStates(c, devcluster.OperatorNamespace, proxies))
+	})
+	t.Logf("registry on %s, the pod that pulls on %s (%d nodes)", registryNode, pullNode, len(nodes.Items))
 	// A ready pod is not yet a reachable NodePort: kube-proxy programs the
 	// port from the Service's endpoints a moment later (CI once pushed into
 	// "connection refused" 4 s after the pod was ready). Any HTTP answer
@@ -120,11 +139,8 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	dir := sourceDir(t, Files{
 		"bin/app": "#!/bin/sh\necho app; exec sleep 3600\n",
-		// localhost:<hostPort> is the registry only on the registry pod's
-		// node (this cluster's kube-proxy serves no NodePort on
-		// localhost), so on two nodes the pod that pulls runs there.
 		"deploy/app.yaml": strings.Replace(Deployment("app", "app", "image: app"), "      terminationGracePeriodSeconds: 2\n",
-			"      terminationGracePeriodSeconds: 2\n      nodeSelector: {kubernetes.io/hostname: "+registryNode+"}\n", 1),
+			"      terminationGracePeriodSeconds: 2\n      nodeSelector: {kubernetes.io/hostname: "+pullNode+"}\n", 1),
 	})
 	var out, errOut strings.Builder
 	code := cli.Run(ctx, []string{"--kubeconfig", c.Kubeconfig, "-n", nsA, "push", dir, "--env", "app", "--source", "app", "--no-follow"},
@@ -139,10 +155,11 @@ func TestBundledRegistryAuthorizesByNamespace(t *testing.T) {
 		if t.Failed() {
 			t.Logf("pods of %s: %s", nsA, podStates(c, nsA, nil))
 			t.Logf("registry pods: %s", podStates(c, devcluster.OperatorNamespace, map[string]string{"app.kubernetes.io/component": "registry"}))
+			t.Logf("node proxies: %s", podStates(c, devcluster.OperatorNamespace, proxies))
 		}
 	})
 	got := waitEnv(t, client.ObjectKeyFromObject(env), 4*time.Minute, true, readyNow)
-	t.Logf("team-a Ready: %s pulled from %s", imageOf(got, "app").Digest, bundledLocal)
+	t.Logf("team-a Ready: %s pulled from %s on %s", imageOf(got, "app").Digest, bundledLocal, pullNode)
 
 	// A pod of each team asks the token service for push on team-a's
 	// source repository and starts a blob upload with what it got.
