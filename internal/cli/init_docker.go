@@ -29,6 +29,19 @@ type dockerfile struct {
 	// FinalRuns counts the RUN lines of the last stage: what it installs
 	// beside the binary.
 	FinalRuns int
+	// StageCopies are the last stage's copies from a build stage that
+	// copied the build context into its WORKDIR (COPY . .), by the path
+	// under that WORKDIR: files of the source the build stage only
+	// carried over (Dynamo's /workspace/config/crd/bases/ into
+	// /opt/dynamo-operator/crds/). Source path → destination.
+	StageCopies [][2]string
+}
+
+// buildStage is what readDockerfile keeps of a stage the last one copies
+// from: its WORKDIR and whether it copied the build context into it.
+type buildStage struct {
+	workdir      string
+	copiesSource bool
 }
 
 // readDockerfile reads the instructions init uses as hints. Continuation
@@ -55,6 +68,8 @@ func readDockerfile(file, rel string) (*dockerfile, error) {
 		lines = append(lines, cur+l)
 		cur = ""
 	}
+	stages := map[string]*buildStage{}
+	stage := &buildStage{workdir: "/"}
 	for _, l := range lines {
 		fields := strings.Fields(l)
 		if len(fields) == 0 {
@@ -66,7 +81,21 @@ func readDockerfile(file, rel string) (*dockerfile, error) {
 			if len(fields) > 1 {
 				d.Base = fields[1]
 			}
-			d.Built, d.Context, d.Entrypoint, d.FinalRuns = map[string]string{}, nil, nil, 0
+			d.Built, d.Context, d.Entrypoint, d.FinalRuns, d.StageCopies = map[string]string{}, nil, nil, 0, nil
+			stage = &buildStage{workdir: "/"}
+			if len(fields) > 3 && strings.EqualFold(fields[2], "AS") {
+				stages[fields[3]] = stage
+			}
+			// A stage built FROM another starts where that one ended.
+			if len(fields) > 1 {
+				if from, ok := stages[fields[1]]; ok && from != stage {
+					*stage = *from
+				}
+			}
+		case "WORKDIR":
+			if len(fields) > 1 {
+				stage.workdir = path.Join(stage.workdir, fields[1])
+			}
 		case "ENTRYPOINT":
 			d.Entrypoint = execForm(strings.TrimSpace(l[len(fields[0]):]))
 		case "RUN":
@@ -85,6 +114,14 @@ func readDockerfile(file, rel string) (*dockerfile, error) {
 				continue
 			}
 			src, dst := args[0], args[len(args)-1]
+			if from == "" && len(args) == 2 && path.Clean(src) == "." {
+				stage.copiesSource = stage.copiesSource || path.Join(stage.workdir, dst) == stage.workdir
+			}
+			if st := stages[from]; st != nil && st.copiesSource && path.IsAbs(src) {
+				if rel, ok := strings.CutPrefix(path.Clean(src), strings.TrimSuffix(st.workdir, "/")+"/"); ok {
+					d.StageCopies = append(d.StageCopies, [2]string{rel, dst})
+				}
+			}
 			if from != "" {
 				to := dst
 				// Into a directory: a trailing slash, ".", or a file
@@ -127,9 +164,9 @@ func (d *dockerfile) belongsTo(m goMain) bool {
 // (validator -> nvidia-validator); "" when the Dockerfile does not ship it.
 func (d *dockerfile) binaryTarget(m goMain, aliases ...string) string {
 	names := append([]string{m.Binary, m.Name}, aliases...)
-	for _, r := range d.Runs {
-		if strings.Contains(r, "go build") && buildsPackage(r, m) {
-			if o := outputOf(r); o != "" {
+	for _, b := range d.goBuilds() {
+		if buildsPackage(b, m) {
+			if o := outputOf(b); o != "" {
 				names = append(names, path.Base(o))
 			}
 		}
@@ -162,9 +199,13 @@ func (d *dockerfile) builtFiles(root string, m goMain, target string) [][2]strin
 	if !d.belongsTo(m) {
 		return nil
 	}
+	outputs := d.goBuildOutputs()
 	for base, to := range d.Built {
 		src := path.Join(m.Dir, base)
-		if to != target && fileExists(filepath.Join(root, filepath.FromSlash(src))) {
+		// A binary the Dockerfile builds is no file of the source, even
+		// where a directory has its name (Dynamo's crd-apply, built from
+		// cmd/crd-apply): builtTarget ships it.
+		if to != target && !outputs[base] && fileExists(filepath.Join(root, filepath.FromSlash(src))) {
 			out = append(out, [2]string{src, to})
 		}
 	}
@@ -200,4 +241,81 @@ func outputOf(run string) string {
 		}
 	}
 	return ""
+}
+
+// goBuilds are the Dockerfile's go build commands: each command of a RUN
+// line joined by && or ; apart (Dynamo builds its manager and crd-apply in
+// one RUN), so each output is read with its own packages.
+func (d *dockerfile) goBuilds() []string {
+	var out []string
+	for _, r := range d.Runs {
+		for _, and := range strings.Split(r, "&&") {
+			for _, c := range strings.Split(and, ";") {
+				if strings.Contains(c, "go build") {
+					out = append(out, strings.TrimSpace(c))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// goBuildOutputs are the base names of the Dockerfile's go build outputs.
+func (d *dockerfile) goBuildOutputs() map[string]bool {
+	out := map[string]bool{}
+	for _, b := range d.goBuilds() {
+		if o := outputOf(b); o != "" {
+			out[path.Base(o)] = true
+		}
+	}
+	return out
+}
+
+// builtTarget is where the last stage puts what a go build of main m in
+// this Dockerfile writes, "" when it builds no m or ships none: a second
+// binary of an image (Dynamo's crd-apply beside its manager).
+func (d *dockerfile) builtTarget(m goMain) string {
+	for _, b := range d.goBuilds() {
+		if !buildsPackage(b, m) {
+			continue
+		}
+		if o := outputOf(b); o != "" {
+			if to, ok := d.Built[path.Base(o)]; ok {
+				return to
+			}
+		}
+	}
+	return ""
+}
+
+// sourcePath is p, a path the Dockerfile copies from its build context, as
+// a path of the tree: the context is the tree's root (GPU Operator builds
+// docker/Dockerfile from the root) or the Dockerfile's directory (Dynamo
+// builds deploy/operator/Dockerfile there). "" when neither holds it, or
+// p is a pattern.
+func (d *dockerfile) sourcePath(root, p string) string {
+	if strings.ContainsAny(p, "*?$") {
+		return ""
+	}
+	p = strings.TrimPrefix(path.Clean(p), "./")
+	for _, c := range []string{p, path.Join(path.Dir(d.Path), p)} {
+		if !strings.HasPrefix(c, "..") && fileExists(filepath.Join(root, filepath.FromSlash(c))) {
+			return c
+		}
+	}
+	return ""
+}
+
+// stageSourceCopies are StageCopies but the binaries the Dockerfile's go
+// builds write (a binary is no file of the source, even where one has its
+// name).
+func (d *dockerfile) stageSourceCopies() [][2]string {
+	outputs := d.goBuildOutputs()
+	var out [][2]string
+	for _, c := range d.StageCopies {
+		if !outputs[strings.TrimSuffix(c[0], "/")] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

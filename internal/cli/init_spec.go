@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
@@ -115,11 +116,23 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 	// One run step per module, the same for each of its images: the
 	// images share one build cache claim, so their builds take turns and
 	// the second compiles nothing the first already did.
+	// Where each image's binary goes, and the other binaries of its
+	// module its Dockerfile builds and ships beside it: they join the
+	// module's run step.
+	ships := map[int]shipping{}
+	extra := map[*goModule][]string{}
+	for _, i := range chosen {
+		sh := shippingOf(s, s.Mains[i], aliases(bindings[i]))
+		ships[i] = sh
+		for _, c := range sh.companions {
+			extra[c.main.Module] = append(extra[c.main.Module], c.main.Pkg)
+		}
+	}
 	runs := map[*goModule]*v1alpha1.BuildRun{}
 	for _, i := range chosen {
 		m := s.Mains[i].Module
 		if runs[m] == nil {
-			runs[m] = d.runStep(s, m, chosen)
+			runs[m] = d.runStep(s, m, chosen, extra[m])
 		}
 	}
 	out := map[int]*v1alpha1.ImageSpec{}
@@ -143,17 +156,16 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 		name := imageName(m, bindings[i], used)
 		img := &v1alpha1.ImageSpec{Name: name, Source: initSource, Base: initBase, Run: runs[m.Module].DeepCopy()}
 		from := path.Join(m.Module.Dir, "out", m.Binary)
-		to, df := "/"+m.Name, (*dockerfile)(nil)
-		for _, f := range s.Dockerfiles {
-			if t := f.binaryTarget(m, aliases(bindings[i])...); t != "" && (df == nil || f.belongsTo(m)) {
-				to, df = t, f
-			}
-		}
+		to, df := ships[i].to, ships[i].df
 		if df != nil {
 			usedDockerfiles[df] = true
 		}
 		img.Layers = []v1alpha1.LayerMapping{{From: from, To: to, Mode: "0755"}}
 		img.Entrypoint = []string{to}
+		for _, c := range ships[i].companions {
+			img.Layers = append(img.Layers, v1alpha1.LayerMapping{From: path.Join(c.main.Module.Dir, "out", c.main.Binary), To: c.to, Mode: "0755"})
+			d.note("image %s: binary %s at %s too, as %s builds and ships it beside %s", name, c.main.Binary, c.to, df.Path, m.Binary)
+		}
 		if df != nil {
 			d.note("image %s: binary %s at %s, as %s ships it", name, m.Binary, to, df.Path)
 			if len(df.Entrypoint) > 0 && df.Entrypoint[0] == to && len(df.Entrypoint) > 1 {
@@ -164,7 +176,8 @@ func (d *draft) images(s *treeScan, bindings map[int][]binding) map[int]*v1alpha
 					img.Layers = append(img.Layers, v1alpha1.LayerMapping{From: f[0], To: f[1]})
 				}
 			}
-			d.contextLayers(s, img, df)
+			d.contextLayers(s, img, df, df.Context)
+			d.contextLayers(s, img, df, df.stageSourceCopies())
 			d.baseFromDockerfile(s, img, df)
 		} else {
 			d.note("image %s: binary %s of %s at %s (no Dockerfile ships it)", name, m.Binary, m.Dir, to)
@@ -235,7 +248,7 @@ func shippedScript(root string, layers []v1alpha1.LayerMapping) string {
 // runStep is the one compile of a module's images: go build of every
 // main that becomes an image into out/, as -o with a directory names each
 // binary after its package.
-func (d *draft) runStep(s *treeScan, m *goModule, chosen []int) *v1alpha1.BuildRun {
+func (d *draft) runStep(s *treeScan, m *goModule, chosen []int, extra []string) *v1alpha1.BuildRun {
 	cmd := []string{"go"}
 	if m.Dir != "." {
 		cmd = append(cmd, "-C", m.Dir)
@@ -247,6 +260,12 @@ func (d *draft) runStep(s *treeScan, m *goModule, chosen []int) *v1alpha1.BuildR
 		if s.Mains[i].Module == m {
 			pkgs = append(pkgs, s.Mains[i].Pkg)
 			allCmd = allCmd && strings.HasPrefix(s.Mains[i].Pkg, "./cmd/")
+		}
+	}
+	for _, p := range extra {
+		if !slices.Contains(pkgs, p) {
+			pkgs = append(pkgs, p)
+			allCmd = allCmd && strings.HasPrefix(p, "./cmd/")
 		}
 	}
 	if len(cmd)+len(pkgs) > 8 { // run.command holds 8 items
@@ -268,10 +287,10 @@ func (d *draft) runStep(s *treeScan, m *goModule, chosen []int) *v1alpha1.BuildR
 // contextLayers adds what a Dockerfile's last stage copies from the
 // source (GPU Operator's assets and manifests) as layers, when the path is
 // in the tree.
-func (d *draft) contextLayers(s *treeScan, img *v1alpha1.ImageSpec, df *dockerfile) {
-	for _, c := range df.Context {
-		from, to := c[0], c[1]
-		if strings.ContainsAny(from, "*?$") || !fileExists(filepath.Join(s.Root, filepath.FromSlash(from))) {
+func (d *draft) contextLayers(s *treeScan, img *v1alpha1.ImageSpec, df *dockerfile, copies [][2]string) {
+	for _, c := range copies {
+		from, to := df.sourcePath(s.Root, c[0]), c[1]
+		if from == "" {
 			continue
 		}
 		if len(img.Layers) == maxInitLayers {
@@ -329,4 +348,41 @@ func imageName(m goMain, bs []binding, used map[string]bool) string {
 	}
 	used[name] = true
 	return name
+}
+
+// shipping is where a Dockerfile puts an image's binary, and the other
+// binaries of its module it builds and ships beside it.
+type shipping struct {
+	to         string
+	df         *dockerfile
+	companions []companion
+}
+
+// companion is a second binary of an image: main's output at to.
+type companion struct {
+	main goMain
+	to   string
+}
+
+// shippingOf finds the Dockerfile that ships main m (its own before any
+// other that copies a binary of its name) and what else it ships.
+func shippingOf(s *treeScan, m goMain, aliases []string) shipping {
+	sh := shipping{to: "/" + m.Name}
+	for _, f := range s.Dockerfiles {
+		if t := f.binaryTarget(m, aliases...); t != "" && (sh.df == nil || f.belongsTo(m)) {
+			sh.to, sh.df = t, f
+		}
+	}
+	if sh.df == nil {
+		return sh
+	}
+	for _, c := range s.Mains {
+		if c.Module != m.Module || c.Pkg == m.Pkg {
+			continue
+		}
+		if to := sh.df.builtTarget(c); to != "" && to != sh.to {
+			sh.companions = append(sh.companions, companion{main: c, to: to})
+		}
+	}
+	return sh
 }

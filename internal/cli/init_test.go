@@ -193,18 +193,32 @@ func TestInitTiltfile(t *testing.T) {
 // through file:// (Dynamo's platform chart and its operator chart) is
 // deployed with the umbrella, its values under the dependency's key; the
 // module lives in a subdirectory.
+// TestInitUmbrellaChart: Dynamo's shape. The operator's module is in
+// operator/, its chart a subchart of an umbrella; its Dockerfile (in
+// operator/, built there) builds the manager and crd-apply in one RUN line
+// of a stage FROM the stage that copied the source, and the runtime stage
+// copies both binaries and the CRDs the builder only carried over. On
+// Dynamo's real tree init built the manager alone and put crd-apply's
+// source directory at /crd-apply.
 func TestInitUmbrellaChart(t *testing.T) {
 	g := NewWithT(t)
 	env, _ := runInit(t, fixture("umbrella"))
-	g.Expect(env.Spec.Components).To(HaveLen(1))
-	c := env.Spec.Components[0]
+	g.Expect(env.Spec.Components).To(HaveLen(2))
+	g.Expect(env.Spec.Components[0].Manifests.Paths).To(Equal([]string{"operator/config/crd/bases"}))
+	c := env.Spec.Components[1]
 	g.Expect(c.Name).To(Equal("platform"))
 	g.Expect(c.Helm.Chart.Path).To(Equal("helm/platform"))
 	g.Expect(c.Images).To(HaveLen(1))
 	img := c.Images[0]
 	g.Expect(img.Name).To(Equal("platform-operator"))
-	g.Expect(img.Run.Command).To(Equal([]string{"go", "-C", "operator", "build", "-o", "out/", "./cmd"}))
-	g.Expect(img.Layers).To(Equal([]v1alpha1.LayerMapping{{From: "operator/out/cmd", To: "/operator", Mode: "0755"}}))
+	// Both binaries of the image compile in its one run step.
+	g.Expect(img.Run.Command).To(Equal([]string{"go", "-C", "operator", "build", "-o", "out/", "./cmd", "./cmd/crd-apply"}))
+	g.Expect(img.Layers).To(Equal([]v1alpha1.LayerMapping{
+		{From: "operator/out/cmd", To: "/manager", Mode: "0755"},
+		{From: "operator/out/crd-apply", To: "/crd-apply", Mode: "0755"},
+		{From: "operator/config/crd/bases", To: "/opt/platform/crds"},
+	}))
+	g.Expect(img.Entrypoint).To(Equal([]string{"/manager"}))
 	g.Expect(c.Helm.ImageValues).To(Equal([]v1alpha1.ImageValue{
 		{Image: "platform-operator", Path: "platform-operator.controllerManager.manager.image.repository", From: "Repository"},
 	}))
