@@ -234,6 +234,12 @@ real-ipshield-olm: cluster-binaries olm-binaries opm ## The OLM-packaged operato
 	$(CLUSTER_SH) up
 	DEVLOOP_IPSHIELD_TREE=$(abspath $(IPSHIELD_TREE)) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 90m -run '^TestRealIPShieldOLM$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
+.PHONY: real-dynamo
+real-dynamo: cluster-binaries ## Dynamo's operator loop (DYNAMO_TREE=the deploy/ directory of a checkout of ai-dynamo/dynamo) on the local cluster, with figures: up, test, down.
+	@[ -n "$(DYNAMO_TREE)" ] || { echo "DYNAMO_TREE=DIR: the deploy/ directory of a checkout of github.com/ai-dynamo/dynamo" >&2; exit 2; }
+	$(CLUSTER_SH) up
+	DEVLOOP_DYNAMO_TREE=$(abspath $(DYNAMO_TREE)) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 100m -run '^TestRealDynamo$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+
 # Flux's and OLM's controllers are built from Go modules first, outside the
 # test timeout (minutes on a cold cache, then cached under bin/flux, bin/olm).
 e2e-gitops: cluster-binaries flux-binaries olm-binaries ## The Flux and OLM end-to-end cases (their controllers built from Go modules) on the local cluster.

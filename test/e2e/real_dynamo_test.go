@@ -1,0 +1,180 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/test/e2e/poll"
+)
+
+// dynamoTreeVar names the deploy/ directory of a checkout of
+// github.com/ai-dynamo/dynamo: the Go module proxy does not serve it, so
+// CI has no tree.
+const dynamoTreeVar = "DEVLOOP_DYNAMO_TREE"
+
+// dynamoPodLabels select the operator's pod in its chart.
+var dynamoPodLabels = map[string]string{"control-plane": "controller-manager"}
+
+// TestRealDynamo runs Dynamo's operator loop (its deploy/operator/Tiltfile)
+// on its real tree with config/samples/dynamo.yaml, changing only what
+// this cluster differs in: the operator and crd-apply compiled in the
+// cluster in one run step, the CRDs applied, the operator chart installed
+// with the image injected, its crd-apply init container and manager
+// running the built digest; then an edit of the manager, pushed as
+// `kubectl devloop push` does, to the new code logging in the pod, with
+// how it got there (live update or rollout). Figures are logged with the
+// load. `make real-dynamo DYNAMO_TREE=DIR` runs it; `make e2e` skips it.
+func TestRealDynamo(t *testing.T) {
+	if os.Getenv("DEVLOOP_E2E_REAL") == "skip" {
+		t.Skip("the real projects' loops run by their own targets")
+	}
+	src := os.Getenv(dynamoTreeVar)
+	if src == "" {
+		t.Skip(dynamoTreeVar + " is not set: the deploy/ directory of a checkout of github.com/ai-dynamo/dynamo (make real-dynamo DYNAMO_TREE=DIR)")
+	}
+	c := need(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	tree := copyDir(t, src)
+	goproxy := hostGoProxy(t, filepath.Join(tree, "operator"))
+
+	ns := namespace(t, "e2e-dynamo")
+	releaseNS := namespace(t, "e2e-dynamo-system")
+	allowClusterAdmin(t, ns, "deployer")
+	env := localDynamo(t, ns, releaseNS, goproxy)
+	key := client.ObjectKeyFromObject(env)
+	deleteOnCleanup(t, env)
+	t.Logf("load before: %s", loadAverage())
+	pushDir(t, env, tree)
+
+	start := time.Now()
+	g.Expect(c.Client.Create(ctx, env)).To(Succeed())
+	env = waitEnv(t, key, 75*time.Minute, false, readyNow)
+	built := imageOf(env, "dynamo-operator").Digest
+	pod := waitDynamoOperator(t, releaseNS, built, "Operator version configured")
+	cold := time.Since(start)
+	t.Logf("first Ready, cold: operator pod %s on %s (crd-apply init container done) %s after the apply; load %s",
+		pod, built, cold.Round(time.Second), loadAverage())
+
+	mark := editDynamo(t, tree, 1)
+	start = time.Now()
+	push(t, env, tree)
+	env = waitEnv(t, key, 30*time.Minute, false, func(g Gomega, cur *v1alpha1.DevEnvironment) {
+		readyNow(g, cur)
+		g.Expect(imageOf(cur, "dynamo-operator").Digest).NotTo(Equal(built))
+	})
+	rebuilt := imageOf(env, "dynamo-operator")
+	waitDynamoOperator(t, releaseNS, "", mark)
+	edit := time.Since(start)
+	t.Logf("Dynamo figures: first Ready cold %s; edit → new manager code logging %s; %s (%s); load %s",
+		cold.Round(time.Second), edit.Round(100*time.Millisecond), mark, rebuilt.UpdateReason, loadAverage())
+}
+
+// localDynamo is config/samples/dynamo.yaml on the local cluster: sources
+// and images under ns on the cluster's registry, the cluster's builder and
+// base (nodes pull from no public registry; busybox, so the image names
+// the distroless base's user), modules from the host (goproxy). The chart
+// is the platform chart's operator subchart: the umbrella's other
+// dependencies (NATS, etcd, KAI scheduler, Grove) come from chart
+// repositories this cluster cannot reach, and Helm wants every one of them
+// present, enabled or not.
+func localDynamo(t *testing.T, ns, releaseNS, goproxy string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	g := NewWithT(t)
+	env := readSample(t, "dynamo.yaml")
+	env.Namespace = ns
+	env.Spec.ServiceAccountName = "deployer"
+	env.Spec.Registry = &v1alpha1.RegistrySpec{Prefix: registry + "/" + ns, Insecure: true}
+	env.Spec.Sources[0] = v1alpha1.Source{Name: env.Spec.Sources[0].Name,
+		OCI: &v1alpha1.OCISource{Repository: registry + "/" + ns + "/src", Tag: "dev", Insecure: true}}
+	platform := &env.Spec.Components[1]
+	g.Expect(platform.Images).To(HaveLen(1))
+	img := &platform.Images[0]
+	img.Base = busybox
+	img.Run.Image = goImage
+	img.Run.Env = append(img.Run.Env, v1alpha1.EnvVar{Name: "GOPATH", Value: "/go"}, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy},
+		v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"}, v1alpha1.EnvVar{Name: "GOTOOLCHAIN", Value: "local"})
+	h := platform.Helm
+	h.Chart.Path = "helm/charts/platform/components/operator"
+	h.Namespace = releaseNS
+	var values map[string]any
+	g.Expect(json.Unmarshal(h.Values.Raw, &values)).To(Succeed())
+	sub, _ := values["dynamo-operator"].(map[string]any)
+	g.Expect(sub).NotTo(BeNil(), "the sample's values under dynamo-operator")
+	delete(sub, "enabled")
+	raw, err := json.Marshal(sub)
+	g.Expect(err).NotTo(HaveOccurred())
+	h.Values = &apiextensionsv1.JSON{Raw: raw}
+	for i := range h.ImageValues {
+		h.ImageValues[i].Path = strings.TrimPrefix(h.ImageValues[i].Path, "dynamo-operator.")
+	}
+	return env
+}
+
+// waitDynamoOperator waits for a Ready operator pod in ns whose manager
+// runs digest (any digest when "") and has logged line, and returns its
+// name.
+func waitDynamoOperator(t *testing.T, ns, digest, line string) string {
+	t.Helper()
+	var name string
+	waitPods(t, poll.Wait{What: fmt.Sprintf("a Ready Dynamo operator pod logging %q", line), Every: time.Second, Within: 15 * time.Minute},
+		ns, dynamoPodLabels, func(g Gomega, pods []corev1.Pod) {
+			var found []string
+			for _, p := range poll.Ready(pods) {
+				c := p.Spec.Containers[0]
+				for _, cc := range p.Spec.Containers {
+					if cc.Name == "manager" {
+						c = cc
+					}
+				}
+				if digest != "" && !strings.HasSuffix(c.Image, "@"+digest) {
+					continue
+				}
+				logs, err := dc.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name}).DoRaw(context.Background())
+				g.Expect(err).NotTo(HaveOccurred())
+				if strings.Contains(string(logs), line) {
+					found = append(found, p.Name)
+				}
+			}
+			g.Expect(found).NotTo(BeEmpty(), "a Ready pod of %q logged %q", digest, line)
+			name = found[0]
+		})
+	return name
+}
+
+// editDynamo adds a mark to the manager's "Operator version configured"
+// log line, an edit whose new code shows in the running manager's log.
+func editDynamo(t *testing.T, tree string, n int) string {
+	t.Helper()
+	path := filepath.Join(tree, "operator", "cmd", "main.go")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := fmt.Sprintf("devloop edit %d", n)
+	const line = `setupLog.Info("Operator version configured"`
+	i := strings.Index(string(data), line)
+	if i < 0 {
+		t.Fatalf("%s: no %s to edit", path, line)
+	}
+	end := i + strings.Index(string(data[i:]), "\n")
+	edited := string(data[:i]) + fmt.Sprintf(`setupLog.Info("Operator version configured", "edit", %q)`, mark) + string(data[end:])
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return mark
+}
