@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
@@ -55,7 +56,7 @@ func TestRealDynamo(t *testing.T) {
 	ns := namespace(t, "e2e-dynamo")
 	releaseNS := namespace(t, "e2e-dynamo-system")
 	allowClusterAdmin(t, ns, "deployer")
-	env := localDynamo(t, ns, releaseNS, goproxy)
+	env := localDynamo(t, tree, ns, releaseNS, goproxy)
 	key := client.ObjectKeyFromObject(env)
 	deleteOnCleanup(t, env)
 	t.Logf("load before: %s", loadAverage())
@@ -92,7 +93,7 @@ func TestRealDynamo(t *testing.T) {
 // dependencies (NATS, etcd, KAI scheduler, Grove) come from chart
 // repositories this cluster cannot reach, and Helm wants every one of them
 // present, enabled or not.
-func localDynamo(t *testing.T, ns, releaseNS, goproxy string) *v1alpha1.DevEnvironment {
+func localDynamo(t *testing.T, tree, ns, releaseNS, goproxy string) *v1alpha1.DevEnvironment {
 	t.Helper()
 	g := NewWithT(t)
 	env := readSample(t, "dynamo.yaml")
@@ -116,6 +117,19 @@ func localDynamo(t *testing.T, ns, releaseNS, goproxy string) *v1alpha1.DevEnvir
 	sub, _ := values["dynamo-operator"].(map[string]any)
 	g.Expect(sub).NotTo(BeNil(), "the sample's values under dynamo-operator")
 	delete(sub, "enabled")
+	// What the umbrella gives its subchart (discoveryBackend, global),
+	// under the sample's own values, as Helm would coalesce them.
+	data, err := os.ReadFile(filepath.Join(tree, "helm", "charts", "platform", "values.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var umbrella map[string]any
+	g.Expect(yaml.Unmarshal(data, &umbrella)).To(Succeed())
+	base, _ := umbrella["dynamo-operator"].(map[string]any)
+	g.Expect(base).NotTo(BeNil(), "the platform chart's values under dynamo-operator")
+	base["global"] = umbrella["global"]
+	sub["global"] = mergeValues(base["global"], values["global"])
+	sub = mergeValues(base, sub).(map[string]any)
+	// No NATS server here (its chart is one of those out of reach).
+	sub["global"].(map[string]any)["nats"] = map[string]any{"install": false}
 	raw, err := json.Marshal(sub)
 	g.Expect(err).NotTo(HaveOccurred())
 	h.Values = &apiextensionsv1.JSON{Raw: raw}
@@ -123,6 +137,27 @@ func localDynamo(t *testing.T, ns, releaseNS, goproxy string) *v1alpha1.DevEnvir
 		h.ImageValues[i].Path = strings.TrimPrefix(h.ImageValues[i].Path, "dynamo-operator.")
 	}
 	return env
+}
+
+// mergeValues is over laid over base, maps key by key, as Helm coalesces a
+// chart's values under the user's.
+func mergeValues(base, over any) any {
+	b, ok1 := base.(map[string]any)
+	o, ok2 := over.(map[string]any)
+	if !ok1 || !ok2 {
+		if over != nil {
+			return over
+		}
+		return base
+	}
+	out := map[string]any{}
+	for k, v := range b {
+		out[k] = v
+	}
+	for k, v := range o {
+		out[k] = mergeValues(b[k], v)
+	}
+	return out
 }
 
 // waitDynamoOperator waits for a Ready operator pod in ns whose manager
