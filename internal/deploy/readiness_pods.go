@@ -30,6 +30,9 @@ const maxPodsLooked = 20
 // node can run — or "". Pods are read only for workloads that are not
 // ready; a ServiceAccount that may not list pods just gets no detail.
 func podTrouble(ctx context.Context, c client.Reader, o *unstructured.Unstructured) string {
+	if why := replicaFailure(o); why != "" {
+		return why
+	}
 	var selector map[string]any
 	switch o.GroupVersionKind().GroupKind().String() {
 	case "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "Job.batch":
@@ -104,3 +107,27 @@ func imageOf(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 
 // oneLine folds whitespace runs, newlines included, into single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// replicaFailure is why a Deployment or ReplicaSet could not create its
+// pods — Pod Security, a quota, an admission webhook refused them — from
+// its ReplicaFailure condition, or "". There are no pods to read then, and
+// "Replicas: 0/1" alone says nothing of why (Dynamo's chart in a namespace
+// enforcing restricted).
+func replicaFailure(o *unstructured.Unstructured) string {
+	switch o.GroupVersionKind().GroupKind().String() {
+	case "Deployment.apps", "ReplicaSet.apps":
+	default:
+		return ""
+	}
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "ReplicaFailure" || m["status"] != "True" {
+			continue
+		}
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return message.Truncate(fmt.Sprintf("pods not created (%s): %s", reason, oneLine(msg)), 512)
+	}
+	return ""
+}

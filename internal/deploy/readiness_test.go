@@ -167,3 +167,33 @@ func TestReadyCustomResourceOwnReasonAndHealthIgnore(t *testing.T) {
 	g.Expect(k8s.Status().Update(ctx, w)).To(Succeed())
 	g.Expect(notReadyOf(g, []ObjRef{widget})).To(ConsistOf("widgets.example.dev/policy: InProgress: Ready Error"))
 }
+
+// A Deployment whose pods are refused (Pod Security, a quota, a webhook)
+// has no pods to read: "Replicas: 0/1" alone hid why Dynamo's operator
+// never started in a namespace enforcing restricted. Its ReplicaFailure
+// condition says why, and the waiting line carries it.
+func TestReadyDeploymentSaysWhyItsPodsWereNotCreated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNamespace(t, "ready-refused")
+	objs, err := Render(testdata, []string{"kustomize/base"}, "ready-refused", k8s.RESTMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+	inv, err := Apply(ctx, k8s, objs, ApplyOptions{Environment: "ready-env", Component: "api"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(notReadyOf(g, inv.Entries)).To(ConsistOf(Not(ContainSubstring("forbidden"))))
+
+	refusal := `pods "api-7d858d99b8-btfqn" is forbidden: violates PodSecurity "restricted:latest": seccompProfile (pod or container "api" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
+	d := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "ready-refused", Name: "api"}, d)).To(Succeed())
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetCreated", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+			{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: refusal, LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+		},
+	}
+	g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+	g.Expect(notReadyOf(g, inv.Entries)).To(ConsistOf(And(HavePrefix("deployments.apps/api: "),
+		ContainSubstring("pods not created (FailedCreate): "+refusal))))
+}

@@ -15,6 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -54,7 +56,11 @@ func TestRealDynamo(t *testing.T) {
 	goproxy := hostGoProxy(t, filepath.Join(tree, "operator"))
 
 	ns := namespace(t, "e2e-dynamo")
+	// Pod Security baseline, not restricted: the chart's manager sets no
+	// seccompProfile, and restricted refuses its pod (the Deployment's
+	// ReplicaFailure says so).
 	releaseNS := namespace(t, "e2e-dynamo-system")
+	relabelNamespace(t, releaseNS, map[string]any{"pod-security.kubernetes.io/enforce": "baseline"})
 	allowClusterAdmin(t, ns, "deployer")
 	env := localDynamo(t, tree, ns, releaseNS, goproxy)
 	key := client.ObjectKeyFromObject(env)
@@ -212,4 +218,13 @@ func editDynamo(t *testing.T, tree string, n int) string {
 		t.Fatal(err)
 	}
 	return mark
+}
+
+// relabelNamespace sets labels on namespace ns.
+func relabelNamespace(t *testing.T, ns string, labels map[string]any) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(dc.Client.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
