@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -74,6 +75,21 @@ type Engine struct {
 	// releases is what it remembers of its Helm work (helmReleases()).
 	releases     *helm.Releases
 	releasesOnce sync.Once
+	// builds are its recent kustomize builds (kustomizeBuilds()).
+	builds     *buildCache
+	buildsOnce sync.Once
+}
+
+// kustomizeBuilds is e's memo of kustomize builds, made on first use, and
+// e's alone.
+func (e *Engine) kustomizeBuilds() *buildCache {
+	e.buildsOnce.Do(func() { e.builds = newBuildCache() })
+	return e.builds
+}
+
+// renderManifests is Render remembering e's kustomize builds.
+func (e *Engine) renderManifests(dir string, paths []string, namespace string) ([]*unstructured.Unstructured, error) {
+	return render(dir, paths, namespace, e.Mapper, e.kustomizeBuilds())
 }
 
 // helmReleases is e's Helm memory (the revisions it wrote, its actions in

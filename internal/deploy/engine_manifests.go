@@ -36,7 +36,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	if ns == "" {
 		ns = env.Namespace
 	}
-	objs, err := Render(art.Dir, m.Paths, ns, e.Mapper)
+	objs, err := e.renderManifests(art.Dir, m.Paths, ns)
 	if err != nil {
 		return Result{}, err
 	}

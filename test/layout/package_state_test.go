@@ -17,7 +17,6 @@ import (
 var packageStateAllowed = map[string]string{
 	// Still to move into what operator.New builds (issue 48): each is
 	// per process today, so two operators in one process share it.
-	"internal/deploy/manifests_kustomize_offline.go:built": "to move (issue 48): kustomize builds by input digest",
 	"internal/source/gc.go:stores":                         "to move (issue 48): the source stores by root, collected together",
 	"internal/source/store.go:keyLocks":                    "to move (issue 48): locks per store key, shared with the stores",
 	"internal/image/liveupdate_layer.go:supervisorLayers":  "a memo of the supervisor binary's layer: content-addressed, the same for every operator",
