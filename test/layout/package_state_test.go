@@ -15,10 +15,6 @@ import (
 // of an engine, passed in), so two operators in one process — an envtest
 // suite beside a benchmark — share nothing by accident.
 var packageStateAllowed = map[string]string{
-	// Still to move into what operator.New builds (issue 48): each is
-	// per process today, so two operators in one process share it.
-	"internal/source/gc.go:stores":                         "to move (issue 48): the source stores by root, collected together",
-	"internal/source/store.go:keyLocks":                    "to move (issue 48): locks per store key, shared with the stores",
 	"internal/image/liveupdate_layer.go:supervisorLayers":  "a memo of the supervisor binary's layer: content-addressed, the same for every operator",
 	"internal/image/liveupdate_layer.go:supervisorDigests": "the digests of that layer, as content-addressed as it",
 	"internal/metrics/reconcile.go:StepDuration":           "a Prometheus collector, registered once with the process's registry as controller-runtime's are",
