@@ -92,6 +92,9 @@ type ApplyOptions struct {
 	// created again because a field that cannot change did (a Job's pod
 	// template).
 	Replaced func(ObjRef)
+	// CRDApplied, when set, is told each CRD applied: the engine's Helm
+	// discoveries must see the new kind (helm.Releases.CRDApplied).
+	CRDApplied func()
 }
 
 // Apply server-side applies objs with c (which may impersonate the
@@ -135,8 +138,9 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		done = append(done, o)
 		if isCRD(o) {
 			crds = append(crds, o)
-			// Helm's cached discovery must see the new kind.
-			helm.CRDApplied()
+			if opts.CRDApplied != nil {
+				opts.CRDApplied()
+			}
 		}
 	}
 	if len(crds) > 0 {

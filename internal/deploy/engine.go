@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -71,6 +72,32 @@ type Engine struct {
 	// applied is what this engine applied (book()).
 	applied     *appliedBook
 	appliedOnce sync.Once
+	// releases is what it remembers of its Helm work (helmReleases()).
+	releases     *helm.Releases
+	releasesOnce sync.Once
+	// builds are its recent kustomize builds (kustomizeBuilds()).
+	builds     *buildCache
+	buildsOnce sync.Once
+}
+
+// kustomizeBuilds is e's memo of kustomize builds, made on first use, and
+// e's alone.
+func (e *Engine) kustomizeBuilds() *buildCache {
+	e.buildsOnce.Do(func() { e.builds = newBuildCache() })
+	return e.builds
+}
+
+// renderManifests is Render remembering e's kustomize builds.
+func (e *Engine) renderManifests(dir string, paths []string, namespace string) ([]*unstructured.Unstructured, error) {
+	return render(dir, paths, namespace, e.Mapper, e.kustomizeBuilds())
+}
+
+// helmReleases is e's Helm memory (the revisions it wrote, its actions in
+// flight, its discoveries), made on first use so a zero Engine works, and
+// e's alone: two engines in one process share none of it.
+func (e *Engine) helmReleases() *helm.Releases {
+	e.releasesOnce.Do(func() { e.releases = helm.NewReleases() })
+	return e.releases
 }
 
 // NewHelmWriter is HelmWriter for a process elected on lease ("" when it
@@ -201,6 +228,14 @@ func (e *Engine) finalizeComponent(ctx context.Context, env *v1alpha1.DevEnviron
 // name.
 func ownerOptions(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) ApplyOptions {
 	return ApplyOptions{Environment: v1alpha1.LabelValue(env.Name), Component: c.Name, Owner: env.Namespace + "/" + env.Name}
+}
+
+// applyOptions are ownerOptions for e's applies: a CRD applied is told to
+// e's Helm discoveries.
+func (e *Engine) applyOptions(env *v1alpha1.DevEnvironment, c *v1alpha1.Component) ApplyOptions {
+	opts := ownerOptions(env, c)
+	opts.CRDApplied = e.helmReleases().CRDApplied
+	return opts
 }
 
 // deployError maps the package's fault classes: a permanent fault

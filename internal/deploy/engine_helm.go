@@ -43,7 +43,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	if err != nil {
 		return Result{}, err
 	}
-	opts := ownerOptions(env, c)
+	opts := e.applyOptions(env, c)
 	req, err := e.helmRequest(ctx, env, c, st, t, cl, art, chrt, images, refs, opts, progress)
 	if err != nil {
 		return Result{}, err
@@ -53,7 +53,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 	}
 	key, digest := appliedKey(string(env.UID), c.Name), req.Digest()
 	inFlight := helm.ReleaseKey(req.Owner, req.Namespace, req.ReleaseName)
-	if rec, ok := e.book().get(key); ok && rec.digest == digest && rec.release != nil && !helm.InFlight(inFlight) {
+	if rec, ok := e.book().get(key); ok && rec.digest == digest && rec.release != nil && !e.helmReleases().InFlight(inFlight) {
 		res, done, err := e.unchangedRelease(ctx, env, c, st, cl, key, rec, opts)
 		if done || err != nil {
 			return res, err
@@ -70,7 +70,7 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		digest = req.Digest()
 	}
 	started := time.Now()
-	run, done := helm.ReconcileInFlight(ctx, inFlight, client.ObjectKeyFromObject(env), req)
+	run, done := e.helmReleases().ReconcileInFlight(ctx, inFlight, client.ObjectKeyFromObject(env), req)
 	// The change timeline's Deploy step (internal/timeline): an action
 	// that goes on outside this reconcile is widened when a later one
 	// sees it done.
@@ -290,7 +290,7 @@ func (e *Engine) releaseRequest(env *v1alpha1.DevEnvironment, c *v1alpha1.Compon
 	}
 	h := c.Helm
 	req := helm.ReleaseRequest{
-		Configs:         helm.NewConfigFactory(t.BaseConfig(), user),
+		Configs:         e.helmReleases().ConfigFactory(t.BaseConfig(), user),
 		CreateNamespace: h.CreateNamespace,
 		Timeout:         e.helmTimeout(h),
 		Writer:          e.HelmWriter,
@@ -324,7 +324,7 @@ func (e *Engine) timeoutNote(c *v1alpha1.Component, req helm.ReleaseRequest) str
 // storage) is done; one someone else installed is left.
 func (e *Engine) uninstallRelease(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, t *identity.Tenant, name, namespace, why string) error {
 	owner := string(env.UID)
-	if err := helm.StopInFlight(helm.ReleaseKey(owner, namespace, name)); err != nil {
+	if err := e.helmReleases().StopInFlight(helm.ReleaseKey(owner, namespace, name)); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
 	}
 	user, err := t.User()
@@ -335,14 +335,14 @@ func (e *Engine) uninstallRelease(ctx context.Context, env *v1alpha1.DevEnvironm
 	if err != nil {
 		return err
 	}
-	return helm.UninstallOwned(ctx, helm.NewConfigFactory(t.BaseConfig(), user), owner,
+	return e.helmReleases().UninstallOwned(ctx, e.helmReleases().ConfigFactory(t.BaseConfig(), user), owner,
 		helm.ActionOptions{ReleaseName: name, Namespace: namespace, Timeout: defaultHelmTimeout, Description: why},
 		hookOwnerCheck(cl, e.Mapper, namespace, ownerOptions(env, c)), hookRemover(cl, e.Mapper, namespace, ownerOptions(env, c)))
 }
 
 // Wake reports environments whose Helm action ended outside a reconcile,
 // so the controller reconciles them at once.
-func (e *Engine) Wake() <-chan event.GenericEvent { return helm.Wakes() }
+func (e *Engine) Wake() <-chan event.GenericEvent { return e.helmReleases().Wakes() }
 
 // plainHTTPChart allows plain HTTP to an OCI chart only in the
 // environment's own registry, and only when spec.registry.insecure says so.

@@ -80,7 +80,7 @@ func (e *Engine) upgradeWithNewestBuilds(ctx context.Context, env *v1alpha1.DevE
 		return false, nil
 	}
 	reason := fmt.Sprintf("release %s/%s is upgraded (chart, values or another image changed): its live images roll out with it, hooks included", req.Namespace, req.ReleaseName)
-	if pending, ok := helm.PendingDigest(inFlight); ok {
+	if pending, ok := e.helmReleases().PendingDigest(inFlight); ok {
 		if pending == req.Digest() {
 			return false, nil
 		}

@@ -36,7 +36,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	if ns == "" {
 		ns = env.Namespace
 	}
-	objs, err := Render(art.Dir, m.Paths, ns, e.Mapper)
+	objs, err := e.renderManifests(art.Dir, m.Paths, ns)
 	if err != nil {
 		return Result{}, err
 	}
@@ -63,7 +63,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 		progress(fmt.Sprintf("component %s: applying %d objects", c.Name, len(objs)))
 	}
 
-	opts := ownerOptions(env, c)
+	opts := e.applyOptions(env, c)
 	opts.Adopt = m.Adopt
 	known := map[ObjRef]bool{}
 	for _, r := range old.Entries {

@@ -47,6 +47,8 @@ type countedEngine struct {
 	id  *identity.Identity
 	env *v1alpha1.DevEnvironment
 	src source.Resolved
+	// requests counts the requests made through its config.
+	requests *metrics.Requests
 	// snapshots reads unchanged objects as the reconciler does, with a
 	// LIST per namespace and kind (WithObjectSnapshots).
 	snapshots bool
@@ -63,7 +65,7 @@ func newCountedEngine(t testing.TB, c v1alpha1.Component, src source.Resolved) *
 		t.Fatal(err)
 	}
 	counted := rest.CopyConfig(cfg)
-	metrics.CountRequests(counted)
+	requests := metrics.CountRequests(counted)
 	hc, err := rest.HTTPClientFor(counted)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +77,7 @@ func newCountedEngine(t testing.TB, c v1alpha1.Component, src source.Resolved) *
 	env := builder.Env(ns, "noop").ServiceAccount("deployer").Components(c).Obj()
 	env.UID = types.UID("uid-" + ns)
 	env.Status.Components = []v1alpha1.ComponentStatus{{Name: c.Name}}
-	return &countedEngine{t: t, src: src, env: env,
+	return &countedEngine{t: t, src: src, env: env, requests: requests,
 		e:  &Engine{Mapper: mapper, Charts: &ChartLoader{CacheDir: t.TempDir()}},
 		id: &identity.Identity{Config: counted, Mapper: mapper, Scheme: testenv.Scheme()}}
 }
@@ -85,7 +87,7 @@ func newCountedEngine(t testing.TB, c v1alpha1.Component, src source.Resolved) *
 // requests it made.
 func (ce *countedEngine) reconcile() (Result, metrics.Snapshot) {
 	ce.t.Helper()
-	before := metrics.ProcessRequests.Snapshot()
+	before := ce.requests.Snapshot()
 	ctx := context.Background()
 	if ce.snapshots {
 		ctx = WithObjectSnapshots(ctx)
@@ -94,7 +96,7 @@ func (ce *countedEngine) reconcile() (Result, metrics.Snapshot) {
 	if err != nil {
 		ce.t.Fatal(err)
 	}
-	return res, metrics.ProcessRequests.Snapshot().Sub(before)
+	return res, ce.requests.Snapshot().Sub(before)
 }
 
 func (ce *countedEngine) status() *v1alpha1.ComponentStatus { return &ce.env.Status.Components[0] }

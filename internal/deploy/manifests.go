@@ -31,7 +31,16 @@ var manifestExtensions = []string{".yaml", ".yml", ".json"}
 // leaving dir. Namespaced objects that name no namespace get namespace;
 // mapper tells which kinds are namespaced, and CRDs in the same set count
 // as known. Problems with the content are fault.Permanent and name the file.
+//
+// Render keeps no kustomize build: the deploy engine renders through
+// Engine.renderManifests, which remembers its own.
 func Render(dir string, paths []string, namespace string, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
+	return render(dir, paths, namespace, mapper, nil)
+}
+
+// render is Render with builds, when not nil, remembering kustomize
+// builds by their directory (see buildCache).
+func render(dir string, paths []string, namespace string, mapper meta.RESTMapper, builds *buildCache) ([]*unstructured.Unstructured, error) {
 	root, err := filepath.Abs(dir)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
@@ -44,7 +53,7 @@ func Render(dir string, paths []string, namespace string, mapper meta.RESTMapper
 	}
 	var objs []*unstructured.Unstructured
 	for _, p := range paths {
-		got, err := renderPath(root, p)
+		got, err := renderPath(root, p, builds)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +74,7 @@ func Render(dir string, paths []string, namespace string, mapper meta.RESTMapper
 }
 
 // renderPath renders one entry of paths.
-func renderPath(root, p string) ([]*unstructured.Unstructured, error) {
+func renderPath(root, p string, builds *buildCache) ([]*unstructured.Unstructured, error) {
 	abs, err := insideRoot(root, filepath.Join(root, p))
 	if err != nil {
 		return nil, fault.Permanentf("manifests path %s: %v", p, err)
@@ -78,7 +87,7 @@ func renderPath(root, p string) ([]*unstructured.Unstructured, error) {
 		return readManifestFile(root, abs)
 	}
 	if kustomizationFile(abs) != "" {
-		return buildKustomization(root, abs)
+		return buildKustomization(root, abs, builds)
 	}
 	entries, err := os.ReadDir(abs)
 	if err != nil {

@@ -32,12 +32,12 @@ func kustomizationFile(dir string) string {
 // root, for a clear message naming the file; the filesystem krusty reads
 // then refuses anything outside root as well, which catches symlinks and
 // fields the check does not know.
-func buildKustomization(root, dir string) ([]*unstructured.Unstructured, error) {
+func buildKustomization(root, dir string, builds *buildCache) ([]*unstructured.Unstructured, error) {
 	rel, _ := filepath.Rel(root, dir)
 	if err := checkKustomization(root, dir, map[string]bool{}); err != nil {
 		return nil, fault.Permanent(err)
 	}
-	objs, err := kustomizeOffline(context.Background(), root, dir)
+	objs, err := kustomizeOffline(context.Background(), root, dir, builds)
 	if err != nil {
 		return nil, fault.Permanentf("kustomize build %s: %v", rel, err)
 	}

@@ -118,15 +118,16 @@ func kustomizeBuild(root, dir string) ([]json.RawMessage, error) {
 
 // kustomizeOffline builds dir (inside root) in an offline child process
 // and returns its objects. It is the loader devloop gives kustomize: no
-// request leaves it, whatever the kustomization says.
-func kustomizeOffline(ctx context.Context, root, dir string) ([]*unstructured.Unstructured, error) {
-	out, ok := built.get(root, dir)
+// request leaves it, whatever the kustomization says. builds, when not
+// nil, remembers the output and serves it again.
+func kustomizeOffline(ctx context.Context, root, dir string, builds *buildCache) ([]*unstructured.Unstructured, error) {
+	out, ok := builds.get(root, dir)
 	if !ok {
 		var err error
 		if out, err = runOfflineChild(ctx, root, dir); err != nil {
 			return nil, err
 		}
-		built.put(root, dir, out)
+		builds.put(root, dir, out)
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(out, &raw); err != nil {
@@ -178,13 +179,12 @@ func runOfflineChild(ctx context.Context, root, dir string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// built remembers recent builds: a fetched source's directory never
+// buildCache remembers recent builds: a fetched source's directory never
 // changes (it is named by its content and shared read-only), and a
 // component is rendered on every reconcile, so a build is run once per
 // content, not once per reconcile. Bounded in entries and bytes; the
-// oldest go first.
-var built = &buildCache{maxEntries: 64, maxBytes: 64 << 20}
-
+// oldest go first. Each deploy engine has its own (Engine.kustomizeBuilds),
+// so two operators in one process share none; a nil one keeps nothing.
 type buildCache struct {
 	mu                   sync.Mutex
 	maxEntries, maxBytes int
@@ -193,7 +193,13 @@ type buildCache struct {
 	bytes                int
 }
 
+// newBuildCache is a deploy engine's: 64 builds, 64 MiB at most.
+func newBuildCache() *buildCache { return &buildCache{maxEntries: 64, maxBytes: 64 << 20} }
+
 func (c *buildCache) get(root, dir string) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out, ok := c.outputs[root+"\x00"+dir]
@@ -201,7 +207,7 @@ func (c *buildCache) get(root, dir string) ([]byte, bool) {
 }
 
 func (c *buildCache) put(root, dir string, out []byte) {
-	if len(out) > c.maxBytes/4 {
+	if c == nil || len(out) > c.maxBytes/4 {
 		return
 	}
 	key := root + "\x00" + dir

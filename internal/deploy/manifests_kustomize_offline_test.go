@@ -52,7 +52,7 @@ func TestKustomizeLoaderIsOffline(t *testing.T) {
 	for name := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := kustomizeOffline(context.Background(), root, filepath.Join(root, name))
+			_, err := kustomizeOffline(context.Background(), root, filepath.Join(root, name), nil)
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(fetched.Load()).To(BeZero(), "requests reached the server: %v", err)
 		})
@@ -62,7 +62,7 @@ func TestKustomizeLoaderIsOffline(t *testing.T) {
 	write("local/cm.yaml", cm)
 	write("local/kustomization.yaml", "resources: [cm.yaml]\nnamePrefix: x-\n")
 	g := NewWithT(t)
-	objs, err := kustomizeOffline(context.Background(), root, filepath.Join(root, "local"))
+	objs, err := kustomizeOffline(context.Background(), root, filepath.Join(root, "local"), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(objs).To(HaveLen(1))
 	g.Expect(objs[0].GetName()).To(Equal("x-cm"))
@@ -91,4 +91,23 @@ func TestBuildCacheBounds(t *testing.T) {
 	if c.bytes != 30 || len(c.keys) != 2 {
 		t.Errorf("bytes %d, entries %d; want 30, 2", c.bytes, len(c.keys))
 	}
+}
+
+// Two deploy engines in one process (two operators) remember their own
+// kustomize builds: one's build is not served to the other.
+func TestKustomizeBuildsAreTheEnginesOwn(t *testing.T) {
+	g := NewWithT(t)
+	a, b := &Engine{Mapper: k8s.RESTMapper()}, &Engine{Mapper: k8s.RESTMapper()}
+	root, err := filepath.Abs(testdata)
+	g.Expect(err).NotTo(HaveOccurred())
+	root, err = filepath.EvalSymlinks(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := filepath.Join(root, "kustomize", "base")
+	objs, err := a.renderManifests(testdata, []string{"kustomize/base"}, "shop")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).NotTo(BeEmpty())
+	_, ok := a.kustomizeBuilds().get(root, dir)
+	g.Expect(ok).To(BeTrue(), "a remembers its build")
+	_, ok = b.kustomizeBuilds().get(root, dir)
+	g.Expect(ok).To(BeFalse(), "a's build is served to b")
 }

@@ -37,17 +37,14 @@ var APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"verb"})
 
 // Requests is a count of API requests by verb, readable in process (the
-// steady-state benchmark reads it; Prometheus reads APIRequests).
+// steady-state benchmark reads its operator's, CountRequests; Prometheus
+// reads APIRequests).
 type Requests struct {
 	counts [len(allVerbs)]atomic.Int64
 }
 
 var allVerbs = [...]string{VerbGet, VerbList, VerbWatch, VerbDiscovery, VerbCreate, VerbUpdate, VerbPatch,
 	VerbDelete, VerbDeleteCollection, VerbDryRun}
-
-// ProcessRequests counts every request made through a config passed to
-// CountRequests.
-var ProcessRequests = &Requests{}
 
 // Snapshot is a copy of the counts by verb.
 type Snapshot map[string]int64
@@ -91,19 +88,27 @@ func (r *Requests) add(verb string) {
 
 // CountRequests makes every request through cfg, and through every copy
 // of it (rest.CopyConfig keeps the wrapper: impersonated tenants and Helm
-// are counted too), count in APIRequests and ProcessRequests.
-func CountRequests(cfg *rest.Config) {
+// are counted too), count in APIRequests and in the Requests it returns:
+// the counts of that config's operator alone, so two operators in one
+// process (an envtest suite beside a benchmark) do not count each
+// other's requests.
+func CountRequests(cfg *rest.Config) *Requests {
+	counts := &Requests{}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &countingTransport{next: rt}
+		return &countingTransport{next: rt, counts: counts}
 	})
+	return counts
 }
 
-type countingTransport struct{ next http.RoundTripper }
+type countingTransport struct {
+	next   http.RoundTripper
+	counts *Requests
+}
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	verb := RequestVerb(req)
 	APIRequests.WithLabelValues(verb).Inc()
-	ProcessRequests.add(verb)
+	t.counts.add(verb)
 	return t.next.RoundTrip(req)
 }
 

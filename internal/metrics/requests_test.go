@@ -46,14 +46,14 @@ func TestCountRequestsCountsCopies(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := &rest.Config{Host: srv.URL}
-	CountRequests(cfg)
+	counts := CountRequests(cfg)
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:a:deployer"}
 	hc, err := rest.HTTPClientFor(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := ProcessRequests.Snapshot()
+	before := counts.Snapshot()
 	for _, m := range []string{"GET", "PATCH"} {
 		req, _ := http.NewRequest(m, srv.URL+"/api/v1/namespaces/a/configmaps/x", nil)
 		resp, err := hc.Do(req)
@@ -62,7 +62,7 @@ func TestCountRequestsCountsCopies(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	d := ProcessRequests.Snapshot().Sub(before)
+	d := counts.Snapshot().Sub(before)
 	if d[VerbGet] != 1 || d[VerbPatch] != 1 || d.Reads() != 1 || d.Writes() != 1 {
 		t.Errorf("counted %v, want one get and one patch", d)
 	}
@@ -80,5 +80,32 @@ func TestDirBytes(t *testing.T) {
 	}
 	if n := DirBytes(root); n != 123 {
 		t.Errorf("DirBytes = %d, want 123", n)
+	}
+}
+
+// Two operators in one process (an envtest suite beside a benchmark)
+// count their own requests: one's are not in the other's counts.
+func TestCountRequestsOfTwoConfigsApart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}`))
+	}))
+	defer srv.Close()
+	a, b := &rest.Config{Host: srv.URL}, &rest.Config{Host: srv.URL}
+	countsA, countsB := CountRequests(a), CountRequests(b)
+	hc, err := rest.HTTPClientFor(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(srv.URL + "/api/v1/namespaces/a/configmaps/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := countsA.Snapshot()[VerbGet]; got != 1 {
+		t.Errorf("a counted %d gets of its own, want 1", got)
+	}
+	if got := countsB.Snapshot(); got.Reads()+got.Writes() != 0 {
+		t.Errorf("b counted a's request: %v", got)
 	}
 }

@@ -172,6 +172,9 @@ func New(mgr ctrl.Manager, o Options) Operator {
 			MaxStoreBytes: o.SourceStoreMaxBytes,
 			MaxEnvBytes:   o.SourceStoreEnvMaxBytes,
 			Flush:         o.SourceStoreFlush,
+			// This operator's own: what it knows of the store and its
+			// fetch locks.
+			Store: source.NewStore(),
 		}},
 		Engines: engine.Set{
 			Triggers:   testrun.Triggers{Engine: tests},

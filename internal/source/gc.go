@@ -9,14 +9,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/devloop-dev/devloop/internal/memo"
 )
 
-// What the store keeps in memory about itself, one state per root (every
+// What the store keeps in memory about itself, one state per Store (every
 // Fetcher copy of one store shares it). The rules are in the package doc.
 
 // pathOverhead is what each path of an entry costs beyond its bytes: a
@@ -75,20 +77,47 @@ type envState struct {
 	seen    time.Time
 }
 
-var stores sync.Map // root -> *storeState
-
-func (f *Fetcher) state() *storeState {
-	v, _ := stores.LoadOrStore(filepath.Clean(f.Root), &storeState{
-		entries:       map[string]*entryState{},
-		envs:          map[types.UID]*envState{},
-		namespaces:    map[types.UID]string{},
-		refusals:      map[string]*refusal{},
-		inflightFills: map[string]inflightFill{},
-	})
-	return v.(*storeState)
+// Store is what one operator keeps in memory about its content store:
+// the entries, what they are charged to and who holds them (storeState),
+// and the locks that serialise fetches of one entry. Every copy of a
+// Fetcher (ReadingWith) shares its Store; operator.New gives its Fetcher
+// one, so two operators in one process share none of it, as two
+// processes would not.
+type Store struct {
+	state *storeState
+	locks *keyLocks
 }
 
-// scan learns what the store holds from disk, once per process. Entries
+// NewStore is an empty Store: a new process's, which learns what the
+// directory holds from disk on first use.
+func NewStore() *Store {
+	return &Store{
+		state: &storeState{
+			entries:       map[string]*entryState{},
+			envs:          map[types.UID]*envState{},
+			namespaces:    map[types.UID]string{},
+			refusals:      map[string]*refusal{},
+			inflightFills: map[string]inflightFill{},
+		},
+		locks: &keyLocks{m: map[string]*keyLock{}},
+	}
+}
+
+// store is f's Store, made on first use when f was given none (a helper
+// pod's private store, a test's): set once, without a lock, so a Fetcher
+// stays a plain value its copies share the Store of.
+func (f *Fetcher) store() *Store {
+	p := (*unsafe.Pointer)(unsafe.Pointer(&f.Store))
+	if s := atomic.LoadPointer(p); s != nil {
+		return (*Store)(s)
+	}
+	atomic.CompareAndSwapPointer(p, nil, unsafe.Pointer(NewStore()))
+	return (*Store)(atomic.LoadPointer(p))
+}
+
+func (f *Fetcher) state() *storeState { return f.store().state }
+
+// scan learns what the store holds from disk, once per Store. Entries
 // found are charged to nobody until an environment is served them.
 func (st *storeState) scan(root string) {
 	if st.scanned {

@@ -209,12 +209,16 @@ type Fetcher struct {
 	// the operator to another node). Off, an entry is trusted only in the
 	// boot that wrote it, which saves the flush on every fetch.
 	Flush bool
+	// Store is what the process knows of the store at Root (NewStore);
+	// nil: one made on first use. Copies of f share it.
+	Store *Store
 }
 
 // ReadingWith is f reading Secrets and Flux objects with r instead: a
 // client acting as the environment's ServiceAccount, so a source can name
 // only what that ServiceAccount may read. The content store is shared.
 func (f *Fetcher) ReadingWith(r client.Reader) *Fetcher {
+	f.store() // made before the copy, so the copy shares it
 	c := *f
 	c.Reader = r
 	return &c

@@ -106,7 +106,7 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 	if err := f.refused(s, name, env); err != nil {
 		return nil, err
 	}
-	unlock, err := lockKey(ctx, entry)
+	unlock, err := f.store().locks.lockKey(ctx, entry)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
@@ -272,12 +272,13 @@ func syncFS(dir string) {
 	_ = unix.Syncfs(int(d.Fd()))
 }
 
-// keyLocks serialises fetches of one store entry within the process, so two
-// reconciles needing the same commit download it once.
-var keyLocks = struct {
+// keyLocks serialise fetches of one store entry within an operator
+// (Store.locks), so two reconciles needing the same commit download it
+// once.
+type keyLocks struct {
 	sync.Mutex
 	m map[string]*keyLock
-}{m: map[string]*keyLock{}}
+}
 
 type keyLock struct {
 	ch    chan struct{}
@@ -285,23 +286,23 @@ type keyLock struct {
 }
 
 // lockKey waits for the entry's lock or for ctx, whichever comes first.
-func lockKey(ctx context.Context, key string) (func(), error) {
-	keyLocks.Lock()
-	l := keyLocks.m[key]
+func (locks *keyLocks) lockKey(ctx context.Context, key string) (func(), error) {
+	locks.Lock()
+	l := locks.m[key]
 	if l == nil {
 		l = &keyLock{ch: make(chan struct{}, 1)}
-		keyLocks.m[key] = l
+		locks.m[key] = l
 	}
 	l.users++
-	keyLocks.Unlock()
+	locks.Unlock()
 
 	release := func() {
-		keyLocks.Lock()
+		locks.Lock()
 		l.users--
 		if l.users == 0 {
-			delete(keyLocks.m, key)
+			delete(locks.m, key)
 		}
-		keyLocks.Unlock()
+		locks.Unlock()
 	}
 	select {
 	case l.ch <- struct{}{}:

@@ -15,32 +15,22 @@ import (
 // of an engine, passed in), so two operators in one process — an envtest
 // suite beside a benchmark — share nothing by accident.
 var packageStateAllowed = map[string]string{
-	// Still to move into what operator.New builds (issue 48): each is
-	// per process today, so two operators in one process share it.
-	"internal/deploy/helm/release.go:written":               "to move (issue 48): the revisions this process wrote; Helm's pending-* lock is per release",
-	"internal/deploy/helm/inflight.go:helmInFlight":         "to move (issue 48): the Helm actions in flight and their wake channel",
-	"internal/deploy/helm/discovery.go:crdsApplied":         "to move (issue 48): CRDs applied, which ages cached discoveries",
-	"internal/deploy/helm/discovery.go:identityDiscoveries": "to move (issue 48): discovery per identity and API server",
-	"internal/deploy/manifests_kustomize_offline.go:built":  "to move (issue 48): kustomize builds by input digest",
-	"internal/metrics/requests.go:ProcessRequests":          "to move (issue 48): the process's API request counts the benchmarks read",
-	"internal/source/gc.go:stores":                          "to move (issue 48): the source stores by root, collected together",
-	"internal/source/store.go:keyLocks":                     "to move (issue 48): locks per store key, shared with the stores",
-	"internal/image/liveupdate_layer.go:supervisorLayers":   "a memo of the supervisor binary's layer: content-addressed, the same for every operator",
-	"internal/image/liveupdate_layer.go:supervisorDigests":  "the digests of that layer, as content-addressed as it",
-	"internal/metrics/reconcile.go:StepDuration":            "a Prometheus collector, registered once with the process's registry as controller-runtime's are",
-	"internal/metrics/requests.go:APIRequests":              "a Prometheus collector (as StepDuration)",
-	"internal/metrics/workdir.go:WorkDirBytes":              "a Prometheus collector (as StepDuration)",
-	"internal/testrun/metrics.go:RunsTotal":                 "a Prometheus collector (as StepDuration)",
-	"internal/testrun/metrics.go:RunDuration":               "a Prometheus collector (as StepDuration)",
-	"internal/source/git.go:gitStrategyHook":                "a test seam: which fetch strategy ran, nil in the product",
-	"internal/egress/dial.go:ContextTransport":              "a RoundTripper of no fields: nothing to share",
-	"internal/ui/server.go:assets":                          "go:embed: the dashboard's files, read-only",
-	"internal/source/store.go:bootID":                       "sync.OnceValue: the host's boot ID, read once, constant after",
-	"internal/supervisor/delta.go:rollOut":                  "computed once at start (a constant of the build), read-only after",
-	"internal/image/index.go:defaultPlatform":               "computed once at start (the host's platform), read-only after",
-	"internal/cli/root.go:scheme":                           "the plugin's scheme, built once at start, read-only after",
-	"internal/egress/dial.go:unrestricted":                  "the empty policy, never written",
-	"internal/plan/run_templates.go:exampleImage":           "a constant example for template checks, never written",
+	"internal/image/liveupdate_layer.go:supervisorLayers":  "a memo of the supervisor binary's layer: content-addressed, the same for every operator",
+	"internal/image/liveupdate_layer.go:supervisorDigests": "the digests of that layer, as content-addressed as it",
+	"internal/metrics/reconcile.go:StepDuration":           "a Prometheus collector, registered once with the process's registry as controller-runtime's are",
+	"internal/metrics/requests.go:APIRequests":             "a Prometheus collector (as StepDuration)",
+	"internal/metrics/workdir.go:WorkDirBytes":             "a Prometheus collector (as StepDuration)",
+	"internal/testrun/metrics.go:RunsTotal":                "a Prometheus collector (as StepDuration)",
+	"internal/testrun/metrics.go:RunDuration":              "a Prometheus collector (as StepDuration)",
+	"internal/source/git.go:gitStrategyHook":               "a test seam: which fetch strategy ran, nil in the product",
+	"internal/egress/dial.go:ContextTransport":             "a RoundTripper of no fields: nothing to share",
+	"internal/ui/server.go:assets":                         "go:embed: the dashboard's files, read-only",
+	"internal/source/store.go:bootID":                      "sync.OnceValue: the host's boot ID, read once, constant after",
+	"internal/supervisor/delta.go:rollOut":                 "computed once at start (a constant of the build), read-only after",
+	"internal/image/index.go:defaultPlatform":              "computed once at start (the host's platform), read-only after",
+	"internal/cli/root.go:scheme":                          "the plugin's scheme, built once at start, read-only after",
+	"internal/egress/dial.go:unrestricted":                 "the empty policy, never written",
+	"internal/plan/run_templates.go:exampleImage":          "a constant example for template checks, never written",
 }
 
 // TestNoPackageLevelState: no product package (internal/…, controllers)

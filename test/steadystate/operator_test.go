@@ -21,15 +21,16 @@ const concurrentReconciles = 4
 // startOperator runs the operator in this process as cmd/manager wires it
 // (default intervals, the chart's RBAC, every request counted by
 // internal/metrics) and returns its reconciler, so the benchmark can also
-// call Reconcile itself. It stops when the benchmark ends.
-func startOperator(b *testing.B) *controllers.DevEnvironmentReconciler {
+// call Reconcile itself, and the counts of its requests. It stops when
+// the benchmark ends.
+func startOperator(b *testing.B) (*controllers.DevEnvironmentReconciler, *metrics.Requests) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg, err := testenv.OperatorConfig(ctx, testEnv, k8s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	metrics.CountRequests(cfg)
+	requests := metrics.CountRequests(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
 		Cache:                  operator.CacheOptions(operator.WatchScope{}),
@@ -70,5 +71,5 @@ func startOperator(b *testing.B) *controllers.DevEnvironmentReconciler {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		b.Fatal("cache did not sync")
 	}
-	return r
+	return r, requests
 }

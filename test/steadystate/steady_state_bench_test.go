@@ -83,7 +83,7 @@ func BenchmarkSteadyState(b *testing.B) {
 	sz := benchSize(b)
 	ctx := context.Background()
 	host := testregistry.Start(b)
-	r := startOperator(b)
+	r, requests := startOperator(b)
 
 	started := time.Now()
 	keys := make([]client.ObjectKey, 0, sz.envs)
@@ -95,7 +95,7 @@ func BenchmarkSteadyState(b *testing.B) {
 
 	// No-op reconciles.
 	var durations []time.Duration
-	reqBefore, recBefore := metrics.ProcessRequests.Snapshot(), managerReconciles(b)
+	reqBefore, recBefore := requests.Snapshot(), managerReconciles(b)
 	b.ResetTimer()
 	for b.Loop() {
 		for _, key := range keys {
@@ -109,7 +109,7 @@ func BenchmarkSteadyState(b *testing.B) {
 	b.StopTimer()
 	// Reported after the loop: ResetTimer drops metrics reported before.
 	b.ReportMetric(bringup.Seconds(), "bringup-s")
-	reqs := metrics.ProcessRequests.Snapshot().Sub(reqBefore)
+	reqs := requests.Snapshot().Sub(reqBefore)
 	reconciles := float64(len(durations)) + managerReconciles(b) - recBefore
 	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
 	b.ReportMetric(ms(percentile(durations, 0.50)), "noop-p50-ms")
@@ -124,10 +124,10 @@ func BenchmarkSteadyState(b *testing.B) {
 	}
 
 	// Idle at the default intervals.
-	cpuBefore, reqBefore, recBefore := cpuTime(b), metrics.ProcessRequests.Snapshot(), managerReconciles(b)
+	cpuBefore, reqBefore, recBefore := cpuTime(b), requests.Snapshot(), managerReconciles(b)
 	time.Sleep(sz.quiet)
 	minutes := sz.quiet.Minutes()
-	idleReqs := metrics.ProcessRequests.Snapshot().Sub(reqBefore)
+	idleReqs := requests.Snapshot().Sub(reqBefore)
 	b.ReportMetric((cpuTime(b)-cpuBefore).Seconds()/minutes, "idle-cpu-s/min")
 	b.ReportMetric((managerReconciles(b)-recBefore)/minutes, "idle-reconciles/min")
 	b.ReportMetric(float64(idleReqs.Reads()+idleReqs.Writes()+idleReqs[metrics.VerbDryRun])/minutes, "idle-requests/min")

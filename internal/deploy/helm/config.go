@@ -21,17 +21,17 @@ type ConfigFactory func(namespace string) (*action.Configuration, error)
 // in the release namespace, Helm's default, so `helm list` sees them.
 const HelmDriver = "secret"
 
-// NewConfigFactory builds configurations that talk to the cluster cfg
-// points at. When impersonate is not empty every request, release storage
+// ConfigFactory builds configurations that talk to the cluster cfg
+// points at, sharing r's discovery of their identity. When impersonate is not empty every request, release storage
 // included, is made as that user (see identity.ServiceAccountUser), so a release can
 // do no more than the ServiceAccount may.
-func NewConfigFactory(cfg *rest.Config, impersonate string) ConfigFactory {
+func (r *Releases) ConfigFactory(cfg *rest.Config, impersonate string) ConfigFactory {
 	return func(namespace string) (*action.Configuration, error) {
 		c := rest.CopyConfig(cfg)
 		if impersonate != "" {
 			c.Impersonate = rest.ImpersonationConfig{UserName: impersonate}
 		}
-		d, err := discoveryFor(c)
+		d, err := r.discoveryFor(c)
 		if err != nil {
 			return nil, fmt.Errorf("helm configuration for namespace %s: %w", namespace, err)
 		}

@@ -27,7 +27,8 @@ import (
 //     discovers again, once per minDiscoveryRefresh at most;
 //   - Helm installs CRDs (it invalidates the discovery client, and so
 //     this cache);
-//   - devloop applies a CRD (crdsApplied), whoever deploys next sees it;
+//   - devloop applies a CRD (Releases.CRDApplied), whoever deploys next
+//     sees it;
 //   - capabilitiesTTL has passed, for CRDs someone else installs, which
 //     a chart may test with .Capabilities.APIVersions.Has.
 
@@ -38,18 +39,12 @@ const capabilitiesTTL = time.Minute
 // minDiscoveryRefresh rate-limits discovery on kinds that stay missing.
 const minDiscoveryRefresh = 5 * time.Second
 
-// crdsApplied counts the CRDs the deploy engine has applied: a cached
-// identity discovery older than the count discovers again.
-var crdsApplied atomic.Int64
-
-// CRDApplied tells the cached discoveries that a CRD was applied (by the
-// deploy engine's Apply, not by Helm): whoever deploys next sees it.
-func CRDApplied() { crdsApplied.Add(1) }
-
 // identityDiscovery is one identity's discovery, mapper and Capabilities.
 type identityDiscovery struct {
 	discovery *invalidatingDiscovery
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	// crdsApplied is its operator's count (Releases.crdsApplied).
+	crdsApplied *atomic.Int64
 
 	mu          sync.Mutex
 	caps        *chartutil.Capabilities
@@ -58,18 +53,20 @@ type identityDiscovery struct {
 	lastRefresh time.Time
 }
 
-var identityDiscoveries = struct {
+// discoveries are an operator's identity discoveries, by API server and
+// user (Releases.discoveries).
+type discoveries struct {
 	mu sync.Mutex
 	m  map[string]*identityDiscovery
-}{m: map[string]*identityDiscovery{}}
+}
 
-// discoveryFor is the cached discovery of cfg's identity, made on first
+// discoveryFor is r's cached discovery of cfg's identity, made on first
 // use.
-func discoveryFor(cfg *rest.Config) (*identityDiscovery, error) {
+func (r *Releases) discoveryFor(cfg *rest.Config) (*identityDiscovery, error) {
 	key := cfg.Host + "\x00" + cfg.Impersonate.UserName
-	identityDiscoveries.mu.Lock()
-	defer identityDiscoveries.mu.Unlock()
-	if d := identityDiscoveries.m[key]; d != nil {
+	r.discoveries.mu.Lock()
+	defer r.discoveries.mu.Unlock()
+	if d := r.discoveries.m[key]; d != nil {
 		return d, nil
 	}
 	c := rest.CopyConfig(cfg)
@@ -79,16 +76,16 @@ func discoveryFor(cfg *rest.Config) (*identityDiscovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &identityDiscovery{crds: crdsApplied.Load()}
+	d := &identityDiscovery{crdsApplied: &r.crdsApplied, crds: r.crdsApplied.Load()}
 	d.discovery = &invalidatingDiscovery{CachedDiscoveryInterface: memory.NewMemCacheClient(dc), onInvalidate: d.dropCapabilities}
 	d.mapper = restmapper.NewDeferredDiscoveryRESTMapper(d.discovery)
-	identityDiscoveries.m[key] = d
+	r.discoveries.m[key] = d
 	return d, nil
 }
 
 // fresh drops what devloop's own CRD applies made stale.
 func (d *identityDiscovery) fresh() {
-	n := crdsApplied.Load()
+	n := d.crdsApplied.Load()
 	d.mu.Lock()
 	stale := d.crds != n
 	d.crds = n

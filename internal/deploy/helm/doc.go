@@ -5,12 +5,13 @@
 //     uninstall, history; action.go) with a config factory as the test
 //     seam, impersonation built in and discovery cached per identity
 //     (config.go, discovery.go);
-//   - ReconcileRelease: one remediation action at a time (install,
+//   - Releases.Reconcile: one remediation action at a time (install,
 //     upgrade, rollback, uninstall, unlock of a pending release) over the
 //     stored history, a storage observer recording every revision written
-//     (release.go, observer.go), and the process's actions in flight, which
+//     (release.go, observer.go), and the operator's actions in flight, which
 //     go on outside a reconcile once they take longer than a second
-//     (inflight.go);
+//     (inflight.go); a Releases is one operator's memory of all this
+//     (releases.go);
 //   - the edits of what Helm renders, manifest and hooks alike: the
 //     caller's patches and mutator, applied by post-render and when Helm
 //     stores the pending revision (postrender.go, render.go);

@@ -40,16 +40,18 @@ func helmActionBound(timeout time.Duration) time.Duration {
 	return 2*timeout + time.Minute
 }
 
-// helmInFlight are the process's Helm actions, one at most per release. It
-// is one for the process, like the record of written revisions: Helm's
-// own lock on a release (its pending-* status) is per release whatever
-// engine acts on it.
-var helmInFlight = &helmActions{runs: map[string]*Run{}, wake: make(chan event.GenericEvent, 64)}
-
+// helmActions are an operator's Helm actions, one at most per release
+// (Releases.inFlight).
 type helmActions struct {
 	mu   sync.Mutex
 	runs map[string]*Run
 	wake chan event.GenericEvent
+}
+
+// newHelmActions has room for 64 wakes not yet taken: a full channel
+// drops one (see notify).
+func newHelmActions() *helmActions {
+	return &helmActions{runs: map[string]*Run{}, wake: make(chan event.GenericEvent, 64)}
 }
 
 // Run is one ReconcileRelease call in flight, or ended.
@@ -73,36 +75,11 @@ type Run struct {
 	action Action
 }
 
-// Wakes reports environments whose Helm action ended outside a
-// reconcile, so the controller reconciles them at once.
-func Wakes() <-chan event.GenericEvent { return helmInFlight.wake }
-
 // ReleaseKey names a release of an owner (an environment's UID) among the
 // actions in flight.
 func ReleaseKey(owner, namespace, name string) string {
 	return owner + "/" + namespace + "/" + name
 }
-
-// InFlight says an action on the release key names is in flight, or
-// ended without its outcome taken by a reconcile yet.
-func InFlight(key string) bool { return helmInFlight.pending(key) }
-
-// PendingDigest is the chart and values digest (ReleaseRequest.Digest)
-// of the action in flight on the release key names, or ended without its
-// outcome taken; ok is false when there is none.
-func PendingDigest(key string) (digest string, ok bool) { return helmInFlight.pendingDigest(key) }
-
-// ReconcileInFlight runs ReconcileRelease for req as the release's one
-// action in flight, or takes the outcome of the one already under way
-// (see helmActions.reconcile); env is woken when it ends after the
-// reconcile stopped waiting.
-func ReconcileInFlight(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest) (run *Run, done bool) {
-	return helmInFlight.reconcile(ctx, key, env, req)
-}
-
-// StopInFlight cancels the action in flight on the release key names
-// and waits a little for it to end (see helmActions.stop).
-func StopInFlight(key string) error { return helmInFlight.stop(key) }
 
 // Result is the ended call's outcome and error.
 func (r *Run) Result() (Outcome, error) { return r.out, r.err }
@@ -133,7 +110,8 @@ func (a *helmActions) pendingDigest(key string) (string, bool) {
 // (run says what it does), or the ended run, whose out and err are the
 // call's. A finished run for other chart and values than req's is dropped
 // and req runs anew.
-func (a *helmActions) reconcile(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest) (run *Run, done bool) {
+func (a *helmActions) reconcile(ctx context.Context, key string, env client.ObjectKey, req ReleaseRequest,
+	reconcileRelease func(context.Context, ReleaseRequest) (Outcome, error)) (run *Run, done bool) {
 	digest := releaseDigest(req)
 	a.mu.Lock()
 	if r := a.runs[key]; r != nil {
@@ -172,7 +150,7 @@ func (a *helmActions) reconcile(ctx context.Context, key string, env client.Obje
 	}
 	go func() {
 		defer cancel()
-		o, err := ReconcileRelease(actx, req)
+		o, err := reconcileRelease(actx, req)
 		r.out, r.err, r.ended = o, err, time.Now()
 		close(r.done)
 		r.mu.Lock()

@@ -131,7 +131,7 @@ var nextAction = map[state]Action{
 	stateFailed:       ActionRollback,
 }
 
-// ReconcileRelease brings the release to the desired chart and values as
+// Reconcile brings the release to the desired chart and values as
 // a state machine: determine the state from storage, pick one action, run
 // it, and repeat, at most MaxActions times and never the same action twice
 // in one call, so a failed upgrade is rolled back once and not retried in
@@ -141,7 +141,7 @@ var nextAction = map[state]Action{
 // The error is fault.Permanent for a Forbidden from the API server (the
 // verb and resource named), fault.Unavailable when the API server cannot
 // be reached, and a plain error for other failures of the last action.
-func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) {
+func (r *Releases) Reconcile(ctx context.Context, req ReleaseRequest) (Outcome, error) {
 	cfg, err := req.Configs(req.Namespace)
 	if err != nil {
 		return Outcome{Digest: releaseDigest(req)}, err
@@ -155,9 +155,9 @@ func ReconcileRelease(ctx context.Context, req ReleaseRequest) (Outcome, error) 
 	}
 	obs := NewObserver(cfg.Releases.Driver)
 	cfg.Releases.Driver = obs
-	out, err := reconcileRelease(ctx, cfg, req, render)
+	out, err := reconcileRelease(ctx, cfg, req, render, r.written)
 	out.Observed = obs.Observed()
-	written.record(out.Observed)
+	r.written.record(out.Observed)
 	return out, err
 }
 
@@ -189,7 +189,7 @@ func (e *ReleaseLockedError) Error() string {
 // (leftByAnotherLeader). Any other — someone's helm command, or an
 // operator process that ran without leader election — only once the
 // action timeout and lockGrace have passed since it started.
-func lockExpiry(cfg *action.Configuration, last *release.Release, timeout time.Duration, writer string) time.Time {
+func lockExpiry(cfg *action.Configuration, last *release.Release, timeout time.Duration, writer string, written *revisionBook) time.Time {
 	if written.wrote(last) || leftByAnotherLeader(last, writer) {
 		return time.Time{}
 	}
@@ -214,16 +214,15 @@ func lockExpiry(cfg *action.Configuration, last *release.Release, timeout time.D
 // defaultActionTimeout is Helm's own default action timeout.
 const defaultActionTimeout = 5 * time.Minute
 
-// revisionBook remembers, per release, the latest revision this process
+// revisionBook remembers, per release, the latest revision an operator
 // wrote.
 type revisionBook struct {
 	mu     sync.Mutex
 	latest map[string]int
 }
 
-// written is this process's book: a restart forgets it, so a revision left
-// pending by a previous process waits out the timeout.
-var written = &revisionBook{latest: map[string]int{}}
+// An operator's book is Releases.written: a restart forgets it, so a
+// revision left pending by a previous process waits out the timeout.
 
 // record notes the newest revision of each release among one call's
 // writes (a reinstall starts again at 1, so it replaces what was known).
@@ -255,7 +254,7 @@ func (b *revisionBook) wrote(rls *release.Release) bool {
 	return b.latest[rls.Namespace+"/"+rls.Name] == rls.Version
 }
 
-func reconcileRelease(ctx context.Context, cfg *action.Configuration, req ReleaseRequest, render *releaseRender) (Outcome, error) {
+func reconcileRelease(ctx context.Context, cfg *action.Configuration, req ReleaseRequest, render *releaseRender, written *revisionBook) (Outcome, error) {
 	out := Outcome{Digest: releaseDigest(req)}
 
 	opts := ActionOptions{
@@ -301,7 +300,7 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 			return out, lastErr
 		}
 		if act == ActionUnlock {
-			if until := lockExpiry(cfg, last, req.Timeout, req.Writer); time.Now().Before(until) {
+			if until := lockExpiry(cfg, last, req.Timeout, req.Writer, written); time.Now().Before(until) {
 				return out, &ReleaseLockedError{Namespace: req.Namespace, Name: req.ReleaseName, Revision: last.Version,
 					Status: string(last.Info.Status), Since: last.Info.LastDeployed.Time, Until: until}
 			}

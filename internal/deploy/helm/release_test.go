@@ -265,7 +265,10 @@ func TestFailingStorage(t *testing.T) {
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s, "helm-")
 	fd := &failingDriver{}
-	real := NewConfigFactory(cfg, "")
+	// One operator's Releases across the calls, as the deploy engine's:
+	// the revision its install left pending is its own to unlock.
+	releases := NewReleases()
+	real := releases.ConfigFactory(cfg, "")
 	req := ReleaseRequest{
 		Configs: func(ns string) (*action.Configuration, error) {
 			cfg, err := real(ns)
@@ -282,7 +285,7 @@ func TestFailingStorage(t *testing.T) {
 
 	refused := error(errors.New("dial tcp 10.0.0.1:443: connect: connection refused"))
 	fd.query.Store(&refused)
-	out, err := ReconcileRelease(ctx, req)
+	out, err := releases.Reconcile(ctx, req)
 	g.Expect(fault.IsUnavailable(err)).To(BeTrue(), "%v", err)
 	g.Expect(out.Actions).To(BeEmpty())
 	fd.query.Store(nil)
@@ -292,13 +295,13 @@ func TestFailingStorage(t *testing.T) {
 	// update too, which fails.
 	broken := error(errors.New("storage is read-only"))
 	fd.update.Store(&broken)
-	out, err = ReconcileRelease(ctx, req)
+	out, err = releases.Reconcile(ctx, req)
 	g.Expect(err).To(MatchError(ContainSubstring("read-only")))
 	g.Expect(out.Actions).To(Equal([]Action{ActionInstall, ActionUnlock}))
 	g.Expect(out.Release.Status).To(Equal(string(release.StatusPendingInstall)))
 
 	fd.update.Store(nil)
-	out, err = ReconcileRelease(ctx, req)
+	out, err = releases.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Actions).To(Equal([]Action{ActionUnlock, ActionUninstall, ActionInstall}))
 	g.Expect(out.Release.Status).To(Equal(string(release.StatusDeployed)))

@@ -15,7 +15,7 @@ import (
 // UID) installed it. A release that is not there (never installed, or
 // its namespace deleted by hand with its storage) is done; one someone
 // else installed is left. Stop the release's action in flight first
-// (StopInFlight).
+// (Releases.StopInFlight).
 //
 // Helm's uninstall deletes the release's manifest, not its hooks: a hook
 // Job kept by its delete policy (before-hook-creation, Helm's default),
@@ -30,7 +30,7 @@ import (
 // runs (pre- and post-delete, of the last revision) before it starts: a
 // refusal leaves the release, and no hook runs. What their names stand
 // on may have appeared since the install checked them.
-func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o ActionOptions, checkHooks, removeHooks HookFunc) error {
+func (r *Releases) UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o ActionOptions, checkHooks, removeHooks HookFunc) error {
 	cfg, err := configs(o.Namespace)
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func UninstallOwned(ctx context.Context, configs ConfigFactory, owner string, o 
 	if _, err := Uninstall(cfg, o); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", o.Namespace, o.ReleaseName, err)
 	}
-	written.forget(o.Namespace, o.ReleaseName)
+	r.written.forget(o.Namespace, o.ReleaseName)
 	if removeHooks != nil {
 		if err := removeHooks(ctx, hooks); err != nil {
 			return fmt.Errorf("removing the hooks of release %s/%s after uninstalling it: %w", o.Namespace, o.ReleaseName, err)
