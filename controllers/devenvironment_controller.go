@@ -181,6 +181,7 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if !env.Spec.Suspend {
 			env.Status.LastHandledReconcileAt = env.Annotations[v1alpha1.ReconcileRequestAnnotation]
 		}
+		s.settleProgress(ctx)
 		summarize(env, outcome)
 		keepTransitionTimes(read, env)
 		r.recordTransition(ctx, read, env, outcome)
@@ -211,6 +212,9 @@ func (r *DevEnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			continue
 		}
 		logger.V(1).Info("running step", "step", st.name)
+		// A step may write the environment itself: a progress write
+		// still on its way lands first.
+		s.settleProgress(ctx)
 		err := st.run(stepsCtx, s)
 		switch {
 		case err == nil:

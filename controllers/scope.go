@@ -20,6 +20,9 @@ type scope struct {
 	// before is env as last written (as read, until a step writes): the
 	// final status patch is computed against it.
 	before *v1alpha1.DevEnvironment
+	// progressing is the progress write still on its way (status.go);
+	// settleProgress waits for it before the environment is written again.
+	progressing *progressWrite
 
 	// plan is the checked dependency graph, set by the plan step.
 	plan *plan.Plan

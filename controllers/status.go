@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -125,7 +126,17 @@ func removeCondition(env *v1alpha1.DevEnvironment, typ string) {
 // otherwise written when the reconcile ends, and until then kubectl wait,
 // the plugin and Flux would read the last outcome — Ready — while the
 // action runs. A failed write is only logged: the final one follows.
+//
+// The write is sent beside the action, not before it: the patch is made
+// here, from the status as it is now, and sent by its own goroutine, so a
+// change's build and live update do not wait a round trip to the API
+// server for it (issue 46's hot path). Whatever writes the environment
+// next — the next progress, a step (the trigger and test-run engines
+// write it with an optimistic lock), the final status — waits for it
+// first (settleProgress), so the writes reach the API server in the
+// order they were made and each is computed against what is stored.
 func (r *DevEnvironmentReconciler) progress(ctx context.Context, s *scope, msg string) {
+	s.settleProgress(ctx)
 	// What is stored already reads in progress for this generation (a
 	// rollout, a retry): it stays as it is, with its more telling message.
 	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha1.ConditionReconciling); c != nil &&
@@ -133,16 +144,53 @@ func (r *DevEnvironmentReconciler) progress(ctx context.Context, s *scope, msg s
 		return
 	}
 	summarize(s.env, &fault.WaitingError{Reason: v1alpha1.ReasonProgressing, Err: errors.New(message.Truncate(msg, 1024))})
-	// A copy takes the reply: engines hold pointers into s.env's status
-	// while they run.
+	// A copy is sent: engines hold pointers into s.env's status while
+	// they run, and the reply is decoded into what was sent.
 	written := s.env.DeepCopy()
 	written.Status.Bound()
-	if err := r.Status().Patch(ctx, written, client.MergeFrom(s.before)); err != nil {
+	data, err := client.MergeFrom(s.before).Data(written)
+	if err != nil {
 		log.FromContext(ctx).V(1).Info("could not write progress", "error", err.Error())
 		return
 	}
-	// What is stored now is the base of the next status write: the
-	// final patch must undo what this one said.
-	s.env.ResourceVersion = written.ResourceVersion
-	*s.before = *written
+	w := &progressWrite{done: make(chan struct{}), base: s.before.DeepCopy()}
+	// What will be stored is the base of the next status write: the
+	// final patch must undo what this one says. settleProgress puts the
+	// old base back if the write fails.
+	*s.before = *written.DeepCopy()
+	s.progressing = w
+	go func() {
+		defer close(w.done)
+		if w.err = r.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, data)); w.err == nil {
+			w.resourceVersion = written.ResourceVersion
+		}
+	}()
+}
+
+// progressWrite is a progress write on its way to the API server.
+type progressWrite struct {
+	done chan struct{}
+	// base is what was stored before it, put back if it fails.
+	base            *v1alpha1.DevEnvironment
+	err             error
+	resourceVersion string
+}
+
+// settleProgress waits for the progress write in flight, if any, and
+// makes what it stored (or, when it failed, what was stored before it)
+// the base of the next write.
+func (s *scope) settleProgress(ctx context.Context) {
+	w := s.progressing
+	if w == nil {
+		return
+	}
+	s.progressing = nil
+	<-w.done
+	if w.err != nil {
+		log.FromContext(ctx).V(1).Info("could not write progress", "error", w.err.Error())
+		*s.before = *w.base
+		return
+	}
+	s.env.ResourceVersion = w.resourceVersion
+	s.before.ResourceVersion = w.resourceVersion
 }

@@ -111,8 +111,10 @@ type pushTarget struct {
 	insecure bool
 	// read is the environment as resolvePushTarget read it: the first
 	// push uses it rather than read it again a moment later (one round
-	// trip fewer before the upload); a watch's later pushes read it anew.
+	// trip fewer before the upload); a watch's later pushes take it from
+	// feed, or read it anew when no watch is open.
 	read *v1alpha1.DevEnvironment
+	feed *envFeed
 	// pusher is the registry client of every push (pusherFor).
 	pusher      *source.Pusher
 	pusherOpts  source.PushOptions
@@ -192,11 +194,16 @@ func (a *app) pushChange(ctx context.Context, s *session, t *pushTarget, f *push
 	env := t.read
 	t.read = nil
 	if env == nil {
+		env = t.feed.latest()
+	}
+	if env == nil {
 		var err error
 		if env, err = s.getEnv(ctx, t.env); err != nil {
 			return nil, err
 		}
 	}
+	pusher, opts := t.pusherFor(s, env)
+	t.warmRegistry()
 	img, err := PackSource(t.dir, env, t.source, f.layer.For(registryHost(t.ref)))
 	if err != nil {
 		return nil, err
@@ -214,7 +221,6 @@ func (a *app) pushChange(ctx context.Context, s *session, t *pushTarget, f *push
 	}
 	packed := time.Since(start)
 
-	pusher, opts := t.pusherFor(s, env)
 	// Only content the environment already has may be a no-op: then the
 	// registry is asked whether it holds it too. New content is pushed
 	// at once (the upload skips the blobs the registry has), one round
@@ -291,6 +297,23 @@ func (t *pushTarget) pusherFor(s *session, env *v1alpha1.DevEnvironment) (*sourc
 		t.pusherOwner, t.pusherMade, t.pusherOpts = owner, time.Now(), opts
 	}
 	return t.pusher, t.pusherOpts
+}
+
+// warmRegistry resolves the push's credentials for the registry while
+// the directory is packed: whether the registry wants a devloop token is
+// a request of its own (pushKeychain), made once per process, and its
+// connection is kept alive for the upload's. Off the path of a change
+// rather than before its upload: one round trip or two across a link.
+func (t *pushTarget) warmRegistry() {
+	k, ok := t.pusherOpts.Keychain.(*pushKeychain)
+	if !ok {
+		return
+	}
+	reg, err := name.NewRegistry(registryHost(t.ref))
+	if err != nil {
+		return
+	}
+	go func() { _, _ = k.Resolve(reg) }()
 }
 
 // pushMemory remembers the blobs of each repository's last push in the

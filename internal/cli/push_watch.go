@@ -33,6 +33,9 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 	if err := watchTree(w, t.dir, t.dir, m); err != nil {
 		return err
 	}
+	// Each change is pushed from the environment as this watch keeps it,
+	// not from a read per change.
+	t.feed = a.feedEnvironment(ctx, s, t.read)
 	commands := make(chan string)
 	done := make(chan struct{})
 	defer close(done)

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +62,55 @@ spec:
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	t.Logf("watch session:\n%s", out.String())
+}
+
+// TestPushWatchPushesFromTheEnvironmentItWatches: push --watch reads the
+// environment once, when it starts; each later change is pushed from the
+// version its watch of the environment keeps, without a read before the
+// upload (issue 46: a round trip per change across a link). --no-follow
+// and no port-forwards, so the only reads are the pushes' own.
+func TestPushWatchPushesFromTheEnvironmentItWatches(t *testing.T) {
+	host := testregistry.Start(t)
+	ns := operatorNamespace(t)
+	name := uniqueName("watched")
+	createEnv(t, ns, name, pushedSpec(host, name+"-src"))
+	dir := appTreeFor(t, "<h1>v1</h1>", name)
+
+	rec := &pathRecorder{}
+	opts := testOptions()
+	opts.wrapTransport = func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec }
+	stdin, typed := io.Pipe()
+	defer typed.Close()
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	exited := startPlugin(ctx, stdin, &out, &errOut, opts, "push", dir, "--env", name, "--source", "app", "--watch", "--no-follow",
+		"--port-forward=false", "--debounce", "100ms", "-n", ns)
+	pushes := func() int { return strings.Count(out.String(), "pushed "+host) }
+	waitUntil(t, "the first change pushed", func() bool { return pushes() == 1 })
+	for i := 2; i <= 3; i++ {
+		testfiles.Write(t, dir, map[string]string{"site/index.html": fmt.Sprintf("<h1>v%d</h1>", i)})
+		waitUntil(t, fmt.Sprintf("change %d pushed", i), func() bool { return pushes() == i })
+	}
+	if _, err := io.WriteString(typed, "q\n"); err != nil {
+		t.Fatal(err)
+	}
+	if code := exited(); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	reads, watches := 0, 0
+	rec.mu.Lock()
+	for _, p := range rec.paths {
+		switch {
+		case p == "GET /apis/devloop.dev/v1alpha1/namespaces/"+ns+"/devenvironments/"+name:
+			reads++
+		case p == "GET /apis/devloop.dev/v1alpha1/namespaces/"+ns+"/devenvironments":
+			watches++
+		}
+	}
+	rec.mu.Unlock()
+	if reads != 1 || watches < 1 {
+		t.Fatalf("three changes pushed with %d reads of the environment and %d watches, want 1 read (at the start) and a watch; requests: %v\n%s",
+			reads, watches, rec.paths, out.String())
+	}
 }

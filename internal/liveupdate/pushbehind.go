@@ -8,6 +8,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/engine"
+	"github.com/devloop-dev/devloop/internal/timeline"
 )
 
 // syncWhilePushed: when this reconcile's build of img is still being
@@ -41,6 +42,11 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 			e.remember(req.Env.UID, img.Name, pending.TemplateDigest, digest, map[string][]byte{"": tarball})
 			pending.LiveDigest = digest
 			synced, err := e.converge(ctx, req, img, &pending)
+			if len(synced) > 0 {
+				// On the change timeline as any live update: the push
+				// breakdown then shows the sync ending before the push.
+				timeline.Mark(timeline.InComponent(ctx, img.Name), timeline.LiveUpdate, started)
+			}
 			out.Synced = append(out.Synced, synced...)
 			log.FromContext(ctx).V(1).Info("synced while the image is pushed", "image", img.Name, "digest", digest,
 				"pods", len(synced), "took", time.Since(started).String(), "failed", err != nil)

@@ -9,10 +9,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/timeline"
 	"github.com/devloop-dev/devloop/test/operatortest"
 )
 
@@ -87,4 +89,41 @@ func inRegistry(repository, digest string) bool {
 	}
 	_, err = remote.Head(ref, remote.WithContext(context.Background()))
 	return err == nil
+}
+
+// TestTheSyncWhilePushedIsOnTheChangeTimeline: a change synced into the
+// pods while its image is pushed shows that sync on the change timeline
+// (the LiveUpdate step the push breakdown prints as "synced and
+// restarted"), not only the push behind it.
+func TestTheSyncWhilePushedIsOnTheChangeTimeline(t *testing.T) {
+	g := NewWithT(t)
+	ns, env := deployLiveEnv(t)
+	key := client.ObjectKeyFromObject(env)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	v1 := *env.Status.Component("web").Image("web")
+	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+
+	pushLive(t, env, "binary v2", "<h1>1</h1>")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		ist := env.Status.Component("web").Image("web")
+		g.Expect(ist.Digest).NotTo(Equal(v1.Digest))
+		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "reason: %s", ist.UpdateReason)
+	})
+	synced := env.Status.Component("web").Image("web").Digest
+	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", synced)).To(HaveLen(1))
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(operatortest.Admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: timeline.ConfigMapName(env.Name)}, cm)).To(Succeed())
+		changes, err := timeline.Decode(cm)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(changes).NotTo(BeEmpty())
+		newest := changes[0]
+		g.Expect(newest.Result).To(Equal(timeline.Serving), "newest change: %+v", newest)
+		var names []timeline.StepName
+		for _, s := range newest.Steps {
+			names = append(names, s.Name)
+		}
+		g.Expect(names).To(ContainElements(timeline.Assemble, timeline.Push, timeline.LiveUpdate), "steps of the change: %+v", newest.Steps)
+	}, operatortest.Timeout).Should(Succeed())
 }

@@ -99,6 +99,7 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	fmt.Fprintf(&b, "devloop push / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
 	fmt.Fprintf(&b, "devloop push --watch / Tilt: p50 %.2f, p90 %.2f\n", float64(wp50)/float64(tp50), float64(wp90)/float64(tp90))
 	fmt.Fprintf(&b, "local edit (+ go build on the binary path) p50 in the devloop arm: %s\n", median(dl.builds).Round(10*time.Millisecond))
+	b.WriteString(dl.breakdownTable())
 	fmt.Fprintf(&b, "link (Mbit/s up:down:round trip ms): %s; sent from the laptop per change, median: devloop push %s, push --watch %s, Tilt %s\n",
 		linkProfile(), kib(medianBytes(dl.sent)), kib(medianBytes(dw.sent)), kib(medianBytes(tl.sent)))
 	t.Log("\n" + b.String())
@@ -166,7 +167,8 @@ type devloopArm struct {
 	url      string
 	samples  []time.Duration
 	builds   []time.Duration
-	sent     []int64 // bytes the laptop sent over the link, per change
+	sent     []int64                 // bytes the laptop sent over the link, per change
+	steps    []map[string]stepFigure // the plugin's breakdown of each change
 }
 
 func startDevloopArm(t *testing.T, prog benchProgram) *devloopArm {
@@ -259,6 +261,7 @@ func (a *devloopArm) change(v int) {
 	g.Expect(out.String()).To(ContainSubstring("live update"), "change %d was a live update: %s", v, out.String())
 	a.samples = append(a.samples, d)
 	a.sent = append(a.sent, sentFromLaptop()-sent)
+	a.steps = append(a.steps, parseBreakdown(out.plain()))
 	a.t.Logf("devloop %2d: %s (go build done at %s, plugin started at %s, %s sent over the link; its lines: %s)", v, d.Round(time.Millisecond),
 		build.Round(time.Millisecond), started.Round(time.Millisecond), kib(a.sent[len(a.sent)-1]), out.String())
 }
@@ -283,6 +286,20 @@ func (w *timedLines) Write(p []byte) (int, error) {
 		w.lines = append(w.lines, fmt.Sprintf("[%s] %s", time.Since(w.t0).Round(time.Millisecond), w.part[:i]))
 		w.part = w.part[i+1:]
 	}
+}
+
+// plain is the lines as the command wrote them, without their times.
+func (w *timedLines) plain() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.lines))
+	for _, l := range w.lines {
+		if _, rest, ok := strings.Cut(l, "] "); ok {
+			l = rest
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func (w *timedLines) String() string {
