@@ -201,22 +201,8 @@ func waitDynamoOperator(t *testing.T, ns, digest, line string) string {
 // log line, an edit whose new code shows in the running manager's log.
 func editDynamo(t *testing.T, tree string, n int) string {
 	t.Helper()
-	path := filepath.Join(tree, "operator", "cmd", "main.go")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mark := fmt.Sprintf("devloop edit %d", n)
-	const line = `setupLog.Info("Operator version configured"`
-	i := strings.Index(string(data), line)
-	if i < 0 {
-		t.Fatalf("%s: no %s to edit", path, line)
-	}
-	end := i + strings.Index(string(data[i:]), "\n")
-	edited := string(data[:i]) + fmt.Sprintf(`setupLog.Info("Operator version configured", "edit", %q)`, mark) + string(data[end:])
-	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	markLogLine(t, filepath.Join(tree, "operator", "cmd", "main.go"), `setupLog.Info("Operator version configured"`, mark)
 	return mark
 }
 

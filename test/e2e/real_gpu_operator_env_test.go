@@ -192,23 +192,29 @@ func patchNodeLabels(ctx context.Context, node string, labels map[string]any) er
 // new code shows in the new pod's log.
 func editOperator(t *testing.T, dir string, n int) string {
 	t.Helper()
-	path := filepath.Join(dir, "cmd", "gpu-operator", "main.go")
+	mark := fmt.Sprintf("devloop edit %d", n)
+	markLogLine(t, filepath.Join(dir, "cmd", "gpu-operator", "main.go"), `setupLog.Info("starting manager"`, mark)
+	return mark
+}
+
+// markLogLine rewrites the line of file path that starts with call (a
+// log call's opening, `setupLog.Info("msg"`) into that call with one
+// key-value more, "edit": mark: an edit whose new code shows in the log.
+func markLogLine(t *testing.T, path, call, mark string) {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := fmt.Sprintf("devloop edit %d", n)
-	const line = `setupLog.Info("starting manager"`
-	i := strings.Index(string(data), line)
+	i := strings.Index(string(data), call)
 	if i < 0 {
-		t.Fatalf("%s: no %s to edit", path, line)
+		t.Fatalf("%s: no %s to edit", path, call)
 	}
 	end := i + strings.Index(string(data[i:]), "\n")
-	edited := string(data[:i]) + fmt.Sprintf(`setupLog.Info("starting manager", "edit", %q)`, mark) + string(data[end:])
+	edited := string(data[:i]) + fmt.Sprintf(`%s, "edit", %q)`, call, mark) + string(data[end:])
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return mark
 }
 
 var errStillThere = errors.New("still there")
