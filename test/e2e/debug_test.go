@@ -127,6 +127,7 @@ func freeLocalPort(t *testing.T) int {
 // there with the request's value in a local variable, continuing answers
 // the request; `debug --off` brings the normal build back.
 func TestDebugAttachesDelve(t *testing.T) {
+	longCase(t)
 	c := need(t)
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -76,6 +76,17 @@ func setup(ctx context.Context) error {
 	return dc.InstallOperator(ctx, operatorImage, extra...)
 }
 
+// longCase skips a case CI leaves out (DEVLOOP_E2E_LONG=skip, make
+// e2e-ci): each costs minutes of cold in-cluster compiles or of waiting,
+// and .ci/run must fit in its 90 minutes on a slow cold machine. make e2e
+// runs them; docs/development.md says which and why.
+func longCase(t *testing.T) {
+	t.Helper()
+	if os.Getenv("DEVLOOP_E2E_LONG") == "skip" {
+		t.Skip("a long case: make e2e runs it, CI's make e2e-ci does not (DEVLOOP_E2E_LONG=skip)")
+	}
+}
+
 // need skips without a cluster and fails when setup failed.
 func need(t *testing.T) *devcluster.Cluster {
 	t.Helper()

@@ -34,6 +34,7 @@ func TestRegistryOutageOf60sHeals(t *testing.T) {
 }
 
 func TestRegistryOutageOf5MinutesHeals(t *testing.T) {
+	longCase(t)
 	outageDuringABuilderJobHeals(t, "10.250.0.1:5004", "e2e-outage300", 5*time.Minute)
 }
 

@@ -89,6 +89,7 @@ func vcsimSuite(goproxy string) v1alpha1.TestSuite {
 // run with DEVLOOP_E2E_RATIOS=1 (make bench-onecompile), not in make e2e.
 // It runs in parallel with the cases that only wait.
 func TestOneCompilePerTree(t *testing.T) {
+	longCase(t)
 	c := need(t)
 	t.Parallel()
 	g := NewWithT(t)
