@@ -171,30 +171,8 @@ func mergeValues(base, over any) any {
 // name.
 func waitDynamoOperator(t *testing.T, ns, digest, line string) string {
 	t.Helper()
-	var name string
-	waitPods(t, poll.Wait{What: fmt.Sprintf("a Ready Dynamo operator pod logging %q", line), Every: time.Second, Within: 15 * time.Minute},
-		ns, dynamoPodLabels, func(g Gomega, pods []corev1.Pod) {
-			var found []string
-			for _, p := range poll.Ready(pods) {
-				c := p.Spec.Containers[0]
-				for _, cc := range p.Spec.Containers {
-					if cc.Name == "manager" {
-						c = cc
-					}
-				}
-				if digest != "" && !strings.HasSuffix(c.Image, "@"+digest) {
-					continue
-				}
-				logs, err := dc.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name}).DoRaw(context.Background())
-				g.Expect(err).NotTo(HaveOccurred())
-				if strings.Contains(string(logs), line) {
-					found = append(found, p.Name)
-				}
-			}
-			g.Expect(found).NotTo(BeEmpty(), "a Ready pod of %q logged %q", digest, line)
-			name = found[0]
-		})
-	return name
+	return waitPodLogging(t, poll.Wait{What: fmt.Sprintf("a Ready Dynamo operator pod of %q logging %q", digest, line), Every: time.Second, Within: 15 * time.Minute},
+		ns, dynamoPodLabels, "manager", imageByDigest(digest), line)
 }
 
 // editDynamo adds a mark to the manager's "Operator version configured"

@@ -243,19 +243,8 @@ func editToNewOperator(t *testing.T, env *v1alpha1.DevEnvironment, tree, release
 		g.Expect(imageOf(env, "gpu-operator").Digest).NotTo(Equal(old))
 	})
 	digest := imageOf(cur, "gpu-operator").Digest
-	waitPods(t, poll.Wait{What: "an operator pod of the new digest logging " + mark, Every: 200 * time.Millisecond, Within: 10 * time.Minute},
-		releaseNS, map[string]string{"app": "gpu-operator"}, func(g Gomega, pods []corev1.Pod) {
-			var found bool
-			for _, p := range poll.Ready(pods) {
-				if !strings.HasSuffix(p.Spec.Containers[0].Image, "@"+digest) {
-					continue
-				}
-				logs, err := dc.Clientset.CoreV1().Pods(releaseNS).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
-				g.Expect(err).NotTo(HaveOccurred())
-				found = found || strings.Contains(string(logs), mark)
-			}
-			g.Expect(found).To(BeTrue(), "a Ready pod of %s logged %q", digest, mark)
-		})
+	waitPodLogging(t, poll.Wait{What: "an operator pod of " + digest + " logging " + mark, Every: 200 * time.Millisecond, Within: 10 * time.Minute},
+		releaseNS, map[string]string{"app": "gpu-operator"}, "", imageByDigest(digest), mark)
 	took := time.Since(start)
 	t.Logf("edit → new operator code serving (rollout, warm builder compile included): %s; %s; load %s",
 		took.Round(100*time.Millisecond), imageOf(cur, "gpu-operator").UpdateReason, loadAverage())

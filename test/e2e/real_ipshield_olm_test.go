@@ -15,7 +15,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -269,28 +268,20 @@ func removeOnCleanup(t *testing.T, install string) {
 // in one Ready pod that logged want, and returns that pod's name.
 func waitIPShieldOperator(t *testing.T, image, want string) string {
 	t.Helper()
-	var pod string
-	waitPods(t, poll.Wait{What: "the OLM-installed ipshield operator on " + image + " logging " + want, Every: time.Second, Within: 10 * time.Minute},
-		ipshieldNamespace, ipshieldPodLabels, func(g Gomega, pods []corev1.Pod) {
-			d := &appsv1.Deployment{}
-			g.Expect(dc.Client.Get(context.Background(), client.ObjectKey{Namespace: ipshieldNamespace, Name: ipshieldDeployment}, d)).To(Succeed())
+	w := poll.Wait{What: "the OLM-installed ipshield operator's Deployment on " + image, Every: time.Second, Within: 10 * time.Minute}
+	waitFor(t, w, func(ctx context.Context) (string, bool, error) {
+		d := &appsv1.Deployment{}
+		if err := dc.Client.Get(ctx, client.ObjectKey{Namespace: ipshieldNamespace, Name: ipshieldDeployment}, d); err != nil {
+			return err.Error(), false, nil
+		}
+		failure, ok := poll.Assertions(func(g Gomega) {
 			g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1), "the bundle without kube-rbac-proxy")
 			g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
-			var found string
-			for _, p := range poll.Ready(pods) {
-				if p.Spec.Containers[0].Image != image {
-					continue
-				}
-				logs, err := dc.Clientset.CoreV1().Pods(ipshieldNamespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager"}).DoRaw(context.Background())
-				g.Expect(err).NotTo(HaveOccurred())
-				if strings.Contains(string(logs), want) {
-					found = p.Name
-				}
-			}
-			g.Expect(found).NotTo(BeEmpty(), "a Ready pod of %s logged %q", image, want)
-			pod = found
 		})
-	return pod
+		return failure, ok, nil
+	})
+	w.What = "the OLM-installed ipshield operator on " + image + " logging " + want
+	return waitPodLogging(t, w, ipshieldNamespace, ipshieldPodLabels, "manager", func(i string) bool { return i == image }, want)
 }
 
 // editIPShield changes the operator's start-up log line, an edit whose new

@@ -89,6 +89,43 @@ func waitPods(t *testing.T, w poll.Wait, ns string, labels map[string]string, ch
 	return pods
 }
 
+// waitPodLogging waits for a Ready pod of ns with labels whose container
+// (the first one, or the one named container) runs an image image accepts
+// and has logged line; its name. The real projects' cases wait for new
+// code this way: the pod of the new image, saying the edited line.
+func waitPodLogging(t *testing.T, w poll.Wait, ns string, labels map[string]string, container string, image func(string) bool, line string) string {
+	t.Helper()
+	var name string
+	waitPods(t, w, ns, labels, func(g Gomega, pods []corev1.Pod) {
+		var found []string
+		for _, p := range poll.Ready(pods) {
+			c := p.Spec.Containers[0]
+			for _, cc := range p.Spec.Containers {
+				if container != "" && cc.Name == container {
+					c = cc
+				}
+			}
+			if !image(c.Image) {
+				continue
+			}
+			logs, err := dc.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name}).DoRaw(context.Background())
+			g.Expect(err).NotTo(HaveOccurred())
+			if strings.Contains(string(logs), line) {
+				found = append(found, p.Name)
+			}
+		}
+		g.Expect(found).NotTo(BeEmpty(), "a Ready pod logged %q", line)
+		name = found[0]
+	})
+	return name
+}
+
+// imageByDigest accepts an image reference pinned to digest; any, when
+// digest is "".
+func imageByDigest(digest string) func(string) bool {
+	return func(image string) bool { return digest == "" || strings.HasSuffix(image, "@"+digest) }
+}
+
 // waitPod polls one pod until check passes; the pod as it was then.
 func waitPod(t *testing.T, w poll.Wait, key client.ObjectKey, check func(g Gomega, pod *corev1.Pod)) *corev1.Pod {
 	t.Helper()
