@@ -13,8 +13,10 @@ import (
 
 // loadChart loads component c's chart and its dependencies with the
 // environment's chart credentials, whose Secrets are read through cl, the
-// tenant's client. Errors name the field: spec.components[i].helm.chart.
-func (e *Engine) loadChart(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, art *source.Artifact, cl client.Reader) (*helm.Chart, error) {
+// tenant's client; a dependency the release's values turn off is not
+// fetched (values gives them, from the top chart). Errors name the field:
+// spec.components[i].helm.chart.
+func (e *Engine) loadChart(ctx context.Context, env *v1alpha1.DevEnvironment, c *v1alpha1.Component, art *source.Artifact, cl client.Reader, values func(*helm.Chart) (map[string]any, error)) (*helm.Chart, error) {
 	charts := e.Charts
 	if charts == nil {
 		// Charts from sources need no cache; downloads are not cached.
@@ -23,6 +25,7 @@ func (e *Engine) loadChart(ctx context.Context, env *v1alpha1.DevEnvironment, c 
 	opts := helm.LoadOptions{
 		PlainHTTP:   func(ociRef string) bool { return plainHTTPChart(env, ociRef) },
 		Credentials: &helm.ChartCredentials{Entries: env.Spec.ChartCredentials, Namespace: env.Namespace, Reader: cl},
+		Values:      values,
 	}
 	ch, err := charts.Load(ctx, c.Helm.Chart, art, opts)
 	if err != nil {

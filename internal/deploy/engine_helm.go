@@ -39,7 +39,9 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 			return Result{}, err
 		}
 	}
-	chrt, err := e.loadChart(ctx, env, c, art, cl)
+	chrt, err := e.loadChart(ctx, env, c, art, cl, func(top *helm.Chart) (map[string]any, error) {
+		return ComposeValues(ctx, cl, env.Namespace, h, refs, valuesFilesOf(env, c, art, top))
+	})
 	if err != nil {
 		return Result{}, err
 	}

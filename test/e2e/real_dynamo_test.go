@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
@@ -95,10 +93,11 @@ func TestRealDynamo(t *testing.T) {
 // and images under ns on the cluster's registry, the cluster's builder and
 // base (nodes pull from no public registry; busybox, so the image names
 // the distroless base's user), modules from the host (goproxy). The chart
-// is the platform chart's operator subchart: the umbrella's other
-// dependencies (NATS, etcd, KAI scheduler, Grove) come from chart
-// repositories this cluster cannot reach, and Helm wants every one of them
-// present, enabled or not.
+// is the sample's, the platform umbrella chart: its other dependencies
+// (NATS, etcd, KAI scheduler, Grove) come from chart repositories this
+// cluster cannot reach, and the values turn them off, so devloop fetches
+// none of them (Helm's own CLI wants every one present, enabled or not).
+// NATS is on in the sample: there is no NATS server here.
 func localDynamo(t *testing.T, tree, ns, releaseNS, goproxy string) *v1alpha1.DevEnvironment {
 	t.Helper()
 	g := NewWithT(t)
@@ -116,54 +115,18 @@ func localDynamo(t *testing.T, tree, ns, releaseNS, goproxy string) *v1alpha1.De
 	img.Run.Env = append(img.Run.Env, v1alpha1.EnvVar{Name: "GOPATH", Value: "/go"}, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy},
 		v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"}, v1alpha1.EnvVar{Name: "GOTOOLCHAIN", Value: "local"})
 	h := platform.Helm
-	h.Chart.Path = "helm/charts/platform/components/operator"
+	g.Expect(h.Chart.Path).To(Equal("helm/charts/platform"), "the umbrella chart")
 	h.Namespace = releaseNS
 	var values map[string]any
 	g.Expect(json.Unmarshal(h.Values.Raw, &values)).To(Succeed())
-	sub, _ := values["dynamo-operator"].(map[string]any)
-	g.Expect(sub).NotTo(BeNil(), "the sample's values under dynamo-operator")
-	delete(sub, "enabled")
-	// What the umbrella gives its subchart (discoveryBackend, global),
-	// under the sample's own values, as Helm would coalesce them.
-	data, err := os.ReadFile(filepath.Join(tree, "helm", "charts", "platform", "values.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	var umbrella map[string]any
-	g.Expect(yaml.Unmarshal(data, &umbrella)).To(Succeed())
-	base, _ := umbrella["dynamo-operator"].(map[string]any)
-	g.Expect(base).NotTo(BeNil(), "the platform chart's values under dynamo-operator")
-	base["global"] = umbrella["global"]
-	sub["global"] = mergeValues(base["global"], values["global"])
-	sub = mergeValues(base, sub).(map[string]any)
-	// No NATS server here (its chart is one of those out of reach).
-	sub["global"].(map[string]any)["nats"] = map[string]any{"install": false}
-	raw, err := json.Marshal(sub)
+	values["nats"] = map[string]any{"enabled": false}
+	global, _ := values["global"].(map[string]any)
+	g.Expect(global).NotTo(BeNil(), "the sample's global values")
+	global["nats"] = map[string]any{"install": false}
+	raw, err := json.Marshal(values)
 	g.Expect(err).NotTo(HaveOccurred())
 	h.Values = &apiextensionsv1.JSON{Raw: raw}
-	for i := range h.ImageValues {
-		h.ImageValues[i].Path = strings.TrimPrefix(h.ImageValues[i].Path, "dynamo-operator.")
-	}
 	return env
-}
-
-// mergeValues is over laid over base, maps key by key, as Helm coalesces a
-// chart's values under the user's.
-func mergeValues(base, over any) any {
-	b, ok1 := base.(map[string]any)
-	o, ok2 := over.(map[string]any)
-	if !ok1 || !ok2 {
-		if over != nil {
-			return over
-		}
-		return base
-	}
-	out := map[string]any{}
-	for k, v := range b {
-		out[k] = v
-	}
-	for k, v := range o {
-		out[k] = mergeValues(b[k], v)
-	}
-	return out
 }
 
 // waitDynamoOperator waits for a Ready operator pod in ns whose manager

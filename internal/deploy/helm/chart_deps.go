@@ -35,7 +35,9 @@ const (
 // The same applies to the dependencies of each subchart, to a bounded
 // depth: a packaged subchart normally ships its own. alias, condition and
 // tags are Helm's business at install (chartutil.ProcessDependencies),
-// once every subchart is there.
+// with one exception: a dependency of the top chart that the release's
+// values turn off (opts.Values) is not fetched, where Helm's CLI wants
+// every dependency present, enabled or not (chart_deps_enabled.go).
 //
 // root is the source's directory, which file:// dependencies may not
 // leave, and dir the chart's own; both are empty for a chart that came as
@@ -84,13 +86,20 @@ func (r *depResolver) resolve(ctx context.Context, ch *chart.Chart, dir string, 
 	// The directories of file:// subcharts, for their own file://
 	// dependencies; the others came as archives or from charts/.
 	dirs := map[*chart.Chart]string{}
+	var off offDependencies
+	if len(path) == 0 {
+		off = r.offDependencies(ch)
+	}
 	for i, req := range ch.Metadata.Dependencies {
 		if req == nil || subchartFor(ch.Dependencies(), req.Name, wanted[i]) != nil {
 			continue
 		}
+		if off.turnedOff(req) {
+			continue
+		}
 		sub, subDir, err := r.fetch(ctx, req, wanted[i], dir)
 		if err != nil {
-			return fmt.Errorf("%s: %w", describeDependency(path, req, wanted[i]), err)
+			return fmt.Errorf("%s: %w%s", describeDependency(path, req, wanted[i]), err, off.hint(req))
 		}
 		dropStale(ch, req.Name, wanted)
 		ch.AddDependency(sub)

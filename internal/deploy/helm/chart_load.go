@@ -70,6 +70,14 @@ type LoadOptions struct {
 	// Credentials are the environment's spec.chartCredentials; nil uses
 	// none.
 	Credentials *ChartCredentials
+	// Values are the values the release will be installed with, given the
+	// top chart before its dependencies are added (values files may come
+	// from it). A dependency of the top chart that they turn off (its
+	// condition or tags, as Helm decides at install) is not fetched: an
+	// umbrella chart installs with a disabled subchart from a repository
+	// this cluster cannot reach. nil fetches every dependency, as `helm
+	// dependency build` does.
+	Values func(ch *chart.Chart) (map[string]any, error)
 }
 
 func (o LoadOptions) plainHTTP(ociRef string) bool {
