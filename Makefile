@@ -171,14 +171,16 @@ e2e: cluster-binaries ## End-to-end tests on a real local two-node cluster (root
 	NODES=$(E2E_NODES) DEVLOOP_BENCH_ITERATIONS=$(BENCH_ITERATIONS) DEVLOOP_BENCH_LIVE_ITERATIONS=$(BENCH_LIVE_ITERATIONS) \
 	  DEVLOOP_E2E_LONG=$(E2E_LONG) DEVLOOP_E2E_FLUX=skip DEVLOOP_E2E_OLM=skip DEVLOOP_E2E_REAL=skip hack/e2e.sh -timeout 75m $(if $(RUN),-run '$(RUN)')
 
-# What .ci/run runs of make e2e: every case but the long ones (longCase in
-# test/e2e: the cold compile of a whole tree, the 5-minute outage, Delve's
-# cold build; docs/development.md) and the change-to-serving benchmark
-# with 2 changes per path and 4 live updates — a check that each path
-# works, not a figure. CI must fit in 90 minutes on a cold, slow machine.
+# What .ci/run runs of make e2e: on one node (make e2e-multinode runs the
+# two-node cases), every case but the long ones (longCase in test/e2e: the
+# cold compile of a whole tree, the chart live update's cold fixture build,
+# the 5-minute outage, Delve's cold build; docs/development.md), and the
+# change-to-serving benchmark with 1 change per path and 3 live updates — a
+# check that each path works, not a figure. CI must fit in 90 minutes on a
+# cold machine.
 .PHONY: e2e-ci
-e2e-ci: ## make e2e as CI runs it: the long cases skipped, the benchmark with 2 changes per path.
-	$(MAKE) e2e E2E_LONG=skip BENCH_ITERATIONS=2 BENCH_LIVE_ITERATIONS=4
+e2e-ci: ## make e2e as CI runs it: one node, the long cases skipped, the benchmark with 1 change per path.
+	$(MAKE) e2e E2E_NODES=1 E2E_LONG=skip BENCH_ITERATIONS=1 BENCH_LIVE_ITERATIONS=3
 
 .PHONY: bench-serving
 bench-serving: ## The change-to-serving benchmark (TestChangeToServingLatency) with its full count: 10 changes per path, 100 live updates in a row: up, test, down.

@@ -111,6 +111,7 @@ func vcsimEnv(ns string) *v1alpha1.DevEnvironment {
 // hook included). Change to serving is printed for live updates and,
 // once liveUpdate is taken off the scheduler, for rollouts.
 func TestChartImageLiveUpdatedInPlace(t *testing.T) {
+	longCase(t)
 	c := need(t)
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -77,9 +77,10 @@ func setup(ctx context.Context) error {
 }
 
 // longCase skips a case CI leaves out (DEVLOOP_E2E_LONG=skip, make
-// e2e-ci): each costs minutes of cold in-cluster compiles or of waiting,
-// and .ci/run must fit in its 90 minutes on a slow cold machine. make e2e
-// runs them; docs/development.md says which and why.
+// e2e-ci): each costs minutes of cold compiles (in the cluster, or of a
+// fixture on the host) or of waiting, and .ci/run must fit in its 90
+// minutes on a cold machine. make e2e runs them; docs/development.md says
+// which and why.
 func longCase(t *testing.T) {
 	t.Helper()
 	if os.Getenv("DEVLOOP_E2E_LONG") == "skip" {
