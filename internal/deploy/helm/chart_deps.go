@@ -86,13 +86,17 @@ func (r *depResolver) resolve(ctx context.Context, ch *chart.Chart, dir string, 
 	// The directories of file:// subcharts, for their own file://
 	// dependencies; the others came as archives or from charts/.
 	dirs := map[*chart.Chart]string{}
+	// The values are read only when a dependency is missing (a chart
+	// that ships its subcharts in charts/ composes none on each load),
+	// and only for the top chart's.
 	var off offDependencies
-	if len(path) == 0 {
-		off = r.offDependencies(ch)
-	}
+	decided := len(path) > 0
 	for i, req := range ch.Metadata.Dependencies {
 		if req == nil || subchartFor(ch.Dependencies(), req.Name, wanted[i]) != nil {
 			continue
+		}
+		if !decided {
+			off, decided = r.offDependencies(ch), true
 		}
 		if off.turnedOff(req) {
 			continue

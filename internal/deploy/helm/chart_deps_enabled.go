@@ -22,8 +22,9 @@ type offDependencies struct {
 	err error
 }
 
-// offDependencies reads the values once per load; the zero value (no
-// Values function) turns nothing off.
+// offDependencies reads the values, once per load and only when a
+// dependency of the top chart is missing; the zero value (no Values
+// function) turns nothing off.
 func (r *depResolver) offDependencies(ch *chart.Chart) offDependencies {
 	if r.opts.Values == nil || !anyOptional(ch.Metadata.Dependencies) {
 		return offDependencies{}

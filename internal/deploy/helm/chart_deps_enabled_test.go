@@ -103,6 +103,20 @@ func TestTurnedOffDependenciesAreNotFetched(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring(`dependency "nats"`))
 		g.Expect(err.Error()).To(ContainSubstring("(reading the values to see whether it is turned off: valuesFrom: ConfigMap platform-values not found)"))
 	})
+	t.Run("a chart whose subcharts are all in charts/ composes no values", func(t *testing.T) {
+		g := NewWithT(t)
+		vendored := t.TempDir()
+		testfiles.Write(t, filepath.Join(vendored, "app"), configMapChart("app", "0.1.0", "dependencies:\n- name: nats\n  version: 1.x\n  repository: "+down+"\n  condition: nats.enabled\n"))
+		testfiles.Write(t, filepath.Join(vendored, "app", "charts", "nats"), configMapChart("nats", "1.0.0", ""))
+		l := &ChartLoader{CacheDir: t.TempDir()}
+		asked := 0
+		ch, err := l.Load(context.Background(), sourceChart("app"), &source.Artifact{Dir: vendored}, LoadOptions{
+			Values: func(*chart.Chart) (map[string]any, error) { asked++; return nil, nil },
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(subchartVersions(ch)).To(Equal([]string{"nats@1.0.0"}))
+		g.Expect(asked).To(BeZero(), "nothing to fetch, nothing to decide")
+	})
 	t.Run("without values every dependency is fetched, as helm dependency build does", func(t *testing.T) {
 		g := NewWithT(t)
 		l := &ChartLoader{CacheDir: t.TempDir()}
