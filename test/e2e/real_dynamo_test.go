@@ -97,7 +97,7 @@ func TestRealDynamo(t *testing.T) {
 // (NATS, etcd, KAI scheduler, Grove) come from chart repositories this
 // cluster cannot reach, and the values turn them off, so devloop fetches
 // none of them (Helm's own CLI wants every one present, enabled or not).
-// NATS is on in the sample: there is no NATS server here.
+// The sample keeps NATS on; this turns it off, as there is no NATS here.
 func localDynamo(t *testing.T, tree, ns, releaseNS, goproxy string) *v1alpha1.DevEnvironment {
 	t.Helper()
 	g := NewWithT(t)

@@ -268,7 +268,8 @@ func removeOnCleanup(t *testing.T, install string) {
 // in one Ready pod that logged want, and returns that pod's name.
 func waitIPShieldOperator(t *testing.T, image, want string) string {
 	t.Helper()
-	w := poll.Wait{What: "the OLM-installed ipshield operator's Deployment on " + image, Every: time.Second, Within: 10 * time.Minute}
+	// Both waits share the one 10-minute bound, from the same start.
+	w := poll.Wait{What: "the OLM-installed ipshield operator's Deployment on " + image, Every: time.Second, Within: 10 * time.Minute, Since: time.Now()}
 	waitFor(t, w, func(ctx context.Context) (string, bool, error) {
 		d := &appsv1.Deployment{}
 		if err := dc.Client.Get(ctx, client.ObjectKey{Namespace: ipshieldNamespace, Name: ipshieldDeployment}, d); err != nil {
