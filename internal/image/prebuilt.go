@@ -50,6 +50,7 @@ func PrebuildLayers(dir string, images []v1alpha1.ImageSpec, exclude source.Excl
 	var out []source.MappedLayer
 	for _, p := range distinctPlans(plans) {
 		var buf bytes.Buffer
+		buf.Grow(tarSize(p.entries))
 		if err := writeLayerTar(&buf, dir, p.entries); err != nil {
 			return nil, err
 		}

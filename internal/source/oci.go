@@ -157,7 +157,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src v1alpha1
 }
 
 func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
-	return func(ctx context.Context, content, _ string) (entryMeta, error) {
+	return func(ctx context.Context, content, scratch string) (entryMeta, error) {
 		repo, err := parseRepository(ref.URL, ref.Insecure)
 		if err != nil {
 			return entryMeta{}, s.permanent("invalid repository: %v", err)
@@ -202,6 +202,8 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		}
 		defer x.close()
 		meta := entryMeta{Digest: ref.Digest}
+		downloads := prefetchLayers(layers, manifest.Layers, scratch)
+		defer downloads.stop()
 		for i, l := range layers {
 			what := fmt.Sprintf("layer %d", i)
 			if d, err := l.Digest(); err == nil {
@@ -215,7 +217,11 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 			if isMapped {
 				x.mapped = &m
 			}
-			prebuilt, err := extractLayer(x, l, manifest.Layers[i], m, isMapped, filepath.Dir(content))
+			l, err = downloads.layer(i, l)
+			var prebuilt *PrebuiltLayer
+			if err == nil {
+				prebuilt, err = extractLayer(x, l, manifest.Layers[i], m, isMapped, filepath.Dir(content))
+			}
 			if err != nil {
 				var re *readError
 				if errors.As(err, &re) {

@@ -157,6 +157,7 @@ func packDir(dir string, exclude ExcludeFunc, c Compression, split func([]treeEn
 // packLayer is one layer of entries, compressed as c says.
 func packLayer(entries []treeEntry, c Compression) (v1.Layer, error) {
 	var buf bytes.Buffer
+	buf.Grow(tarSize(entries))
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		if err := addEntry(tw, e.path, e.rel, e.d); err != nil {
@@ -172,6 +173,21 @@ func packLayer(entries []treeEntry, c Compression) (v1.Layer, error) {
 		return static.NewLayer(data, types.OCIUncompressedLayer), nil
 	}
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+}
+
+// tarSize is about the size of entries' tar (a header block each, files
+// padded to blocks, the end), to grow the layer's buffer once: growing it
+// by doubling while a binary is written was most of a pack's time.
+func tarSize(entries []treeEntry) int {
+	const block = 512
+	n := 2 * block
+	for _, e := range entries {
+		n += block + int((e.size+block-1)/block*block)
+		if len(e.rel) > 100 {
+			n += 3 * block // a PAX header for the long name
+		}
+	}
+	return n
 }
 
 // excludeMapped also leaves out what the mapped layers hold.

@@ -317,8 +317,11 @@ func (s *Sources) artifact(ctx context.Context, name string) (*Artifact, error) 
 	// Only the fetch that brought this content is the change's Fetch:
 	// the reconciles that follow (a rollout, Ready) serve it from the
 	// store, and the timeline merges same-named steps, so marking them
-	// stretched Fetch over the whole change.
-	if fetched {
+	// stretched Fetch over the whole change. The download itself is one:
+	// it comes after the sources step resolved the new revision (and
+	// recorded it), when the first build reads the content, and was left
+	// out of the change's Fetch, as unaccounted time before the assembly.
+	if fetched || a.Downloaded {
 		timeline.Mark(timeline.OfEnvironment(ctx), timeline.Fetch, fetching)
 	}
 	return a, nil

@@ -158,6 +158,9 @@ type Artifact struct {
 	// Prebuilt are the artifact's mapped layers (see MappedLayer), their
 	// blobs kept beside Dir, as immutable as it.
 	Prebuilt []PrebuiltLayer
+	// Downloaded says this call brought the content into the store; false
+	// when it was served from there.
+	Downloaded bool
 }
 
 // Credentials authenticate to a git server or an OCI registry. They are

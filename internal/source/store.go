@@ -192,7 +192,9 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		}
 		return nil, fmt.Errorf("%s: storing: %w", s, err)
 	}
-	return artifact(ref, meta, entry), nil
+	a := artifact(ref, meta, entry)
+	a.Downloaded = true
+	return a, nil
 }
 
 // load returns the stored entry for ref, if complete.
