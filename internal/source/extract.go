@@ -81,6 +81,8 @@ type extractor struct {
 	// mapped, when set, puts the current archive's entries back at the
 	// source path of a MappedLayer.
 	mapped *mapping
+	// buf is the files' copy buffer (copyBuffer), made on first use.
+	buf []byte
 }
 
 func newExtractor(dir string, maxSize int64, whiteouts bool) (*extractor, error) {
@@ -300,7 +302,10 @@ func (x *extractor) file(name string, hdr *tar.Header, tr *tar.Reader) error {
 	}
 	// Count what is written, not what the header says: the header is the
 	// attacker's claim.
-	n, err := io.Copy(f, io.LimitReader(tr, x.remaining+1))
+	if x.buf == nil {
+		x.buf = make([]byte, copyBuffer)
+	}
+	n, err := io.CopyBuffer(writerOnly{f}, io.LimitReader(tr, x.remaining+1), x.buf)
 	x.remaining -= n
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -313,6 +318,14 @@ func (x *extractor) file(name string, hdr *tar.Header, tr *tar.Reader) error {
 	}
 	return nil
 }
+
+// copyBuffer is the size of the reads and writes a file's content is
+// copied with. An *os.File's own ReadFrom copies 32 KiB at a time: a
+// syscall each way per 32 KiB was a third of a pushed binary's fetch.
+const copyBuffer = 256 << 10
+
+// writerOnly hides a writer's ReadFrom, so io.CopyBuffer uses its buffer.
+type writerOnly struct{ io.Writer }
 
 // symlink refuses targets that are absolute or lexically leave the root
 // right away; targets that escape through other symlinks are caught by

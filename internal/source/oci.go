@@ -217,10 +217,10 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 			if isMapped {
 				x.mapped = &m
 			}
-			l, err = downloads.layer(i, l)
+			l, downloaded, err := downloads.layer(i, l)
 			var prebuilt *PrebuiltLayer
 			if err == nil {
-				prebuilt, err = extractLayer(x, l, manifest.Layers[i], m, isMapped, filepath.Dir(content))
+				prebuilt, err = extractLayer(x, l, downloaded, manifest.Layers[i], m, isMapped, filepath.Dir(content))
 			}
 			if err != nil {
 				var re *readError
@@ -246,8 +246,10 @@ const maxTrailing = 1 << 20
 
 // extractLayer extracts one layer of an artifact. The blob of an
 // uncompressed mapped layer is also kept, under entry, for the builds that
-// can use it as it is. A failure of the registry is a *readError.
-func extractLayer(x *extractor, l v1.Layer, desc v1.Descriptor, m mapping, isMapped bool, entry string) (*PrebuiltLayer, error) {
+// can use it as it is: linked from downloaded, the file it was downloaded
+// to (on the store's file system), or else written as it is read. A
+// failure of the registry is a *readError.
+func extractLayer(x *extractor, l v1.Layer, downloaded string, desc v1.Descriptor, m mapping, isMapped bool, entry string) (*PrebuiltLayer, error) {
 	keep := isMapped && isUncompressed(desc.MediaType)
 	var rc io.ReadCloser
 	var err error
@@ -270,11 +272,13 @@ func extractLayer(x *extractor, l v1.Layer, desc v1.Descriptor, m mapping, isMap
 		if err := os.MkdirAll(filepath.Join(entry, layersDir), 0o755); err != nil {
 			return nil, err
 		}
-		if blob, err = os.Create(filepath.Join(entry, file)); err != nil {
-			return nil, err
+		if downloaded == "" || os.Link(downloaded, filepath.Join(entry, file)) != nil {
+			if blob, err = os.Create(filepath.Join(entry, file)); err != nil {
+				return nil, err
+			}
+			defer func() { _ = blob.Close() }()
+			in = io.TeeReader(rc, blob)
 		}
-		defer func() { _ = blob.Close() }()
-		in = io.TeeReader(rc, blob)
 	}
 	if err := x.add(in); err != nil {
 		return nil, err
@@ -292,8 +296,10 @@ func extractLayer(x *extractor, l v1.Layer, desc v1.Descriptor, m mapping, isMap
 	if !keep {
 		return nil, nil
 	}
-	if err := blob.Close(); err != nil {
-		return nil, err
+	if blob != nil {
+		if err := blob.Close(); err != nil {
+			return nil, err
+		}
 	}
 	return &PrebuiltLayer{From: m.from, To: m.to, Digest: desc.Digest.String(), Size: desc.Size, MediaType: desc.MediaType, File: file}, nil
 }

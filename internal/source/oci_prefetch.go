@@ -92,7 +92,7 @@ func (p *prefetch) download(l v1.Layer, pl *prefetchedLayer) error {
 		return err
 	}
 	// The registry client reads no further than the descriptor's size.
-	_, err = io.Copy(f, &stoppableReader{r: rc, stopped: &p.stopped})
+	_, err = io.CopyBuffer(writerOnly{f}, &stoppableReader{r: rc, stopped: &p.stopped}, make([]byte, copyBuffer))
 	if cerr := f.Close(); err == nil && cerr != nil {
 		return cerr
 	}
@@ -102,18 +102,19 @@ func (p *prefetch) download(l v1.Layer, pl *prefetchedLayer) error {
 	return err
 }
 
-// layer is layer i as downloaded: l itself for the first (read as it is
-// extracted), else the downloaded blob, once it is there.
-func (p *prefetch) layer(i int, l v1.Layer) (v1.Layer, error) {
+// layer is layer i as downloaded, once it is there, and the file its blob
+// is in; l itself and "" for the first, read as it is extracted.
+func (p *prefetch) layer(i int, l v1.Layer) (v1.Layer, string, error) {
 	pl := p.layers[i]
 	if pl == nil {
-		return l, nil
+		return l, "", nil
 	}
 	<-pl.done
 	if pl.err != nil {
-		return nil, pl.err
+		return nil, "", pl.err
 	}
-	return partial.CompressedToLayer(&downloadedBlob{pl})
+	dl, err := partial.CompressedToLayer(&downloadedBlob{pl})
+	return dl, pl.file, err
 }
 
 // stop ends the downloads not finished and waits for every one to end.
