@@ -27,6 +27,7 @@ type pushFlags struct {
 	debounce    time.Duration
 	timeout     time.Duration
 	noFollow    bool
+	delta       bool
 	compression string
 	layer       source.Compression // compression, parsed
 	label       string             // -l: follow only components with it
@@ -98,6 +99,7 @@ is reported and the watch goes on).`,
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up following the rollout after this long (0: no limit)")
 	cmd.Flags().BoolVar(&f.noFollow, "no-follow", false, "push and request the reconcile, but do not wait for the rollout")
 	cmd.Flags().StringVarP(&f.label, "selector", "l", "", "follow only the components with this label (components[].labels)")
+	cmd.Flags().BoolVar(&f.delta, "delta", false, "send each binary an image copies as a delta against the one this machine last pushed whole (for a slow uplink)")
 	cmd.Flags().StringVar(&f.compression, "compression", "auto", "gzip, none, or auto: none for a registry on a loopback, private or cluster-internal address, gzip for others")
 	return cmd
 }
@@ -115,6 +117,8 @@ type pushTarget struct {
 	// feed, or read it anew when no watch is open.
 	read *v1alpha1.DevEnvironment
 	feed *envFeed
+	// deltas are the bases of push --delta.
+	deltas *deltaBases
 	// pusher is the registry client of every push (pusherFor).
 	pusher      *source.Pusher
 	pusherOpts  source.PushOptions
@@ -140,7 +144,7 @@ func resolvePushTarget(ctx context.Context, s *session, envName, srcName, dir st
 		if tag == "" {
 			tag = "latest"
 		}
-		return &pushTarget{dir: dir, env: envName, source: srcName, ref: src.OCI.Repository + ":" + tag, insecure: src.OCI.Insecure, read: env}, nil
+		return &pushTarget{dir: dir, env: envName, source: srcName, ref: src.OCI.Repository + ":" + tag, insecure: src.OCI.Insecure, read: env, deltas: pushDeltaBases()}, nil
 	}
 	var oci []string
 	for _, src := range env.Spec.Sources {
@@ -204,7 +208,11 @@ func (a *app) pushChange(ctx context.Context, s *session, t *pushTarget, f *push
 	}
 	pusher, opts := t.pusherFor(s, env)
 	t.warmRegistry()
-	img, err := PackSource(t.dir, env, t.source, f.layer.For(registryHost(t.ref)))
+	var bases func(from, to string) *source.DeltaBase
+	if f.delta {
+		bases = t.deltas.lookup(repositoryOf(t.ref))
+	}
+	img, err := packSource(t.dir, env, t.source, f.layer.For(registryHost(t.ref)), bases)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +245,11 @@ func (a *app) pushChange(ctx context.Context, s *session, t *pushTarget, f *push
 		if stats, err = pusher.Push(ctx, img, t.ref); err != nil {
 			return nil, fmt.Errorf("pushing %s: %w", t.dir, err)
 		}
+		if f.delta {
+			if err := t.deltas.keepWhole(repositoryOf(t.ref), img); err != nil {
+				fmt.Fprintf(a.errOut(), "warning: keeping the pushed binaries as the next delta's bases: %v\n", err)
+			}
+		}
 	}
 	pushed := time.Since(pushStart)
 
@@ -249,6 +262,9 @@ func (a *app) pushChange(ctx context.Context, s *session, t *pushTarget, f *push
 		fmt.Fprintf(a.out(), "already in the registry: %s@%s (%s; pack %s, push %s)\n", t.ref, shortDigest(digest.String()), humanBytes(size), seconds(packed), seconds(pushed))
 	} else {
 		fmt.Fprintf(a.out(), "pushed %s@%s (%s; %s; pack %s, push %s)\n", t.ref, shortDigest(digest.String()), humanBytes(size), stats, seconds(packed), seconds(pushed))
+		if d := describeDeltas(img); d != "" {
+			fmt.Fprintf(a.out(), "sent %s\n", d)
+		}
 	}
 
 	// What this push measured rides with the reconcile request, for the
@@ -333,6 +349,12 @@ func pushMemory() *source.Remembered {
 // already laid out as their layers (image.PrebuildLayers), so the
 // operator mounts those layers instead of uploading them again.
 func PackSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c source.Compression) (v1.Image, error) {
+	return packSource(dir, env, srcName, c, nil)
+}
+
+// packSource is PackSource with each mapped layer sent as a delta against
+// what bases names for its mapping (nil: none; push --delta).
+func packSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c source.Compression, bases func(from, to string) *source.DeltaBase) (v1.Image, error) {
 	m, err := loadIgnore(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading ignore files in %s: %w", dir, err)
@@ -341,6 +363,11 @@ func PackSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c sour
 	if c == source.CompressionNone {
 		if mapped, err = image.PrebuildLayers(dir, copyingImages(env, srcName), m.Exclude); err != nil {
 			return nil, fmt.Errorf("packing %s: %w", dir, err)
+		}
+		for i := range mapped {
+			if bases != nil {
+				mapped[i].Base = bases(mapped[i].From, mapped[i].To)
+			}
 		}
 	}
 	return source.PackDir(dir, m.Exclude, c, mapped...)

@@ -36,6 +36,10 @@ type MappedLayer struct {
 	To string
 	// Layer is the blob, an uncompressed tar.
 	Layer v1.Layer
+	// Base, when set, is an earlier push's layer of the same mapping that
+	// the registry holds: the layer is pushed as a delta against it when
+	// that is less than half its size (delta_layer.go).
+	Base *DeltaBase
 }
 
 // PrebuiltLayer is a MappedLayer of a fetched artifact: where its files

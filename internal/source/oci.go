@@ -209,7 +209,11 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 			if d, err := l.Digest(); err == nil {
 				what += " (" + d.String() + ")"
 			}
-			m, isMapped, err := parseMapping(manifest.Layers[i].Annotations)
+			desc := manifest.Layers[i]
+			if desc.MediaType == MediaTypeDeltaBase {
+				continue // read by the delta layer after it
+			}
+			m, isMapped, err := parseMapping(desc.Annotations)
 			if err != nil {
 				return entryMeta{}, s.wrap(fmt.Errorf("%s: %w", what, err))
 			}
@@ -218,9 +222,12 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 				x.mapped = &m
 			}
 			l, downloaded, err := downloads.layer(i, l)
+			if err == nil && desc.MediaType == MediaTypeDelta {
+				l, desc, downloaded, err = wholeFromDelta(l, desc, isMapped, layers, manifest.Layers[:i], downloads, scratch, f.maxSize())
+			}
 			var prebuilt *PrebuiltLayer
 			if err == nil {
-				prebuilt, err = extractLayer(x, l, downloaded, manifest.Layers[i], m, isMapped, filepath.Dir(content))
+				prebuilt, err = extractLayer(x, l, downloaded, desc, m, isMapped, filepath.Dir(content))
 			}
 			if err != nil {
 				var re *readError

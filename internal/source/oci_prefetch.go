@@ -113,8 +113,13 @@ func (p *prefetch) layer(i int, l v1.Layer) (v1.Layer, string, error) {
 	if pl.err != nil {
 		return nil, "", pl.err
 	}
-	dl, err := partial.CompressedToLayer(&downloadedBlob{pl})
+	dl, err := pl.asLayer()
 	return dl, pl.file, err
+}
+
+// asLayer is the downloaded blob as a layer.
+func (pl *prefetchedLayer) asLayer() (v1.Layer, error) {
+	return partial.CompressedToLayer(&downloadedBlob{pl})
 }
 
 // stop ends the downloads not finished and waits for every one to end.

@@ -148,6 +148,14 @@ func packDir(dir string, exclude ExcludeFunc, c Compression, split func([]treeEn
 		adds = append(adds, mutate.Addendum{Layer: layer})
 	}
 	for _, m := range mapped {
+		delta, ok, err := deltaAddenda(m, m.Base)
+		if err != nil {
+			return nil, fmt.Errorf("packing %s: %w", dir, err)
+		}
+		if ok {
+			adds = append(adds, delta...)
+			continue
+		}
 		adds = append(adds, mutate.Addendum{Layer: m.Layer, Annotations: map[string]string{
 			AnnotationLayerFrom: m.From, AnnotationLayerTo: m.To}})
 	}

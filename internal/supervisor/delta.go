@@ -252,3 +252,10 @@ func applyDelta(base io.ReaderAt, baseSize int64, r io.Reader, w io.Writer, size
 	}
 	return nil
 }
+
+// ApplyDelta writes to w the file the ops in r (EncodeDelta's) make from
+// base, which must come to size bytes with the SHA-256 sum (hex): a source
+// push's binary sent as a delta (internal/source) is made whole with it.
+func ApplyDelta(base io.ReaderAt, baseSize int64, r io.Reader, w io.Writer, size int64, sum string) error {
+	return applyDelta(base, baseSize, r, w, size, sum)
+}

@@ -85,9 +85,10 @@ func main() {
 }
 
 // devloopPath is how devloop's arm ships a change: "binary" (the local go
-// build's output pushed, as the small server is) or "source" (the edited
-// source pushed, compiled by the image's warm builder next to the
-// cluster). DEVLOOP_BENCH_DEVLOOP_PATH chooses; without it the benchmark
+// build's output pushed, as the small server is), "delta" (that output
+// pushed with push --delta, as a delta against the last one pushed whole)
+// or "source" (the edited source pushed, compiled by the image's warm
+// builder next to the cluster). DEVLOOP_BENCH_DEVLOOP_PATH chooses; without it the benchmark
 // takes the one that sends least across the link: source for the
 // operator-sized binary when a link is up, binary otherwise.
 func devloopPath(prog benchProgram) string {

@@ -195,7 +195,7 @@ func startDevloopArmIn(t *testing.T, prefix string, prog benchProgram) *devloopA
 	var img v1alpha1.ImageSpec
 	within := 5 * time.Minute
 	switch a.path {
-	case "binary":
+	case "binary", "delta":
 		a.mod = sourceDir(t, prog.files)
 		a.dir = sourceDir(t, Files{"deploy/bench.yaml": benchManifests})
 		a.build(0)
@@ -210,12 +210,13 @@ func startDevloopArmIn(t *testing.T, prefix string, prog benchProgram) *devloopA
 		img = warmBuiltImage(prog, hostGoProxy(t, a.mod))
 		within = 20 * time.Minute
 	default:
-		t.Fatalf("DEVLOOP_BENCH_DEVLOOP_PATH=%q: want binary or source", a.path)
+		t.Fatalf("DEVLOOP_BENCH_DEVLOOP_PATH=%q: want binary, delta or source", a.path)
 	}
 	_, a.url = startBenchEnv(t, ns, a.env, a.dir, img, true, within)
-	if a.path == "source" {
+	if a.path == "source" || a.path == "delta" {
 		// One change first, not counted: the warm builder's pod starts
-		// and compiles the edited package into its cache.
+		// and compiles the edited package into its cache; or the binary
+		// is pushed whole once by push --delta, the base of the next.
 		a.change(warmUpVersion)
 		a.samples, a.builds, a.sent = nil, nil, nil
 	}
@@ -250,7 +251,7 @@ func (a *devloopArm) change(v int) {
 	build := a.build(v)
 	a.builds = append(a.builds, build)
 	sent := sentFromLaptop()
-	push := onLaptop(exec.Command(a.plugin, "--kubeconfig", laptopKubeconfig(a.t), "-n", a.ns, "push", a.dir, "--env", a.env, "--source", "app", "--timeout", "2m"))
+	push := onLaptop(exec.Command(a.plugin, append([]string{"--kubeconfig", laptopKubeconfig(a.t), "-n", a.ns, "push", a.dir, "--env", a.env, "--source", "app", "--timeout", "2m"}, a.pushFlags()...)...))
 	out := &timedLines{t0: t0}
 	push.Stdout, push.Stderr = out, out
 	started := time.Since(t0)
@@ -425,10 +426,21 @@ func (a *tiltArm) binarySize() int64 {
 
 // pathSays is devloop's path in words, for the figures.
 func pathSays(path string) string {
-	if path == "source" {
+	switch path {
+	case "source":
 		return "source push (the edited file crosses the link), compiled by the image's warm builder"
+	case "delta":
+		return "binary push --delta (the local go build's output, sent as a delta against the last binary pushed whole)"
 	}
 	return "binary push (the local go build's output)"
+}
+
+// pushFlags are the flags of the arm's path beside push's own.
+func (a *devloopArm) pushFlags() []string {
+	if a.path == "delta" {
+		return []string{"--delta"}
+	}
+	return nil
 }
 
 func goEnv(t *testing.T, name string) string {

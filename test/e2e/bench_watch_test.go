@@ -31,8 +31,8 @@ func startWatchArm(t *testing.T, prog benchProgram) *watchArm {
 	t.Helper()
 	a := &watchArm{devloopArm: startDevloopArmIn(t, "e2e-bench-tilt-dw", prog)}
 	a.out = &timedLines{t0: time.Now()}
-	cmd := onLaptop(exec.Command(a.plugin, "--kubeconfig", laptopKubeconfig(t), "-n", a.ns, "push", a.dir, "--env", a.env,
-		"--source", "app", "--watch", "--debounce", watchDebounce))
+	cmd := onLaptop(exec.Command(a.plugin, append([]string{"--kubeconfig", laptopKubeconfig(t), "-n", a.ns, "push", a.dir, "--env", a.env,
+		"--source", "app", "--watch", "--debounce", watchDebounce}, a.pushFlags()...)...))
 	cmd.Stdout, cmd.Stderr = a.out, a.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	NewWithT(t).Expect(cmd.Start()).To(Succeed())
