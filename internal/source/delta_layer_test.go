@@ -137,6 +137,28 @@ func TestADeltaThatDoesNotMakeItsLayerIsRefused(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("deltaAddenda: %v %v", ok, err)
 	}
+	t.Run("base first in the artifact, made whole", func(t *testing.T) {
+		repo, _ := deltaRegistry(t)
+		img, err := mutate.Append(emptyArtifact(), adds...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := PushArtifact(ctx, img, repo+":dev", PushOptions{Insecure: true}); err != nil {
+			t.Fatal(err)
+		}
+		f := newFetcher(t)
+		ref, err := f.Resolve(ctx, testNamespace, ociSource(repo, "dev", "", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := f.Fetch(ctx, ref, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(filepath.Join(a.Dir, "bin/server")); err != nil || !bytes.Equal(got, next) {
+			t.Errorf("bin/server: %d bytes, %v; want the rebuilt binary", len(got), err)
+		}
+	})
 	for _, tc := range []struct {
 		name string
 		edit func([]mutate.Addendum) []mutate.Addendum
