@@ -66,6 +66,7 @@ func run(args []string) error {
 	}
 	ctrl.SetLogger(logger)
 	setupLog := logger.WithName("setup")
+	setMemoryLimit(setupLog)
 
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {

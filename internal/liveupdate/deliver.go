@@ -263,6 +263,7 @@ func (e *Engine) planFrom(ctx context.Context, req engine.Request, img *v1alpha1
 		return d, nil, nil
 	}
 	var buf bytes.Buffer
+	buf.Grow(keptTarSize(d.Files))
 	if err := WriteTar(&buf, next, d.Files, max); err != nil {
 		if errors.Is(err, ErrTooBig) {
 			return &Decision{Reason: err.Error()}, nil, nil

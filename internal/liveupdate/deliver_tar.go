@@ -16,6 +16,21 @@ import (
 // whiteoutPrefix marks a deleted file in a layer tar and in a sync's tar.
 const whiteoutPrefix = supervisor.WhiteoutPrefix
 
+// keptTarSize is about the size of the sync tar of files that decide kept
+// (a header block each, bodies padded to blocks): its buffer is grown to
+// it at once, not doubled while a binary of tens of MiB is written, which
+// left garbage of twice the binary behind every live update.
+func keptTarSize(files []File) int {
+	n := 1024
+	for _, f := range files {
+		n += 1536 // a header, and a PAX header for a long name
+		if f.kept != nil {
+			n += (len(f.kept.body) + 511) / 512 * 512
+		}
+	}
+	return n
+}
+
 // WriteTar writes the files of a live update as the supervisor's sync
 // reads them: an uncompressed tar of regular files (and links) under
 // their absolute image paths, modes kept, each deleted file a whiteout

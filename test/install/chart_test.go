@@ -324,8 +324,9 @@ func TestKustomizeObjectsAcceptedByAPIServer(t *testing.T) {
 // TestChartManagerSurvivesALoadedNode (issue 36 item 2): the manager's
 // liveness probe tolerates a starved CPU (the kubelet's default 1 s
 // timeout and 3 misses killed it in the middle of builds at load 20 on two
-// cores), and the Go runtime knows the memory limit (GOMEMLIMIT), so it
-// collects before the OOM killer acts.
+// cores), and the manager knows the memory limit (DEVLOOP_MEMORY_LIMIT; it
+// sets the Go runtime's soft limit below it), so it collects before the
+// OOM killer acts.
 func TestChartManagerSurvivesALoadedNode(t *testing.T) {
 	d := deploymentOf(t, renderChart(t, nil), "devloop-manager")
 	c := d.Spec.Template.Spec.Containers[0]
@@ -335,13 +336,13 @@ func TestChartManagerSurvivesALoadedNode(t *testing.T) {
 	}
 	var memLimit *corev1.EnvVar
 	for i := range c.Env {
-		if c.Env[i].Name == "GOMEMLIMIT" {
+		if c.Env[i].Name == "DEVLOOP_MEMORY_LIMIT" {
 			memLimit = &c.Env[i]
 		}
 	}
 	if memLimit == nil || memLimit.ValueFrom == nil || memLimit.ValueFrom.ResourceFieldRef == nil ||
 		memLimit.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
-		t.Errorf("GOMEMLIMIT = %+v, want it from the container's limits.memory", memLimit)
+		t.Errorf("DEVLOOP_MEMORY_LIMIT = %+v, want it from the container's limits.memory", memLimit)
 	}
 }
 

@@ -189,10 +189,12 @@ spec:
         # push images: by default exactly the image of this container.
         - name: DEVLOOP_HELPER_IMAGE
           value: {{ default $image $root.Values.helperImage | quote }}
-        # The Go runtime collects harder as the heap nears the container's
-        # memory limit instead of growing past it into the OOM killer.
+        # The Go runtime collects harder as the heap nears a soft limit
+        # below the container's memory limit (the manager leaves a sixth of
+        # it for what the runtime does not count) instead of growing past it
+        # into the OOM killer.
         {{- if (($root.Values.resources).limits).memory }}
-        - name: GOMEMLIMIT
+        - name: DEVLOOP_MEMORY_LIMIT
           valueFrom:
             resourceFieldRef:
               containerName: manager
