@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -60,15 +61,23 @@ func deltaAddenda(m MappedLayer, base *DeltaBase) ([]mutate.Addendum, bool, erro
 	if digest == base.Digest {
 		return nil, false, nil // unchanged: the registry has it whole
 	}
+	size, err := m.Layer.Size()
+	if err != nil {
+		return nil, false, err
+	}
 	rc, err := m.Layer.Compressed()
 	if err != nil {
 		return nil, false, err
 	}
-	next, err := io.ReadAll(rc)
+	// Read into a buffer of the layer's size: io.ReadAll's doubling left
+	// twice a binary of tens of MiB behind on every push.
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err = io.Copy(buf, rc)
 	_ = rc.Close()
 	if err != nil {
 		return nil, false, err
 	}
+	next := buf.Bytes()
 	ops, ok := supervisor.EncodeDelta(base.Tar, next)
 	if !ok {
 		return nil, false, nil
