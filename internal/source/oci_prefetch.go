@@ -29,6 +29,12 @@ type prefetch struct {
 	layers  []*prefetchedLayer
 	stopped atomic.Bool
 	wg      sync.WaitGroup
+
+	mu sync.Mutex
+	// open are the blobs being read: stop closes them, so a read waiting
+	// on a registry that stopped answering ends at once rather than at
+	// the fetch's deadline.
+	open map[io.Closer]bool
 }
 
 // prefetchedLayer is one layer's download: done is closed when file holds
@@ -86,7 +92,14 @@ func (p *prefetch) download(l v1.Layer, pl *prefetchedLayer) error {
 	if err != nil {
 		return &readError{err}
 	}
-	defer func() { _ = rc.Close() }()
+	if !p.track(rc) {
+		_ = rc.Close()
+		return errPrefetchStopped
+	}
+	defer func() {
+		p.untrack(rc)
+		_ = rc.Close()
+	}()
 	f, err := os.Create(pl.file)
 	if err != nil {
 		return err
@@ -96,10 +109,33 @@ func (p *prefetch) download(l v1.Layer, pl *prefetchedLayer) error {
 	if cerr := f.Close(); err == nil && cerr != nil {
 		return cerr
 	}
-	if err != nil && !errors.Is(err, errPrefetchStopped) {
+	if p.stopped.Load() {
+		return errPrefetchStopped
+	}
+	if err != nil {
 		return &readError{err}
 	}
-	return err
+	return nil
+}
+
+// track notes rc as being read; false once stopped.
+func (p *prefetch) track(rc io.Closer) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped.Load() {
+		return false
+	}
+	if p.open == nil {
+		p.open = map[io.Closer]bool{}
+	}
+	p.open[rc] = true
+	return true
+}
+
+func (p *prefetch) untrack(rc io.Closer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.open, rc)
 }
 
 // layer is layer i as downloaded, once it is there, and the file its blob
@@ -124,7 +160,12 @@ func (pl *prefetchedLayer) asLayer() (v1.Layer, error) {
 
 // stop ends the downloads not finished and waits for every one to end.
 func (p *prefetch) stop() {
+	p.mu.Lock()
 	p.stopped.Store(true)
+	for rc := range p.open {
+		_ = rc.Close()
+	}
+	p.mu.Unlock()
 	p.wg.Wait()
 }
 

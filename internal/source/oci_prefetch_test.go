@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -168,4 +169,45 @@ func TestALaterLayersFailureIsItsOwn(t *testing.T) {
 func digestOfBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// A refused layer ends the fetch at once, even while a later layer's
+// download waits on a registry that stopped sending it half way: the
+// download is closed, not waited for until the fetch's deadline.
+func TestARefusedLayerDoesNotWaitForAStalledDownload(t *testing.T) {
+	layers := [][]byte{
+		tarOf(t, tfile("../../x", "evil")),
+		tarOf(t, tfile("b.txt", strings.Repeat("b", 64<<10))),
+	}
+	gate := newBlobGate(0)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv := httptest.NewServer(gate)
+	t.Cleanup(srv.Close)
+	host := hostOf(srv)
+	d := pushArtifact(t, host, "team-a/src/stall", layers, "dev")
+	stalled := digestOfBytes(layers[1])
+	gate.gated = []string{stalled}
+	gate.broken = func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, stalled) {
+			return false
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(layers[1])))
+		_, _ = w.Write(layers[1][:1024])
+		w.(http.Flusher).Flush()
+		select { // the rest never comes while the fetch runs
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	}
+	f := newFetcher(t)
+	f.Timeout = 30 * time.Second
+	ref := Ref{Source: "local", Kind: KindOCI, URL: host + "/team-a/src/stall", Digest: d, Insecure: true}
+	start := time.Now()
+	_, err := f.Fetch(context.Background(), ref, nil)
+	expectError(t, err, permanent, []string{"layer 0", "points outside"})
+	if took := time.Since(start); took > f.Timeout/2 {
+		t.Errorf("the refusal took %s: it waited for the stalled download", took)
+	}
 }
