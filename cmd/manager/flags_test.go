@@ -74,3 +74,14 @@ func TestBuildCacheNamespaceShareFlag(t *testing.T) {
 		t.Errorf("a share above the store: err %v, want one naming the flag", err)
 	}
 }
+
+// Profiles are served only when asked for: they have no authentication.
+func TestPprofIsOffByDefault(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil || o.pprofAddr != "" {
+		t.Fatalf("default: pprof at %q, %v; want off", o.pprofAddr, err)
+	}
+	if o, err = parseFlags([]string{"--pprof-bind-address=127.0.0.1:6060"}); err != nil || o.pprofAddr != "127.0.0.1:6060" {
+		t.Fatalf("pprof at %q, %v", o.pprofAddr, err)
+	}
+}

@@ -96,9 +96,12 @@ func newManager(cfg *rest.Config, opts options) (ctrl.Manager, error) {
 		Scheme: newScheme(),
 		// One namespace only (--watch-namespace): the operator sees, and
 		// reconciles, nothing outside it.
-		Cache:                   operator.CacheOptions(operator.WatchScope{Namespace: opts.watchNamespace, Environments: opts.shard.selector}),
-		Metrics:                 metricsOptions(opts),
-		HealthProbeBindAddress:  opts.probeAddr,
+		Cache:                  operator.CacheOptions(operator.WatchScope{Namespace: opts.watchNamespace, Environments: opts.shard.selector}),
+		Metrics:                metricsOptions(opts),
+		HealthProbeBindAddress: opts.probeAddr,
+		// Off unless asked for: the heap profile of an operator that runs
+		// out of memory (issue 46's remote benchmark) is read here.
+		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        opts.shard.leaderElectionID,
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
@@ -185,6 +188,7 @@ type options struct {
 	metricsAddr           string
 	metricsSecure         bool
 	probeAddr             string
+	pprofAddr             string
 	leaderElect           bool
 	concurrent            int
 	namespaceShare        int
@@ -233,6 +237,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to; 0 disables it")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL); false: plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address Go's /debug/pprof profiles are served on, for a heap profile of the operator (empty: off; bind it to 127.0.0.1 and port-forward)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "how many DevEnvironments are reconciled at once")
 	fs.IntVar(&o.namespaceShare, "concurrent-per-namespace", 0, "how many of the --concurrent workers the DevEnvironments of one namespace may hold at once, so one tenant's slow reconciles never hold them all; 0 is half of --concurrent, rounded up")
