@@ -104,8 +104,9 @@ func (p *prefetch) download(l v1.Layer, pl *prefetchedLayer) error {
 	if err != nil {
 		return err
 	}
-	// The registry client reads no further than the descriptor's size.
-	_, err = io.CopyBuffer(writerOnly{f}, &stoppableReader{r: rc, stopped: &p.stopped}, make([]byte, copyBuffer))
+	// The registry client reads no further than the descriptor's size;
+	// stop closes rc, which ends the copy.
+	_, err = io.CopyBuffer(writerOnly{f}, rc, make([]byte, copyBuffer))
 	if cerr := f.Close(); err == nil && cerr != nil {
 		return cerr
 	}
@@ -176,16 +177,3 @@ func (b *downloadedBlob) Digest() (v1.Hash, error)            { return b.pl.desc
 func (b *downloadedBlob) Size() (int64, error)                { return b.pl.desc.Size, nil }
 func (b *downloadedBlob) MediaType() (types.MediaType, error) { return b.pl.desc.MediaType, nil }
 func (b *downloadedBlob) Compressed() (io.ReadCloser, error)  { return os.Open(b.pl.file) }
-
-// stoppableReader fails once stopped is set.
-type stoppableReader struct {
-	r       io.Reader
-	stopped *atomic.Bool
-}
-
-func (s *stoppableReader) Read(b []byte) (int, error) {
-	if s.stopped.Load() {
-		return 0, errPrefetchStopped
-	}
-	return s.r.Read(b)
-}
