@@ -232,23 +232,15 @@ func writeLayerTar(w io.Writer, dir string, entries []layerEntry) error {
 	return tw.Close()
 }
 
-// tarSize is about the size of entries' tar (a header block each, the
-// content padded to blocks, the end): a buffer grown to it at once is
-// not grown, cleared and copied again and again while a binary of tens of
-// MiB is written into it, which was most of a push's pack time.
+// tarSize is about the size of entries' tar, to grow its buffer once
+// (source.TarEntrySize).
 func tarSize(entries []layerEntry) int {
-	n := 2 * tarBlock
+	n := source.TarEnd
 	for _, e := range entries {
-		n += tarBlock + int((e.size+tarBlock-1)/tarBlock*tarBlock)
-		if len(e.name) > 100 || len(e.linkname) > 100 {
-			n += 3 * tarBlock // a PAX header for the long name
-		}
+		n += source.TarEntrySize(max(len(e.name), len(e.linkname)), e.size)
 	}
 	return n
 }
-
-// tarBlock is the tar format's block size.
-const tarBlock = 512
 
 // copyFile copies one planned file's content into the tar, and fails if
 // the file is not as planned: a build racing a writer (a compiler still

@@ -10,23 +10,23 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/devloop-dev/devloop/internal/source"
 	"github.com/devloop-dev/devloop/internal/supervisor"
 )
 
 // whiteoutPrefix marks a deleted file in a layer tar and in a sync's tar.
 const whiteoutPrefix = supervisor.WhiteoutPrefix
 
-// keptTarSize is about the size of the sync tar of files that decide kept
-// (a header block each, bodies padded to blocks): its buffer is grown to
-// it at once, not doubled while a binary of tens of MiB is written, which
-// left garbage of twice the binary behind every live update.
+// keptTarSize is about the size of the sync tar of files, counting the
+// bodies decide kept, to grow its buffer once (source.TarEntrySize).
 func keptTarSize(files []File) int {
-	n := 1024
+	n := source.TarEnd
 	for _, f := range files {
-		n += 1536 // a header, and a PAX header for a long name
+		var size int64
 		if f.kept != nil {
-			n += (len(f.kept.body) + 511) / 512 * 512
+			size = int64(len(f.kept.body))
 		}
+		n += source.TarEntrySize(len(f.Path), size)
 	}
 	return n
 }

@@ -183,17 +183,11 @@ func packLayer(entries []treeEntry, c Compression) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 }
 
-// tarSize is about the size of entries' tar (a header block each, files
-// padded to blocks, the end), to grow the layer's buffer once: growing it
-// by doubling while a binary is written was most of a pack's time.
+// tarSize is about the size of entries' tar (tarsize.go).
 func tarSize(entries []treeEntry) int {
-	const block = 512
-	n := 2 * block
+	n := TarEnd
 	for _, e := range entries {
-		n += block + int((e.size+block-1)/block*block)
-		if len(e.rel) > 100 {
-			n += 3 * block // a PAX header for the long name
-		}
+		n += TarEntrySize(len(e.rel), e.size)
 	}
 	return n
 }
