@@ -364,8 +364,8 @@ func packSource(dir string, env *v1alpha1.DevEnvironment, srcName string, c sour
 		if mapped, err = image.PrebuildLayers(dir, copyingImages(env, srcName), m.Exclude); err != nil {
 			return nil, fmt.Errorf("packing %s: %w", dir, err)
 		}
-		for i := range mapped {
-			if bases != nil {
+		if bases != nil {
+			for i := range mapped {
 				mapped[i].Base = bases(mapped[i].From, mapped[i].To)
 			}
 		}
