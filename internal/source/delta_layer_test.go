@@ -100,12 +100,7 @@ func TestABinaryIsPushedAsADeltaAndFetchedWhole(t *testing.T) {
 	}
 	t.Logf("second push: %d bytes uploaded for a %d-byte binary", sent, len(next))
 
-	f := newFetcher(t)
-	ref, err := f.Resolve(ctx, testNamespace, ociSource(repo, "dev", "", true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := f.Fetch(ctx, ref, nil)
+	a, err := fetchDev(t, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +141,7 @@ func TestADeltaThatDoesNotMakeItsLayerIsRefused(t *testing.T) {
 		if err := PushArtifact(ctx, img, repo+":dev", PushOptions{Insecure: true}); err != nil {
 			t.Fatal(err)
 		}
-		f := newFetcher(t)
-		ref, err := f.Resolve(ctx, testNamespace, ociSource(repo, "dev", "", true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := f.Fetch(ctx, ref, nil)
+		a, err := fetchDev(t, repo)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,12 +173,7 @@ func TestADeltaThatDoesNotMakeItsLayerIsRefused(t *testing.T) {
 			if err := PushArtifact(ctx, img, repo+":dev", PushOptions{Insecure: true}); err != nil {
 				t.Fatal(err)
 			}
-			f := newFetcher(t)
-			ref, err := f.Resolve(ctx, testNamespace, ociSource(repo, "dev", "", true))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = f.Fetch(ctx, ref, nil)
+			_, err = fetchDev(t, repo)
 			expectError(t, err, permanent, []string{tc.want})
 		})
 	}

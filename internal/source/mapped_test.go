@@ -32,6 +32,12 @@ func fetchPacked(t *testing.T, dir string, mapped ...MappedLayer) (*Artifact, er
 	if err := PushArtifact(context.Background(), img, repo+":dev", PushOptions{Insecure: true}); err != nil {
 		t.Fatal(err)
 	}
+	return fetchDev(t, repo)
+}
+
+// fetchDev fetches repo:dev through a new store.
+func fetchDev(t *testing.T, repo string) (*Artifact, error) {
+	t.Helper()
 	f := newFetcher(t)
 	ref, err := f.Resolve(context.Background(), testNamespace, ociSource(repo, "dev", "", true))
 	if err != nil {

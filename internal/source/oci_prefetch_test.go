@@ -41,6 +41,18 @@ func newBlobGate(bound time.Duration) *blobGate {
 	return g
 }
 
+// gatedArtifact serves layers as an artifact at repo:dev behind a new
+// blobGate with bound.
+func gatedArtifact(t *testing.T, bound time.Duration, repo string, layers [][]byte) (*blobGate, Ref) {
+	t.Helper()
+	gate := newBlobGate(bound)
+	srv := httptest.NewServer(gate)
+	t.Cleanup(srv.Close)
+	host := hostOf(srv)
+	d := pushArtifact(t, host, repo, layers, "dev")
+	return gate, Ref{Source: "local", Kind: KindOCI, URL: host + "/" + repo, Digest: d, Insecure: true}
+}
+
 func (g *blobGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") || !slices.ContainsFunc(g.gated, func(d string) bool { return strings.HasSuffix(r.URL.Path, d) }) {
 		g.h.ServeHTTP(w, r)
@@ -80,20 +92,15 @@ func (g *blobGate) mostAtOnce() int {
 // company, the three layers' GETs are in flight together, and the tree is
 // the layers applied in order (a later layer's file and whiteout win).
 func TestAnArtifactsLayersAreDownloadedSideBySide(t *testing.T) {
-	gate := newBlobGate(time.Second)
-	srv := httptest.NewServer(gate)
-	t.Cleanup(srv.Close)
-	host := hostOf(srv)
 	layers := [][]byte{
 		tarOf(t, tfile("a.txt", "layer 0"), tfile("gone.txt", "x")),
 		gzipped(t, tarOf(t, tfile("a.txt", "layer 1"), tfile("b.txt", "b"))),
 		tarOf(t, tfile(".wh.gone.txt", ""), tfile("c.txt", "c")),
 	}
-	d := pushArtifact(t, host, "team-a/src/chunks", layers, "dev")
+	gate, ref := gatedArtifact(t, time.Second, "team-a/src/chunks", layers)
 	for _, l := range layers {
 		gate.gated = append(gate.gated, digestOfBytes(l))
 	}
-	ref := Ref{Source: "local", Kind: KindOCI, URL: host + "/team-a/src/chunks", Digest: d, Insecure: true}
 
 	a, err := newFetcher(t).Fetch(context.Background(), ref, nil)
 	if err != nil {
@@ -133,11 +140,7 @@ func TestALaterLayersFailureIsItsOwn(t *testing.T) {
 		{"corrupted", func(w http.ResponseWriter) { _, _ = w.Write(tarOf(t, tfile("c.txt", "LAYER 2"))) }, permanent, []string{"layer 2", "does not match its digest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gate := newBlobGate(0)
-			srv := httptest.NewServer(gate)
-			t.Cleanup(srv.Close)
-			host := hostOf(srv)
-			d := pushArtifact(t, host, "team-a/src/chunks", layers, "dev")
+			gate, ref := gatedArtifact(t, 0, "team-a/src/chunks", layers)
 			third := digestOfBytes(layers[2])
 			gate.gated = []string{third}
 			gate.broken = func(w http.ResponseWriter, r *http.Request) bool {
@@ -147,19 +150,13 @@ func TestALaterLayersFailureIsItsOwn(t *testing.T) {
 				tc.answer(w)
 				return true
 			}
-			ref := Ref{Source: "local", Kind: KindOCI, URL: host + "/team-a/src/chunks", Digest: d, Insecure: true}
 			_, err := newFetcher(t).Fetch(context.Background(), ref, nil)
 			expectError(t, err, tc.class, tc.want)
 		})
 	}
 	t.Run("unsafe first layer", func(t *testing.T) {
-		gate := newBlobGate(0)
-		srv := httptest.NewServer(gate)
-		t.Cleanup(srv.Close)
-		host := hostOf(srv)
 		evil := append([][]byte{tarOf(t, tfile("../../x", "evil"))}, layers[1:]...)
-		d := pushArtifact(t, host, "team-a/src/evil", evil, "dev")
-		ref := Ref{Source: "local", Kind: KindOCI, URL: host + "/team-a/src/evil", Digest: d, Insecure: true}
+		_, ref := gatedArtifact(t, 0, "team-a/src/evil", evil)
 		_, err := newFetcher(t).Fetch(context.Background(), ref, nil)
 		expectError(t, err, permanent, []string{"layer 0", "points outside"})
 	})
@@ -179,13 +176,9 @@ func TestARefusedLayerDoesNotWaitForAStalledDownload(t *testing.T) {
 		tarOf(t, tfile("../../x", "evil")),
 		tarOf(t, tfile("b.txt", strings.Repeat("b", 64<<10))),
 	}
-	gate := newBlobGate(0)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	srv := httptest.NewServer(gate)
-	t.Cleanup(srv.Close)
-	host := hostOf(srv)
-	d := pushArtifact(t, host, "team-a/src/stall", layers, "dev")
+	gate, ref := gatedArtifact(t, 0, "team-a/src/stall", layers)
 	stalled := digestOfBytes(layers[1])
 	gate.gated = []string{stalled}
 	gate.broken = func(w http.ResponseWriter, r *http.Request) bool {
@@ -203,7 +196,6 @@ func TestARefusedLayerDoesNotWaitForAStalledDownload(t *testing.T) {
 	}
 	f := newFetcher(t)
 	f.Timeout = 30 * time.Second
-	ref := Ref{Source: "local", Kind: KindOCI, URL: host + "/team-a/src/stall", Digest: d, Insecure: true}
 	start := time.Now()
 	_, err := f.Fetch(context.Background(), ref, nil)
 	expectError(t, err, permanent, []string{"layer 0", "points outside"})
