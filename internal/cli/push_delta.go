@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,12 +78,7 @@ func (d *deltaBases) keepWhole(repo string, img v1.Image) error {
 		if from == "" || desc.MediaType != types.OCIUncompressedLayer || i >= len(layers) {
 			continue
 		}
-		rc, err := layers[i].Compressed()
-		if err != nil {
-			return err
-		}
-		tar, err := io.ReadAll(rc)
-		_ = rc.Close()
+		tar, err := source.LayerBlob(layers[i])
 		if err != nil {
 			return err
 		}

@@ -61,23 +61,10 @@ func deltaAddenda(m MappedLayer, base *DeltaBase) ([]mutate.Addendum, bool, erro
 	if digest == base.Digest {
 		return nil, false, nil // unchanged: the registry has it whole
 	}
-	size, err := m.Layer.Size()
+	next, err := LayerBlob(m.Layer)
 	if err != nil {
 		return nil, false, err
 	}
-	rc, err := m.Layer.Compressed()
-	if err != nil {
-		return nil, false, err
-	}
-	// Read into a buffer of the layer's size: io.ReadAll's doubling left
-	// twice a binary of tens of MiB behind on every push.
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	_, err = io.Copy(buf, rc)
-	_ = rc.Close()
-	if err != nil {
-		return nil, false, err
-	}
-	next := buf.Bytes()
 	ops, ok := supervisor.EncodeDelta(base.Tar, next)
 	if !ok {
 		return nil, false, nil
@@ -92,6 +79,26 @@ func deltaAddenda(m MappedLayer, base *DeltaBase) ([]mutate.Addendum, bool, erro
 		{Layer: static.NewLayer(base.Tar, MediaTypeDeltaBase), Annotations: mapping},
 		{Layer: static.NewLayer(ops, MediaTypeDelta), Annotations: deltaNotes},
 	}, true, nil
+}
+
+// LayerBlob reads a layer's blob whole, into a buffer of the layer's
+// size: io.ReadAll's doubling left twice a binary of tens of MiB behind on
+// every push.
+func LayerBlob(l v1.Layer) ([]byte, error) {
+	size, err := l.Size()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := io.Copy(buf, rc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // deltaTarget is what a delta layer's annotations say it makes.
