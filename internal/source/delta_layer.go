@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -123,23 +122,18 @@ func parseDeltaTarget(a map[string]string) (deltaTarget, error) {
 	return t, nil
 }
 
-// applyDeltaLayer makes the layer delta stands for from its base (an
-// earlier layer of the artifact, of MediaTypeDeltaBase, downloaded to
-// baseFile) into a file under dir, and returns it as the uncompressed
-// mapped layer it is, with its descriptor. Its result must be the digest
-// and size the annotations name, within limit bytes. Nothing of the size
-// of the layer is held in memory: the base is read in place, the delta
-// streamed, the result written as it is made (an operator making two
-// environments' 28.5 MiB binaries whole from buffers was OOM-killed).
-func applyDeltaLayer(delta v1.Layer, baseFile string, desc v1.Descriptor, t deltaTarget, dir string, limit int64) (v1.Layer, v1.Descriptor, string, error) {
+// applyDeltaLayer makes the layer delta stands for from base (an
+// earlier layer of the artifact, of MediaTypeDeltaBase, in a file) into a
+// file under dir, and returns it as the uncompressed mapped layer it is,
+// with its descriptor. Its result must be the digest and size the
+// annotations name, within limit bytes. Nothing of the size of the layer
+// is held in memory: the base is read in place, the delta streamed, the
+// result written as it is made (an operator making two environments'
+// 28.5 MiB binaries whole from buffers was OOM-killed).
+func applyDeltaLayer(delta v1.Layer, base *os.File, desc v1.Descriptor, t deltaTarget, dir string, limit int64) (v1.Layer, v1.Descriptor, string, error) {
 	if t.size > limit {
 		return nil, v1.Descriptor{}, "", tooLarge(limit)
 	}
-	base, err := os.Open(baseFile)
-	if err != nil {
-		return nil, v1.Descriptor{}, "", err
-	}
-	defer func() { _ = base.Close() }()
 	info, err := base.Stat()
 	if err != nil {
 		return nil, v1.Descriptor{}, "", err
@@ -164,35 +158,4 @@ func applyDeltaLayer(delta v1.Layer, baseFile string, desc v1.Descriptor, t delt
 	whole := v1.Descriptor{MediaType: types.OCIUncompressedLayer, Digest: t.digest, Size: t.size, Annotations: desc.Annotations}
 	l, err := (&prefetchedLayer{desc: whole, file: file}).asLayer()
 	return l, whole, file, err
-}
-
-// wholeFromDelta is the mapped layer a delta layer of an artifact stands
-// for: its base must be an earlier layer of the artifact, of
-// MediaTypeDeltaBase.
-func wholeFromDelta(delta v1.Layer, desc v1.Descriptor, isMapped bool, layers []v1.Layer, before []v1.Descriptor, downloads *prefetch, dir string, limit int64) (v1.Layer, v1.Descriptor, string, error) {
-	if !isMapped {
-		return nil, desc, "", unsafeContent("a delta layer must be a mapped layer (%s, %s)", AnnotationLayerFrom, AnnotationLayerTo)
-	}
-	t, err := parseDeltaTarget(desc.Annotations)
-	if err != nil {
-		return nil, desc, "", err
-	}
-	j := slices.IndexFunc(before, func(d v1.Descriptor) bool { return d.MediaType == MediaTypeDeltaBase && d.Digest == t.base })
-	if j < 0 {
-		return nil, desc, "", unsafeContent("delta layer: its base %s is not a layer of the artifact before it", t.base)
-	}
-	base, baseFile, err := downloads.layer(j, layers[j])
-	if err != nil {
-		return nil, desc, "", err
-	}
-	if baseFile == "" {
-		// The artifact's first layer, read from the registry as it goes:
-		// downloaded here (the registry client checks its digest).
-		baseFile = filepath.Join(dir, "delta-base-"+t.base.Hex)
-		pl := &prefetchedLayer{file: baseFile}
-		if err := downloads.download(base, pl); err != nil {
-			return nil, desc, "", err
-		}
-	}
-	return applyDeltaLayer(delta, baseFile, desc, t, dir, limit)
 }

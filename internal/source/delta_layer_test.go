@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -194,13 +195,35 @@ func copyAnnotations(a map[string]string, k, v string) map[string]string {
 
 func emptyArtifact() v1.Image { return empty.Image }
 
-// countingUploads counts the bytes of blob uploads (PATCH and PUT bodies).
+// countingUploads counts the bytes of blob uploads (PATCH and PUT bodies),
+// and the GETs of each blob.
 type countingUploads struct {
 	h     http.Handler
 	bytes atomic.Int64
+	mu    sync.Mutex
+	gets  map[string]int
+}
+
+// blobGets is how many times the blob of l was downloaded.
+func (c *countingUploads) blobGets(t *testing.T, l v1.Layer) int {
+	d, err := l.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets[d.String()]
 }
 
 func (c *countingUploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, digest, ok := strings.Cut(r.URL.Path, "/blobs/"); ok && r.Method == http.MethodGet {
+		c.mu.Lock()
+		if c.gets == nil {
+			c.gets = map[string]int{}
+		}
+		c.gets[digest]++
+		c.mu.Unlock()
+	}
 	if (r.Method == http.MethodPatch || r.Method == http.MethodPut) && strings.Contains(r.URL.Path, "/blobs/uploads/") {
 		body, _ := io.ReadAll(r.Body)
 		c.bytes.Add(int64(len(body)))

@@ -86,6 +86,9 @@ type envState struct {
 type Store struct {
 	state *storeState
 	locks *keyLocks
+	// kept are the blobs of mapped layers and delta bases the entries
+	// hold, for a delta's base (kept_blobs.go).
+	kept keptBlobs
 }
 
 // NewStore is an empty Store: a new process's, which learns what the

@@ -202,8 +202,11 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		}
 		defer x.close()
 		meta := entryMeta{Digest: ref.Digest}
-		downloads := prefetchLayers(layers, manifest.Layers, scratch)
+		deltas := newDeltaFill(&f.store().kept, ref.origin(), layers, manifest.Layers, scratch, filepath.Dir(content), f.maxSize())
+		defer deltas.close()
+		downloads := prefetchLayers(layers, manifest.Layers, scratch, deltas.skip)
 		defer downloads.stop()
+		deltas.downloads = downloads
 		for i, l := range layers {
 			what := fmt.Sprintf("layer %d", i)
 			if d, err := l.Digest(); err == nil {
@@ -223,7 +226,7 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 			}
 			l, downloaded, err := downloads.layer(i, l)
 			if err == nil && desc.MediaType == MediaTypeDelta {
-				l, desc, downloaded, err = wholeFromDelta(l, desc, isMapped, layers, manifest.Layers[:i], downloads, scratch, f.maxSize())
+				l, desc, downloaded, err = deltas.whole(i, l, desc, isMapped)
 			}
 			var prebuilt *PrebuiltLayer
 			if err == nil {
@@ -243,6 +246,7 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		if err := x.finish(); err != nil {
 			return entryMeta{}, s.wrap(err)
 		}
+		meta.Bases = deltas.bases
 		return meta, nil
 	}
 }

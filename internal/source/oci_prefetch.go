@@ -47,14 +47,18 @@ type prefetchedLayer struct {
 }
 
 // prefetchLayers starts downloading layers[1:] into dir, the earliest
-// first. stop must be called before dir is removed.
-func prefetchLayers(layers []v1.Layer, descs []v1.Descriptor, dir string) *prefetch {
+// first, but those skip says are not needed (a delta's base the store
+// holds). stop must be called before dir is removed.
+func prefetchLayers(layers []v1.Layer, descs []v1.Descriptor, dir string, skip func(int) bool) *prefetch {
 	p := &prefetch{layers: make([]*prefetchedLayer, len(layers))}
 	if len(layers) < 2 {
 		return p
 	}
 	slots := make(chan struct{}, prefetchConcurrency)
 	for i := 1; i < len(layers); i++ {
+		if skip(i) {
+			continue
+		}
 		pl := &prefetchedLayer{done: make(chan struct{}), desc: descs[i], file: filepath.Join(dir, fmt.Sprintf("layer-%d", i))}
 		p.layers[i] = pl
 	}
@@ -63,6 +67,9 @@ func prefetchLayers(layers []v1.Layer, descs []v1.Descriptor, dir string) *prefe
 		defer p.wg.Done()
 		for i := 1; i < len(layers); i++ {
 			pl := p.layers[i]
+			if pl == nil {
+				continue
+			}
 			slots <- struct{}{}
 			if p.stopped.Load() {
 				pl.err = errPrefetchStopped

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -42,6 +43,9 @@ type entryMeta struct {
 	Boot string `json:"boot,omitempty"`
 	// Layers are the artifact's mapped layers whose blobs were kept.
 	Layers []PrebuiltLayer `json:"layers,omitempty"`
+	// Bases are the digests of the delta bases kept under layers/
+	// (deltaFill.keep), for the next delta against them.
+	Bases []string `json:"bases,omitempty"`
 }
 
 // validKey guards the store against a Ref that arrived as JSON naming a
@@ -192,9 +196,29 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		}
 		return nil, fmt.Errorf("%s: storing: %w", s, err)
 	}
+	f.keepBlobs(ref, meta, entry)
 	a := artifact(ref, meta, entry)
 	a.Downloaded = true
 	return a, nil
+}
+
+// keepBlobs remembers the blobs an entry of ref keeps, newest last: the
+// mapped layers (the next push's delta base) and the bases of its deltas.
+func (f *Fetcher) keepBlobs(ref Ref, meta entryMeta, entry string) {
+	if ref.Kind != KindOCI {
+		return
+	}
+	kept := &f.store().kept
+	for _, d := range meta.Bases {
+		if h, err := v1.NewHash(d); err == nil {
+			kept.remember(ref.origin(), h, filepath.Join(entry, layersDir, h.Algorithm+"-"+h.Hex))
+		}
+	}
+	for _, l := range meta.Layers {
+		if h, err := v1.NewHash(l.Digest); err == nil {
+			kept.remember(ref.origin(), h, filepath.Join(entry, l.File))
+		}
+	}
 }
 
 // load returns the stored entry for ref, if complete.
