@@ -119,3 +119,11 @@ func redactURL(raw string) string {
 	}
 	return raw
 }
+
+// accessFailure is a fill's failure to read the manifest it was asked for
+// with the credentials it was given: the asker's answer, not a refusal of
+// the content remembered for everyone who asks (refusals.go).
+type accessFailure struct{ err error }
+
+func (a *accessFailure) Error() string { return a.err.Error() }
+func (a *accessFailure) Unwrap() error { return a.err }

@@ -542,8 +542,19 @@ func (f *Fetcher) checkAccess(ctx context.Context, env types.UID, s subject, ref
 	if err != nil {
 		return fmt.Errorf("access check with this environment's credentials: %w", err)
 	}
-	st.checks.Put(slot, accessCheck{key: want, at: time.Now()})
+	f.granted(env, ref, creds)
 	return nil
+}
+
+// granted notes that the origin granted env the content of ref with
+// creds: an access check that passed, or a fill made with them (it read
+// the same manifest or commit the check would have asked about).
+func (f *Fetcher) granted(env types.UID, ref Ref, creds *Credentials) {
+	version := ""
+	if creds != nil {
+		version = creds.Version
+	}
+	f.state().checks.Put(memo.Key(env, ref.Source), accessCheck{key: ref.storeKey() + "\x00" + version, at: time.Now()})
 }
 
 func (f *Fetcher) accessTTL() time.Duration {

@@ -169,7 +169,9 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		what := "manifest " + ref.Digest
 		desc, err := remote.Get(repo.Digest(ref.Digest), c.opts...)
 		if err != nil {
-			return entryMeta{}, c.error(s, what, err)
+			// With the environment's credentials this GET is its access
+			// check (servedTo): its failure is not the content's.
+			return entryMeta{}, &accessFailure{c.error(s, what, err)}
 		}
 		if desc.MediaType.IsIndex() {
 			return entryMeta{}, s.permanent("%s is an image index; a source must be a single artifact manifest", ref.Digest)

@@ -93,6 +93,11 @@ func (r *refusal) answer(s subject) error {
 // cut by its deadline are remembered; anything else is the reconciler's
 // to retry.
 func (f *Fetcher) remember(ctx context.Context, s subject, name string, env types.UID, err error, size int64) error {
+	var denied *accessFailure
+	if errors.As(err, &denied) {
+		// The asker's own: another may be granted the content.
+		return err
+	}
 	deadline := cutByDeadline(ctx, err) && !fault.IsPermanent(err)
 	if !fault.IsPermanent(err) && !deadline {
 		return err

@@ -259,7 +259,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref, creds *Credentials) (*Arti
 	if err != nil {
 		return nil, err
 	}
-	return f.stored(ctx, s, ref, fill, "")
+	return f.stored(ctx, s, ref, fill, "", servedTo{})
 }
 
 // Serve is Fetch for the environment env of a store shared between
@@ -290,10 +290,23 @@ func (f *Fetcher) ServeIn(ctx context.Context, namespace string, env types.UID, 
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkAccess(ctx, env, s, ref, creds); err != nil {
-		return nil, err
+	// An entry the store holds is served after an access check with env's
+	// credentials; one that is not there is filled with them, which is
+	// that check (a change's new content is always such a fill: the check
+	// before it was a round trip to the registry on the path of every
+	// change).
+	to := servedTo{
+		check:  func() error { return f.checkAccess(ctx, env, s, ref, creds) },
+		filled: func() { f.granted(env, ref, creds) },
 	}
-	return f.stored(ctx, s, ref, fill, env)
+	if ref.Kind != KindOCI {
+		// Only an OCI fill tells a denied manifest from refused content
+		// (accessFailure): the others are checked first.
+		if err := to.check(); err != nil {
+			return nil, err
+		}
+	}
+	return f.stored(ctx, s, ref, fill, env, to)
 }
 
 // prepare checks a Ref and picks how to fill its entry.

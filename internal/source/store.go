@@ -70,6 +70,15 @@ func entryName(key string) (string, error) {
 	return strings.ReplaceAll(key, ":", "-"), nil
 }
 
+// servedTo is the environment an entry is served to (Serve): check asks the
+// origin whether its credentials grant the content, before an entry the
+// store holds is served; filled notes that they did, when the entry was
+// filled with them. Both are nil for Fetch (a helper pod's own store).
+type servedTo struct {
+	check  func() error
+	filled func()
+}
+
 // filler writes the content of a Ref into content, using scratch for
 // anything that must not end up in the store (a git object database, a
 // downloaded archive).
@@ -82,7 +91,7 @@ type filler func(ctx context.Context, content, scratch string) (entryMeta, error
 //
 // env, when set, is the environment served: the entry is charged to it and
 // stays in use for it (see the package doc).
-func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, env types.UID) (*Artifact, error) {
+func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, env types.UID, to servedTo) (*Artifact, error) {
 	if f.Root == "" {
 		return nil, errors.New("source: Fetcher.Root is not set")
 	}
@@ -98,16 +107,33 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		if err != nil {
 			return nil, err
 		}
+		if to.check != nil {
+			if err := to.check(); err != nil {
+				return nil, err
+			}
+		}
 		if err := f.admit(s, name, -1, env); err != nil {
 			return nil, err
 		}
 		return a, nil
 	}
 
+	// A refusal learned from an earlier fill is told only to one the
+	// origin grants the content.
+	refused := func() error {
+		err := f.refused(s, name, env)
+		if err != nil && to.check != nil {
+			if cerr := to.check(); cerr != nil {
+				return cerr
+			}
+		}
+		return err
+	}
+
 	if a, ok := f.load(s, entry, ref); ok {
 		return hit(a)
 	}
-	if err := f.refused(s, name, env); err != nil {
+	if err := refused(); err != nil {
 		return nil, err
 	}
 	unlock, err := f.store().locks.lockKey(ctx, entry)
@@ -119,7 +145,7 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		return hit(a)
 	}
 	// A concurrent fetch of the same entry may have been refused.
-	if err := f.refused(s, name, env); err != nil {
+	if err := refused(); err != nil {
 		return nil, err
 	}
 	// An entry that exists but cannot be read was damaged from outside the
@@ -190,6 +216,9 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 		return nil, f.remember(ctx, s, name, env, err, size)
 	}
 	f.forgetRefusal(name)
+	if to.filled != nil {
+		to.filled()
+	}
 	if err := os.Rename(tmp, entry); err != nil {
 		if a, ok := f.load(s, entry, ref); ok {
 			return checked(s, ref, a) // another process filled it first
