@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"os"
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -79,6 +80,11 @@ type sourceLayer struct {
 	// compressed is the blob when it was compressed by this build and is
 	// smaller than keepCompressedBelow; nil otherwise.
 	compressed [][]byte
+	// file is the blob as a file, when the layer is a prebuilt blob of
+	// the source (newPrebuiltLayer found them the same): read as it is,
+	// not written again (a live update reads the changed layer on the
+	// path of the change, while the image is pushed beside it).
+	file string
 }
 
 // newSourceLayer hashes the tar writeTar writes to get the layer's diff ID
@@ -218,13 +224,19 @@ func (l *sourceLayer) Compressed() (io.ReadCloser, error) {
 		return io.NopCloser(io.MultiReader(readers...)), nil
 	}
 	if l.mediaType == types.OCIUncompressedLayer {
-		return pipe(l.writeTar), nil
+		return l.Uncompressed()
 	}
 	return pipe(func(w io.Writer) error { return writeCompressed(w, l.writeTar) }), nil
 }
 
-// Uncompressed returns the tar.
+// Uncompressed returns the tar: the prebuilt file, or written again (also
+// when the store lost the file meanwhile).
 func (l *sourceLayer) Uncompressed() (io.ReadCloser, error) {
+	if l.file != "" {
+		if f, err := os.Open(l.file); err == nil {
+			return f, nil
+		}
+	}
 	return pipe(l.writeTar), nil
 }
 

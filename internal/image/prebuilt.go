@@ -151,7 +151,7 @@ func newPrebuiltLayer(writeTar func(io.Writer) error, p *source.PrebuiltLayer) (
 		return nil, false, nil
 	}
 	return &sourceLayer{writeTar: writeTar, mediaType: types.OCIUncompressedLayer, diffID: digest,
-		blob: blobInfo{digest: digest, size: p.Size}}, true, nil
+		blob: blobInfo{digest: digest, size: p.Size}, file: p.File}, true, nil
 }
 
 // comparingWriter compares what is written with what r reads.

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -155,4 +156,43 @@ func TestPrebuildLeavesSomeMappingsToTheOperator(t *testing.T) {
 			g.Expect(got).To(Equal(tc.want))
 		})
 	}
+}
+
+// TestAPrebuiltLayerIsReadFromItsBlob: a layer found the same as the
+// source's prebuilt blob is read from that blob, not written again from
+// the tree (a live update reads the changed layer on the path of the
+// change, while the image is pushed beside it): the tree's file may even
+// be gone. A blob the store lost meanwhile is written from the tree.
+func TestAPrebuiltLayerIsReadFromItsBlob(t *testing.T) {
+	g := NewWithT(t)
+	host := testregistry.Start(t)
+	dir := testfiles.Tree(t, map[string]string{"bin/web": string(randomBytes(11, 256<<10))})
+	mapping := v1alpha1.LayerMapping{From: "bin/web", To: "/web", Mode: "0755"}
+	a := pushAndFetch(t, host, dir, []v1alpha1.ImageSpec{{Name: "web", Layers: []v1alpha1.LayerMapping{mapping}}}, nil)
+	g.Expect(a.Prebuilt).To(HaveLen(1))
+	blob, err := os.ReadFile(a.Prebuilt[0].File)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	b, _ := testBuilder(t, host)
+	img := Spec{Name: "web", Layers: []v1alpha1.LayerMapping{mapping}, Prebuilt: a.Prebuilt, SourceRepository: host + "/team/src"}
+	layers, err := b.sourceLayers(img, a.Dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(layers).To(HaveLen(1))
+
+	tree, aside := filepath.Join(a.Dir, "bin/web"), filepath.Join(t.TempDir(), "web")
+	g.Expect(os.Rename(tree, aside)).To(Succeed())
+	read := func() []byte {
+		rc, err := layers[0].Uncompressed()
+		g.Expect(err).NotTo(HaveOccurred())
+		defer rc.Close()
+		got, err := io.ReadAll(rc)
+		g.Expect(err).NotTo(HaveOccurred(), "the layer was written again from the tree")
+		return got
+	}
+	g.Expect(read()).To(Equal(blob))
+
+	// The store lost the blob: written from the tree, as it was.
+	g.Expect(os.Rename(aside, tree)).To(Succeed())
+	g.Expect(os.Remove(a.Prebuilt[0].File)).To(Succeed())
+	g.Expect(read()).To(Equal(blob))
 }
