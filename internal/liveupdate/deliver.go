@@ -111,7 +111,8 @@ func (e *Engine) update(ctx context.Context, req engine.Request) (Outcome, error
 
 // updateImage is Update for one image.
 func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
-	if err := e.syncWhilePushed(ctx, req, img, ist, out); err != nil {
+	early, err := e.syncWhilePushed(ctx, req, img, ist, out)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -137,18 +138,21 @@ func (e *Engine) updateImage(ctx context.Context, req engine.Request, img *v1alp
 			rollout(ist, reason)
 			return nil
 		}
-		planned := time.Now()
-		d, tars, err := e.plan(ctx, req, img, ist)
-		if err != nil {
-			return err
+		d := early.of(ist) // synced while pushed: its tar is remembered
+		if d == nil {
+			planned := time.Now()
+			var tars map[string][]byte
+			if d, tars, err = e.plan(ctx, req, img, ist); err != nil {
+				return err
+			}
+			log.FromContext(ctx).V(1).Info("live update planned", "image", img.Name, "live", d.Live, "files", len(d.Files),
+				"platforms", len(tars), "took", time.Since(planned).String())
+			if !d.Live {
+				rollout(ist, d.Reason)
+				return nil
+			}
+			e.remember(req.Env.UID, img.Name, ist.TemplateDigest, ist.Digest, tars)
 		}
-		log.FromContext(ctx).V(1).Info("live update planned", "image", img.Name, "live", d.Live, "files", len(d.Files),
-			"platforms", len(tars), "took", time.Since(planned).String())
-		if !d.Live {
-			rollout(ist, d.Reason)
-			return nil
-		}
-		e.remember(req.Env.UID, img.Name, ist.TemplateDigest, ist.Digest, tars)
 		ist.LiveDigest, ist.LastUpdate = ist.Digest, v1alpha1.UpdateLive
 		ist.UpdateReason = message.Truncate(describeFiles(d.Files), v1alpha1.MaxUpdateReason)
 	}

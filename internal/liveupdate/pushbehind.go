@@ -22,14 +22,20 @@ import (
 // again. Nothing here writes status: a sync that cannot be done early
 // (a rollout, a failed pod) is left to updateImage, which decides it
 // again with the pushed digest.
-func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) error {
+//
+// It returns the decision it synced by, for the digest it names: once
+// pushed, status records that live update without planning it again (a
+// second read of the changed layer, from the registry, on the way to
+// Ready).
+func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, out *Outcome) (*earlyPlan, error) {
 	if e.Images == nil {
-		return nil
+		return nil, nil
 	}
 	digest, assembled, wait := e.Images.Publishing(req, img.Name)
 	if wait == nil {
-		return nil
+		return nil, nil
 	}
+	var decided *earlyPlan
 	pending := *ist // what status will say once the push is done
 	pending.Digest = digest
 	// An image of several platforms is synced once pushed (its pods take
@@ -40,6 +46,7 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 		d, tarball, err := e.planFrom(ctx, req, img, &pending, "", assembled)
 		if err == nil && d.Live {
 			e.remember(req.Env.UID, img.Name, pending.TemplateDigest, digest, map[string][]byte{"": tarball})
+			decided = &earlyPlan{template: pending.TemplateDigest, digest: digest, decision: d}
 			pending.LiveDigest = digest
 			synced, err := e.converge(ctx, req, img, &pending)
 			if len(synced) > 0 {
@@ -54,7 +61,7 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 	}
 	waited := time.Now()
 	if err := wait(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	log.FromContext(ctx).V(1).Info("image pushed", "image", img.Name, "digest", digest, "waited", time.Since(waited).String())
 	if ist.Digest != digest {
@@ -62,5 +69,21 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 		// next reconcile look again rather than guess.
 		log.FromContext(ctx).Info("a pushed build is not in status", "image", img.Name, "digest", digest, "status", ist.Digest)
 	}
-	return nil
+	return decided, nil
+}
+
+// earlyPlan is the live update syncWhilePushed decided from template to
+// digest (its tar remembered for converge).
+type earlyPlan struct {
+	template, digest string
+	decision         *Decision
+}
+
+// of is the early decision when it is the one from ist's template digest
+// to its digest, nil otherwise.
+func (p *earlyPlan) of(ist *v1alpha1.ImageStatus) *Decision {
+	if p == nil || p.template != ist.TemplateDigest || p.digest != ist.Digest {
+		return nil
+	}
+	return p.decision
 }

@@ -66,3 +66,44 @@ func layerDigests(t *testing.T, ref string) map[string]bool {
 	}
 	return out
 }
+
+// TestALiveUpdateSyncedWhilePushedIsNotPlannedAgain: the reconcile that
+// syncs a new build while it is pushed records that live update once the
+// push is done from the decision it synced by: it does not compare the
+// images again (which read the pods' image, its config from the
+// registry, and the changed layer a second time, on the way to Ready).
+func TestALiveUpdateSyncedWhilePushedIsNotPlannedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ns, env := deployLiveEnv(t)
+	key := client.ObjectKeyFromObject(env)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	v1 := *env.Status.Component("web").Image("web")
+	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+	config := configDigest(t, v1.Repository+"@"+v1.Digest)
+	before := operatortest.Registry.BlobReads(config)
+
+	pushLive(t, env, "binary v2", "<h1>1</h1>")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		ist := env.Status.Component("web").Image("web")
+		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "reason: %s", ist.UpdateReason)
+		g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
+		g.Expect(ist.UpdateReason).To(ContainSubstring("/web"))
+	})
+	v2 := *env.Status.Component("web").Image("web")
+	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)).To(HaveLen(1))
+	g.Expect(operatortest.Registry.BlobReads(config)-before).To(Equal(1),
+		"the pods' image's config read once for the change (by the sync while pushed), not again after the push")
+}
+
+// configDigest is the config digest of the image ref in the test registry.
+func configDigest(t *testing.T, ref string) string {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	img, err := remote.Image(r, remote.WithContext(context.Background()))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	m, err := img.Manifest()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return m.Config.Digest.String()
+}
