@@ -95,7 +95,7 @@ is reported and the watch goes on).`,
 	cmd.Flags().StringVar(&f.source, "source", "", "the name of the environment's oci source (spec.sources[].name)")
 	cmd.Flags().BoolVarP(&f.watch, "watch", "w", false, "push again on every change until Ctrl-C")
 	cmd.Flags().BoolVar(&f.portForward, "port-forward", true, "with --watch: forward the components' declared ports (components[].ports) while watching")
-	cmd.Flags().DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "with --watch: wait this long after the last change before pushing")
+	cmd.Flags().DurationVar(&f.debounce, "debounce", 300*time.Millisecond, "with --watch: wait this long after the last change before pushing (files moved into place whole, as go build writes its output: 10ms)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up following the rollout after this long (0: no limit)")
 	cmd.Flags().BoolVar(&f.noFollow, "no-follow", false, "push and request the reconcile, but do not wait for the rollout")
 	cmd.Flags().StringVarP(&f.label, "selector", "l", "", "follow only the components with this label (components[].labels)")

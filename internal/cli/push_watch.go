@@ -97,6 +97,7 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	paused, dirty := false, false
+	var changes burst
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,14 +128,16 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 				continue
 			}
 			dirty = true
+			changes.note(ev)
 			if !paused {
-				debounce.Reset(f.debounce)
+				debounce.Reset(changes.quiet(f.debounce))
 			}
 		case err := <-w.Errors:
 			fmt.Fprintln(a.errOut(), "watch:", err)
 		case <-debounce.C:
 			if dirty && !paused {
 				dirty = false
+				changes.pushed()
 				push()
 			}
 		case cmd := <-commands:
@@ -148,10 +151,12 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 				fmt.Fprintln(a.out(), "resumed")
 				if dirty {
 					dirty = false
+					changes.pushed()
 					push()
 				}
 			case "":
 				dirty = false
+				changes.pushed()
 				push()
 			case "q":
 				fmt.Fprintln(a.out(), "stopped watching")
