@@ -94,7 +94,7 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 		n, loadBefore, loadAverage())
 	fmt.Fprintf(&b, "| arm | p50 | p90 |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| devloop push, live update | %s | %s |\n", dp50.Round(10*time.Millisecond), dp90.Round(10*time.Millisecond))
-	fmt.Fprintf(&b, "| devloop push --watch (debounce %s), live update | %s | %s |\n", watchDebounce, wp50.Round(10*time.Millisecond), wp90.Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "| devloop push --watch (debounce %s, the default; 10ms for a binary moved into place), live update | %s | %s |\n", watchDebounce, wp50.Round(10*time.Millisecond), wp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "| Tilt live_update (sync + restart) | %s | %s |\n", tp50.Round(10*time.Millisecond), tp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "devloop push / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
 	fmt.Fprintf(&b, "devloop push --watch / Tilt: p50 %.2f, p90 %.2f\n", float64(wp50)/float64(tp50), float64(wp90)/float64(tp90))
