@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,6 +28,32 @@ func TestABinaryMovedIntoPlaceSettlesAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, moveSettle},
+		{"go build's own way: a temporary file beside it, then the output moved in", func(t *testing.T, dir string) {
+			tmp := filepath.Join(dir, "server-go-tmp-umask")
+			write(t, tmp, "")
+			if err := os.Remove(tmp); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(aside, "server"), "new build")
+			if err := os.Rename(filepath.Join(aside, "server"), filepath.Join(dir, "server")); err != nil {
+				t.Fatal(err)
+			}
+		}, moveSettle},
+		{"go build -o into the watched directory", func(t *testing.T, dir string) {
+			mod := t.TempDir()
+			write(t, filepath.Join(mod, "go.mod"), "module example.com/settle\n")
+			write(t, filepath.Join(mod, "main.go"), "package main\n\nfunc main() { println(\"v2\") }\n")
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "built"), ".")
+			cmd.Dir = mod
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, out)
+			}
+		}, moveSettle},
+		{"mode changed (go build of the same output)", func(t *testing.T, dir string) {
+			if err := os.Chmod(filepath.Join(dir, "server"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, moveSettle},
 		{"written in place", func(t *testing.T, dir string) { write(t, filepath.Join(dir, "server"), "edited") }, debounce},
 		{"created empty, then written", func(t *testing.T, dir string) {
 			f, err := os.Create(filepath.Join(dir, "new.go"))
@@ -38,6 +65,13 @@ func TestABinaryMovedIntoPlaceSettlesAtOnce(t *testing.T) {
 			_ = f.Close()
 		}, debounce},
 		{"removed", func(t *testing.T, dir string) { _ = os.Remove(filepath.Join(dir, "server")) }, debounce},
+		{"moved into place beside an empty file that stays", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "new.go"), "")
+			write(t, filepath.Join(aside, "server"), "new build")
+			if err := os.Rename(filepath.Join(aside, "server"), filepath.Join(dir, "server")); err != nil {
+				t.Fatal(err)
+			}
+		}, debounce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
