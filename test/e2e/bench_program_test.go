@@ -89,18 +89,16 @@ func main() {
 // pushed with push --delta, as a delta against the last one pushed whole)
 // or "source" (the edited source pushed, compiled by the image's warm
 // builder next to the cluster). DEVLOOP_BENCH_DEVLOOP_PATH chooses;
-// without it the benchmark takes the fastest measured across a link:
-// delta for the operator-sized binary when a link is up (home link,
-// 2026-11-29: push --watch p50 4.99 s by delta, 7.09 s by source), binary
-// otherwise.
+// without it the benchmark takes the fastest measured: delta (home link,
+// 2026-11-29: push --watch p50 4.99 s by delta, 7.09 s by source for the
+// operator-sized binary; locally, once the operator read the delta's base
+// from its store, 1.15 s by delta and 1.36 s by binary for the small
+// server).
 func devloopPath(prog benchProgram) string {
 	if p := os.Getenv("DEVLOOP_BENCH_DEVLOOP_PATH"); p != "" {
 		return p
 	}
-	if prog.name == "operator" && linkDir() != "" {
-		return "delta"
-	}
-	return "binary"
+	return "delta"
 }
 
 // warmBuiltImage is the image of the source path: the module compiled by a

@@ -42,6 +42,9 @@ import (
 //	    with live_update = [sync the binary, run a restart]: Tilt copies it
 //	    into the container by exec (tar, so the image needs a shell) and
 //	    the container's shell loop starts the new binary.
+//	Tilt, rolling out (DEVLOOP_BENCH_TILT_ROLLOUT=1): a second `tilt up`
+//	    whose custom_build has no live_update, so every build is an image
+//	    pushed and the Deployment rolled out to it.
 //
 // DEVLOOP_BENCH_PROGRAM=operator changes an operator-sized binary instead
 // of the small server (bench_program_test.go); devloop's arms then ship it
@@ -75,10 +78,17 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 
 	dl := startDevloopArm(t, prog)
 	dw := startWatchArm(t, prog)
-	tl := startTiltArm(t, tilt, crane, prog)
+	tl := startTiltArm(t, tilt, crane, prog, true)
+	var tr *tiltArm
+	if tiltRollout() {
+		tr = startTiltArm(t, tilt, crane, prog, false)
+	}
 
 	for i := 1; i <= n; i++ {
 		arms := []func(int){dl.change, dw.change, tl.change}
+		if tr != nil {
+			arms = append(arms, tr.change)
+		}
 		rand.Shuffle(len(arms), func(i, j int) { arms[i], arms[j] = arms[j], arms[i] })
 		for _, arm := range arms {
 			offPhase()
@@ -96,12 +106,19 @@ func TestLiveUpdateAgainstTilt(t *testing.T) {
 	fmt.Fprintf(&b, "| devloop push, live update | %s | %s |\n", dp50.Round(10*time.Millisecond), dp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "| devloop push --watch (debounce %s, the default; 10ms for a binary moved into place), live update | %s | %s |\n", watchDebounce, wp50.Round(10*time.Millisecond), wp90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "| Tilt live_update (sync + restart) | %s | %s |\n", tp50.Round(10*time.Millisecond), tp90.Round(10*time.Millisecond))
+	if tr != nil {
+		rp50, rp90 := percentiles(tr.samples)
+		fmt.Fprintf(&b, "| Tilt custom_build, rollout (no live_update) | %s | %s |\n", rp50.Round(10*time.Millisecond), rp90.Round(10*time.Millisecond))
+	}
 	fmt.Fprintf(&b, "devloop push / Tilt: p50 %.2f (goal ≤ 0.70), p90 %.2f (goal ≤ 0.80)\n", float64(dp50)/float64(tp50), float64(dp90)/float64(tp90))
 	fmt.Fprintf(&b, "devloop push --watch / Tilt: p50 %.2f, p90 %.2f\n", float64(wp50)/float64(tp50), float64(wp90)/float64(tp90))
 	fmt.Fprintf(&b, "local edit (+ go build on the binary path) p50 in the devloop arm: %s\n", median(dl.builds).Round(10*time.Millisecond))
 	b.WriteString(dl.breakdownTable())
 	fmt.Fprintf(&b, "link (Mbit/s up:down:round trip ms): %s; sent from the laptop per change, median: devloop push %s, push --watch %s, Tilt %s\n",
 		linkProfile(), kib(medianBytes(dl.sent)), kib(medianBytes(dw.sent)), kib(medianBytes(tl.sent)))
+	if tr != nil {
+		fmt.Fprintf(&b, "sent from the laptop per change by Tilt's custom_build rollout, median: %s\n", kib(medianBytes(tr.sent)))
+	}
 	t.Log("\n" + b.String())
 	out := filepath.Join(testenv.RepoRoot(), "bin", "e2e-bench-tilt.md")
 	if prog.name != "server" {
@@ -332,15 +349,22 @@ type tiltArm struct {
 // binary and restarts it. The restart kills the copy the container's
 // loop runs (the loop copies the synced binary to /app/run first, so the
 // sync never writes over a running executable).
+//
+// Without live_update (tiltRollout), each build is an image pushed and the
+// Deployment rolled out to it: Tilt's custom_build rollout.
 const tiltfile = `allow_k8s_contexts(k8s_context())
 update_settings(max_parallel_updates=1)
 default_registry('%[1]s/%[2]s')
 k8s_yaml('k8s.yaml')
 local_resource('compile', 'go build %[3]s -o build/server %[4]s', deps=['%[5]s'], labels=['bench'])
-custom_build('tilt-server', './image.sh', deps=['build'], skips_local_docker=True,
-    live_update=[sync('build', '/app/build'), run('kill $(cat /app/run/server.pid)')])
+custom_build('tilt-server', './image.sh', deps=['build'], skips_local_docker=True%[6]s)
 k8s_resource('bench', resource_deps=['compile'])
 `
+
+// tiltLiveUpdate is the custom_build's live_update: sync the binary,
+// restart it.
+const tiltLiveUpdate = `,
+    live_update=[sync('build', '/app/build'), run('kill $(cat /app/run/server.pid)')]`
 
 // tiltImage appends the binary to busybox as /app/build/server, owned by
 // the pod's user so Tilt's sync (tar by exec) can replace it, and
@@ -357,10 +381,18 @@ tar --owner=65532 --group=65532 -C .stage -cf .stage.tar app
 // again whenever it exits (the restart).
 const tiltLoop = `command: [sh, -c, "while true; do cp /app/build/server /app/run/server; /app/run/server & echo $! > /app/run/server.pid; wait $!; done"]`
 
-func startTiltArm(t *testing.T, tilt, crane string, prog benchProgram) *tiltArm {
+// tiltRollout says whether Tilt's custom_build rollout arm runs too
+// (DEVLOOP_BENCH_TILT_ROLLOUT=1): a second `tilt up`, without live_update.
+func tiltRollout() bool { return os.Getenv("DEVLOOP_BENCH_TILT_ROLLOUT") == "1" }
+
+func startTiltArm(t *testing.T, tilt, crane string, prog benchProgram, live bool) *tiltArm {
 	t.Helper()
 	g := NewWithT(t)
-	ns := namespace(t, "e2e-bench-tilt-t")
+	prefix, update, port := "e2e-bench-tilt-t", tiltLiveUpdate, "10399"
+	if !live {
+		prefix, update, port = "e2e-bench-tilt-r", "", "10400"
+	}
+	ns := namespace(t, prefix)
 	manifests := strings.ReplaceAll(Documents(
 		Deployment("bench", "server", "image: tilt-server", tiltLoop,
 			"ports: [{name: http, containerPort: 8080}]",
@@ -369,7 +401,7 @@ func startTiltArm(t *testing.T, tilt, crane string, prog benchProgram) *tiltArm 
 		Service("bench")), "metadata: {name: bench}", "metadata: {name: bench, namespace: "+ns+"}")
 	files := prog.at(0).files
 	files["k8s.yaml"] = manifests
-	files["Tiltfile"] = fmt.Sprintf(tiltfile, registry, ns, goBuildFlags, prog.pkg, prog.main)
+	files["Tiltfile"] = fmt.Sprintf(tiltfile, registry, ns, goBuildFlags, prog.pkg, prog.main, update)
 	files["image.sh"] = fmt.Sprintf(tiltImage, crane, busybox)
 	files[".tiltignore"] = ".stage\n.stage.tar\n"
 	a := &tiltArm{t: t, prog: prog, dir: sourceDir(t, files)}
@@ -381,7 +413,7 @@ func startTiltArm(t *testing.T, tilt, crane string, prog benchProgram) *tiltArm 
 	// installs with yarn unless told prod (its embedded assets: see
 	// docs/performance.md for the build); updates by exec, as on any
 	// cluster without Docker.
-	cmd := onLaptop(exec.Command(tilt, "up", "--stream", "--web-mode=prod", "--update-mode=exec", "--port", "10399", "--host", "127.0.0.1",
+	cmd := onLaptop(exec.Command(tilt, "up", "--stream", "--web-mode=prod", "--update-mode=exec", "--port", port, "--host", "127.0.0.1",
 		"--file", filepath.Join(a.dir, "Tiltfile")))
 	cmd.Dir = a.dir
 	// Tilt's go build shares this machine's build cache with devloop's
