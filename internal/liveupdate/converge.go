@@ -63,7 +63,13 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // watches such pods and reconciles as one starts to run). It returns the
 // pods synced and a *SyncError when a sync failed.
 func (e *Engine) converge(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
-	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, func() (map[string][]byte, error) {
+	return e.convergeListed(ctx, req, img, ist, nil)
+}
+
+// convergeListed is converge with the pods listed by listed (listTargets),
+// or here when it is nil.
+func (e *Engine) convergeListed(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus, listed func() ([]Target, error)) ([]string, error) {
+	return e.syncTemplatePods(ctx, req, img, ist, ist.LiveDigest, true, listed, func() (map[string][]byte, error) {
 		if tars, ok := e.recall(req.Env.UID, img.Name, ist.TemplateDigest, ist.LiveDigest); ok {
 			return tars, nil
 		}
@@ -84,7 +90,7 @@ func (e *Engine) converge(ctx context.Context, req engine.Request, img *v1alpha1
 // runs Digest itself that they are current (an empty sync), so they start
 // their program at once rather than after their gate timeout.
 func (e *Engine) openGates(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus) ([]string, error) {
-	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, false, emptyTar)
+	return e.syncTemplatePods(ctx, req, img, ist, ist.Digest, false, nil, emptyTar)
 }
 
 // emptyTar is a tar of no files, for every platform: "you are current".
@@ -100,14 +106,20 @@ func emptyTar() (map[string][]byte, error) {
 // are left for the reconcile their start brings. With reachAll, a
 // container that lacks digest and is down (a crash loop: it runs for
 // moments, never long enough to be synced, and restarts on the files it
-// has) fails the sync, so the component is rolled out instead.
+// has) fails the sync, so the component is rolled out instead. listed,
+// when not nil, is the pods as listed already (listTargets).
 func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *v1alpha1.ImageSpec, ist *v1alpha1.ImageStatus,
-	digest string, reachAll bool, tarball func() (map[string][]byte, error)) ([]string, error) {
+	digest string, reachAll bool, listed func() ([]Target, error), tarball func() (map[string][]byte, error)) ([]string, error) {
 	cl, err := req.Tenant.Client()
 	if err != nil {
 		return nil, err
 	}
-	targets, err := FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist), Owner(req.Env))
+	if listed == nil {
+		listed = func() ([]Target, error) {
+			return FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist), Owner(req.Env))
+		}
+	}
+	targets, err := listed()
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +143,27 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *
 		return e.syncAll(ctx, req.Tenant, req.Env.UID, cl, todo, digest, data)
 	}
 	return e.syncPerPlatform(ctx, req, cl, todo, digest, tars)
+}
+
+// listTargets starts listing the containers of the template's digest of
+// ist as the tenant, and returns what waits for the list: the sync while
+// the image is pushed lists them while it compares the images.
+func (e *Engine) listTargets(ctx context.Context, req engine.Request, ist *v1alpha1.ImageStatus) func() ([]Target, error) {
+	cl, err := req.Tenant.Client()
+	if err != nil {
+		return func() ([]Target, error) { return nil, err }
+	}
+	ref := TemplateRef(req.Env, ist)
+	done := make(chan struct{})
+	var targets []Target
+	go func() {
+		defer close(done)
+		targets, err = FindTargets(ctx, cl, Namespaces(req.Env), ref, Owner(req.Env))
+	}()
+	return func() ([]Target, error) {
+		<-done
+		return targets, err
+	}
 }
 
 // TemplateRef is the reference the pod templates of a live-updatable

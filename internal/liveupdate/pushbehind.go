@@ -43,12 +43,13 @@ func (e *Engine) syncWhilePushed(ctx context.Context, req engine.Request, img *v
 	early := assembled != nil && len(platformsOf(img)) == 1
 	if early && pending.TemplateDigest != "" && pending.TemplateDigest != digest && pending.LiveDigest != digest && e.mustRollOut(req, img) == "" {
 		started := time.Now()
+		listed := e.listTargets(ctx, req, &pending) // beside the comparison
 		d, tarball, err := e.planFrom(ctx, req, img, &pending, "", assembled)
 		if err == nil && d.Live {
 			e.remember(req.Env.UID, img.Name, pending.TemplateDigest, digest, map[string][]byte{"": tarball})
 			decided = &earlyPlan{template: pending.TemplateDigest, digest: digest, decision: d}
 			pending.LiveDigest = digest
-			synced, err := e.converge(ctx, req, img, &pending)
+			synced, err := e.convergeListed(ctx, req, img, &pending, listed)
 			if len(synced) > 0 {
 				// On the change timeline as any live update: the push
 				// breakdown then shows the sync ending before the push.
