@@ -22,16 +22,38 @@ type cachedTar struct {
 	data            map[string][]byte
 }
 
-// maxCachedTars bounds the live updates whose tars are kept in memory.
-const maxCachedTars = 8
+// maxCachedTars bounds the live updates whose tars are kept in memory,
+// and maxCachedTarBytes their bytes: an operator keeping the last eight
+// of two environments' 28.5 MiB binaries was OOM-killed (512 MiB). Only
+// the newest live update of an image is kept (a pod started later is
+// synced to the newest), and the newest of all is kept whatever its size;
+// a live update no longer here is planned again when a pod needs it.
+const (
+	maxCachedTars     = 8
+	maxCachedTarBytes = 64 << 20
+)
 
 func (e *Engine) remember(env types.UID, image, from, to string, data map[string][]byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.tars = slices.DeleteFunc(e.tars, func(t cachedTar) bool { return t.env == env && t.image == image })
 	e.tars = append(e.tars, cachedTar{env: env, image: image, from: from, to: to, data: data})
-	if len(e.tars) > maxCachedTars {
+	total := 0
+	for _, t := range e.tars {
+		total += t.size()
+	}
+	for len(e.tars) > 1 && (len(e.tars) > maxCachedTars || total > maxCachedTarBytes) {
+		total -= e.tars[0].size()
 		e.tars = e.tars[1:]
 	}
+}
+
+func (t cachedTar) size() int {
+	n := 0
+	for _, d := range t.data {
+		n += len(d)
+	}
+	return n
 }
 
 func (e *Engine) recall(env types.UID, image, from, to string) (map[string][]byte, bool) {
