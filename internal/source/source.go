@@ -24,7 +24,10 @@
 //   - Serve hands an entry to one environment only after that environment's
 //     own credentials were accepted by the origin that filled it (the
 //     origin is part of the key): git ls-remote of the URL, an OCI
-//     manifest HEAD of the digest in the repository. A Flux artifact's
+//     manifest HEAD of the digest in the repository; an OCI entry this
+//     environment fills itself is fetched with those credentials, the
+//     manifest by digest first, which is the same check (a denial there
+//     is the asker's, not remembered as the content's). A Flux artifact's
 //     Ref exists only once the environment's impersonated reader could read
 //     the Flux object, which is its check. A positive check is remembered
 //     per environment, entry and credentials Secret resourceVersion for
