@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +21,7 @@ import (
 // the file). The image is still in the registry under that digest.
 func TestLiveUpdateReadsTheNewBuildFromItsSource(t *testing.T) {
 	g := NewWithT(t)
-	ns, env := deployLiveEnv(t)
-	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
-	v1 := *env.Status.Component("web").Image("web")
-	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+	ns, env, key, v1 := liveEnvWithAPod(t)
 
 	pushLive(t, env, "binary v2", "<h1>1</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
@@ -50,9 +47,22 @@ func TestLiveUpdateReadsTheNewBuildFromItsSource(t *testing.T) {
 	g.Expect(newOnly).To(BeNumerically(">", 0), "the new build has a layer the old one has not (the binary's)")
 }
 
-// layerDigests are the layer digests of the image ref in the test
-// registry (its manifest read, no blob).
-func layerDigests(t *testing.T, ref string) map[string]bool {
+// liveEnvWithAPod is a live-updatable environment Ready, with a pod
+// running its template's image (named web-a): where a live update's test
+// starts. v1 is the image's status then.
+func liveEnvWithAPod(t *testing.T) (string, *v1alpha1.DevEnvironment, client.ObjectKey, v1alpha1.ImageStatus) {
+	t.Helper()
+	ns, env := deployLiveEnv(t)
+	key := client.ObjectKeyFromObject(env)
+	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
+	v1 := *env.Status.Component("web").Image("web")
+	runningPod(t, ns, "web-a", webDeploymentNow(NewWithT(t), ns).Spec.Template.Spec.Containers[0].Image)
+	return ns, env, key, v1
+}
+
+// manifestOf is the manifest of the image ref in the test registry (no
+// blob read).
+func manifestOf(t *testing.T, ref string) *v1.Manifest {
 	t.Helper()
 	r, err := name.ParseReference(ref, name.Insecure)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -60,6 +70,14 @@ func layerDigests(t *testing.T, ref string) map[string]bool {
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	m, err := img.Manifest()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
+// layerDigests are the layer digests of the image ref in the test
+// registry (its manifest read, no blob).
+func layerDigests(t *testing.T, ref string) map[string]bool {
+	t.Helper()
+	m := manifestOf(t, ref)
 	out := map[string]bool{}
 	for _, l := range m.Layers {
 		out[l.Digest.String()] = true
@@ -74,12 +92,8 @@ func layerDigests(t *testing.T, ref string) map[string]bool {
 // registry, and the changed layer a second time, on the way to Ready).
 func TestALiveUpdateSyncedWhilePushedIsNotPlannedAgain(t *testing.T) {
 	g := NewWithT(t)
-	ns, env := deployLiveEnv(t)
-	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
-	v1 := *env.Status.Component("web").Image("web")
-	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
-	config := configDigest(t, v1.Repository+"@"+v1.Digest)
+	ns, env, key, v1 := liveEnvWithAPod(t)
+	config := manifestOf(t, v1.Repository+"@"+v1.Digest).Config.Digest.String()
 	before := operatortest.Registry.BlobReads(config)
 
 	pushLive(t, env, "binary v2", "<h1>1</h1>")
@@ -94,16 +108,4 @@ func TestALiveUpdateSyncedWhilePushedIsNotPlannedAgain(t *testing.T) {
 	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)).To(HaveLen(1))
 	g.Expect(operatortest.Registry.BlobReads(config)-before).To(Equal(1),
 		"the pods' image's config read once for the change (by the sync while pushed), not again after the push")
-}
-
-// configDigest is the config digest of the image ref in the test registry.
-func configDigest(t *testing.T, ref string) string {
-	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	img, err := remote.Image(r, remote.WithContext(context.Background()))
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	m, err := img.Manifest()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m.Config.Digest.String()
 }

@@ -28,11 +28,7 @@ import (
 // status names it and the pod is not synced a second time.
 func TestLiveUpdateSyncsWhileTheImageIsPushed(t *testing.T) {
 	g := NewWithT(t)
-	ns, env := deployLiveEnv(t)
-	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
-	v1 := *env.Status.Component("web").Image("web")
-	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+	ns, env, key, v1 := liveEnvWithAPod(t)
 
 	// The image's repository path in the registry: /v2/<path>/manifests/.
 	repoPath := strings.TrimPrefix(v1.Repository, operatortest.Registry.Host+"/")
@@ -97,11 +93,7 @@ func inRegistry(repository, digest string) bool {
 // restarted"), not only the push behind it.
 func TestTheSyncWhilePushedIsOnTheChangeTimeline(t *testing.T) {
 	g := NewWithT(t)
-	ns, env := deployLiveEnv(t)
-	key := client.ObjectKeyFromObject(env)
-	env = operatortest.WaitForEnv(t, key, operatortest.ExpectReadyAndCurrent)
-	v1 := *env.Status.Component("web").Image("web")
-	runningPod(t, ns, "web-a", webDeploymentNow(g, ns).Spec.Template.Spec.Containers[0].Image)
+	ns, env, key, v1 := liveEnvWithAPod(t)
 
 	pushLive(t, env, "binary v2", "<h1>1</h1>")
 	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {

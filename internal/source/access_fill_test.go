@@ -5,13 +5,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/google/go-containerregistry/pkg/registry"
 )
 
 // A change's new content is filled with the environment's own credentials,
@@ -23,26 +20,16 @@ import (
 // check.
 func TestAFillWithTheEnvironmentsCredentialsIsItsAccessCheck(t *testing.T) {
 	const user, password = "puller", "reg-Pa55word"
-	inner := registry.New()
-	open := httptest.NewServer(inner)
-	t.Cleanup(open.Close)
 	var heads atomic.Int64
-	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	open, guarded := privateRegistry(t, user, password, func(r *http.Request) {
 		if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") {
 			heads.Add(1)
 		}
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(guarded.Close)
-	digest := pushArtifact(t, hostOf(open), "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
+	})
+	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, hostOf(guarded), auth)), Version: "1"}
-	ref := Ref{Source: "local", Kind: KindOCI, URL: hostOf(guarded) + "/team-a/private", Digest: digest, Insecure: true}
+	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)), Version: "1"}
+	ref := Ref{Source: "local", Kind: KindOCI, URL: guarded + "/team-a/private", Digest: digest, Insecure: true}
 	f := newFetcher(t)
 	ctx := context.Background()
 

@@ -80,12 +80,15 @@ func fetchWithCredentials(t *testing.T, f *Fetcher, ref Ref, src v1alpha1.Source
 // privateRegistry is one registry behind two doors, both plain HTTP: open
 // takes pushes without credentials, guarded answers only user:password
 // and says "authentication required" in a registry's words otherwise.
-func privateRegistry(t *testing.T, user, password string) (open, guarded string) {
+func privateRegistry(t *testing.T, user, password string, seen ...func(*http.Request)) (open, guarded string) {
 	t.Helper()
 	inner := registry.New()
 	openSrv := httptest.NewServer(inner)
 	t.Cleanup(openSrv.Close)
 	guardedSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, f := range seen {
+			f(r)
+		}
 		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
 			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
