@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -23,7 +25,22 @@ import (
 // a rebuilt binary of tens of MiB. A base is replaced only by a layer
 // pushed whole (when the delta would be more than half of it), so every
 // base is a blob the registry was given.
-type deltaBases struct{ dir string }
+type deltaBases struct {
+	dir string
+
+	mu sync.Mutex
+	// read are the bases read so far, by file, with the file's size and
+	// modification time: push --watch pushes many changes against one
+	// base, which was read and hashed again on every push (28.5 MiB for
+	// an operator's binary).
+	read map[string]readBase
+}
+
+type readBase struct {
+	size int64
+	mod  time.Time
+	base *source.DeltaBase
+}
 
 func pushDeltaBases() *deltaBases {
 	dir, err := os.UserCacheDir()
@@ -41,25 +58,51 @@ func (d *deltaBases) file(repo, from, to string) string {
 // lookup is the bases of repository repo, for source.PackSource.
 func (d *deltaBases) lookup(repo string) func(from, to string) *source.DeltaBase {
 	return func(from, to string) *source.DeltaBase {
-		b, err := os.ReadFile(d.file(repo, from, to))
+		file := d.file(repo, from, to)
+		info, err := os.Stat(file)
 		if err != nil {
 			return nil
 		}
-		line, tar, ok := bytes.Cut(b, []byte("\n"))
-		if !ok {
-			return nil
+		d.mu.Lock()
+		r, ok := d.read[file]
+		d.mu.Unlock()
+		if ok && r.size == info.Size() && r.mod.Equal(info.ModTime()) {
+			return r.base
 		}
-		digest, err := v1.NewHash(string(line))
-		if err != nil {
-			return nil
+		base := readDeltaBase(file)
+		if base != nil {
+			d.mu.Lock()
+			if d.read == nil {
+				d.read = map[string]readBase{}
+			}
+			d.read[file] = readBase{size: info.Size(), mod: info.ModTime(), base: base}
+			d.mu.Unlock()
 		}
-		// A base damaged on disk would only make a delta the operator
-		// refuses: checked here instead.
-		if got, _, err := v1.SHA256(bytes.NewReader(tar)); err != nil || got != digest {
-			return nil
-		}
-		return &source.DeltaBase{Digest: digest, Tar: tar}
+		return base
 	}
+}
+
+// readDeltaBase reads a base file: its digest, a line, then the tar; nil
+// when it is not one, or the tar does not hash to the digest.
+func readDeltaBase(file string) *source.DeltaBase {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	line, tar, ok := bytes.Cut(b, []byte("\n"))
+	if !ok {
+		return nil
+	}
+	digest, err := v1.NewHash(string(line))
+	if err != nil {
+		return nil
+	}
+	// A base damaged on disk would only make a delta the operator
+	// refuses: checked here instead.
+	if got, _, err := v1.SHA256(bytes.NewReader(tar)); err != nil || got != digest {
+		return nil
+	}
+	return &source.DeltaBase{Digest: digest, Tar: tar}
 }
 
 // keepWhole makes each mapped layer img pushed whole to repo the base of
