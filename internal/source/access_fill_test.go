@@ -2,8 +2,6 @@ package source
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -19,17 +17,13 @@ import (
 // the store holds is served to another environment only after its own
 // check.
 func TestAFillWithTheEnvironmentsCredentialsIsItsAccessCheck(t *testing.T) {
-	const user, password = "puller", "reg-Pa55word"
 	var heads atomic.Int64
-	open, guarded := privateRegistry(t, user, password, func(r *http.Request) {
+	ref, creds := privateArtifact(t, func(r *http.Request) {
 		if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") {
 			heads.Add(1)
 		}
 	})
-	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)), Version: "1"}
-	ref := Ref{Source: "local", Kind: KindOCI, URL: guarded + "/team-a/private", Digest: digest, Insecure: true}
+	digest, password := ref.Digest, privatePassword
 	f := newFetcher(t)
 	ctx := context.Background()
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,12 +99,8 @@ func TestServeChecksAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 // A pinned OCI digest another environment fetched is served only after a
 // manifest HEAD with the environment's own credentials.
 func TestServeChecksOCIAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
-	const user, password = "puller", "reg-Pa55word"
-	open, guarded := privateRegistry(t, user, password)
-	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)), Version: "1"}
-	ref := Ref{Source: "local", Kind: KindOCI, URL: guarded + "/team-a/private", Digest: digest, Insecure: true}
+	ref, creds := privateArtifact(t)
+	digest, password := ref.Digest, privatePassword
 	f := newFetcher(t)
 	ctx := context.Background()
 
@@ -119,6 +116,22 @@ func TestServeChecksOCIAccessWithTheEnvironmentsOwnCredentials(t *testing.T) {
 	if got != nil {
 		t.Errorf("content served: %+v", got)
 	}
+}
+
+// privateUser and privatePassword are what privateArtifact's registry
+// accepts; no error may show the password.
+const privateUser, privatePassword = "puller", "reg-Pa55word"
+
+// privateArtifact is an artifact (secret.txt: "content") in a registry
+// that answers only privateUser, the Ref that names it and the
+// credentials that read it; seen sees every request to that registry.
+func privateArtifact(t *testing.T, seen ...func(*http.Request)) (Ref, *Credentials) {
+	t.Helper()
+	open, guarded := privateRegistry(t, privateUser, privatePassword, seen...)
+	digest := pushArtifact(t, open, "team-a/private", [][]byte{tarOf(t, tfile("secret.txt", "content"))}, "dev")
+	auth := base64.StdEncoding.EncodeToString([]byte(privateUser + ":" + privatePassword))
+	creds := &Credentials{DockerConfigJSON: []byte(fmt.Sprintf(`{"auths":{"http://%s":{"auth":%q}}}`, guarded, auth)), Version: "1"}
+	return Ref{Source: "local", Kind: KindOCI, URL: guarded + "/team-a/private", Digest: digest, Insecure: true}, creds
 }
 
 // A Flux artifact's access check is its resolution: the Ref exists only

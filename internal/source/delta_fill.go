@@ -11,9 +11,8 @@ import (
 // deltaFill makes the delta layers of one artifact whole while it is
 // fetched into a store entry.
 type deltaFill struct {
-	layers    []v1.Layer
-	descs     []v1.Descriptor
-	downloads *prefetch
+	layers []v1.Layer
+	descs  []v1.Descriptor
 	// scratch holds the bases downloaded and the layers made whole; entry
 	// is the entry being filled, where each base is linked, so the newest
 	// entry of a source keeps the base its next delta is likely made
@@ -53,7 +52,8 @@ func (d *deltaFill) close() {
 
 // whole is the mapped layer delta, layer i of the artifact, stands for:
 // its base must be an earlier layer of the artifact, of MediaTypeDeltaBase.
-func (d *deltaFill) whole(i int, delta v1.Layer, desc v1.Descriptor, isMapped bool) (v1.Layer, v1.Descriptor, string, error) {
+// The bases not in the store are among downloads.
+func (d *deltaFill) whole(downloads *prefetch, i int, delta v1.Layer, desc v1.Descriptor, isMapped bool) (v1.Layer, v1.Descriptor, string, error) {
 	if !isMapped {
 		return nil, desc, "", unsafeContent("a delta layer must be a mapped layer (%s, %s)", AnnotationLayerFrom, AnnotationLayerTo)
 	}
@@ -65,7 +65,7 @@ func (d *deltaFill) whole(i int, delta v1.Layer, desc v1.Descriptor, isMapped bo
 	if j < 0 {
 		return nil, desc, "", unsafeContent("delta layer: its base %s is not a layer of the artifact before it", t.base)
 	}
-	base, release, err := d.base(j)
+	base, release, err := d.base(downloads, j)
 	if err != nil {
 		return nil, desc, "", err
 	}
@@ -76,11 +76,11 @@ func (d *deltaFill) whole(i int, delta v1.Layer, desc v1.Descriptor, isMapped bo
 
 // base opens layer j, a delta's base: the file the store holds, or
 // downloaded. release closes what base opened.
-func (d *deltaFill) base(j int) (*os.File, func(), error) {
+func (d *deltaFill) base(downloads *prefetch, j int) (*os.File, func(), error) {
 	if f := d.local[j]; f != nil {
 		return f, func() {}, nil // closed by close
 	}
-	base, baseFile, err := d.downloads.layer(j, d.layers[j])
+	base, baseFile, err := downloads.layer(j, d.layers[j])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +89,7 @@ func (d *deltaFill) base(j int) (*os.File, func(), error) {
 		// downloaded here (the registry client checks its digest).
 		baseFile = filepath.Join(d.scratch, "delta-base-"+d.descs[j].Digest.Hex)
 		pl := &prefetchedLayer{file: baseFile}
-		if err := d.downloads.download(base, pl); err != nil {
+		if err := downloads.download(base, pl); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -106,11 +106,11 @@ func (d *deltaFill) keep(file string, digest v1.Hash) {
 	if slices.Contains(d.bases, digest.String()) {
 		return
 	}
-	dir := filepath.Join(d.entry, layersDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	kept := filepath.Join(d.entry, blobFile(digest))
+	if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
 		return
 	}
-	if err := os.Link(file, filepath.Join(dir, digest.Algorithm+"-"+digest.Hex)); err != nil && !os.IsExist(err) {
+	if err := os.Link(file, kept); err != nil && !os.IsExist(err) {
 		return
 	}
 	d.bases = append(d.bases, digest.String())

@@ -79,7 +79,7 @@ func TestADeltasBaseTheStoreHoldsIsNotDownloadedAgain(t *testing.T) {
 
 	// The kept base no longer is the blob (changed on the volume): it is
 	// downloaded, and the result is still right.
-	kept := filepath.Join(filepath.Dir(third.Dir), layersDir, digest.Algorithm+"-"+digest.Hex)
+	kept := filepath.Join(filepath.Dir(third.Dir), blobFile(digest))
 	if err := os.WriteFile(kept, bytes.Repeat([]byte{1}, len(base.Tar)), 0o644); err != nil {
 		t.Fatal(err)
 	}

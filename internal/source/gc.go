@@ -522,14 +522,7 @@ func (f *Fetcher) checkAccess(ctx context.Context, env types.UID, s subject, ref
 		// read the Flux object: that was the check.
 		return nil
 	}
-	version := ""
-	if creds != nil {
-		version = creds.Version
-	}
-	st := f.state()
-	slot := memo.Key(env, ref.Source)
-	want := ref.storeKey() + "\x00" + version
-	if last, ok := st.checks.Get(slot); ok && last.key == want && time.Since(last.at) < f.accessTTL() {
+	if last, ok := f.state().checks.Get(memo.Key(env, ref.Source)); ok && last.key == accessKey(ref, creds) && time.Since(last.at) < f.accessTTL() {
 		return nil
 	}
 	var err error
@@ -550,11 +543,17 @@ func (f *Fetcher) checkAccess(ctx context.Context, env types.UID, s subject, ref
 // creds: an access check that passed, or a fill made with them (it read
 // the same manifest or commit the check would have asked about).
 func (f *Fetcher) granted(env types.UID, ref Ref, creds *Credentials) {
+	f.state().checks.Put(memo.Key(env, ref.Source), accessCheck{key: accessKey(ref, creds), at: time.Now()})
+}
+
+// accessKey is what a remembered access check was of: the entry, and the
+// version of the credentials that passed it.
+func accessKey(ref Ref, creds *Credentials) string {
 	version := ""
 	if creds != nil {
 		version = creds.Version
 	}
-	f.state().checks.Put(memo.Key(env, ref.Source), accessCheck{key: ref.storeKey() + "\x00" + version, at: time.Now()})
+	return ref.storeKey() + "\x00" + version
 }
 
 func (f *Fetcher) accessTTL() time.Duration {

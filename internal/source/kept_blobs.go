@@ -1,9 +1,6 @@
 package source
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -86,8 +83,7 @@ func (k *keptBlobs) open(origin string, digest v1.Hash) (*os.File, bool) {
 		k.forget(origin, digest)
 		return nil, false
 	}
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, f, make([]byte, copyBuffer)); err != nil || hex.EncodeToString(h.Sum(nil)) != digest.Hex {
+	if got, _, err := v1.SHA256(f); err != nil || got != digest {
 		_ = f.Close()
 		k.forget(origin, digest)
 		return nil, false

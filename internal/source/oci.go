@@ -208,7 +208,6 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 		defer deltas.close()
 		downloads := prefetchLayers(layers, manifest.Layers, scratch, deltas.skip)
 		defer downloads.stop()
-		deltas.downloads = downloads
 		for i, l := range layers {
 			what := fmt.Sprintf("layer %d", i)
 			if d, err := l.Digest(); err == nil {
@@ -228,7 +227,7 @@ func (f *Fetcher) fetchOCI(s subject, ref Ref, creds *Credentials) filler {
 			}
 			l, downloaded, err := downloads.layer(i, l)
 			if err == nil && desc.MediaType == MediaTypeDelta {
-				l, desc, downloaded, err = deltas.whole(i, l, desc, isMapped)
+				l, desc, downloaded, err = deltas.whole(downloads, i, l, desc, isMapped)
 			}
 			var prebuilt *PrebuiltLayer
 			if err == nil {
@@ -280,7 +279,7 @@ func extractLayer(x *extractor, l v1.Layer, downloaded string, desc v1.Descripto
 	defer func() { _ = rc.Close() }()
 	var in io.Reader = rc
 	var blob *os.File
-	file := filepath.Join(layersDir, desc.Digest.Algorithm+"-"+desc.Digest.Hex)
+	file := blobFile(desc.Digest)
 	if keep {
 		if err := os.MkdirAll(filepath.Join(entry, layersDir), 0o755); err != nil {
 			return nil, err

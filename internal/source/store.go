@@ -231,6 +231,11 @@ func (f *Fetcher) stored(ctx context.Context, s subject, ref Ref, fill filler, e
 	return a, nil
 }
 
+// blobFile is where an entry keeps the blob digest, under the entry.
+func blobFile(digest v1.Hash) string {
+	return filepath.Join(layersDir, digest.Algorithm+"-"+digest.Hex)
+}
+
 // keepBlobs remembers the blobs an entry of ref keeps, newest last: the
 // mapped layers (the next push's delta base) and the bases of its deltas.
 func (f *Fetcher) keepBlobs(ref Ref, meta entryMeta, entry string) {
@@ -240,7 +245,7 @@ func (f *Fetcher) keepBlobs(ref Ref, meta entryMeta, entry string) {
 	kept := &f.store().kept
 	for _, d := range meta.Bases {
 		if h, err := v1.NewHash(d); err == nil {
-			kept.remember(ref.origin(), h, filepath.Join(entry, layersDir, h.Algorithm+"-"+h.Hex))
+			kept.remember(ref.origin(), h, filepath.Join(entry, blobFile(h)))
 		}
 	}
 	for _, l := range meta.Layers {
