@@ -114,12 +114,12 @@ func (e *Engine) syncTemplatePods(ctx context.Context, req engine.Request, img *
 	if err != nil {
 		return nil, err
 	}
-	if listed == nil {
-		listed = func() ([]Target, error) {
-			return FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist), Owner(req.Env))
-		}
+	var targets []Target
+	if listed != nil {
+		targets, err = listed()
+	} else {
+		targets, err = templateTargets(ctx, cl, req, ist)
 	}
-	targets, err := listed()
 	if err != nil {
 		return nil, err
 	}
@@ -153,17 +153,23 @@ func (e *Engine) listTargets(ctx context.Context, req engine.Request, ist *v1alp
 	if err != nil {
 		return func() ([]Target, error) { return nil, err }
 	}
-	ref := TemplateRef(req.Env, ist)
 	done := make(chan struct{})
 	var targets []Target
+	listed := *ist // its caller goes on with ist
 	go func() {
 		defer close(done)
-		targets, err = FindTargets(ctx, cl, Namespaces(req.Env), ref, Owner(req.Env))
+		targets, err = templateTargets(ctx, cl, req, &listed)
 	}()
 	return func() ([]Target, error) {
 		<-done
 		return targets, err
 	}
+}
+
+// templateTargets are the containers of the pods that run ist's template
+// digest, in the environment's namespaces.
+func templateTargets(ctx context.Context, cl client.Reader, req engine.Request, ist *v1alpha1.ImageStatus) ([]Target, error) {
+	return FindTargets(ctx, cl, Namespaces(req.Env), TemplateRef(req.Env, ist), Owner(req.Env))
 }
 
 // TemplateRef is the reference the pod templates of a live-updatable
