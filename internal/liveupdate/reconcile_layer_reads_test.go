@@ -23,16 +23,7 @@ func TestLiveUpdateReadsTheNewBuildFromItsSource(t *testing.T) {
 	g := NewWithT(t)
 	ns, env, key, v1 := liveEnvWithAPod(t)
 
-	pushLive(t, env, "binary v2", "<h1>1</h1>")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-		ist := env.Status.Component("web").Image("web")
-		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "reason: %s", ist.UpdateReason)
-		g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
-		g.Expect(ist.Digest).NotTo(Equal(v1.Digest))
-	})
-	v2 := *env.Status.Component("web").Image("web")
-	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)).To(HaveLen(1))
+	v2 := liveUpdateToV2(t, ns, env, key, v1)
 	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)[0].Files).To(Equal(map[string]string{"/web": "755:binary v2"}))
 
 	oldLayers := layerDigests(t, v1.Repository+"@"+v1.Digest)
@@ -58,6 +49,25 @@ func liveEnvWithAPod(t *testing.T) (string, *v1alpha1.DevEnvironment, client.Obj
 	v1 := *env.Status.Component("web").Image("web")
 	runningPod(t, ns, "web-a", webDeploymentNow(NewWithT(t), ns).Spec.Template.Spec.Containers[0].Image)
 	return ns, env, key, v1
+}
+
+// liveUpdateToV2 pushes "binary v2" to liveEnvWithAPod's environment and
+// waits for it live updated into web-a, once, status Ready and naming the
+// new digest (not v1's) and the file; it returns the image's status then.
+func liveUpdateToV2(t *testing.T, ns string, env *v1alpha1.DevEnvironment, key client.ObjectKey, v1 v1alpha1.ImageStatus) v1alpha1.ImageStatus {
+	t.Helper()
+	pushLive(t, env, "binary v2", "<h1>1</h1>")
+	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		operatortest.ExpectReadyAndCurrent(g, env)
+		ist := env.Status.Component("web").Image("web")
+		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "reason: %s", ist.UpdateReason)
+		g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
+		g.Expect(ist.Digest).NotTo(Equal(v1.Digest))
+		g.Expect(ist.UpdateReason).To(ContainSubstring("/web"))
+	})
+	v2 := *env.Status.Component("web").Image("web")
+	NewWithT(t).Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)).To(HaveLen(1))
+	return v2
 }
 
 // manifestOf is the manifest of the image ref in the test registry (no
@@ -96,16 +106,7 @@ func TestALiveUpdateSyncedWhilePushedIsNotPlannedAgain(t *testing.T) {
 	config := manifestOf(t, v1.Repository+"@"+v1.Digest).Config.Digest.String()
 	before := operatortest.Registry.BlobReads(config)
 
-	pushLive(t, env, "binary v2", "<h1>1</h1>")
-	env = operatortest.WaitForEnv(t, key, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		operatortest.ExpectReadyAndCurrent(g, env)
-		ist := env.Status.Component("web").Image("web")
-		g.Expect(ist.LastUpdate).To(Equal(v1alpha1.UpdateLive), "reason: %s", ist.UpdateReason)
-		g.Expect(ist.LiveDigest).To(Equal(ist.Digest))
-		g.Expect(ist.UpdateReason).To(ContainSubstring("/web"))
-	})
-	v2 := *env.Status.Component("web").Image("web")
-	g.Expect(operatortest.LiveSyncs.Of(ns, "web-a", v2.Digest)).To(HaveLen(1))
+	liveUpdateToV2(t, ns, env, key, v1)
 	g.Expect(operatortest.Registry.BlobReads(config)-before).To(Equal(1),
 		"the pods' image's config read once for the change (by the sync while pushed), not again after the push")
 }
