@@ -70,7 +70,10 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 			fmt.Fprintf(a.out(), "watching %s for changes (p pause, r resume, Enter push now, q stop)\n", t.dir)
 		}
 	}
+	// changes is the burst since the last push (push_settle.go).
+	var changes burst
 	push := func() {
+		changes.pushed()
 		stopFollowing(true)
 		follow, err := a.pushChange(ctx, s, t, f)
 		if err != nil && ctx.Err() == nil {
@@ -97,7 +100,6 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	paused, dirty := false, false
-	var changes burst
 	for {
 		select {
 		case <-ctx.Done():
@@ -137,7 +139,6 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 		case <-debounce.C:
 			if dirty && !paused {
 				dirty = false
-				changes.pushed()
 				push()
 			}
 		case cmd := <-commands:
@@ -151,12 +152,10 @@ func (a *app) watchAndPush(ctx context.Context, s *session, t *pushTarget, f *pu
 				fmt.Fprintln(a.out(), "resumed")
 				if dirty {
 					dirty = false
-					changes.pushed()
 					push()
 				}
 			case "":
 				dirty = false
-				changes.pushed()
 				push()
 			case "q":
 				fmt.Fprintln(a.out(), "stopped watching")
