@@ -250,7 +250,7 @@ real-ipshield-olm: cluster-binaries olm-binaries opm ## The OLM-packaged operato
 real-dynamo: cluster-binaries ## Dynamo's operator loop (DYNAMO_TREE=the deploy/ directory of a checkout of ai-dynamo/dynamo) on the local cluster, with figures: up, test, down.
 	@[ -n "$(DYNAMO_TREE)" ] || { echo "DYNAMO_TREE=DIR: the deploy/ directory of a checkout of github.com/ai-dynamo/dynamo" >&2; exit 2; }
 	$(CLUSTER_SH) up
-	DEVLOOP_DYNAMO_TREE=$(abspath $(DYNAMO_TREE)) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 100m -run '^TestRealDynamo$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+	DEVLOOP_DYNAMO_TREE=$(abspath $(DYNAMO_TREE)) KUBEBUILDER_ASSETS=$(ASSETS) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 150m -run '^TestRealDynamo$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
 # Flux's and OLM's controllers are built from Go modules first, outside the
 # test timeout (minutes on a cold cache, then cached under bin/flux, bin/olm).

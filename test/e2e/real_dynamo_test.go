@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
+	"github.com/devloop-dev/devloop/internal/devcluster"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
@@ -87,6 +88,66 @@ func TestRealDynamo(t *testing.T) {
 	edit := time.Since(start)
 	t.Logf("Dynamo figures: first Ready cold %s; edit → new manager code logging %s; %s (%s); load %s",
 		cold.Round(time.Second), edit.Round(100*time.Millisecond), mark, rebuilt.UpdateReason, loadAverage())
+
+	warm := warmDynamoBuild(t, env, tree, goproxy)
+
+	// The unit suite: envtest's binaries pushed as the sample says, the
+	// suite's image (on demand) built when it is triggered.
+	pushEnvtestAssets(t, env)
+	suiteCold := runSuite(t, key, "unit-tests", 1)
+	suiteWarm := runSuite(t, key, "unit-tests", 2)
+	t.Logf("Dynamo figures: first Ready cold %s, warm (second environment, first's cache) %s; edit → new manager code %s (%s); unit suite cold %s (its image built on demand included), warm %s; load %s",
+		cold.Round(time.Second), warm.Round(time.Second), edit.Round(100*time.Millisecond), rebuilt.UpdateReason,
+		suiteCold.Round(time.Second), suiteWarm.Round(time.Second), loadAverage())
+}
+
+// warmDynamoBuild builds the operator's image in a second environment
+// (another namespace) reading the first one's build cache
+// (spec.cache.readFrom), and returns its time to Ready. Only the image:
+// the chart's cluster-scoped objects belong to the first.
+func warmDynamoBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy string) time.Duration {
+	t.Helper()
+	g := NewWithT(t)
+	nsB := namespace(t, "e2e-dynamo-b")
+	envB := localDynamo(t, tree, nsB, "unused", goproxy)
+	platform := envB.Spec.Components[1]
+	g.Expect(platform.Name).To(Equal("platform"))
+	platform.DependsOn, platform.Helm = nil, nil
+	envB.Spec.Components = []v1alpha1.Component{platform}
+	envB.Spec.Tests = nil
+	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: first.Namespace, Name: first.Name}}}
+	allowReadEnvironment(t, first, nsB)
+	deleteOnCleanup(t, envB)
+	pushDir(t, envB, tree)
+	start := time.Now()
+	g.Expect(dc.Client.Create(context.Background(), envB)).To(Succeed())
+	waitEnv(t, client.ObjectKeyFromObject(envB), 30*time.Minute, false, readyNow)
+	took := time.Since(start)
+	t.Logf("first Ready, warm (second environment, the first's cache): %s; load %s", took.Round(time.Second), loadAverage())
+	return took
+}
+
+// pushEnvtestAssets pushes envtest's kube-apiserver and etcd (this
+// cluster's own, from KUBEBUILDER_ASSETS) as env's source "envtest", as
+// the sample's comment tells a team to push theirs.
+func pushEnvtestAssets(t *testing.T, env *v1alpha1.DevEnvironment) {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: the directory of envtest's kube-apiserver and etcd (make real-dynamo sets it)")
+	}
+	dir := t.TempDir()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		data, err := os.ReadFile(filepath.Join(assets, bin))
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(os.WriteFile(filepath.Join(dir, bin), data, 0o755)).To(Succeed())
+	}
+	src := env.Spec.Source("envtest")
+	NewWithT(t).Expect(src).NotTo(BeNil(), "the sample's envtest source")
+	start := time.Now()
+	_, err := devcluster.PushSource(context.Background(), dir, src.OCI.Repository+":"+src.OCI.Tag)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Logf("envtest's kube-apiserver and etcd pushed as source envtest in %s", time.Since(start).Round(100*time.Millisecond))
 }
 
 // localDynamo is config/samples/dynamo.yaml on the local cluster: sources
@@ -113,6 +174,16 @@ func localDynamo(t *testing.T, tree, ns, releaseNS, goproxy string) *v1alpha1.De
 	img.Base = busybox
 	img.Run.Image = goImage
 	img.Run.Env = append(img.Run.Env, v1alpha1.EnvVar{Name: "GOPATH", Value: "/go"}, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy},
+		v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"}, v1alpha1.EnvVar{Name: "GOTOOLCHAIN", Value: "local"})
+	// The unit suite's image: the cluster's Go builder with the pushed
+	// envtest binaries, and modules from the host.
+	tools := &env.Spec.Components[2]
+	g.Expect(tools.Name).To(Equal("test-tools"))
+	tools.Images[0].Base = goImage
+	g.Expect(env.Spec.Sources[1].Name).To(Equal("envtest"))
+	env.Spec.Sources[1].OCI = &v1alpha1.OCISource{Repository: registry + "/" + ns + "/envtest", Tag: "dev", Insecure: true}
+	g.Expect(env.Spec.Tests).To(HaveLen(1))
+	env.Spec.Tests[0].Env = append(env.Spec.Tests[0].Env, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy},
 		v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"}, v1alpha1.EnvVar{Name: "GOTOOLCHAIN", Value: "local"})
 	h := platform.Helm
 	g.Expect(h.Chart.Path).To(Equal("helm/charts/platform"), "the umbrella chart")

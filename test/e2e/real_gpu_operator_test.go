@@ -141,8 +141,8 @@ func TestRealGPUOperator(t *testing.T) {
 	rollout := editToNewOperator(t, env, tree, releaseNS, 1)
 
 	// The unit suite, cold then warm.
-	suiteCold := runSuite(t, key, 1)
-	suiteWarm := runSuite(t, key, 2)
+	suiteCold := runSuite(t, key, "unit-tests", 1)
+	suiteWarm := runSuite(t, key, "unit-tests", 2)
 
 	t.Logf("GPU Operator figures: first Ready cold %s, warm (second environment, first's cache) %s; edit → new operator pod Ready %s (rollout); unit suite cold %s, warm %s; load %s",
 		cold.Round(time.Second), warm.Round(time.Second), rollout.Round(100*time.Millisecond),
@@ -251,22 +251,22 @@ func editToNewOperator(t *testing.T, env *v1alpha1.DevEnvironment, tree, release
 	return took
 }
 
-// runSuite triggers the unit suite and returns how long run n took; it
-// must pass.
-func runSuite(t *testing.T, key client.ObjectKey, n int64) time.Duration {
+// runSuite triggers suite and returns how long its run n took; it must
+// pass.
+func runSuite(t *testing.T, key client.ObjectKey, suite string, n int64) time.Duration {
 	t.Helper()
 	env := &v1alpha1.DevEnvironment{}
 	NewWithT(t).Expect(dc.Client.Get(context.Background(), key, env)).To(Succeed())
-	setTrigger(t, env, "unit-tests")
+	setTrigger(t, env, suite)
 	var run *v1alpha1.TestRun
-	waitEnv(t, key, 40*time.Minute, true, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		run = latestRun(env, "unit-tests")
-		g.Expect(run).NotTo(BeNil(), "no run of unit-tests")
+	waitEnv(t, key, 60*time.Minute, true, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		run = latestRun(env, suite)
+		g.Expect(run).NotTo(BeNil(), "no run of %s", suite)
 		g.Expect(run.Number).To(Equal(n))
 		g.Expect(run.Result.Finished()).To(BeTrue(), "run #%d: %s %s", n, run.Result, run.Message)
 	})
 	NewWithT(t).Expect(run.Result).To(Equal(v1alpha1.ResultPassed), "run #%d: %s\n%s", n, run.Message, run.LogTail)
 	took := run.CompletionTime.Sub(run.StartTime.Time)
-	t.Logf("unit suite run #%d (go test ./controllers/...): %s; load %s", n, took.Round(time.Second), loadAverage())
+	t.Logf("%s run #%d: %s; load %s", suite, n, took.Round(time.Second), loadAverage())
 	return took
 }
