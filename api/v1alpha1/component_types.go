@@ -557,7 +557,10 @@ type Patch struct {
 	// Patch is YAML: a partial object, merged as a strategic-merge patch
 	// (its apiVersion, kind, metadata.name and metadata.namespace select
 	// the object unless target is set), or a list of JSON6902 operations
-	// (op, path, value), which needs target.
+	// (op, path, value), which needs target. `$patch: delete` (with only
+	// the fields that select) leaves the selected objects out, as in
+	// kustomize: a CRD a chart renders as a template that another
+	// environment's release already installed, say.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=3072

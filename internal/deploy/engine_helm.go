@@ -95,6 +95,11 @@ func (e *Engine) reconcileHelm(ctx context.Context, env *v1alpha1.DevEnvironment
 		return Result{Phase: v1alpha1.PhaseDeploying, Message: locked.Error()}, nil
 	}
 	if err != nil {
+		var taken *helm.TakenObjectError
+		if errors.As(err, &taken) {
+			return Result{}, fault.Stalled(v1alpha1.ReasonDeployFailed, fmt.Errorf("%w; leave it out of this release with %s.helm.patches: [{target: {kind: %s, name: %s}, patch: \"$patch: delete\"}], or delete it",
+				err, componentField(env, c), taken.Kind, taken.Name))
+		}
 		if fault.IsPermanent(err) || fault.IsUnavailable(err) {
 			return Result{}, err
 		}

@@ -46,7 +46,7 @@ func (e *Engine) reconcileManifests(ctx context.Context, env *v1alpha1.DevEnviro
 	if err != nil {
 		return Result{}, err
 	}
-	if err := patches.ApplyAll(objs); err != nil {
+	if objs, err = patches.ApplyAll(objs); err != nil {
 		return Result{}, err
 	}
 	if _, err := RewriteImages(objs, images); err != nil {

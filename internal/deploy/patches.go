@@ -39,6 +39,10 @@ type patch struct {
 	// select the object; nil for a JSON6902 patch.
 	merge []byte
 	ops   jsonpatch.Patch
+	// drop leaves the selected objects out of the render (`$patch:
+	// delete`, as kustomize reads it): a cluster-scoped object another
+	// release or environment owns, say.
+	drop bool
 }
 
 // selector picks the objects a patch applies to. Empty fields (and nil
@@ -110,6 +114,13 @@ func compilePatch(field string, s v1alpha1.Patch) (patch, error) {
 			if len(meta) == 0 {
 				delete(body, "metadata")
 			}
+		}
+		if directive, _ := body["$patch"].(string); directive == "delete" {
+			if len(body) > 1 {
+				return p, fault.Permanentf("%s.patch: $patch: delete leaves the object out and takes no other fields", field)
+			}
+			p.drop = true
+			return p, nil
 		}
 		if p.merge, err = json.Marshal(body); err != nil {
 			return p, fault.Permanentf("%s.patch: %v", field, err)
@@ -204,25 +215,33 @@ func (ps *Patches) Len() int {
 	return len(ps.list)
 }
 
-// Apply patches objs in place and marks in matched (Len long) each patch
-// that selected at least one of them. A patch that does not apply to an
-// object it selects is a permanent error naming both.
-func (ps *Patches) Apply(objs []*unstructured.Unstructured, matched []bool) error {
+// Apply patches objs in place, leaves out those a `$patch: delete`
+// selects, and marks in matched (Len long) each patch that selected at
+// least one of them; it returns the objects kept. A patch that does not
+// apply to an object it selects is a permanent error naming both.
+func (ps *Patches) Apply(objs []*unstructured.Unstructured, matched []bool) ([]*unstructured.Unstructured, error) {
 	if ps == nil {
-		return nil
+		return objs, nil
 	}
 	for j, p := range ps.list {
+		kept := objs[:0:0]
 		for _, o := range objs {
 			if !p.sel.matches(o, ps.namespace) {
+				kept = append(kept, o)
 				continue
 			}
 			matched[j] = true
-			if err := p.apply(o); err != nil {
-				return fault.Permanentf("%s: %s: %v", p.field, objectName(o), err)
+			if p.drop {
+				continue
 			}
+			if err := p.apply(o); err != nil {
+				return nil, fault.Permanentf("%s: %s: %v", p.field, objectName(o), err)
+			}
+			kept = append(kept, o)
 		}
+		objs = kept
 	}
-	return nil
+	return objs, nil
 }
 
 // Unmatched is the error for the patches matched does not mark, nil when
@@ -243,13 +262,15 @@ func (ps *Patches) Unmatched(matched []bool) error {
 	return fault.Permanentf("%s: matches no rendered object", strings.Join(missed, ", "))
 }
 
-// ApplyAll patches objs and fails when a patch matched none of them.
-func (ps *Patches) ApplyAll(objs []*unstructured.Unstructured) error {
+// ApplyAll patches objs, returning those kept, and fails when a patch
+// matched none of them.
+func (ps *Patches) ApplyAll(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	matched := make([]bool, ps.Len())
-	if err := ps.Apply(objs, matched); err != nil {
-		return err
+	objs, err := ps.Apply(objs, matched)
+	if err != nil {
+		return nil, err
 	}
-	return ps.Unmatched(matched)
+	return objs, ps.Unmatched(matched)
 }
 
 func (p patch) apply(o *unstructured.Unstructured) error {

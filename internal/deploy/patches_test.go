@@ -85,7 +85,7 @@ spec:
         args: [--debug, --port=8080]
         securityContext: {runAsNonRoot: true}
 `})
-	g.Expect(ps.ApplyAll(objs)).To(Succeed())
+	g.Expect(applyAll(ps, objs)).To(Succeed())
 
 	// Containers merge by name: web changed, the proxy sidecar kept.
 	cs := containers(g, objs[0])
@@ -107,7 +107,7 @@ func TestMergePatchOfACustomResourceReplacesLists(t *testing.T) {
 	g := NewWithT(t)
 	objs := renderedObjects(t)
 	ps := compile(t, v1alpha1.Patch{Patch: "apiVersion: demo.devloop.dev/v1\nkind: Validator\nmetadata: {name: web}\nspec: {plugins: [c], debug: true}\n"})
-	g.Expect(ps.ApplyAll(objs)).To(Succeed())
+	g.Expect(applyAll(ps, objs)).To(Succeed())
 	g.Expect(objs[3].Object["spec"]).To(Equal(map[string]any{"plugins": []any{"c"}, "version": "1", "debug": true}))
 }
 
@@ -118,7 +118,7 @@ func TestJSON6902PatchAppliesOnceToEveryTarget(t *testing.T) {
 		Target: &v1alpha1.PatchTarget{Group: "apps", Kind: "Deployment", Name: "web|work.*"},
 		Patch:  "- {op: add, path: /spec/template/spec/containers/0/args/-, value: --v=4}\n",
 	})
-	g.Expect(ps.ApplyAll(objs)).To(Succeed())
+	g.Expect(applyAll(ps, objs)).To(Succeed())
 	g.Expect(containers(g, objs[0])[0]).To(HaveKeyWithValue("args", []any{"--port=8080", "--v=4"}))
 	g.Expect(containers(g, objs[1])[0]).To(HaveKeyWithValue("args", []any{"run", "--v=4"}))
 }
@@ -143,7 +143,7 @@ func TestPatchTargets(t *testing.T) {
 			objs := renderedObjects(t)
 			target := tc.target
 			ps := compile(t, v1alpha1.Patch{Target: &target, Patch: addArg})
-			err := ps.ApplyAll(objs)
+			_, err := ps.ApplyAll(objs)
 			if !tc.web && !tc.other {
 				g.Expect(err).To(MatchError(patchField + "[0]: matches no rendered object"))
 				return
@@ -165,6 +165,8 @@ func TestPatchErrorsNameThePatch(t *testing.T) {
 			patchField + "[0]: a JSON6902 patch (a list of operations) needs target"},
 		{"strategic merge without kind or name", v1alpha1.Patch{Patch: "spec: {replicas: 2}"},
 			patchField + "[0]: a strategic-merge patch without target needs kind and metadata.name"},
+		{"delete with fields", v1alpha1.Patch{Target: &v1alpha1.PatchTarget{Kind: "Service"}, Patch: "$patch: delete\nspec: {type: NodePort}"},
+			patchField + "[0].patch: $patch: delete leaves the object out and takes no other fields"},
 		{"a scalar", v1alpha1.Patch{Patch: "just text"},
 			patchField + "[0].patch: must be a partial object"},
 		{"unknown operation", v1alpha1.Patch{Target: &v1alpha1.PatchTarget{Kind: "Service"}, Patch: "- {op: merge, path: /spec}"},
@@ -190,7 +192,7 @@ func TestPatchThatDoesNotApplyNamesTheObject(t *testing.T) {
 		v1alpha1.Patch{Patch: "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort}\n"},
 		v1alpha1.Patch{Target: &v1alpha1.PatchTarget{Kind: "Deployment", Name: "worker"},
 			Patch: "- {op: replace, path: /spec/template/spec/nodeName, value: n1}"})
-	err := ps.ApplyAll(renderedObjects(t))
+	_, err := ps.ApplyAll(renderedObjects(t))
 	g.Expect(err).To(MatchError(ContainSubstring(patchField + "[1]: Deployment jobs/worker: replace operation does not apply")))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue())
 }
@@ -203,7 +205,7 @@ func TestUnmatchedPatchesAreListed(t *testing.T) {
 		v1alpha1.Patch{Patch: "apiVersion: v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n"},
 		v1alpha1.Patch{Patch: "kind: Deployment\nmetadata: {name: web, namespace: elsewhere}\nspec: {replicas: 3}\n"})
 	objs := renderedObjects(t)
-	err := ps.ApplyAll(objs)
+	_, err := ps.ApplyAll(objs)
 	g.Expect(err).To(MatchError(patchField + "[1], " + patchField + "[2]: matches no rendered object"))
 	g.Expect(fault.IsPermanent(err)).To(BeTrue())
 }
@@ -216,8 +218,8 @@ func TestPatchesAreDeterministic(t *testing.T) {
 		v1alpha1.Patch{Target: &v1alpha1.PatchTarget{LabelSelector: "app"},
 			Patch: "metadata: {annotations: {b: '2'}}\nspec: {template: {spec: {containers: [{name: sidecar, image: x}]}}}"})
 	a, b := renderedObjects(t), renderedObjects(t)
-	g.Expect(ps.ApplyAll(a)).To(Succeed())
-	g.Expect(ps.ApplyAll(b)).To(Succeed())
+	g.Expect(applyAll(ps, a)).To(Succeed())
+	g.Expect(applyAll(ps, b)).To(Succeed())
 	da, err := manifestsDigest(a)
 	g.Expect(err).NotTo(HaveOccurred())
 	db, err := manifestsDigest(b)
@@ -232,5 +234,45 @@ func TestNoPatches(t *testing.T) {
 	ps, err := CompilePatches(patchField, nil, "team-a")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ps.Len()).To(BeZero())
-	g.Expect(ps.ApplyAll(renderedObjects(t))).To(Succeed())
+	objs, err := ps.ApplyAll(renderedObjects(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(len(renderedObjects(t))))
+}
+
+// TestADeletePatchLeavesTheObjectOut: `$patch: delete` (kustomize's
+// directive) leaves out every object it selects, by target or by its own
+// kind and name; what it does not select is kept and patched as before.
+func TestADeletePatchLeavesTheObjectOut(t *testing.T) {
+	g := NewWithT(t)
+	ps := compile(t,
+		v1alpha1.Patch{Target: &v1alpha1.PatchTarget{Kind: "Deployment"}, Patch: "$patch: delete"},
+		v1alpha1.Patch{Patch: "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort}\n"})
+	objs, err := ps.ApplyAll(renderedObjects(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+	}
+	g.Expect(kinds).To(Equal([]string{"Service/web", "Validator/web"}))
+	g.Expect(objs[0].Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("type", "NodePort")))
+
+	ps = compile(t, v1alpha1.Patch{Patch: "apiVersion: demo.devloop.dev/v1\nkind: Validator\nmetadata: {name: web}\n$patch: delete\n"})
+	objs, err = ps.ApplyAll(renderedObjects(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(len(renderedObjects(t)) - 1))
+	for _, o := range objs {
+		g.Expect(o.GetKind()).NotTo(Equal("Validator"))
+	}
+
+	// One that selects nothing is named, as any patch.
+	ps = compile(t, v1alpha1.Patch{Target: &v1alpha1.PatchTarget{Kind: "CustomResourceDefinition"}, Patch: "$patch: delete"})
+	_, err = ps.ApplyAll(renderedObjects(t))
+	g.Expect(err).To(MatchError(patchField + "[0]: matches no rendered object"))
+}
+
+// applyAll is ApplyAll for patches that leave no object out: only its
+// error.
+func applyAll(ps *Patches, objs []*unstructured.Unstructured) error {
+	_, err := ps.ApplyAll(objs)
+	return err
 }

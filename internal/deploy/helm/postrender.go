@@ -17,23 +17,24 @@ import (
 // rewrite image references to the images devloop built.
 type Mutator func(objs []*unstructured.Unstructured) error
 
-// MutatorPostRenderer adapts a Mutator to Helm's post-renderer: Helm hands
-// over the rendered manifests as one multi-document YAML stream, which is
-// parsed into objects, mutated, and serialized back.
-type MutatorPostRenderer struct {
-	Mutate Mutator
+// EditPostRenderer adapts an edit of the rendered objects to Helm's
+// post-renderer: Helm hands over the rendered manifests as one
+// multi-document YAML stream, which is parsed into objects, edited (some
+// may be left out), and serialized back.
+type EditPostRenderer struct {
+	Edit func(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error)
 }
 
-var _ postrender.PostRenderer = MutatorPostRenderer{}
+var _ postrender.PostRenderer = EditPostRenderer{}
 
 // Run implements postrender.PostRenderer.
-func (p MutatorPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
+func (p EditPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	objs, err := parseManifests(rendered.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("post-render: %w", err)
 	}
-	if p.Mutate != nil {
-		if err := p.Mutate(objs); err != nil {
+	if p.Edit != nil {
+		if objs, err = p.Edit(objs); err != nil {
 			return nil, fmt.Errorf("post-render: %w", err)
 		}
 	}

@@ -324,6 +324,11 @@ func reconcileRelease(ctx context.Context, cfg *action.Configuration, req Releas
 		}
 		out.FailedAction = act
 		out.Failure, lastErr = classifyHelm(act, err)
+		if taken := takenObject(err, req.ReleaseName, req.Namespace); taken != nil {
+			// Another release's object (or no release's): no retry
+			// changes whose it is.
+			out.Failure, lastErr = FailureAction, fault.Permanent(fmt.Errorf("%s: %w", act, taken))
+		}
 		if out.Failure == FailureForbidden || out.Failure == FailureUnavailable || fault.IsPermanent(lastErr) {
 			// Remediation cannot help: it would fail the same way.
 			if last, err := LastRelease(cfg, req.ReleaseName); err == nil {

@@ -17,16 +17,18 @@ import (
 // the deploy engine, which applies them to manifests too.
 type Patcher interface {
 	Len() int
-	Apply(objs []*unstructured.Unstructured, matched []bool) error
+	Apply(objs []*unstructured.Unstructured, matched []bool) ([]*unstructured.Unstructured, error)
 	Unmatched(matched []bool) error
 }
 
 // noPatches is the Patcher of a request without patches.
 type noPatches struct{}
 
-func (noPatches) Len() int                                         { return 0 }
-func (noPatches) Apply([]*unstructured.Unstructured, []bool) error { return nil }
-func (noPatches) Unmatched([]bool) error                           { return nil }
+func (noPatches) Len() int { return 0 }
+func (noPatches) Apply(objs []*unstructured.Unstructured, _ []bool) ([]*unstructured.Unstructured, error) {
+	return objs, nil
+}
+func (noPatches) Unmatched([]bool) error { return nil }
 
 // releaseRender edits what a Helm install or upgrade renders before any
 // of it reaches the cluster: patches first, then Mutate (labels, pinned
@@ -69,19 +71,22 @@ func newReleaseRender(req ReleaseRequest) *releaseRender {
 // Run implements postrender.PostRenderer, for the release manifest.
 func (r *releaseRender) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	r.matched = make([]bool, r.patches.Len())
-	return MutatorPostRenderer{Mutate: func(objs []*unstructured.Unstructured) error {
+	return EditPostRenderer{Edit: func(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 		return r.edit(objs, r.matched)
 	}}.Run(rendered)
 }
 
-func (r *releaseRender) edit(objs []*unstructured.Unstructured, matched []bool) error {
-	if err := r.patches.Apply(objs, matched); err != nil {
-		return err
+// edit patches objs (a patch may leave some out), then mutates those
+// kept, and returns them.
+func (r *releaseRender) edit(objs []*unstructured.Unstructured, matched []bool) ([]*unstructured.Unstructured, error) {
+	objs, err := r.patches.Apply(objs, matched)
+	if err != nil {
+		return nil, err
 	}
 	if r.mutate != nil {
-		return r.mutate(objs)
+		return objs, r.mutate(objs)
 	}
-	return nil
+	return objs, nil
 }
 
 // renderHooks edits the hooks of a revision about to be stored pending,
@@ -94,14 +99,20 @@ func (r *releaseRender) renderHooks(ctx context.Context, rls *release.Release) e
 		matched = make([]bool, r.patches.Len())
 	}
 	var all []*unstructured.Unstructured
+	hooks := rls.Hooks[:0:0]
 	for _, h := range rls.Hooks {
 		objs, err := parseManifests([]byte(h.Manifest))
 		if err != nil {
 			return fmt.Errorf("hook %s: %w", h.Path, err)
 		}
-		if err := r.edit(objs, matched); err != nil {
+		if objs, err = r.edit(objs, matched); err != nil {
 			return fmt.Errorf("hook %s: %w", h.Path, err)
 		}
+		if len(objs) == 0 {
+			// Left out by a patch ($patch: delete): no hook to run.
+			continue
+		}
+		hooks = append(hooks, h)
 		out, err := writeManifests(objs)
 		if err != nil {
 			return fmt.Errorf("hook %s: %w", h.Path, err)
@@ -111,6 +122,7 @@ func (r *releaseRender) renderHooks(ctx context.Context, rls *release.Release) e
 			all = append(all, objs...)
 		}
 	}
+	rls.Hooks = hooks
 	if err := r.patches.Unmatched(matched); err != nil {
 		return err
 	}
