@@ -124,6 +124,43 @@ func TestRealIPShieldOLM(t *testing.T) {
 	t.Logf("ipshield through OLM figures: first Ready cold %s; edit → new operator logging the edit %s (image rebuilt %s, published %s, the rest catalogd's poll and OLM's upgrade); load %s",
 		cold.Round(time.Second), edit.Round(100*time.Millisecond), rebuilt.Round(100*time.Millisecond),
 		published.Round(100*time.Millisecond), loadAverage())
+
+	warm := warmIPShieldBuild(t, env, tree, goproxy)
+	suiteCold := runSuite(t, key, "unit-tests", 1)
+	suiteWarm := runSuite(t, key, "unit-tests", 2)
+	t.Logf("ipshield figures: first Ready warm (second environment, first's cache) %s; unit suite cold %s, warm %s; load %s",
+		warm.Round(time.Second), suiteCold.Round(time.Second), suiteWarm.Round(time.Second), loadAverage())
+}
+
+// warmIPShieldBuild builds the operator's image in a second environment
+// (another namespace) reading the first one's build cache
+// (spec.cache.readFrom), and returns its time to Ready. Only the image.
+func warmIPShieldBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy string) time.Duration {
+	t.Helper()
+	g := NewWithT(t)
+	nsB := namespace(t, "e2e-ipshield-b")
+	envB := localIPShield(t, nsB, goproxy)
+	var manager v1alpha1.Component
+	for _, c := range envB.Spec.Components {
+		if c.Name == "manager" {
+			manager = c
+		}
+	}
+	manager.DependsOn = nil
+	envB.Spec.Components = []v1alpha1.Component{manager}
+	envB.Spec.Sources = envB.Spec.Sources[:1]
+	envB.Spec.Tests = nil
+	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: first.Namespace, Name: first.Name}}}
+	allowReadEnvironment(t, first, nsB)
+	deleteOnCleanup(t, envB)
+	_, err := devcluster.PushSource(context.Background(), tree, sourceRef(t, envB, "src"))
+	g.Expect(err).NotTo(HaveOccurred())
+	start := time.Now()
+	g.Expect(dc.Client.Create(context.Background(), envB)).To(Succeed())
+	waitEnv(t, client.ObjectKeyFromObject(envB), 30*time.Minute, false, readyNow)
+	took := time.Since(start)
+	t.Logf("first Ready, warm (second environment, the first's cache): %s; load %s", took.Round(time.Second), loadAverage())
+	return took
 }
 
 // localIPShield is config/samples/olm-operator.yaml on the local cluster,
@@ -157,6 +194,13 @@ func localIPShield(t *testing.T, ns, goproxy string) *v1alpha1.DevEnvironment {
 	img.User = "65532:65532"
 	img.Run.Image = goImage
 	img.Run.Env = append(img.Run.Env, v1alpha1.EnvVar{Name: "GOPATH", Value: "/go"}, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy},
+		v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"}, v1alpha1.EnvVar{Name: "GOTOOLCHAIN", Value: "local"})
+	if len(env.Spec.Tests) != 1 {
+		t.Fatalf("config/samples/olm-operator.yaml: want its one unit suite, have %d suites", len(env.Spec.Tests))
+	}
+	suite := &env.Spec.Tests[0]
+	suite.Image = v1alpha1.TestImage{Ref: goImage}
+	suite.Env = append(suite.Env, v1alpha1.EnvVar{Name: "GOPROXY", Value: goproxy},
 		v1alpha1.EnvVar{Name: "GOSUMDB", Value: "off"}, v1alpha1.EnvVar{Name: "GOTOOLCHAIN", Value: "local"})
 	return env
 }
