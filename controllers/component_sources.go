@@ -18,3 +18,17 @@ func componentSources(c *v1alpha1.Component) []string {
 	}
 	return names
 }
+
+// sourcesOfComponentsOn are the sources the components that are on read.
+// A source only a component that is off (on demand and not brought up,
+// or turned off) or a test suite reads holds the environment's Ready up
+// for nothing: it is waited for once something that reads it runs.
+func (s *scope) sourcesOfComponentsOn() []string {
+	var names []string
+	for name, c := range s.plan.Components {
+		if s.offReason(name) == "" {
+			names = append(names, componentSources(c)...)
+		}
+	}
+	return names
+}

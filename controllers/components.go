@@ -147,7 +147,7 @@ func (r *DevEnvironmentReconciler) componentsOutcome(s *scope, w *componentsWalk
 	if len(w.failed) > 0 {
 		failures = componentErrors(w.failed)
 	}
-	if unpushed := s.sources.AnyUnpushed(); unpushed != nil && len(w.inFlight) == 0 && failures == nil {
+	if unpushed := s.sources.Unpushed(s.sourcesOfComponentsOn()); unpushed != nil && len(w.inFlight) == 0 && failures == nil {
 		// Nothing else to wait for but a push (what is blocked waits on
 		// the components that wait for it): the push's own message, as
 		// before any component could start.

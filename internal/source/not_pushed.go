@@ -69,11 +69,6 @@ func (s *Sources) Unpushed(names []string) *fault.WaitingError {
 	return s.unpushedOf(func(name string) bool { return slices.Contains(names, name) })
 }
 
-// AnyUnpushed is the Waiting error of every source not pushed yet, or nil.
-func (s *Sources) AnyUnpushed() *fault.WaitingError {
-	return s.unpushedOf(func(string) bool { return true })
-}
-
 func (s *Sources) unpushedOf(selected func(name string) bool) *fault.WaitingError {
 	if s == nil || len(s.unpushed) == 0 {
 		return nil
