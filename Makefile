@@ -252,6 +252,12 @@ real-dynamo: cluster-binaries ## Dynamo's operator loop (DYNAMO_TREE=the deploy/
 	$(CLUSTER_SH) up
 	DEVLOOP_DYNAMO_TREE=$(abspath $(DYNAMO_TREE)) KUBEBUILDER_ASSETS=$(ASSETS) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 150m -run '^TestRealDynamo$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
+.PHONY: real-volcano
+real-volcano: cluster-binaries ## Volcano's loop (VOLCANO_TREE=a checkout of volcano-sh/volcano) on the local cluster, with figures: up, test, down.
+	@[ -n "$(VOLCANO_TREE)" ] || { echo "VOLCANO_TREE=DIR: a checkout of github.com/volcano-sh/volcano" >&2; exit 2; }
+	$(CLUSTER_SH) up
+	DEVLOOP_VOLCANO_TREE=$(abspath $(VOLCANO_TREE)) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 180m -run '^TestRealVolcano$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+
 # Flux's and OLM's controllers are built from Go modules first, outside the
 # test timeout (minutes on a cold cache, then cached under bin/flux, bin/olm).
 e2e-gitops: cluster-binaries flux-binaries olm-binaries ## The Flux and OLM end-to-end cases (their controllers built from Go modules) on the local cluster.
