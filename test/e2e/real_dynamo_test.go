@@ -127,15 +127,17 @@ func warmDynamoBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy
 	return took
 }
 
-// pushEnvtestAssets pushes envtest's kube-apiserver and etcd (this
-// cluster's own, from KUBEBUILDER_ASSETS) as env's source "envtest", as
+// pushEnvtestAssets pushes envtest's kube-apiserver and etcd (from
+// DEVLOOP_ENVTEST_ASSETS: the project's own version, 1.29, as make test
+// gets it, when built; else this cluster's) as env's source "envtest", as
 // the sample's comment tells a team to push theirs.
 func pushEnvtestAssets(t *testing.T, env *v1alpha1.DevEnvironment) {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	assets := os.Getenv("DEVLOOP_ENVTEST_ASSETS")
 	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: the directory of envtest's kube-apiserver and etcd (make real-dynamo sets it)")
+		t.Fatal("DEVLOOP_ENVTEST_ASSETS is not set: the directory of envtest's kube-apiserver and etcd (make real-dynamo sets it)")
 	}
+	t.Logf("envtest's binaries from %s", assets)
 	dir := t.TempDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		data, err := os.ReadFile(filepath.Join(assets, bin))
