@@ -65,6 +65,14 @@ func copyDir(t *testing.T, src string) string {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
+		if d.Type()&os.ModeSymlink != 0 {
+			// Kept a link (Volcano's chart links crd/v1 to crd/bases).
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
