@@ -102,29 +102,16 @@ func TestRealDynamo(t *testing.T) {
 }
 
 // warmDynamoBuild builds the operator's image in a second environment
-// (another namespace) reading the first one's build cache
-// (spec.cache.readFrom), and returns its time to Ready. Only the image:
-// the chart's cluster-scoped objects belong to the first.
+// reading the first one's build cache (warmBuild). Only the image: the
+// chart's cluster-scoped objects belong to the first.
 func warmDynamoBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy string) time.Duration {
 	t.Helper()
-	g := NewWithT(t)
-	nsB := namespace(t, "e2e-dynamo-b")
-	envB := localDynamo(t, tree, nsB, "unused", goproxy)
+	envB := localDynamo(t, tree, namespace(t, "e2e-dynamo-b"), "unused", goproxy)
 	platform := envB.Spec.Components[1]
-	g.Expect(platform.Name).To(Equal("platform"))
+	NewWithT(t).Expect(platform.Name).To(Equal("platform"))
 	platform.DependsOn, platform.Helm = nil, nil
 	envB.Spec.Components = []v1alpha1.Component{platform}
-	envB.Spec.Tests = nil
-	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: first.Namespace, Name: first.Name}}}
-	allowReadEnvironment(t, first, nsB)
-	deleteOnCleanup(t, envB)
-	pushDir(t, envB, tree)
-	start := time.Now()
-	g.Expect(dc.Client.Create(context.Background(), envB)).To(Succeed())
-	waitEnv(t, client.ObjectKeyFromObject(envB), 30*time.Minute, false, readyNow)
-	took := time.Since(start)
-	t.Logf("first Ready, warm (second environment, the first's cache): %s; load %s", took.Round(time.Second), loadAverage())
-	return took
+	return warmBuild(t, first, envB, tree)
 }
 
 // pushEnvtestAssets pushes envtest's kube-apiserver and etcd (from

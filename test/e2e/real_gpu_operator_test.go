@@ -203,28 +203,36 @@ func deleteOnCleanup(t *testing.T, env *v1alpha1.DevEnvironment) {
 }
 
 // warmGPUOperatorBuild builds the same tree's two images in a second
-// environment (another namespace) reading the first one's build cache
-// (spec.cache.readFrom), and returns its time to Ready. Only the images:
-// the chart's cluster-scoped objects belong to the first.
+// environment (another namespace) reading the first one's build cache,
+// and returns its time to Ready. Only the images: the chart's
+// cluster-scoped objects belong to the first.
 func warmGPUOperatorBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy string) time.Duration {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	nsB := namespace(t, "e2e-gpuop-b")
-	envB := localGPUOperator(t, nsB, "unused", goproxy)
+	envB := localGPUOperator(t, namespace(t, "e2e-gpuop-b"), "unused", goproxy)
 	images := envB.Spec.Components[1]
 	images.DependsOn, images.Helm = nil, nil
 	envB.Spec.Components = []v1alpha1.Component{images}
+	return warmBuild(t, first, envB, tree)
+}
+
+// warmBuild creates envB, a second environment of first's project whose
+// components the caller cut to the images, reading first's build cache
+// (spec.cache.readFrom, which first's namespace grants envB's deployer),
+// with tree pushed as its source; it returns envB's time to Ready, the
+// "first Ready, warm" figure of each real project.
+func warmBuild(t *testing.T, first, envB *v1alpha1.DevEnvironment, tree string) time.Duration {
+	t.Helper()
+	g := NewWithT(t)
 	envB.Spec.Tests = nil
 	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: first.Namespace, Name: first.Name}}}
-	allowReadEnvironment(t, first, nsB)
+	allowReadEnvironment(t, first, envB.Namespace)
 	deleteOnCleanup(t, envB)
 	pushDir(t, envB, tree)
 	start := time.Now()
-	g.Expect(dc.Client.Create(ctx, envB)).To(Succeed())
-	waitEnv(t, client.ObjectKeyFromObject(envB), 30*time.Minute, false, readyNow)
+	g.Expect(dc.Client.Create(context.Background(), envB)).To(Succeed())
+	waitEnv(t, client.ObjectKeyFromObject(envB), 60*time.Minute, false, readyNow)
 	took := time.Since(start)
-	t.Logf("first Ready, warm (second environment, the first's cache): %s; load %s", took.Round(time.Second), loadAverage())
+	t.Logf("first Ready, warm (second environment %s, the first's cache, images only): %s; load %s", envB.Namespace, took.Round(time.Second), loadAverage())
 	return took
 }
 

@@ -133,13 +133,10 @@ func TestRealIPShieldOLM(t *testing.T) {
 }
 
 // warmIPShieldBuild builds the operator's image in a second environment
-// (another namespace) reading the first one's build cache
-// (spec.cache.readFrom), and returns its time to Ready. Only the image.
+// reading the first one's build cache (warmBuild). Only the image.
 func warmIPShieldBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy string) time.Duration {
 	t.Helper()
-	g := NewWithT(t)
-	nsB := namespace(t, "e2e-ipshield-b")
-	envB := localIPShield(t, nsB, goproxy)
+	envB := localIPShield(t, namespace(t, "e2e-ipshield-b"), goproxy)
 	var manager v1alpha1.Component
 	for _, c := range envB.Spec.Components {
 		if c.Name == "manager" {
@@ -148,19 +145,8 @@ func warmIPShieldBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, gopro
 	}
 	manager.DependsOn = nil
 	envB.Spec.Components = []v1alpha1.Component{manager}
-	envB.Spec.Sources = envB.Spec.Sources[:1]
-	envB.Spec.Tests = nil
-	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: first.Namespace, Name: first.Name}}}
-	allowReadEnvironment(t, first, nsB)
-	deleteOnCleanup(t, envB)
-	_, err := devcluster.PushSource(context.Background(), tree, sourceRef(t, envB, "src"))
-	g.Expect(err).NotTo(HaveOccurred())
-	start := time.Now()
-	g.Expect(dc.Client.Create(context.Background(), envB)).To(Succeed())
-	waitEnv(t, client.ObjectKeyFromObject(envB), 30*time.Minute, false, readyNow)
-	took := time.Since(start)
-	t.Logf("first Ready, warm (second environment, the first's cache): %s; load %s", took.Round(time.Second), loadAverage())
-	return took
+	envB.Spec.Sources = envB.Spec.Sources[:1] // src
+	return warmBuild(t, first, envB, tree)
 }
 
 // localIPShield is config/samples/olm-operator.yaml on the local cluster,

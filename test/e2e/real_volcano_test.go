@@ -139,28 +139,16 @@ func localVolcano(t *testing.T, ns, releaseNS, goproxy string) *v1alpha1.DevEnvi
 }
 
 // warmVolcanoBuild builds the same tree's three images in a second
-// environment (another namespace) reading the first one's build cache
-// (spec.cache.readFrom), and returns its time to Ready. Only the images:
-// a second release of Volcano's chart collides with the first (its CRD
-// templates, its fixed-name webhooks, its scheduler).
+// environment reading the first one's build cache (warmBuild). Only the
+// images: a second release of Volcano's chart collides with the first
+// (its CRD templates, its fixed-name webhooks, its scheduler).
 func warmVolcanoBuild(t *testing.T, first *v1alpha1.DevEnvironment, tree, goproxy string) time.Duration {
 	t.Helper()
-	g := NewWithT(t)
-	nsB := namespace(t, "e2e-volcano-b")
-	envB := localVolcano(t, nsB, "unused", goproxy)
+	envB := localVolcano(t, namespace(t, "e2e-volcano-b"), "unused", goproxy)
 	vc := envB.Spec.Components[0]
 	vc.Helm = nil
 	envB.Spec.Components = []v1alpha1.Component{vc}
-	envB.Spec.Cache = &v1alpha1.EnvironmentCache{ReadFrom: []v1alpha1.CacheSource{{Namespace: first.Namespace, Name: first.Name}}}
-	allowReadEnvironment(t, first, nsB)
-	deleteOnCleanup(t, envB)
-	pushDir(t, envB, tree)
-	start := time.Now()
-	g.Expect(dc.Client.Create(context.Background(), envB)).To(Succeed())
-	waitEnv(t, client.ObjectKeyFromObject(envB), 60*time.Minute, false, readyNow)
-	took := time.Since(start)
-	t.Logf("first Ready, warm (second environment, the first's cache, the three images): %s; load %s", took.Round(time.Second), loadAverage())
-	return took
+	return warmBuild(t, first, envB, tree)
 }
 
 // editVolcanoScheduler adds a log line to the scheduler's main, after its
