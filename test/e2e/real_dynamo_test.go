@@ -41,17 +41,10 @@ var dynamoPodLabels = map[string]string{"control-plane": "controller-manager"}
 // how it got there (live update or rollout). Figures are logged with the
 // load. `make real-dynamo DYNAMO_TREE=DIR` runs it; `make e2e` skips it.
 func TestRealDynamo(t *testing.T) {
-	if os.Getenv("DEVLOOP_E2E_REAL") == "skip" {
-		t.Skip("the real projects' loops run by their own targets")
-	}
-	src := os.Getenv(dynamoTreeVar)
-	if src == "" {
-		t.Skip(dynamoTreeVar + " is not set: the deploy/ directory of a checkout of github.com/ai-dynamo/dynamo (make real-dynamo DYNAMO_TREE=DIR)")
-	}
+	tree := realTree(t, dynamoTreeVar, "the deploy/ directory of a checkout of github.com/ai-dynamo/dynamo (make real-dynamo DYNAMO_TREE=DIR)")
 	c := need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	tree := copyDir(t, src)
 	goproxy := hostGoProxy(t, filepath.Join(tree, "operator"))
 
 	ns := namespace(t, "e2e-dynamo")
@@ -214,4 +207,19 @@ func relabelNamespace(t *testing.T, ns string, labels map[string]any) {
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(dc.Client.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// realTree is a copy of the real project's tree the variable names (its
+// edits stay in the copy); the test is skipped where there is none, and
+// when DEVLOOP_E2E_REAL=skip (make e2e: each real project has a target).
+func realTree(t *testing.T, variable, what string) string {
+	t.Helper()
+	if os.Getenv("DEVLOOP_E2E_REAL") == "skip" {
+		t.Skip("the real projects' loops run by their own targets")
+	}
+	src := os.Getenv(variable)
+	if src == "" {
+		t.Skip(variable + " is not set: " + what)
+	}
+	return copyDir(t, src)
 }

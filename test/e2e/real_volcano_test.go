@@ -39,17 +39,10 @@ var volcanoSchedulerLabels = map[string]string{"app": "volcano-scheduler"}
 // first's: Volcano is cluster-wide). Figures are logged with the load.
 // `make real-volcano VOLCANO_TREE=DIR` runs it; `make e2e` skips it.
 func TestRealVolcano(t *testing.T) {
-	if os.Getenv("DEVLOOP_E2E_REAL") == "skip" {
-		t.Skip("the real projects' loops run by their own targets")
-	}
-	src := os.Getenv(volcanoTreeVar)
-	if src == "" {
-		t.Skip(volcanoTreeVar + " is not set: a checkout of github.com/volcano-sh/volcano (make real-volcano VOLCANO_TREE=DIR)")
-	}
+	tree := realTree(t, volcanoTreeVar, "a checkout of github.com/volcano-sh/volcano (make real-volcano VOLCANO_TREE=DIR)")
 	c := need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	tree := copyDir(t, src)
 	goproxy := hostGoProxy(t, tree)
 
 	ns := namespace(t, "e2e-volcano")
