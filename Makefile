@@ -250,7 +250,7 @@ real-ipshield-olm: cluster-binaries olm-binaries opm ## The OLM-packaged operato
 real-dynamo: cluster-binaries ## Dynamo's operator loop (DYNAMO_TREE=the deploy/ directory of a checkout of ai-dynamo/dynamo; ENVTEST_ASSETS=its envtest's kube-apiserver and etcd, default this cluster's) on the local cluster, with figures: up, test, down.
 	@[ -n "$(DYNAMO_TREE)" ] || { echo "DYNAMO_TREE=DIR: the deploy/ directory of a checkout of github.com/ai-dynamo/dynamo" >&2; exit 2; }
 	$(CLUSTER_SH) up
-	DEVLOOP_DYNAMO_TREE=$(abspath $(DYNAMO_TREE)) DEVLOOP_ENVTEST_ASSETS=$(or $(ENVTEST_ASSETS),$(ASSETS)) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 150m -run '^TestRealDynamo$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
+	DEVLOOP_DYNAMO_TREE=$(abspath $(DYNAMO_TREE)) DEVLOOP_ENVTEST_ASSETS=$(or $(ENVTEST_ASSETS),$(ASSETS)) DEVLOOP_ENVTEST_OWN=$(if $(ENVTEST_ASSETS),1) go test -tags e2e ./test/e2e/ -count=1 -v -timeout 150m -run '^TestRealDynamo$$'; rc=$$?; $(CLUSTER_SH) down; exit $$rc
 
 .PHONY: real-volcano
 real-volcano: cluster-binaries ## Volcano's loop (VOLCANO_TREE=a checkout of volcano-sh/volcano) on the local cluster, with figures: up, test, down.

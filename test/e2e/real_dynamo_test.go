@@ -20,6 +20,7 @@ import (
 
 	"github.com/devloop-dev/devloop/api/v1alpha1"
 	"github.com/devloop-dev/devloop/internal/devcluster"
+	"github.com/devloop-dev/devloop/internal/message"
 	"github.com/devloop-dev/devloop/test/e2e/poll"
 )
 
@@ -77,7 +78,7 @@ func TestRealDynamo(t *testing.T) {
 		g.Expect(imageOf(cur, "dynamo-operator").Digest).NotTo(Equal(built))
 	})
 	rebuilt := imageOf(env, "dynamo-operator")
-	waitDynamoOperator(t, releaseNS, "", mark)
+	manager := waitDynamoOperator(t, releaseNS, "", mark)
 	edit := time.Since(start)
 	t.Logf("Dynamo figures: first Ready cold %s; edit → new manager code logging %s; %s (%s); load %s",
 		cold.Round(time.Second), edit.Round(100*time.Millisecond), mark, rebuilt.UpdateReason, loadAverage())
@@ -87,7 +88,31 @@ func TestRealDynamo(t *testing.T) {
 	// The unit suite: envtest's binaries pushed as the sample says, the
 	// suite's image (on demand) built when it is triggered.
 	pushEnvtestAssets(t, env)
-	suiteCold := runSuite(t, key, "unit-tests", 1)
+	revision := componentOf(env, "platform").Release.Revision
+	cold1, suiteCold := runSuiteOnly(t, key, "unit-tests", 1)
+	// The suite's image, built on demand, is no image the chart uses: the
+	// release is not upgraded and the live-updated manager stays in place
+	// (a suite's trigger rolled it out before 2026-11-29).
+	cur := &v1alpha1.DevEnvironment{}
+	g.Expect(dc.Client.Get(ctx, key, cur)).To(Succeed())
+	g.Expect(componentOf(cur, "platform").Release.Revision).To(Equal(revision), "the suite's trigger upgraded the release")
+	pods := &corev1.PodList{}
+	g.Expect(dc.Client.List(ctx, pods, client.InNamespace(releaseNS), client.MatchingLabels(dynamoPodLabels))).To(Succeed())
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	g.Expect(names).To(Equal([]string{manager}), "the manager pod the live update kept, alone")
+	if os.Getenv("DEVLOOP_ENVTEST_OWN") == "" {
+		// This cluster's envtest (1.37), not the project's (1.29): the
+		// outcome is the tree's against that version (9 specs of
+		// internal/controller write a Job status 1.37 refuses), reported.
+		t.Logf("Dynamo figures: first Ready cold %s, warm (second environment, first's cache) %s; edit → new manager code %s (%s); unit suite run #1 %s in %s against envtest binaries not the project's version (%s); load %s",
+			cold.Round(time.Second), warm.Round(time.Second), edit.Round(100*time.Millisecond), rebuilt.UpdateReason,
+			cold1.Result, suiteCold.Round(time.Second), message.Truncate(cold1.Message, 200), loadAverage())
+		return
+	}
+	g.Expect(cold1.Result).To(Equal(v1alpha1.ResultPassed), "run #1: %s\n%s", cold1.Message, cold1.LogTail)
 	suiteWarm := runSuite(t, key, "unit-tests", 2)
 	t.Logf("Dynamo figures: first Ready cold %s, warm (second environment, first's cache) %s; edit → new manager code %s (%s); unit suite cold %s (its image built on demand included), warm %s; load %s",
 		cold.Round(time.Second), warm.Round(time.Second), edit.Round(100*time.Millisecond), rebuilt.UpdateReason,

@@ -263,6 +263,15 @@ func editToNewOperator(t *testing.T, env *v1alpha1.DevEnvironment, tree, release
 // pass.
 func runSuite(t *testing.T, key client.ObjectKey, suite string, n int64) time.Duration {
 	t.Helper()
+	run, took := runSuiteOnly(t, key, suite, n)
+	NewWithT(t).Expect(run.Result).To(Equal(v1alpha1.ResultPassed), "run #%d: %s\n%s", n, run.Message, run.LogTail)
+	return took
+}
+
+// runSuiteOnly triggers suite and returns its run n once finished, and
+// how long it took, whatever its result.
+func runSuiteOnly(t *testing.T, key client.ObjectKey, suite string, n int64) (*v1alpha1.TestRun, time.Duration) {
+	t.Helper()
 	env := &v1alpha1.DevEnvironment{}
 	NewWithT(t).Expect(dc.Client.Get(context.Background(), key, env)).To(Succeed())
 	setTrigger(t, env, suite)
@@ -273,8 +282,7 @@ func runSuite(t *testing.T, key client.ObjectKey, suite string, n int64) time.Du
 		g.Expect(run.Number).To(Equal(n))
 		g.Expect(run.Result.Finished()).To(BeTrue(), "run #%d: %s %s", n, run.Result, run.Message)
 	})
-	NewWithT(t).Expect(run.Result).To(Equal(v1alpha1.ResultPassed), "run #%d: %s\n%s", n, run.Message, run.LogTail)
 	took := run.CompletionTime.Sub(run.StartTime.Time)
-	t.Logf("%s run #%d: %s; load %s", suite, n, took.Round(time.Second), loadAverage())
-	return took
+	t.Logf("%s run #%d: %s in %s; load %s", suite, n, run.Result, took.Round(time.Second), loadAverage())
+	return run, took
 }
