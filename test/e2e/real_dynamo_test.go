@@ -73,10 +73,7 @@ func TestRealDynamo(t *testing.T) {
 	mark := editDynamo(t, tree, 1)
 	start = time.Now()
 	push(t, env, tree)
-	env = waitEnv(t, key, 30*time.Minute, false, func(g Gomega, cur *v1alpha1.DevEnvironment) {
-		readyNow(g, cur)
-		g.Expect(imageOf(cur, "dynamo-operator").Digest).NotTo(Equal(built))
-	})
+	env = waitNewDigest(t, key, "dynamo-operator", built)
 	rebuilt := imageOf(env, "dynamo-operator")
 	manager := waitDynamoOperator(t, releaseNS, "", mark)
 	edit := time.Since(start)

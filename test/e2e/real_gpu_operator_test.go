@@ -246,10 +246,7 @@ func editToNewOperator(t *testing.T, env *v1alpha1.DevEnvironment, tree, release
 	mark := editOperator(t, tree, n)
 	start := time.Now()
 	push(t, env, tree)
-	cur := waitEnv(t, key, 30*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
-		readyNow(g, env)
-		g.Expect(imageOf(env, "gpu-operator").Digest).NotTo(Equal(old))
-	})
+	cur := waitNewDigest(t, key, "gpu-operator", old)
 	digest := imageOf(cur, "gpu-operator").Digest
 	waitPodLogging(t, poll.Wait{What: "an operator pod of " + digest + " logging " + mark, Every: 200 * time.Millisecond, Within: 10 * time.Minute},
 		releaseNS, map[string]string{"app": "gpu-operator"}, "", imageByDigest(digest), mark)
@@ -257,6 +254,17 @@ func editToNewOperator(t *testing.T, env *v1alpha1.DevEnvironment, tree, release
 	t.Logf("edit → new operator code serving (rollout, warm builder compile included): %s; %s; load %s",
 		took.Round(100*time.Millisecond), imageOf(cur, "gpu-operator").UpdateReason, loadAverage())
 	return took
+}
+
+// waitNewDigest waits until the environment is Ready with image built
+// anew (its digest no longer old), as after an edit is pushed, and
+// returns it.
+func waitNewDigest(t *testing.T, key client.ObjectKey, image, old string) *v1alpha1.DevEnvironment {
+	t.Helper()
+	return waitEnv(t, key, 30*time.Minute, false, func(g Gomega, env *v1alpha1.DevEnvironment) {
+		readyNow(g, env)
+		g.Expect(imageOf(env, image).Digest).NotTo(Equal(old))
+	})
 }
 
 // runSuite triggers suite and returns how long its run n took; it must

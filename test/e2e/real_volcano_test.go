@@ -46,8 +46,7 @@ func TestRealVolcano(t *testing.T) {
 	goproxy := hostGoProxy(t, tree)
 
 	ns := namespace(t, "e2e-volcano")
-	releaseNS := namespace(t, "e2e-volcano-system")
-	relabelNamespace(t, releaseNS, map[string]any{"pod-security.kubernetes.io/enforce": "privileged"})
+	releaseNS := privilegedNamespace(t, ns+"-system")
 	allowClusterAdmin(t, ns, "deployer")
 	env := localVolcano(t, ns, releaseNS, goproxy)
 	key := client.ObjectKeyFromObject(env)
@@ -68,10 +67,7 @@ func TestRealVolcano(t *testing.T) {
 	mark := editVolcanoScheduler(t, tree, 1)
 	start = time.Now()
 	push(t, env, tree)
-	env = waitEnv(t, key, 30*time.Minute, false, func(g Gomega, cur *v1alpha1.DevEnvironment) {
-		readyNow(g, cur)
-		g.Expect(imageOf(cur, "volcanosh/vc-scheduler").Digest).NotTo(Equal(scheduler))
-	})
+	env = waitNewDigest(t, key, "volcanosh/vc-scheduler", scheduler)
 	rebuilt := imageOf(env, "volcanosh/vc-scheduler")
 	waitPodLogging(t, poll.Wait{What: "a Ready Volcano scheduler pod logging " + mark, Every: 200 * time.Millisecond, Within: 10 * time.Minute},
 		releaseNS, volcanoSchedulerLabels, "", imageByDigest(rebuilt.Digest), mark)
