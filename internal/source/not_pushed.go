@@ -66,10 +66,6 @@ func waitingForPush(env *v1alpha1.DevEnvironment, index int, err error) (*fault.
 // built and deployed, and one reading an unpushed source waits with this
 // error as its message.
 func (s *Sources) Unpushed(names []string) *fault.WaitingError {
-	return s.unpushedOf(func(name string) bool { return slices.Contains(names, name) })
-}
-
-func (s *Sources) unpushedOf(selected func(name string) bool) *fault.WaitingError {
 	if s == nil || len(s.unpushed) == 0 {
 		return nil
 	}
@@ -77,7 +73,7 @@ func (s *Sources) unpushedOf(selected func(name string) bool) *fault.WaitingErro
 	var after time.Duration
 	for _, src := range s.env.Spec.Sources {
 		w, ok := s.unpushed[src.Name]
-		if !ok || !selected(src.Name) {
+		if !ok || !slices.Contains(names, src.Name) {
 			continue
 		}
 		msgs = append(msgs, w.Error())
